@@ -1,0 +1,38 @@
+// Bundles the CLI into one file (an unbundled CLI starts ~55 ms slower) and the library entry,
+// then emits type declarations. Heavy optional parts stay separate chunks, loaded on demand.
+import { execFileSync } from "node:child_process";
+import { chmodSync, readFileSync, rmSync } from "node:fs";
+import { build } from "esbuild";
+
+rmSync("dist", { recursive: true, force: true });
+const { version } = JSON.parse(readFileSync("package.json", "utf8"));
+
+await build({
+  entryPoints: { cli: "src/cli/main.ts", index: "src/index.ts" },
+  outdir: "dist",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  // Small dependencies are bundled for start-up speed; heavy ones stay external and are imported
+  // lazily by the commands that need them.
+  external: [
+    "@nats-io/*",
+    "@modelcontextprotocol/sdk",
+    "@modelcontextprotocol/sdk/*",
+    "playwright-core",
+  ],
+  sourcemap: false,
+  logLevel: "warning",
+  chunkNames: "chunks/[name]-[hash]",
+  // Bundled CommonJS dependencies (commander) call require() for Node built-ins.
+  banner: {
+    js: 'import { createRequire as __cr } from "node:module"; const require = __cr(import.meta.url);',
+  },
+  define: { __VERSION__: JSON.stringify(version) },
+});
+chmodSync("dist/cli.js", 0o755);
+execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], {
+  stdio: "inherit",
+});

@@ -1,0 +1,294 @@
+import { join } from "node:path";
+import type { Command } from "commander";
+import { isRelevant, type Message } from "../../core/message.js";
+import type { TaskInfo } from "../../store/types.js";
+import { readBody } from "../body.js";
+import {
+  type CliContext,
+  parsePositiveInt,
+  parseSeconds,
+  splitList,
+  UsageError,
+} from "../context.js";
+import { formatMessageHuman, messageJson } from "../output.js";
+
+/** The reference's commands (same flags, output and exit codes) and ours beside them. */
+export function registerCoreCommands(program: Command, ctx: CliContext): void {
+  program
+    .command("init")
+    .description("create a channel (fails if it exists)")
+    .argument("<channel>", "channel name")
+    .option("--members <list>", "comma-separated members; empty means open to everyone")
+    .option("--topic <text>", "what the channel is for", "")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat init review --members alice,bob --topic 'schema v2'\n  agent-chat init lobby",
+    )
+    .action(async (channel: string, opts: { members?: string; topic: string }) => {
+      const store = await ctx.open();
+      const meta = await store.init(channel, {
+        members: splitList(opts.members),
+        topic: opts.topic,
+      });
+      if (ctx.json) return ctx.printJson(meta);
+      const who = meta.members.length > 0 ? meta.members.join(", ") : "open to everyone";
+      ctx.out(`created channel ${channel} in ${join(store.location, channel)} (${who})\n`);
+    });
+
+  program
+    .command("channels")
+    .description("list the channels of the root")
+    .addHelpText("after", "\nExamples:\n  agent-chat channels\n  agent-chat --json channels")
+    .action(async () => {
+      const store = await ctx.open();
+      const list = await store.channels();
+      if (ctx.json) return ctx.printJson({ root: store.location, channels: list });
+      if (list.length === 0) {
+        ctx.err(`no channels in ${store.location} (create one with: agent-chat init NAME)\n`);
+        return;
+      }
+      for (const ch of list) {
+        const members = ch.members.length > 0 ? ch.members.join(",") : "(open)";
+        ctx.out(`${ch.name}\t#${ch.lastSeq}\t${members}\t${ch.topic}\n`);
+      }
+    });
+
+  program
+    .command("roster")
+    .description("show a channel's members, topic and creation time")
+    .argument("<channel>")
+    .addHelpText("after", "\nExample:\n  agent-chat roster review")
+    .action(async (channel: string) => {
+      const meta = await (await ctx.open()).roster(channel);
+      if (ctx.json) return ctx.printJson(meta);
+      const members = meta.members.length > 0 ? meta.members.join(", ") : "(open to everyone)";
+      ctx.out(
+        `channel: ${meta.channel}\ntopic: ${meta.topic}\nmembers: ${members}\ncreated: ${meta.created}\n`,
+      );
+    });
+
+  program
+    .command("post")
+    .description("post a message (body from --body, --body-file or stdin)")
+    .argument("<channel>")
+    .option("--from <name>", "sender (default: $AGENT_CHAT_NAME)")
+    .option("--title <text>", "title (default: the body's first line)")
+    .option("--to <list>", "recipients, comma-separated; default all (broadcast)")
+    .option("--reply <seq>", "the message number this answers")
+    .option("--status <label>", "discussion | proposal | ack | done | …", "discussion")
+    .option("--body <text>", "message body (markdown)")
+    .option("--body-file <file>", "read the body from a file ('-' for stdin)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat post review --from alice --to bob --title 'Draft ready' --body 'See PR 12.'\n" +
+        "  git diff | agent-chat post review --from alice --title 'Patch' --status proposal\n" +
+        "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
+    )
+    .action(async (channel: string, opts: PostFlags) => {
+      const from = ctx.agent(opts.from, "--from");
+      const body = await readBody({ body: opts.body, bodyFile: opts.bodyFile }, ctx.maxBodyBytes);
+      const store = await ctx.open();
+      const input: Parameters<typeof store.post>[1] = { from, body, status: opts.status };
+      if (opts.title !== undefined) input.title = opts.title;
+      if (opts.to !== undefined) input.to = opts.to;
+      if (opts.reply !== undefined) input.replyTo = parsePositiveInt(opts.reply, "--reply");
+      const result = await store.post(channel, input);
+      const path = join(store.location, channel, result.file);
+      if (ctx.json) return ctx.printJson({ ...result, path });
+      ctx.out(`posted #${result.seq} ${path}\n`);
+    });
+
+  program
+    .command("read")
+    .description("print the messages for you since your cursor, then advance it")
+    .argument("<channel>")
+    .option("--as <name>", "reader (default: $AGENT_CHAT_NAME)")
+    .option("--all", "from the beginning, not from the cursor")
+    .option("--peek", "do not advance the cursor")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek",
+    )
+    .action(async (channel: string, opts: { as?: string; all?: boolean; peek?: boolean }) => {
+      const as = ctx.agent(opts.as);
+      const store = await ctx.open();
+      const result = await store.read(channel, {
+        as,
+        all: opts.all === true,
+        peek: opts.peek === true,
+      });
+      for (const w of result.warnings) ctx.warn(`${channel}: ${w}`);
+      if (ctx.json) {
+        return ctx.printJson({
+          channel,
+          cursor: result.cursor,
+          messages: result.messages.map(messageJson),
+          warnings: result.warnings,
+        });
+      }
+      printMessages(ctx, result.messages, "(no new messages)");
+    });
+
+  program
+    .command("wait")
+    .description("block, without spending tokens, until a message for you arrives; then read it")
+    .argument("<channels>", "one channel, or several separated by commas")
+    .option("--as <name>", "reader (default: $AGENT_CHAT_NAME)")
+    .option("--timeout <seconds>", "give up after this long (exit 2)", "900")
+    .option("--interval <seconds>", "safety-net poll behind the file watch", "2")
+    .addHelpText(
+      "after",
+      "\nExits 0 with the messages, 2 on timeout, 130 on Ctrl-C.\n\nExamples:\n" +
+        "  agent-chat wait review --as bob --timeout 600\n  agent-chat wait review,deploy --as bob",
+    )
+    .action(async (channels: string, opts: { as?: string; timeout: string; interval: string }) => {
+      const as = ctx.agent(opts.as);
+      const list = splitList(channels);
+      if (list.length === 0) throw new UsageError("name at least one channel");
+      const store = await ctx.open();
+      const result = await store.wait(list, {
+        as,
+        timeoutMs: parseSeconds(opts.timeout, "--timeout"),
+        intervalMs: Math.max(10, parseSeconds(opts.interval, "--interval")),
+        signal: ctx.abort.signal,
+      });
+      for (const w of result.warnings) ctx.warn(w);
+      if (ctx.json) {
+        return ctx.printJson({
+          cursors: result.cursors,
+          messages: result.messages.map(messageJson),
+          warnings: result.warnings,
+        });
+      }
+      printMessages(ctx, result.messages, "");
+    });
+
+  program
+    .command("peek")
+    .description("print the last messages of a channel, whoever they were for (no cursor moves)")
+    .argument("<channel>")
+    .option("-n, --count <n>", "how many", "3")
+    .addHelpText("after", "\nExample:\n  agent-chat peek review -n 5")
+    .action(async (channel: string, opts: { count: string }) => {
+      const store = await ctx.open();
+      const messages = await store.peek(channel, parsePositiveInt(opts.count, "-n"));
+      if (ctx.json) return ctx.printJson({ channel, messages: messages.map(messageJson) });
+      printMessages(ctx, messages, "(no messages)");
+    });
+
+  program
+    .command("tail")
+    .description("print new messages as they arrive, until Ctrl-C (NDJSON with --json)")
+    .argument("<channels>", "one channel, or several separated by commas")
+    .option("--as <name>", "only the messages relevant to this agent (no cursor moves)")
+    .option("--from-start", "print the existing messages first")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat tail review\n  agent-chat --json tail review,deploy",
+    )
+    .action(async (channels: string, opts: { as?: string; fromStart?: boolean }) => {
+      const list = splitList(channels);
+      if (list.length === 0) throw new UsageError("name at least one channel");
+      const store = await ctx.open();
+      const watchOptions: Parameters<typeof store.watch>[1] = { signal: ctx.abort.signal };
+      if (opts.fromStart) watchOptions.after = 0;
+      for await (const message of store.watch(list, watchOptions)) {
+        if (opts.as && !isRelevant(message, opts.as)) continue;
+        if (ctx.json) ctx.printJson(messageJson(message));
+        else ctx.out(formatMessageHuman(message));
+      }
+    });
+
+  program
+    .command("claim")
+    .description("atomically take a task; exactly one claimant wins (losers exit 3)")
+    .argument("<channel>")
+    .argument("<task>", "task-12.md, task-12 or 12")
+    .option("--as <name>", "claimant (default: $AGENT_CHAT_NAME)")
+    .addHelpText("after", "\nExample:\n  agent-chat claim review task-12 --as bob")
+    .action(async (channel: string, task: string, opts: { as?: string }) => {
+      const as = ctx.agent(opts.as);
+      const info = await (await ctx.open()).claim(channel, task, as);
+      if (ctx.json) return ctx.printJson(info);
+      ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder}\n`);
+    });
+
+  program
+    .command("release")
+    .description("give a claimed task back (only its holder can)")
+    .argument("<channel>")
+    .argument("<task>", "task-12.md, task-12 or 12")
+    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
+    .addHelpText("after", "\nExample:\n  agent-chat release review 12 --as bob")
+    .action(async (channel: string, task: string, opts: { as?: string }) => {
+      const as = ctx.agent(opts.as);
+      const info = await (await ctx.open()).release(channel, task, as);
+      if (ctx.json) return ctx.printJson(info);
+      ctx.out(`released task-${info.id} in ${channel}\n`);
+    });
+
+  program
+    .command("tasks")
+    .description("list a channel's tasks, open and claimed, with their holders")
+    .argument("<channel>")
+    .addHelpText("after", "\nExample:\n  agent-chat tasks review")
+    .action(async (channel: string) => {
+      const list = await (await ctx.open()).tasks(channel);
+      if (ctx.json) return ctx.printJson({ channel, tasks: list });
+      if (list.length === 0) ctx.err(`no tasks in ${channel}\n`);
+      for (const t of list) ctx.out(`${formatTask(t)}\n`);
+    });
+
+  const task = program.command("task").description("manage task markers");
+  task
+    .command("add")
+    .description("create task-<id>.md (fails if that task exists)")
+    .argument("<channel>")
+    .requiredOption("--title <text>", "what is to be done")
+    .option("--id <id>", "task id (default: the next number)")
+    .option("--as <name>", "who adds it (default: $AGENT_CHAT_NAME)")
+    .option("--body <text>", "details (markdown)")
+    .option("--body-file <file>", "read the details from a file")
+    .addHelpText(
+      "after",
+      "\nExample:\n  agent-chat task add review --title 'Review the schema' --as alice",
+    )
+    .action(
+      async (
+        channel: string,
+        opts: { title: string; id?: string; as?: string; body?: string; bodyFile?: string },
+      ) => {
+        const from = ctx.agent(opts.as);
+        const body =
+          opts.body === undefined && opts.bodyFile === undefined
+            ? ""
+            : await readBody({ body: opts.body, bodyFile: opts.bodyFile }, ctx.maxBodyBytes);
+        const store = await ctx.open();
+        const input: Parameters<typeof store.addTask>[1] = { title: opts.title, body, from };
+        if (opts.id !== undefined) input.id = opts.id;
+        const info = await store.addTask(channel, input);
+        if (ctx.json) return ctx.printJson(info);
+        ctx.out(`added task-${info.id} in ${channel}: ${info.title}\n`);
+      },
+    );
+}
+
+interface PostFlags {
+  from?: string;
+  title?: string;
+  to?: string;
+  reply?: string;
+  status: string;
+  body?: string;
+  bodyFile?: string;
+}
+
+function printMessages(ctx: CliContext, messages: Message[], empty: string): void {
+  if (messages.length === 0 && empty) ctx.err(`${empty}\n`);
+  for (const message of messages) ctx.out(formatMessageHuman(message));
+}
+
+function formatTask(t: TaskInfo): string {
+  const state = t.state === "claimed" ? `claimed by ${t.holder}` : "open";
+  return `task-${t.id}\t${state}\t${t.title}`;
+}

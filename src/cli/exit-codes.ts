@@ -1,0 +1,31 @@
+import type { ErrorCode } from "../core/errors.js";
+
+/**
+ * Exit codes, kept from the reference where it has one: 0 ok, 1 error, 2 wait timed out,
+ * 3 claim lost, 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the
+ * reference's 2, so that a script can tell a typo from a timeout.
+ */
+export const EXIT = {
+  OK: 0,
+  ERROR: 1,
+  TIMEOUT: 2,
+  CLAIM_LOST: 3,
+  REJECTED: 4,
+  USAGE: 64,
+  INTERRUPTED: 130,
+} as const;
+
+export function exitCodeFor(code: ErrorCode | "USAGE"): number {
+  switch (code) {
+    case "TIMEOUT":
+      return EXIT.TIMEOUT;
+    case "CLAIM_LOST":
+      return EXIT.CLAIM_LOST;
+    case "ABORTED":
+      return EXIT.INTERRUPTED;
+    case "USAGE":
+      return EXIT.USAGE;
+    default:
+      return EXIT.ERROR;
+  }
+}

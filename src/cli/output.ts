@@ -1,0 +1,25 @@
+import { type Message, serializeMessage } from "../core/message.js";
+
+/** The reference's human form: a rule of 70 `=`, the message file's text, an empty line. */
+export function formatMessageHuman(message: Message): string {
+  const text = serializeMessage({ ...message, extra: message.extra });
+  return `${"=".repeat(70)}\n${text}\n`;
+}
+
+/** The JSON form of a message, for `--json` output. */
+export function messageJson(message: Message): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    seq: message.seq,
+    channel: message.channel,
+    from: message.from,
+    to: message.to,
+  };
+  if (message.replyTo !== undefined) out.reply_to = message.replyTo;
+  out.ts = message.ts;
+  out.status = message.status;
+  out.title = message.title;
+  out.body = message.body;
+  out.file = message.file;
+  if (Object.keys(message.extra).length > 0) out.extra = message.extra;
+  return out;
+}

@@ -1,0 +1,38 @@
+import { join } from "node:path";
+import { AgentChatError } from "../core/errors.js";
+import { FsStore, type FsStoreOptions } from "../store/fs/fs-store.js";
+import type { Store } from "../store/types.js";
+
+export interface OpenOptions extends FsStoreOptions {}
+
+/**
+ * Opens the store behind a root: a folder path selects the embedded folder store. Backends
+ * with heavy dependencies are imported only when their URL is used.
+ */
+export async function openStore(root: string, options: OpenOptions = {}): Promise<Store> {
+  if (root.trim() === "") throw new AgentChatError("INVALID_ARGUMENT", "root is empty");
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(root)) {
+    const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
+    throw new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      `no backend for ${scheme}:// roots in this version; use a folder path`,
+    );
+  }
+  return new FsStore(root, options);
+}
+
+export interface RootSources {
+  /** `--root` on the command line. */
+  flag?: string | undefined;
+  /** `$AGENT_CHAT_ROOT`. */
+  env?: string | undefined;
+  /** The user's home directory. */
+  home: string;
+}
+
+/** The reference's precedence: `--root` > non-empty `$AGENT_CHAT_ROOT` > `~/agent-chat`. */
+export function resolveRoot(sources: RootSources): string {
+  if (sources.flag) return sources.flag;
+  if (sources.env && sources.env.trim() !== "") return sources.env;
+  return join(sources.home, "agent-chat");
+}

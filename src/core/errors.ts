@@ -1,0 +1,44 @@
+/**
+ * The one error class of agent-chat. Every failure a caller can act on carries a string `code`;
+ * the CLI maps codes to exit codes in one place (src/cli/exit-codes.ts).
+ */
+export type ErrorCode =
+  | "INVALID_ARGUMENT"
+  | "INVALID_NAME"
+  | "CHANNEL_NOT_FOUND"
+  | "CHANNEL_EXISTS"
+  | "CORRUPT_META"
+  | "NOT_A_MEMBER"
+  | "TASK_NOT_FOUND"
+  | "TASK_EXISTS"
+  | "CLAIM_LOST"
+  | "NOT_HOLDER"
+  | "TIMEOUT"
+  | "ABORTED"
+  | "LOCK_TIMEOUT"
+  | "TOO_LARGE"
+  | "IO_ERROR"
+  | "BACKEND_UNAVAILABLE"
+  | "PROTOCOL_ERROR";
+
+export class AgentChatError extends Error {
+  override readonly name = "AgentChatError";
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+export function isAgentChatError(err: unknown, code?: ErrorCode): err is AgentChatError {
+  return err instanceof AgentChatError && (code === undefined || err.code === code);
+}
+
+/** Wraps a native error (ENOENT, EACCES, …) so that callers see one error type with a code. */
+export function wrapIoError(err: unknown, what: string): AgentChatError {
+  if (err instanceof AgentChatError) return err;
+  const sys = err as NodeJS.ErrnoException;
+  const detail = sys?.code ? `${sys.code}` : String((err as Error)?.message ?? err);
+  return new AgentChatError("IO_ERROR", `${what}: ${detail}`, { cause: err });
+}

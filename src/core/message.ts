@@ -1,0 +1,224 @@
+import { AgentChatError } from "./errors.js";
+import { identity, slug } from "./names.js";
+
+/** A message as the SPEC defines it, with its recipients already parsed. */
+export interface Message {
+  seq: number;
+  from: string;
+  /** The `to` field as written (`all` for a broadcast). */
+  to: string;
+  replyTo?: number;
+  channel: string;
+  ts: string;
+  status: string;
+  title: string;
+  /** The markdown body, right-trimmed. */
+  body: string;
+  /** Frontmatter keys beyond the SPEC's, in file order (e.g. `metadata` from a b00t envelope). */
+  extra: Record<string, string>;
+  /** The file name inside the channel folder. */
+  file: string;
+}
+
+export interface NewMessage {
+  seq: number;
+  from: string;
+  to?: string | readonly string[];
+  replyTo?: number;
+  channel: string;
+  ts: string;
+  status?: string;
+  title: string;
+  body: string;
+  extra?: Record<string, string>;
+}
+
+export const DEFAULT_STATUS = "discussion";
+export const BROADCAST = "all";
+
+/** Matches a message file name: digits, `-`, anything, `.md`. The digits are the seq. */
+const MESSAGE_FILE = /^(\d+)-[^/\\]*\.md$/;
+
+/** The seq encoded in a message file name, or undefined when the name is not a message's. */
+export function seqOfFileName(name: string): number | undefined {
+  const m = MESSAGE_FILE.exec(name);
+  if (!m) return undefined;
+  const seq = Number(m[1]);
+  return Number.isSafeInteger(seq) ? seq : undefined;
+}
+
+export function messageFileName(seq: number, from: string, title: string): string {
+  return `${String(seq).padStart(4, "0")}-${slug(from)}-${slug(title)}.md`;
+}
+
+/**
+ * Every character that some reader (Python's `str.splitlines` included) treats as a line break.
+ * Replacing them with a space keeps a frontmatter value on its one line, so it cannot forge a
+ * field or close the block early.
+ */
+const LINE_BREAKS = /\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/g;
+
+export function oneLine(value: string): string {
+  return value.replace(LINE_BREAKS, " ").trim();
+}
+
+export interface Recipients {
+  broadcast: boolean;
+  /** Identities of the named recipients (empty for a broadcast). */
+  names: string[];
+}
+
+/** Parses `to`: empty, `all`, `*` or `[]` (any case) is a broadcast; else a comma list. */
+export function parseTo(raw: string | undefined): Recipients {
+  let text = (raw ?? "").trim();
+  if (text.startsWith("[") && text.endsWith("]")) text = text.slice(1, -1);
+  const items = text
+    .split(",")
+    .map((item) => item.trim().replace(/^["']|["']$/g, ""))
+    .filter((item) => item !== "");
+  if (items.length === 0 || items.some((item) => item === "*" || item.toLowerCase() === "all")) {
+    return { broadcast: true, names: [] };
+  }
+  return { broadcast: false, names: items.map(identity) };
+}
+
+/** Normalises a user-given recipient list to the `to` value written in the file. */
+export function formatTo(to: string | readonly string[] | undefined): string {
+  const list = typeof to === "string" ? [to] : (to ?? []);
+  const joined = list
+    .flatMap((item) => oneLine(item).split(","))
+    .map((item) => item.trim())
+    .filter((item) => item !== "")
+    .join(",");
+  return parseTo(joined).broadcast ? BROADCAST : joined;
+}
+
+/** A message is relevant to an agent when someone else sent it to everyone or to that agent. */
+export function isRelevant(message: Pick<Message, "from" | "to">, agent: string): boolean {
+  const me = identity(agent);
+  if (identity(message.from) === me) return false;
+  const recipients = parseTo(message.to);
+  return recipients.broadcast || recipients.names.includes(me);
+}
+
+/** The seq of the message this one answers, when `reply_to` holds one. */
+function parseReplyTo(value: string | undefined): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  const n = Number(value);
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}
+
+/** Serialises a message byte-compatibly with the reference `chat.py`. */
+export function serializeMessage(message: NewMessage): string {
+  const lines = [
+    "---",
+    `seq: ${message.seq}`,
+    `from: ${oneLine(message.from)}`,
+    `to: ${formatTo(message.to)}`,
+  ];
+  if (message.replyTo !== undefined) lines.push(`reply_to: ${message.replyTo}`);
+  lines.push(
+    `channel: ${oneLine(message.channel)}`,
+    `ts: ${oneLine(message.ts)}`,
+    `status: ${oneLine(message.status ?? "") || DEFAULT_STATUS}`,
+    `title: ${oneLine(message.title)}`,
+  );
+  for (const [key, value] of Object.entries(message.extra ?? {})) {
+    const k = slugKey(key);
+    lines.push(`${k}: ${oneLine(value)}`);
+  }
+  lines.push("---");
+  return `${lines.join("\n")}\n${message.body.trimEnd()}\n`;
+}
+
+const SPEC_KEYS = new Set(["seq", "from", "to", "reply_to", "channel", "ts", "status", "title"]);
+
+/** Extra frontmatter keys are restricted to `[a-z0-9_]`, so a key can never carry a `:`. */
+function slugKey(key: string): string {
+  const k = key.toLowerCase().replace(/[^a-z0-9_]+/g, "_");
+  if (k === "" || SPEC_KEYS.has(k)) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `frontmatter key ${JSON.stringify(key)} is reserved`,
+    );
+  }
+  return k;
+}
+
+export type ParseResult = { ok: true; message: Message } | { ok: false; reason: string };
+
+const FENCE = "---";
+
+/**
+ * Parses the text of a message file. The frontmatter format is "split each line at its first
+ * colon, trim both sides" (not YAML: `title: Re: schema` is legal). A file without a closed
+ * frontmatter block, or without `from`, is not a message and is never delivered.
+ */
+export function parseMessage(text: string, file: string, channel: string): ParseResult {
+  const seq = seqOfFileName(file);
+  if (seq === undefined) return { ok: false, reason: "file name is not NNNN-….md" };
+  let src = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (src.includes("\r")) src = src.replace(/\r\n?/g, "\n");
+  if (src.includes("\0")) return { ok: false, reason: "binary content" };
+  const firstEnd = src.indexOf("\n");
+  if (firstEnd < 0 || src.slice(0, firstEnd).trimEnd() !== FENCE) {
+    return { ok: false, reason: "no frontmatter" };
+  }
+  const fields = new Map<string, string>();
+  let pos = firstEnd + 1;
+  let bodyStart = -1;
+  while (pos < src.length) {
+    let end = src.indexOf("\n", pos);
+    if (end < 0) end = src.length;
+    const line = src.slice(pos, end);
+    pos = end + 1;
+    if (line.trim() === FENCE) {
+      bodyStart = Math.min(pos, src.length);
+      break;
+    }
+    const colon = line.indexOf(":");
+    if (colon < 0) continue;
+    const key = line.slice(0, colon).trim();
+    if (key !== "" && !fields.has(key)) fields.set(key, line.slice(colon + 1).trim());
+  }
+  if (bodyStart < 0) return { ok: false, reason: "unclosed frontmatter" };
+  const from = fields.get("from");
+  if (!from) return { ok: false, reason: "frontmatter has no 'from'" };
+  const extra: Record<string, string> = {};
+  for (const [key, value] of fields) if (!SPEC_KEYS.has(key)) extra[key] = value;
+  const message: Message = {
+    seq,
+    from,
+    to: fields.get("to") ?? BROADCAST,
+    // The folder a message lives in is its channel, whatever a copied file claims.
+    channel,
+    ts: fields.get("ts") ?? "",
+    status: fields.get("status") || DEFAULT_STATUS,
+    title: fields.get("title") ?? "",
+    body: src.slice(bodyStart).trimEnd(),
+    extra,
+    file,
+  };
+  const replyTo = parseReplyTo(fields.get("reply_to"));
+  if (replyTo !== undefined) message.replyTo = replyTo;
+  return { ok: true, message };
+}
+
+/** ISO-8601 with the local offset, to the second, as the reference writes `ts` and `created`. */
+export function formatTimestamp(date: Date = new Date()): string {
+  const pad = (n: number) => String(Math.trunc(Math.abs(n))).padStart(2, "0");
+  const offset = -date.getTimezoneOffset();
+  const sign = offset >= 0 ? "+" : "-";
+  return (
+    `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}` +
+    `T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}` +
+    `${sign}${pad(offset / 60)}:${pad(offset % 60)}`
+  );
+}
+
+/** A title for a message that has none: the first non-empty line of the body, shortened. */
+export function titleFromBody(body: string, max = 72): string {
+  const line = body.split(/\r?\n/).find((l) => l.trim() !== "") ?? "";
+  const t = oneLine(line.replace(/^#+\s*/, ""));
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t || "message";
+}

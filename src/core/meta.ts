@@ -1,0 +1,55 @@
+import { AgentChatError } from "./errors.js";
+import { identity } from "./names.js";
+
+/** `_meta.json`: the reference's keys first, in its order; keys of ours may follow. */
+export interface ChannelMeta {
+  channel: string;
+  /** Declared members; empty means open membership. */
+  members: string[];
+  topic: string;
+  created: string;
+  [extra: string]: unknown;
+}
+
+export function serializeMeta(meta: ChannelMeta): string {
+  const { channel, members, topic, created, ...rest } = meta;
+  return JSON.stringify({ channel, members, topic, created, ...rest }, null, 2);
+}
+
+export function parseMeta(text: string, channel: string): ChannelMeta {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new AgentChatError(
+      "CORRUPT_META",
+      `channel ${channel}: _meta.json is not valid JSON (${(err as Error).message})`,
+      { cause: err },
+    );
+  }
+  if (typeof data !== "object" || data === null || Array.isArray(data)) {
+    throw new AgentChatError("CORRUPT_META", `channel ${channel}: _meta.json is not a JSON object`);
+  }
+  const obj = data as Record<string, unknown>;
+  const members = obj.members ?? [];
+  if (!Array.isArray(members) || members.some((m) => typeof m !== "string")) {
+    throw new AgentChatError(
+      "CORRUPT_META",
+      `channel ${channel}: _meta.json "members" must be an array of names`,
+    );
+  }
+  return {
+    ...obj,
+    channel: typeof obj.channel === "string" ? obj.channel : channel,
+    members: members as string[],
+    topic: typeof obj.topic === "string" ? obj.topic : "",
+    created: typeof obj.created === "string" ? obj.created : "",
+  };
+}
+
+/** Open channels (no members) admit everyone; otherwise the agent must be listed. */
+export function isMember(meta: ChannelMeta, agent: string): boolean {
+  if (meta.members.length === 0) return true;
+  const me = identity(agent);
+  return meta.members.some((m) => identity(m) === me);
+}

@@ -1,0 +1,764 @@
+import { constants, promises as fsp } from "node:fs";
+import { join } from "node:path";
+import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
+import {
+  formatTimestamp,
+  formatTo,
+  isRelevant,
+  type Message,
+  messageFileName,
+  oneLine,
+  parseMessage,
+  parseTo,
+  serializeMessage,
+  titleFromBody,
+} from "../../core/message.js";
+import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
+import { identity, parseTaskId, validateName } from "../../core/names.js";
+import {
+  type Capabilities,
+  type ChannelInfo,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_WAIT_TIMEOUT_MS,
+  type InitOptions,
+  type NewTask,
+  type PostInput,
+  type PostResult,
+  type ReadOptions,
+  type ReadResult,
+  type Store,
+  type TaskInfo,
+  type WaitOptions,
+  type WaitResult,
+  type WatchOptions,
+} from "../types.js";
+import { createFileExclusive, writeFileAtomic } from "./atomic.js";
+import { ChannelIndex } from "./channel-index.js";
+import { acquireSeqLock, type LockOptions, lockHeld } from "./seq-lock.js";
+import { formatTask, parseTaskFile, TASK_FILE } from "./tasks.js";
+
+export interface FsStoreOptions extends LockOptions {
+  /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
+  watch?: boolean;
+  /** Largest accepted message body in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+}
+
+const META = "_meta.json";
+const CURSORS = ".cursors";
+/** The high-water mark: the largest seq ever allocated here, so deleting the newest message
+ *  never re-issues its number. The reference does not know it, hence the reconciliation with
+ *  the largest well-formed message file in {@link FsStore.allocateSeq}. */
+const HIGH_WATER = ".seq";
+const MAX_TITLE = 200;
+const MAX_STATUS = 40;
+/** Temporary files older than this were left by a crashed writer and are removed. */
+const LEFTOVER_AGE_MS = 60_000;
+
+interface ChannelState {
+  name: string;
+  dir: string;
+  index: ChannelIndex;
+  /** Posts from this process to one channel go one at a time: no self-contention on the lock. */
+  tail: Promise<unknown>;
+}
+
+/** A scan of a channel after some seq: the well-formed messages and how far it got. */
+interface Scan {
+  messages: Message[];
+  scannedTo: number;
+  warnings: string[];
+}
+
+/** The embedded default: every channel a folder of markdown files, exactly as the SPEC says. */
+export class FsStore implements Store {
+  readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
+  private readonly states = new Map<string, ChannelState>();
+  private readonly warned = new Set<string>();
+  private readonly maxBodyBytes: number;
+
+  constructor(
+    readonly location: string,
+    private readonly options: FsStoreOptions = {},
+  ) {
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  }
+
+  async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
+    validateName("channel", channel);
+    const members = (options.members ?? []).map((m) => validateName("agent", m));
+    const meta: ChannelMeta = {
+      channel,
+      members,
+      topic: oneLine(options.topic ?? ""),
+      created: formatTimestamp(),
+      ...options.extra,
+    };
+    const dir = join(this.location, channel);
+    try {
+      await fsp.mkdir(dir, { recursive: true });
+      await this.assertRealDir(dir, channel);
+      await createFileExclusive(dir, META, serializeMeta(meta));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+        throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`, {
+          cause: err,
+        });
+      }
+      throw wrapIoError(err, `cannot create channel ${channel}`);
+    }
+    return meta;
+  }
+
+  async channels(): Promise<ChannelInfo[]> {
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.location);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw wrapIoError(err, `cannot list ${this.location}`);
+    }
+    const out: ChannelInfo[] = [];
+    for (const name of names.sort()) {
+      if (name.startsWith(".") || name.startsWith("_")) continue;
+      try {
+        validateName("channel", name);
+      } catch {
+        continue;
+      }
+      let meta: ChannelMeta;
+      try {
+        meta = await this.roster(name);
+      } catch (err) {
+        if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue;
+        throw err;
+      }
+      const state = this.state(name);
+      await state.index.sync();
+      out.push({
+        name,
+        topic: meta.topic,
+        members: meta.members,
+        created: meta.created,
+        lastSeq: state.index.maxSeq(),
+      });
+    }
+    return out;
+  }
+
+  async roster(channel: string): Promise<ChannelMeta> {
+    validateName("channel", channel);
+    let text: string;
+    try {
+      text = await fsp.readFile(join(this.location, channel, META), "utf8");
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        throw new AgentChatError(
+          "CHANNEL_NOT_FOUND",
+          `no channel ${channel} in ${this.location} (create it with: agent-chat init ${channel})`,
+          { cause: err },
+        );
+      }
+      throw wrapIoError(err, `cannot read channel ${channel}`);
+    }
+    return parseMeta(text, channel);
+  }
+
+  async post(channel: string, input: PostInput): Promise<PostResult> {
+    const draft = this.draft(channel, input);
+    await this.roster(channel);
+    const state = this.state(channel);
+    await this.assertRealDir(state.dir, channel);
+    const run = state.tail.then(
+      () => this.postLocked(state, draft),
+      () => this.postLocked(state, draft),
+    );
+    state.tail = run.catch(() => {});
+    return run;
+  }
+
+  /** Validates a post before anything touches the disk. */
+  private draft(channel: string, input: PostInput) {
+    validateName("channel", channel);
+    const from = validateName("agent", input.from);
+    if (typeof input.body !== "string" || input.body.trim() === "") {
+      throw new AgentChatError("INVALID_ARGUMENT", "message body is empty");
+    }
+    const bytes = Buffer.byteLength(input.body);
+    if (bytes > this.maxBodyBytes) {
+      throw new AgentChatError(
+        "TOO_LARGE",
+        `message body is ${bytes} bytes; the limit is ${this.maxBodyBytes}`,
+      );
+    }
+    const title = oneLine(input.title ?? "") || titleFromBody(input.body);
+    if (title.length > MAX_TITLE) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        `title is ${title.length} characters; at most ${MAX_TITLE}`,
+      );
+    }
+    const to = formatTo(input.to);
+    const recipients = parseTo(to);
+    if (!recipients.broadcast) {
+      for (const name of to.split(",")) validateName("agent", name.trim());
+    }
+    const status = oneLine(input.status ?? "");
+    if (status.length > MAX_STATUS) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        `status is longer than ${MAX_STATUS} characters`,
+      );
+    }
+    if (
+      input.replyTo !== undefined &&
+      !(Number.isSafeInteger(input.replyTo) && input.replyTo > 0)
+    ) {
+      throw new AgentChatError("INVALID_ARGUMENT", "reply_to must be a positive message number");
+    }
+    const draft = {
+      channel,
+      from,
+      to,
+      title,
+      body: input.body,
+      status,
+      replyTo: input.replyTo,
+      extra: input.extra ?? {},
+    };
+    // Serialising once here rejects bad extra keys before the lock is taken.
+    serializeMessage({ ...draft, seq: 0, ts: "" });
+    return draft;
+  }
+
+  private async postLocked(
+    state: ChannelState,
+    draft: ReturnType<FsStore["draft"]>,
+  ): Promise<PostResult> {
+    const release = await acquireSeqLock(state.dir, this.options);
+    try {
+      let seq = await this.allocateSeq(state);
+      for (;;) {
+        const file = messageFileName(seq, draft.from, draft.title);
+        const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
+        try {
+          await createFileExclusive(state.dir, file, text);
+        } catch (err) {
+          // A hand-dropped, malformed file of the same name: never overwrite, take the next seq.
+          if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+            seq += 1;
+            continue;
+          }
+          throw wrapIoError(err, `cannot write message to ${state.dir}`);
+        }
+        state.index.add(file);
+        await writeFileAtomic(state.dir, HIGH_WATER, String(seq));
+        return { seq, channel: draft.channel, file };
+      }
+    } finally {
+      await release();
+    }
+  }
+
+  /**
+   * The next seq, under the lock: one past the larger of the high-water mark and the largest
+   * well-formed message file (a `chat.py` posting here never updates the mark). Files that do
+   * not parse, such as a stray `2024-notes.md`, never move the sequence.
+   */
+  private async allocateSeq(state: ChannelState): Promise<number> {
+    await state.index.sync();
+    let mark = 0;
+    try {
+      const n = Number.parseInt(await fsp.readFile(join(state.dir, HIGH_WATER), "utf8"), 10);
+      if (Number.isSafeInteger(n) && n > 0) mark = n;
+    } catch {
+      // No mark yet (new channel, or one written only by the reference).
+    }
+    for (const [seq, names] of state.index.descending(mark)) {
+      for (const name of names) {
+        if ((await this.parseFile(state, name, seq)) !== undefined) return seq + 1;
+      }
+    }
+    return mark + 1;
+  }
+
+  /** Reads and parses one message file; undefined when it is gone or not a message. */
+  private async parseFile(
+    state: ChannelState,
+    name: string,
+    seq: number,
+    warnings?: string[],
+  ): Promise<Message | undefined> {
+    let buf: Buffer;
+    try {
+      // O_NOFOLLOW: a symlink planted in a channel never makes us read outside the root.
+      const fh = await fsp.open(join(state.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      try {
+        buf = await fh.readFile();
+      } finally {
+        await fh.close();
+      }
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") state.index.forget(seq, name);
+      else if (warnings) warnings.push(`${name}: cannot read (${code ?? err})`);
+      return undefined;
+    }
+    let text: string;
+    try {
+      text = new TextDecoder("utf-8", { fatal: true }).decode(buf);
+    } catch {
+      warnings?.push(`${name}: not UTF-8, skipped`);
+      return undefined;
+    }
+    const parsed = parseMessage(text, name, state.name);
+    if (parsed.ok) return parsed.message;
+    warnings?.push(`${name}: ${parsed.reason}, skipped`);
+    return undefined;
+  }
+
+  /**
+   * Well-formed messages after `after`, in seq order. A file that does not parse while a live
+   * poster holds the lock may be a reference `chat.py` still writing it in place: the scan stops
+   * before it and looks again next time. Otherwise it is reported once and passed over.
+   */
+  private async scan(state: ChannelState, after: number): Promise<Scan> {
+    await state.index.sync();
+    const messages: Message[] = [];
+    const warnings: string[] = [];
+    let scannedTo = after;
+    for (const [seq, names] of state.index.after(after)) {
+      for (const name of names) {
+        const problems: string[] = [];
+        const message = await this.parseFile(state, name, seq, problems);
+        if (message) {
+          messages.push(message);
+          continue;
+        }
+        if (problems.length > 0 && (await lockHeld(state.dir, this.options.staleMs))) {
+          return { messages, scannedTo, warnings };
+        }
+        for (const problem of problems) {
+          const key = `${state.dir}/${problem}`;
+          if (!this.warned.has(key)) {
+            this.warned.add(key);
+            warnings.push(problem);
+          }
+        }
+      }
+      scannedTo = seq;
+    }
+    return { messages, scannedTo, warnings };
+  }
+
+  async cursor(channel: string, agent: string): Promise<number> {
+    validateName("channel", channel);
+    validateName("agent", agent);
+    try {
+      const text = await fsp.readFile(
+        join(this.location, channel, CURSORS, `${identity(agent)}.txt`),
+        "utf8",
+      );
+      const n = Number.parseInt(text.trim(), 10);
+      return Number.isSafeInteger(n) && n > 0 ? n : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  private async writeCursor(state: ChannelState, agent: string, seq: number): Promise<void> {
+    const dir = join(state.dir, CURSORS);
+    try {
+      await fsp.mkdir(dir, { recursive: true });
+      await writeFileAtomic(dir, `${identity(agent)}.txt`, String(seq));
+    } catch (err) {
+      throw wrapIoError(err, `cannot save the cursor of ${agent}`);
+    }
+  }
+
+  async read(channel: string, options: ReadOptions): Promise<ReadResult> {
+    validateName("agent", options.as);
+    await this.roster(channel);
+    const state = this.state(channel);
+    const cursor = await this.cursor(channel, options.as);
+    const scan = await this.scan(state, options.all ? 0 : cursor);
+    const messages = scan.messages.filter((m) => isRelevant(m, options.as));
+    let next = cursor;
+    if (!options.peek && scan.scannedTo > cursor) {
+      next = scan.scannedTo;
+      await this.writeCursor(state, options.as, next);
+    }
+    return { channel, messages, cursor: next, warnings: scan.warnings };
+  }
+
+  async peek(channel: string, count = 3): Promise<Message[]> {
+    await this.roster(channel);
+    const state = this.state(channel);
+    await state.index.sync();
+    const out: Message[] = [];
+    for (const [seq, names] of state.index.descending(0)) {
+      for (const name of names) {
+        const message = await this.parseFile(state, name, seq);
+        if (message) out.push(message);
+      }
+      if (out.length >= count) break;
+    }
+    return out.slice(0, count).reverse();
+  }
+
+  async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
+    validateName("agent", options.as);
+    if (channels.length === 0)
+      throw new AgentChatError("INVALID_ARGUMENT", "no channel to wait on");
+    const unique = [...new Set(channels)];
+    for (const channel of unique) await this.roster(channel);
+    const states = unique.map((channel) => ({ channel, state: this.state(channel) }));
+    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
+    const intervalMs = options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+
+    const wake = new Wakeup();
+    // Subscribe before the first scan, so that a post between the two is never missed.
+    const unsubscribe = states.map(({ state }) => state.index.onChange(() => wake.kick()));
+    const poll = setInterval(() => {
+      Promise.all(states.map(({ state }) => state.index.rescanIfChanged().catch(() => {}))).then(
+        () => wake.kick(),
+      );
+    }, intervalMs);
+    const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
+    const onAbort = () => wake.fail(abortError());
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      if (options.signal?.aborted) throw abortError();
+      for (;;) {
+        const found = await this.scanForWait(states, options.as);
+        if (found) return found;
+        await wake.next();
+      }
+    } finally {
+      for (const off of unsubscribe) off();
+      clearInterval(poll);
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** One pass over the channels; when something relevant exists, advances cursors and returns. */
+  private async scanForWait(
+    states: Array<{ channel: string; state: ChannelState }>,
+    agent: string,
+  ): Promise<WaitResult | undefined> {
+    const scans = [];
+    for (const { channel, state } of states) {
+      const cursor = await this.cursor(channel, agent);
+      const scan = await this.scan(state, cursor);
+      scans.push({ channel, state, cursor, scan });
+    }
+    const messages = scans.flatMap(({ scan }) => scan.messages.filter((m) => isRelevant(m, agent)));
+    if (messages.length === 0) return undefined;
+    const cursors: Record<string, number> = {};
+    for (const { channel, state, cursor, scan } of scans) {
+      cursors[channel] = Math.max(cursor, scan.scannedTo);
+      if (scan.scannedTo > cursor) await this.writeCursor(state, agent, scan.scannedTo);
+    }
+    return { messages, cursors, warnings: scans.flatMap(({ scan }) => scan.warnings) };
+  }
+
+  async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
+    const unique = [...new Set(channels)];
+    for (const channel of unique) await this.roster(channel);
+    const states = unique.map((channel) => ({ channel, state: this.state(channel) }));
+    const wake = new Wakeup();
+    const unsubscribe = states.map(({ state }) => state.index.onChange(() => wake.kick()));
+    const poll = setInterval(() => {
+      Promise.all(states.map(({ state }) => state.index.rescanIfChanged().catch(() => {}))).then(
+        () => wake.kick(),
+      );
+    }, options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+    const onAbort = () => wake.end();
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const positions = new Map<string, number>();
+      for (const { channel, state } of states) {
+        await state.index.sync();
+        const after = options.after;
+        const start =
+          typeof after === "number" ? after : (after?.[channel] ?? state.index.maxSeq());
+        positions.set(channel, start);
+      }
+      while (!options.signal?.aborted) {
+        for (const { channel, state } of states) {
+          const scan = await this.scan(state, positions.get(channel) ?? 0);
+          positions.set(channel, scan.scannedTo);
+          for (const message of scan.messages) yield message;
+        }
+        if (
+          !(await wake.next().then(
+            () => true,
+            () => false,
+          ))
+        ) {
+          return;
+        }
+      }
+    } finally {
+      for (const off of unsubscribe) off();
+      clearInterval(poll);
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async addTask(channel: string, task: NewTask): Promise<TaskInfo> {
+    await this.roster(channel);
+    const from = validateName("agent", task.from);
+    const title = oneLine(task.title);
+    if (title === "") throw new AgentChatError("INVALID_ARGUMENT", "task title is empty");
+    if (title.length > MAX_TITLE) {
+      throw new AgentChatError("INVALID_ARGUMENT", `task title is longer than ${MAX_TITLE}`);
+    }
+    const state = this.state(channel);
+    await this.assertRealDir(state.dir, channel);
+    return this.withLock(state, async () => {
+      const existing = await this.listTasks(state, channel);
+      let id: string;
+      if (task.id !== undefined) {
+        id = parseTaskId(task.id);
+        if (existing.some((t) => t.id === id)) {
+          throw new AgentChatError("TASK_EXISTS", `task ${id} already exists in ${channel}`);
+        }
+      } else {
+        const numbers = existing.map((t) => Number(t.id)).filter(Number.isSafeInteger);
+        id = String(Math.max(0, ...numbers) + 1);
+      }
+      const file = `task-${id}.md`;
+      const text = formatTask({ id, from, title, ts: formatTimestamp(), body: task.body ?? "" });
+      try {
+        await createFileExclusive(state.dir, file, text);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+          throw new AgentChatError("TASK_EXISTS", `task ${id} already exists in ${channel}`);
+        }
+        throw wrapIoError(err, `cannot create ${file}`);
+      }
+      return { id, channel, state: "open", title, file };
+    });
+  }
+
+  async tasks(channel: string): Promise<TaskInfo[]> {
+    await this.roster(channel);
+    return this.listTasks(this.state(channel), channel);
+  }
+
+  private async listTasks(state: ChannelState, channel: string): Promise<TaskInfo[]> {
+    const names = await fsp.readdir(state.dir);
+    const out: TaskInfo[] = [];
+    for (const file of names) {
+      const m = TASK_FILE.exec(file);
+      if (!m) continue;
+      const id = m[1]!;
+      let title = "";
+      try {
+        title = parseTaskFile(await fsp.readFile(join(state.dir, file), "utf8")).title;
+      } catch {
+        continue; // claimed or released between the listing and the read
+      }
+      const info: TaskInfo = { id, channel, state: m[2] ? "claimed" : "open", title, file };
+      if (m[2]) info.holder = m[2];
+      out.push(info);
+    }
+    return out.sort((a, b) => compareIds(a.id, b.id));
+  }
+
+  async claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
+    const id = parseTaskId(task);
+    validateName("agent", agent);
+    await this.roster(channel);
+    const state = this.state(channel);
+    await this.assertRealDir(state.dir, channel);
+    const holder = identity(agent);
+    return this.withLock(state, async () => {
+      const open = `task-${id}.md`;
+      const claimed = `task-${id}.CLAIMED-${holder}.md`;
+      const current = (await this.listTasks(state, channel)).find((t) => t.id === id);
+      if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
+      if (current.state === "claimed") {
+        throw new AgentChatError(
+          "CLAIM_LOST",
+          `task ${id} is already claimed by ${current.holder === holder ? "you" : current.holder}`,
+        );
+      }
+      if (await exists(join(state.dir, claimed))) {
+        throw new AgentChatError("CLAIM_LOST", `task ${id} is already claimed`);
+      }
+      try {
+        await fsp.rename(join(state.dir, open), join(state.dir, claimed));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+          throw new AgentChatError("CLAIM_LOST", `task ${id} was claimed by someone else`);
+        }
+        throw wrapIoError(err, `cannot claim task ${id}`);
+      }
+      return { ...current, state: "claimed", holder, file: claimed };
+    });
+  }
+
+  async release(channel: string, task: string, agent: string): Promise<TaskInfo> {
+    const id = parseTaskId(task);
+    validateName("agent", agent);
+    await this.roster(channel);
+    const state = this.state(channel);
+    const me = identity(agent);
+    return this.withLock(state, async () => {
+      const current = (await this.listTasks(state, channel)).find((t) => t.id === id);
+      if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
+      if (current.state === "open") {
+        throw new AgentChatError("NOT_HOLDER", `task ${id} is not claimed`);
+      }
+      if (current.holder !== me) {
+        throw new AgentChatError(
+          "NOT_HOLDER",
+          `task ${id} is claimed by ${current.holder}; only the holder can release it`,
+        );
+      }
+      const open = `task-${id}.md`;
+      try {
+        await fsp.rename(join(state.dir, current.file), join(state.dir, open));
+      } catch (err) {
+        throw wrapIoError(err, `cannot release task ${id}`);
+      }
+      const { holder: _gone, ...rest } = current;
+      return { ...rest, state: "open", file: open };
+    });
+  }
+
+  async close(): Promise<void> {
+    for (const state of this.states.values()) state.index.close();
+    this.states.clear();
+  }
+
+  /** Removes temporary files that crashed writers left behind (older than a minute). */
+  async cleanLeftovers(channel: string): Promise<number> {
+    const state = this.state(channel);
+    await state.index.rescan();
+    let removed = 0;
+    for (const name of state.index.leftovers) {
+      const path = join(state.dir, name);
+      try {
+        const st = await fsp.lstat(path);
+        if (Date.now() - st.mtimeMs > LEFTOVER_AGE_MS) {
+          await fsp.rm(path, { force: true });
+          removed += 1;
+        }
+      } catch {
+        // Renamed into place or removed meanwhile.
+      }
+    }
+    return removed;
+  }
+
+  private state(channel: string): ChannelState {
+    let state = this.states.get(channel);
+    if (!state) {
+      const dir = join(this.location, channel);
+      state = {
+        name: channel,
+        dir,
+        index: new ChannelIndex(dir, this.options.watch ?? true),
+        tail: Promise.resolve(),
+      };
+      this.states.set(channel, state);
+    }
+    return state;
+  }
+
+  private async withLock<T>(state: ChannelState, fn: () => Promise<T>): Promise<T> {
+    const release = await acquireSeqLock(state.dir, this.options);
+    try {
+      return await fn();
+    } finally {
+      await release();
+    }
+  }
+
+  /** Writes never follow a channel folder that is a symlink (it could point outside the root). */
+  private async assertRealDir(dir: string, channel: string): Promise<void> {
+    const st = await fsp.lstat(dir).catch((err) => {
+      throw wrapIoError(err, `cannot open channel ${channel}`);
+    });
+    if (!st.isDirectory()) {
+      throw new AgentChatError(
+        "INVALID_NAME",
+        `channel ${channel} is not a plain folder (a symbolic link is never written through)`,
+      );
+    }
+  }
+}
+
+function compareIds(a: string, b: string): number {
+  const na = Number(a);
+  const nb = Number(b);
+  if (Number.isSafeInteger(na) && Number.isSafeInteger(nb)) return na - nb;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await fsp.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function timeoutError(ms: number): AgentChatError {
+  return new AgentChatError("TIMEOUT", `no relevant message within ${ms / 1000} s`);
+}
+
+function abortError(): AgentChatError {
+  return new AgentChatError("ABORTED", "wait was cancelled");
+}
+
+/** A level-triggered wake-up: kicks between two `next()` calls are not lost. */
+class Wakeup {
+  private pending = false;
+  private failure: Error | undefined;
+  private ended = false;
+  private resolve: (() => void) | undefined;
+  private reject: ((err: Error) => void) | undefined;
+
+  kick(): void {
+    this.pending = true;
+    this.settle();
+  }
+
+  fail(err: Error): void {
+    this.failure ??= err;
+    this.settle();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.settle();
+  }
+
+  next(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      this.settle();
+    });
+  }
+
+  private settle(): void {
+    if (!this.resolve || !this.reject) return;
+    if (this.failure) this.reject(this.failure);
+    else if (this.ended) this.reject(new Error("ended"));
+    else if (this.pending) {
+      this.pending = false;
+      this.resolve();
+    } else return;
+    this.resolve = undefined;
+    this.reject = undefined;
+  }
+}

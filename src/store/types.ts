@@ -1,0 +1,144 @@
+import type { Message } from "../core/message.js";
+import type { ChannelMeta } from "../core/meta.js";
+
+/**
+ * The Store contract (DESIGN.md §4). Every backend offers these operations with the same
+ * meaning; `test/conformance/` holds the one suite that proves it for each backend.
+ */
+export interface Store {
+  /** What this backend can do beyond the contract, as data. */
+  readonly capabilities: Capabilities;
+  /** Where it keeps its data: a folder path or a URL without credentials. */
+  readonly location: string;
+
+  init(channel: string, options?: InitOptions): Promise<ChannelMeta>;
+  channels(): Promise<ChannelInfo[]>;
+  roster(channel: string): Promise<ChannelMeta>;
+  /** Allocates the next sequence number atomically and writes the message. */
+  post(channel: string, input: PostInput): Promise<PostResult>;
+  /** Relevant messages after the cursor; advances the cursor to the largest seq this scan saw. */
+  read(channel: string, options: ReadOptions): Promise<ReadResult>;
+  /** The last `count` messages of a channel, whoever they were for; moves no cursor. */
+  peek(channel: string, count?: number): Promise<Message[]>;
+  /** The agent's cursor in a channel (0 when it has never read). */
+  cursor(channel: string, agent: string): Promise<number>;
+  /** Blocks until a relevant message exists in one of the channels, then reads it. */
+  wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult>;
+  /** Every new message of the given channels, as it appears, until the signal aborts. */
+  watch(channels: readonly string[], options?: WatchOptions): AsyncIterable<Message>;
+
+  addTask(channel: string, task: NewTask): Promise<TaskInfo>;
+  tasks(channel: string): Promise<TaskInfo[]>;
+  /** Exactly one claimant wins; the others get a `CLAIM_LOST` error. */
+  claim(channel: string, task: string, agent: string): Promise<TaskInfo>;
+  /** Only the holder may give a claim back (`NOT_HOLDER` otherwise). */
+  release(channel: string, task: string, agent: string): Promise<TaskInfo>;
+
+  close(): Promise<void>;
+}
+
+export interface Capabilities {
+  /** Several machines can share the data. */
+  multiHost: boolean;
+  /** The data is the SPEC folder that the reference `chat.py` reads and writes. */
+  specFolder: boolean;
+}
+
+export interface InitOptions {
+  members?: readonly string[];
+  topic?: string;
+  /** Keys of ours, written after the reference's keys in `_meta.json`. */
+  extra?: Record<string, unknown>;
+}
+
+export interface ChannelInfo {
+  name: string;
+  topic: string;
+  members: string[];
+  created: string;
+  /** The largest sequence number in the channel (0 when empty). */
+  lastSeq: number;
+}
+
+export interface PostInput {
+  from: string;
+  body: string;
+  /** Defaults to the first line of the body. */
+  title?: string;
+  /** A name, a comma list or a list; default `all` (broadcast). */
+  to?: string | readonly string[];
+  replyTo?: number;
+  status?: string;
+  /** Extra one-line frontmatter fields (e.g. `metadata` of a b00t envelope). */
+  extra?: Record<string, string>;
+}
+
+export interface PostResult {
+  seq: number;
+  channel: string;
+  file: string;
+}
+
+export interface ReadOptions {
+  /** Who reads: relevance and the cursor are that agent's. */
+  as: string;
+  /** Start from the beginning instead of the cursor. */
+  all?: boolean;
+  /** Do not advance the cursor. */
+  peek?: boolean;
+}
+
+export interface ReadResult {
+  channel: string;
+  messages: Message[];
+  /** The cursor after this read. */
+  cursor: number;
+  /** Files that look like messages but cannot be parsed; each is reported once. */
+  warnings: string[];
+}
+
+export interface WaitOptions {
+  as: string;
+  /** Give up after this long (default 900 s); rejects with code `TIMEOUT`. */
+  timeoutMs?: number;
+  /** The sleep-poll safety net that catches anything the file watch missed (default 2 s). */
+  intervalMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface WaitResult {
+  /** The relevant messages found, across the channels, in channel then seq order. */
+  messages: Message[];
+  /** Cursor per channel after the wait. */
+  cursors: Record<string, number>;
+  warnings: string[];
+}
+
+export interface WatchOptions {
+  signal?: AbortSignal;
+  /** Yield messages with seq greater than this (default: the channel's current last seq). */
+  after?: number | Record<string, number>;
+  intervalMs?: number;
+}
+
+export interface NewTask {
+  /** Task id; default: one more than the largest numeric id. */
+  id?: string;
+  title: string;
+  body?: string;
+  from: string;
+}
+
+export interface TaskInfo {
+  id: string;
+  channel: string;
+  state: "open" | "claimed";
+  /** The claimant's identity when claimed. */
+  holder?: string;
+  title: string;
+  file: string;
+}
+
+export const DEFAULT_WAIT_TIMEOUT_MS = 900_000;
+export const DEFAULT_POLL_INTERVAL_MS = 2_000;
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
