@@ -60,7 +60,6 @@ export class ChannelIndex {
     }
     this.lastScanStartedAt = startedAt;
     this.fresh = true;
-    this.notify();
   }
 
   /** Seqs above `after`, ascending, with their file names (normally one each). */

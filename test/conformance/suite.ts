@@ -1,0 +1,398 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentChatError } from "../../src/core/errors.js";
+import type { Message } from "../../src/core/message.js";
+import type { Store } from "../../src/store/types.js";
+
+/**
+ * The ONE behavioural suite of the Store contract (DESIGN.md §4). Every backend runs it through
+ * a tiny driver file beside this one. `open()` must return a new, independent connection to
+ * the same namespace each time (another "process" as far as the store can tell).
+ */
+export interface Backend {
+  open(): Promise<Store>;
+  cleanup(): Promise<void>;
+}
+
+export function storeConformance(name: string, makeBackend: () => Promise<Backend>): void {
+  describe(`Store conformance: ${name}`, () => {
+    let backend: Backend;
+    let store: Store;
+    const opened: Store[] = [];
+
+    async function another(): Promise<Store> {
+      const s = await backend.open();
+      opened.push(s);
+      return s;
+    }
+
+    beforeEach(async () => {
+      backend = await makeBackend();
+      store = await another();
+    });
+
+    afterEach(async () => {
+      for (const s of opened.splice(0)) await s.close();
+      await backend.cleanup();
+    });
+
+    async function expectCode(promise: Promise<unknown>, code: string): Promise<AgentChatError> {
+      const err = await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, `expected ${code}`).toBeInstanceOf(AgentChatError);
+      expect((err as AgentChatError).code).toBe(code);
+      return err as AgentChatError;
+    }
+
+    describe("channels", () => {
+      it("init creates a channel once; a second init fails with CHANNEL_EXISTS", async () => {
+        const meta = await store.init("review", { members: ["alice", "bob"], topic: "schema" });
+        expect(meta).toMatchObject({
+          channel: "review",
+          members: ["alice", "bob"],
+          topic: "schema",
+        });
+        expect(meta.created).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$/);
+        await expectCode(store.init("review"), "CHANNEL_EXISTS");
+      });
+
+      it("exactly one of several concurrent inits of one channel wins", async () => {
+        const stores = await Promise.all([1, 2, 3, 4].map(() => another()));
+        const results = await Promise.allSettled(stores.map((s) => s.init("race")));
+        expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+      });
+
+      it("roster returns the metadata; an unknown channel is CHANNEL_NOT_FOUND", async () => {
+        await store.init("review", { members: ["alice"], topic: "t" });
+        expect(await store.roster("review")).toMatchObject({ members: ["alice"], topic: "t" });
+        await expectCode(store.roster("nope"), "CHANNEL_NOT_FOUND");
+        await expectCode(store.post("nope", { from: "a", body: "x" }), "CHANNEL_NOT_FOUND");
+      });
+
+      it("channels lists every channel with its last seq", async () => {
+        await store.init("b-chan");
+        await store.init("a-chan", { topic: "first" });
+        await store.post("a-chan", { from: "alice", body: "one" });
+        await store.post("a-chan", { from: "alice", body: "two" });
+        const list = await (await another()).channels();
+        expect(list.map((c) => [c.name, c.lastSeq, c.topic])).toEqual([
+          ["a-chan", 2, "first"],
+          ["b-chan", 0, ""],
+        ]);
+      });
+
+      it.each([
+        "..",
+        "a/b",
+        "a\\b",
+        "/abs",
+        "C:x",
+        "nul\0",
+        ".hidden",
+        "_meta",
+        "x".repeat(65),
+        "",
+        "con",
+      ])("refuses the channel name %j with INVALID_NAME", async (bad) => {
+        const err = await expectCode(store.init(bad), "INVALID_NAME");
+        expect(err.message).toMatch(/channel name/);
+      });
+    });
+
+    describe("post", () => {
+      beforeEach(async () => {
+        await store.init("ch");
+      });
+
+      it("allocates 1, 2, 3 … and returns the seq", async () => {
+        const seqs = [];
+        for (let i = 0; i < 5; i++)
+          seqs.push((await store.post("ch", { from: "a", body: `m${i}` })).seq);
+        expect(seqs).toEqual([1, 2, 3, 4, 5]);
+      });
+
+      it("gives concurrent posters from several connections distinct, gapless numbers", async () => {
+        const stores = [store, await another(), await another(), await another()];
+        const posts = stores.flatMap((s, i) =>
+          Array.from({ length: 15 }, (_, j) => s.post("ch", { from: `p${i}`, body: `${i}/${j}` })),
+        );
+        const seqs = (await Promise.all(posts)).map((r) => r.seq).sort((a, b) => a - b);
+        expect(seqs).toEqual(Array.from({ length: 60 }, (_, k) => k + 1));
+        const all = await store.read("ch", { as: "reader", all: true, peek: true });
+        expect(new Set(all.messages.map((m) => m.body)).size).toBe(60);
+      });
+
+      it("keeps every field, and the body right-trimmed", async () => {
+        await store.post("ch", { from: "alice", body: "q" });
+        const r = await store.post("ch", {
+          from: "bob",
+          to: ["alice", "carol"],
+          title: "Re: schema: v2",
+          body: "line 1\n\n```\ncode\n```\n\n",
+          status: "proposal",
+          replyTo: 1,
+        });
+        const [m] = (await store.read("ch", { as: "alice" })).messages.filter(
+          (x) => x.seq === r.seq,
+        );
+        expect(m).toMatchObject({
+          seq: 2,
+          from: "bob",
+          to: "alice,carol",
+          title: "Re: schema: v2",
+          body: "line 1\n\n```\ncode\n```",
+          status: "proposal",
+          replyTo: 1,
+          channel: "ch",
+        });
+      });
+
+      it("cannot be made to forge frontmatter through title, to, from or status", async () => {
+        await store.post("ch", {
+          from: "mallory",
+          title: "hi\nseq: 99\n---\nto: bob",
+          status: "x\r\nfrom: bob",
+          body: "---\nseq: 7\n---\nbody",
+        });
+        const [m] = (await store.read("ch", { as: "reader" })).messages;
+        expect(m?.seq).toBe(1);
+        expect(m?.from).toBe("mallory");
+        expect(m?.to).toBe("all");
+        expect(m?.title).toBe("hi seq: 99 --- to: bob");
+        expect(m?.status).toBe("x from: bob");
+        expect(m?.body).toBe("---\nseq: 7\n---\nbody");
+        await expectCode(store.post("ch", { from: "bob\nseq: 1", body: "x" }), "INVALID_NAME");
+        await expectCode(
+          store.post("ch", { from: "bob", to: "carol\nx", body: "x" }),
+          "INVALID_NAME",
+        );
+      });
+
+      it("refuses an empty body and one over the size limit, writing nothing", async () => {
+        await expectCode(store.post("ch", { from: "a", body: "  \n" }), "INVALID_ARGUMENT");
+        await expectCode(
+          store.post("ch", { from: "a", body: "x".repeat(1024 * 1024 + 1) }),
+          "TOO_LARGE",
+        );
+        expect(await store.peek("ch", 10)).toEqual([]);
+        expect((await store.post("ch", { from: "a", body: "ok" })).seq).toBe(1);
+      });
+
+      it("titles default to the body's first line", async () => {
+        await store.post("ch", { from: "a", body: "\n# Heading here\nmore" });
+        const [m] = await store.peek("ch", 1);
+        expect(m?.title).toBe("Heading here");
+      });
+    });
+
+    describe("read, cursors and relevance", () => {
+      beforeEach(async () => {
+        await store.init("ch");
+      });
+
+      it("delivers broadcasts and messages to me, never my own or others'", async () => {
+        await store.post("ch", { from: "alice", body: "to all" });
+        await store.post("ch", { from: "alice", to: "bob", body: "to bob" });
+        await store.post("ch", { from: "alice", to: "carol", body: "to carol" });
+        await store.post("ch", { from: "bob", body: "bob's own" });
+        await store.post("ch", { from: "alice", to: "*", body: "star" });
+        await store.post("ch", { from: "alice", to: "ALL", body: "ALL" });
+        await store.post("ch", { from: "alice", to: ["carol", "Bob"], body: "list" });
+        const r = await store.read("ch", { as: "bob" });
+        expect(bodies(r.messages)).toEqual(["to all", "to bob", "star", "ALL", "list"]);
+        expect(r.cursor).toBe(7);
+      });
+
+      it("advances the cursor past irrelevant messages, so the next read is empty", async () => {
+        await store.post("ch", { from: "alice", to: "carol", body: "not for bob" });
+        const first = await store.read("ch", { as: "bob" });
+        expect(first.messages).toEqual([]);
+        expect(first.cursor).toBe(1);
+        expect(await store.cursor("ch", "bob")).toBe(1);
+        await store.post("ch", { from: "alice", body: "now" });
+        expect(bodies((await store.read("ch", { as: "bob" })).messages)).toEqual(["now"]);
+        expect((await store.read("ch", { as: "bob" })).messages).toEqual([]);
+      });
+
+      it("peek reads without moving the cursor; all reads from the start", async () => {
+        await store.post("ch", { from: "alice", body: "one" });
+        expect((await store.read("ch", { as: "bob", peek: true })).messages).toHaveLength(1);
+        expect(await store.cursor("ch", "bob")).toBe(0);
+        await store.read("ch", { as: "bob" });
+        expect(bodies((await store.read("ch", { as: "bob", all: true })).messages)).toEqual([
+          "one",
+        ]);
+      });
+
+      it("treats Bob and bob as one identity for cursors and relevance alike", async () => {
+        await store.post("ch", { from: "Bob", body: "from Bob" });
+        await store.post("ch", { from: "alice", to: "BOB", body: "to BOB" });
+        const r = await store.read("ch", { as: "bob" });
+        expect(bodies(r.messages)).toEqual(["to BOB"]);
+        expect(await store.cursor("ch", "BOB")).toBe(2);
+      });
+
+      it("cursors are per agent and per channel", async () => {
+        await store.init("other");
+        await store.post("ch", { from: "alice", body: "x" });
+        await store.post("other", { from: "alice", body: "y" });
+        await store.read("ch", { as: "bob" });
+        expect(await store.cursor("ch", "bob")).toBe(1);
+        expect(await store.cursor("ch", "carol")).toBe(0);
+        expect(await store.cursor("other", "bob")).toBe(0);
+      });
+
+      it("peek returns the last n messages whoever they were for", async () => {
+        for (let i = 1; i <= 5; i++) await store.post("ch", { from: "a", to: "z", body: `m${i}` });
+        expect(bodies(await store.peek("ch", 3))).toEqual(["m3", "m4", "m5"]);
+        expect(bodies(await store.peek("ch"))).toEqual(["m3", "m4", "m5"]);
+      });
+    });
+
+    describe("wait", () => {
+      beforeEach(async () => {
+        await store.init("ch");
+        await store.init("ch2");
+      });
+
+      it("returns at once when a relevant message is already there, and advances the cursor", async () => {
+        await store.post("ch", { from: "alice", body: "waiting" });
+        const r = await store.wait(["ch"], { as: "bob", timeoutMs: 5000 });
+        expect(bodies(r.messages)).toEqual(["waiting"]);
+        expect(r.cursors).toEqual({ ch: 1 });
+        expect(await store.cursor("ch", "bob")).toBe(1);
+      });
+
+      it("wakes when another connection posts", async () => {
+        const poster = await another();
+        const waiting = store.wait(["ch"], { as: "bob", timeoutMs: 10_000, intervalMs: 100 });
+        await delay(50);
+        await poster.post("ch", { from: "alice", to: "carol", body: "not for bob" });
+        await delay(30);
+        await poster.post("ch", { from: "alice", to: "bob", body: "for bob" });
+        const r = await waiting;
+        expect(bodies(r.messages)).toEqual(["for bob"]);
+        expect(await store.cursor("ch", "bob")).toBe(2);
+      });
+
+      it("is not woken by the waiter's own message", async () => {
+        const waiting = store.wait(["ch"], { as: "bob", timeoutMs: 400, intervalMs: 50 });
+        await (await another()).post("ch", { from: "bob", body: "mine" });
+        await expectCode(waiting, "TIMEOUT");
+      });
+
+      it("waits on several channels and says which one answered", async () => {
+        const waiting = store.wait(["ch", "ch2"], {
+          as: "bob",
+          timeoutMs: 10_000,
+          intervalMs: 100,
+        });
+        await delay(30);
+        await (await another()).post("ch2", { from: "alice", body: "over here" });
+        const r = await waiting;
+        expect(r.messages.map((m) => [m.channel, m.body])).toEqual([["ch2", "over here"]]);
+      });
+
+      it("times out with TIMEOUT and honours an AbortSignal", async () => {
+        await expectCode(store.wait(["ch"], { as: "bob", timeoutMs: 100 }), "TIMEOUT");
+        const ac = new AbortController();
+        const waiting = store.wait(["ch"], { as: "bob", timeoutMs: 10_000, signal: ac.signal });
+        setTimeout(() => ac.abort(), 30);
+        await expectCode(waiting, "ABORTED");
+        expect(await store.cursor("ch", "bob")).toBe(0);
+      });
+
+      it("refuses an unknown channel before waiting", async () => {
+        await expectCode(
+          store.wait(["ch", "nope"], { as: "bob", timeoutMs: 5000 }),
+          "CHANNEL_NOT_FOUND",
+        );
+      });
+    });
+
+    describe("watch", () => {
+      it("yields every new message in order, from any connection", async () => {
+        await store.init("ch");
+        await store.post("ch", { from: "a", body: "old" });
+        const ac = new AbortController();
+        const seen: Message[] = [];
+        const done = (async () => {
+          for await (const m of store.watch(["ch"], { signal: ac.signal, intervalMs: 100 })) {
+            seen.push(m);
+            if (seen.length === 5) ac.abort();
+          }
+        })();
+        await delay(50);
+        const poster = await another();
+        for (let i = 1; i <= 5; i++) await poster.post("ch", { from: "b", to: "z", body: `n${i}` });
+        await done;
+        expect(bodies(seen)).toEqual(["n1", "n2", "n3", "n4", "n5"]);
+        expect(seen.map((m) => m.seq)).toEqual([2, 3, 4, 5, 6]);
+      });
+    });
+
+    describe("tasks and claims", () => {
+      beforeEach(async () => {
+        await store.init("ch");
+      });
+
+      it("adds tasks exclusively and lists them open and claimed with holders", async () => {
+        const t1 = await store.addTask("ch", { title: "first", from: "alice" });
+        const t2 = await store.addTask("ch", { id: "build-x", title: "second", from: "alice" });
+        expect([t1.id, t2.id]).toEqual(["1", "build-x"]);
+        await expectCode(
+          store.addTask("ch", { id: "1", title: "dup", from: "alice" }),
+          "TASK_EXISTS",
+        );
+        await store.claim("ch", "task-1.md", "bob");
+        expect(
+          (await store.tasks("ch")).map((t) => [t.id, t.state, t.holder ?? null, t.title]),
+        ).toEqual([
+          ["1", "claimed", "bob", "first"],
+          ["build-x", "open", null, "second"],
+        ]);
+        await expectCode(
+          store.addTask("ch", { id: "1", title: "again", from: "alice" }),
+          "TASK_EXISTS",
+        );
+      });
+
+      it("lets exactly one of many concurrent claimants win", async () => {
+        await store.addTask("ch", { id: "7", title: "contested", from: "alice" });
+        const stores = await Promise.all(Array.from({ length: 8 }, () => another()));
+        const results = await Promise.allSettled(
+          stores.map((s, i) => s.claim("ch", ["7", "task-7", "task-7.md"][i % 3]!, `agent${i}`)),
+        );
+        const won = results.filter((r) => r.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        for (const r of results) {
+          if (r.status === "rejected") expect((r.reason as AgentChatError).code).toBe("CLAIM_LOST");
+        }
+      });
+
+      it("lets only the holder release; a released task can be claimed again", async () => {
+        await store.addTask("ch", { id: "3", title: "t", from: "alice" });
+        await store.claim("ch", "3", "bob");
+        await expectCode(store.claim("ch", "3", "carol"), "CLAIM_LOST");
+        await expectCode(store.release("ch", "3", "carol"), "NOT_HOLDER");
+        const released = await store.release("ch", "3", "Bob");
+        expect(released.state).toBe("open");
+        expect((await store.claim("ch", "3", "carol")).holder).toBe("carol");
+      });
+
+      it("claiming a task that does not exist is TASK_NOT_FOUND; bad ids are INVALID_NAME", async () => {
+        await expectCode(store.claim("ch", "99", "bob"), "TASK_NOT_FOUND");
+        await expectCode(store.claim("ch", "../x", "bob"), "INVALID_NAME");
+      });
+    });
+  });
+}
+
+function bodies(messages: Message[]): string[] {
+  return messages.map((m) => m.body);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
