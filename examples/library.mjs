@@ -41,10 +41,18 @@ const seen = (async () => {
     controller.abort();
   }
 })();
-await bob.post("review", { from: "bob", replyTo: seq, status: "ack", title: "On it", body: "Claimed task 12." });
+await bob.post("review", {
+  from: "bob",
+  replyTo: seq,
+  status: "ack",
+  title: "On it",
+  body: "Claimed task 12.",
+});
 await seen;
 
 const { messages: unread } = await alice.read("review", { as: "alice" });
-console.log(`alice reads ${unread.length} message(s); her cursor is now ${await alice.cursor("review", "alice")}`);
+console.log(
+  `alice reads ${unread.length} message(s); her cursor is now ${await alice.cursor("review", "alice")}`,
+);
 await alice.close();
 await bob.close();

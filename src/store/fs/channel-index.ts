@@ -123,6 +123,19 @@ export class ChannelIndex {
     return () => this.listeners.delete(listener);
   }
 
+  /** Resolves on the next change the watch reports, or after `ms` at the latest. */
+  nextChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        off();
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      const off = this.onChange(done);
+    });
+  }
+
   close(): void {
     this.watcher?.close();
     this.watcher = undefined;

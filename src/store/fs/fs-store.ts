@@ -66,6 +66,8 @@ interface ChannelState {
   lastSeq: number;
   /** The channel exists and is a real folder (checked on first post). */
   checked: boolean;
+  /** When abandoned temporary files were last cleaned. */
+  cleanedAt: number;
 }
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -256,7 +258,7 @@ export class FsStore implements Store {
     let written = Math.max(state.lastSeq, state.index.maxSeq()) + 1;
     try {
       await fsp.writeFile(tmp, render(written));
-      const release = await acquireSeqLock(state.dir, this.options);
+      const release = await acquireSeqLock(state.dir, this.lockOptions(state));
       try {
         let seq = await this.allocateSeq(state);
         // Never replace a file already there (a malformed one dropped by hand): skip its number.
@@ -354,6 +356,7 @@ export class FsStore implements Store {
    */
   private async scan(state: ChannelState, after: number): Promise<Scan> {
     await state.index.sync();
+    if (state.index.leftovers.length > 0) this.removeAbandoned(state);
     const messages: Message[] = [];
     const warnings: string[] = [];
     let scannedTo = after;
@@ -400,6 +403,12 @@ export class FsStore implements Store {
     const dir = join(state.dir, CURSORS);
     try {
       await fsp.mkdir(dir, { recursive: true });
+      if ((await fsp.lstat(dir)).isSymbolicLink()) {
+        throw new AgentChatError(
+          "INVALID_NAME",
+          `${dir} is a symbolic link; cursors are never written through one`,
+        );
+      }
       await writeFileAtomic(dir, `${identity(agent)}.txt`, String(seq));
     } catch (err) {
       throw wrapIoError(err, `cannot save the cursor of ${agent}`);
@@ -665,8 +674,12 @@ export class FsStore implements Store {
     this.states.clear();
   }
 
-  /** Removes temporary files that crashed writers left behind (older than a minute). */
+  /**
+   * Removes temporary files that crashed writers left behind. A live writer's temporary file
+   * lives for well under the lock timeout, so one older than a minute is abandoned.
+   */
   async cleanLeftovers(channel: string): Promise<number> {
+    validateName("channel", channel);
     const state = this.state(channel);
     await state.index.rescan();
     let removed = 0;
@@ -682,7 +695,15 @@ export class FsStore implements Store {
         // Renamed into place or removed meanwhile.
       }
     }
+    state.index.leftovers = [];
     return removed;
+  }
+
+  /** Cleans leftovers in the background, at most once a minute per channel. */
+  private removeAbandoned(state: ChannelState): void {
+    if (Date.now() - state.cleanedAt < LEFTOVER_AGE_MS) return;
+    state.cleanedAt = Date.now();
+    this.cleanLeftovers(state.name).catch(() => {});
   }
 
   private state(channel: string): ChannelState {
@@ -696,14 +717,19 @@ export class FsStore implements Store {
         tail: Promise.resolve(),
         lastSeq: 0,
         checked: false,
+        cleanedAt: 0,
       };
       this.states.set(channel, state);
     }
     return state;
   }
 
+  private lockOptions(state: ChannelState): LockOptions {
+    return { ...this.options, pause: (ms) => state.index.nextChange(ms) };
+  }
+
   private async withLock<T>(state: ChannelState, fn: () => Promise<T>): Promise<T> {
-    const release = await acquireSeqLock(state.dir, this.options);
+    const release = await acquireSeqLock(state.dir, this.lockOptions(state));
     try {
       return await fn();
     } finally {

@@ -30,6 +30,12 @@ export interface LockOwner {
 export interface LockOptions {
   timeoutMs?: number;
   staleMs?: number;
+  /**
+   * How a waiting poster pauses before trying again: the folder store resolves it early when its
+   * file watch sees the lock go, so that waiters retry at once instead of sleeping through the
+   * free moment (which, under heavy contention, starves unlucky sleepers).
+   */
+  pause?: (ms: number) => Promise<void>;
 }
 
 export type Release = () => Promise<void>;
@@ -42,43 +48,66 @@ export async function acquireSeqLock(
   const timeoutMs = options.timeoutMs ?? LOCK_TIMEOUT_MS;
   const staleMs = options.staleMs ?? STALE_MS;
   const owner: LockOwner = { host: HOST, pid: process.pid, token: randomBytes(8).toString("hex") };
+  // The owner file is written first and renamed into the lock right after the mkdir, so a lock
+  // is never seen with a half-written owner: a poster killed at any instant leaves either an
+  // owner-less lock (only in the instant between the two calls) or one naming a dead pid.
+  const ownerDraft = join(channelDir, `.tmp-owner-${owner.token}`);
+  try {
+    await fsp.writeFile(ownerDraft, JSON.stringify(owner));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+      throw new AgentChatError("CHANNEL_NOT_FOUND", `channel folder ${channelDir} is gone`, {
+        cause: err,
+      });
+    }
+    throw wrapIoError(err, `cannot take ${lockDir}`);
+  }
   const deadline = Date.now() + timeoutMs;
   let delay = 1;
-  for (;;) {
-    try {
-      await fsp.mkdir(lockDir);
-      const acquiredAt = Date.now();
-      await fsp.writeFile(join(lockDir, OWNER_FILE), JSON.stringify(owner));
-      return () => releaseLock(lockDir, owner.token, Date.now() - acquiredAt < staleMs);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") {
-        throw new AgentChatError("CHANNEL_NOT_FOUND", `channel folder ${channelDir} is gone`, {
-          cause: err,
-        });
+  try {
+    for (;;) {
+      let made = false;
+      try {
+        await fsp.mkdir(lockDir);
+        made = true;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "ENOENT") {
+          throw new AgentChatError("CHANNEL_NOT_FOUND", `channel folder ${channelDir} is gone`, {
+            cause: err,
+          });
+        }
+        if (code !== "EEXIST") throw wrapIoError(err, `cannot take ${lockDir}`);
       }
-      if (code !== "EEXIST") throw wrapIoError(err, `cannot take ${lockDir}`);
+      if (made) {
+        const acquiredAt = Date.now();
+        try {
+          await fsp.rename(ownerDraft, join(lockDir, OWNER_FILE));
+        } catch (err) {
+          await fsp.rmdir(lockDir).catch(() => {});
+          throw wrapIoError(err, `cannot take ${lockDir}`);
+        }
+        return () => releaseLock(lockDir, owner.token, Date.now() - acquiredAt < staleMs);
+      }
+      const seen = await inspectLock(lockDir);
+      if (seen && isStale(seen, staleMs) && (await steal(lockDir, seen))) continue;
+      if (Date.now() >= deadline) {
+        const age = seen ? `, taken ${(seen.ageMs / 1000).toFixed(1)} s ago` : "";
+        throw new AgentChatError(
+          "LOCK_TIMEOUT",
+          `${lockDir} is held by ${describeOwner(seen?.owner)}${age}; waited ${timeoutMs / 1000} s. ` +
+            `If no poster is running, remove that directory`,
+        );
+      }
+      // Short, growing, jittered pauses: a post holds the lock for well under a millisecond.
+      await (options.pause ?? sleep)(delay * (0.5 + Math.random()));
+      delay = Math.min(delay * 2, 25);
     }
-    const seen = await inspectLock(lockDir);
-    if (seen && isStale(seen, staleMs) && (await steal(lockDir, seen))) continue;
-    if (Date.now() >= deadline) {
-      throw new AgentChatError(
-        "LOCK_TIMEOUT",
-        `${lockDir} is held by ${describeOwner(seen?.owner)} for more than ${timeoutMs / 1000} s; ` +
-          `if no poster is running, remove that directory`,
-      );
-    }
-    // Short, growing, jittered sleeps: a post holds the lock for well under a millisecond.
-    await sleep(delay * (0.5 + Math.random()));
-    delay = Math.min(delay * 2, 25);
+  } finally {
+    await fsp.rm(ownerDraft, { force: true });
   }
 }
 
-/**
- * Held for less than the stale rule by a live process, the lock is still ours: remove the owner
- * file and the directory (the cheap path of every post). Held longer, another host may have
- * taken it over, so only a lock that still carries our token is removed.
- */
 async function releaseLock(lockDir: string, token: string, surelyOurs: boolean): Promise<void> {
   if (surelyOurs) {
     try {
