@@ -132,25 +132,34 @@ export class NatsStore implements Store {
       const js = jetstream(nc, { timeout });
       const stream = `AGENTCHAT_${target.namespace}`;
       const bucket = bucketOf(target.namespace);
-      const hasStream = await exists(() => jsm.streams.info(stream));
+      const streamInfo = await jsm.streams.info(stream).catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      });
       const hasBucket = await exists(() => jsm.streams.info(`KV_${bucket}`));
-      if (hasStream !== hasBucket) {
+      const kvm = new Kvm(js);
+      // Creating is idempotent, so several first connections to a new namespace may race.
+      const kv = hasBucket
+        ? await kvm.open(bucket)
+        : await kvm.create(bucket, { history: 1, description: "agent-chat channels" });
+      // A store only exists after both were made: channels without a stream, or messages
+      // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
+      const damaged =
+        (!streamInfo && hasBucket && (await hasAny(kv, "meta.*"))) ||
+        (streamInfo !== undefined && !hasBucket && streamInfo.state.messages > 0);
+      if (damaged) {
         throw new AgentChatError(
           "BACKEND_UNAVAILABLE",
-          `namespace ${target.namespace} on ${target.server} is damaged: its ${hasStream ? "KV bucket" : "message stream"} was deleted (export what is left, delete the namespace, import it again)`,
+          `namespace ${target.namespace} on ${target.server} is damaged: its ${streamInfo ? "KV bucket" : "message stream"} was deleted (export what is left, delete the namespace, import it again)`,
         );
       }
-      if (!hasStream) {
+      if (!streamInfo) {
         await jsm.streams.add({
           name: stream,
           subjects: [`agentchat.${target.namespace}.msg.>`],
           description: `agent-chat namespace ${target.namespace}`,
         });
       }
-      const kvm = new Kvm(js);
-      const kv = hasBucket
-        ? await kvm.open(bucket)
-        : await kvm.create(bucket, { history: 1, description: "agent-chat channels" });
       const store = new NatsStore(target, nc, js, jsm, kv, () => headers(), options);
       store.watchForDeletion();
       return store;
@@ -739,10 +748,23 @@ async function exists(fn: () => Promise<unknown>): Promise<boolean> {
     await fn();
     return true;
   } catch (err) {
-    const e = err as Error;
-    if (e?.name === "StreamNotFoundError" || /not found/i.test(e?.message ?? "")) return false;
+    if (isNotFound(err)) return false;
     throw err;
   }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as Error;
+  return e?.name === "StreamNotFoundError" || /not found/i.test(e?.message ?? "");
+}
+
+async function hasAny(kv: KV, filter: string): Promise<boolean> {
+  const keys = await kv.keys(filter);
+  for await (const _ of keys) {
+    keys.stop();
+    return true;
+  }
+  return false;
 }
 
 /** A subject token for a channel: channel names may hold `.`, subject tokens may not. */
