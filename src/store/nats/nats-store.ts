@@ -13,7 +13,7 @@ import {
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, parseTaskId, validateName } from "../../core/names.js";
 import { compareTaskIds, draftPost, draftTask, type PostDraft } from "../draft.js";
-import { formatTask, parseTaskFile } from "../fs/tasks.js";
+import { formatTask, parseTaskFile, TASK_FILE } from "../fs/tasks.js";
 import {
   type Capabilities,
   type ChannelInfo,
@@ -659,7 +659,7 @@ export class NatsStore implements Store {
       await this.writeCursor(dump.name, agent, seq);
     }
     for (const task of dump.tasks) {
-      const m = /^task-([A-Za-z0-9][A-Za-z0-9_-]*)(?:\.CLAIMED-([a-z0-9-]+))?\.md$/.exec(task.file);
+      const m = TASK_FILE.exec(task.file);
       if (!m) continue;
       const record: TaskRecord = { text: task.text };
       if (m[2]) record.holder = m[2];
