@@ -5,7 +5,7 @@ import { AgentChatError } from "../../src/core/errors.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { freePort, NatsServer, natsSkipReason } from "../helpers/nats-server.js";
 
-const POSTER = fileURLToPath(new URL("./fixtures/poster.ts", import.meta.url));
+const POSTER = fileURLToPath(new URL("./fixtures/poster.mjs", import.meta.url));
 let counter = 0;
 const ns = () => `t${process.pid}-${++counter}`;
 
@@ -19,11 +19,9 @@ async function codeOf(promise: Promise<unknown>): Promise<AgentChatError> {
 }
 
 function runPoster(url: string, channel: string, from: string, count: number) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ["--import", "tsx", POSTER, url, channel, from, String(count)],
-    { stdio: ["pipe", "pipe", "pipe"] },
-  );
+  const child: ChildProcess = spawn(process.execPath, [POSTER, url, channel, from, String(count)], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   child.stdout?.setEncoding("utf8").on("data", (d: string) => {
@@ -32,12 +30,19 @@ function runPoster(url: string, channel: string, from: string, count: number) {
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
     err += d;
   });
+  const ready = new Promise<void>((resolve) => {
+    child.stdout?.on("data", () => {
+      if (out.startsWith("ready\n")) resolve();
+    });
+  });
   const done = new Promise<number[]>((resolve, reject) => {
     child.on("close", (code) =>
-      code === 0 ? resolve(JSON.parse(out) as number[]) : reject(new Error(err)),
+      code === 0
+        ? resolve(JSON.parse(out.slice("ready\n".length)) as number[])
+        : reject(new Error(err)),
     );
   });
-  return { child, done };
+  return { child, ready, done };
 }
 
 describe.skipIf(natsSkipReason !== undefined)(
@@ -57,8 +62,8 @@ describe.skipIf(natsSkipReason !== undefined)(
       await setup.init("race");
       const a = runPoster(url, "race", "alice", 500);
       const b = runPoster(url, "race", "bob", 500);
-      // Both processes connect first (tsx start-up), then go on the same signal.
-      await new Promise((r) => setTimeout(r, 1500));
+      // Both processes connect first, then go on the same signal.
+      await Promise.all([a.ready, b.ready]);
       a.child.stdin?.end("go\n");
       b.child.stdin?.end("go\n");
       const seqs = [...(await a.done), ...(await b.done)].sort((x, y) => x - y);

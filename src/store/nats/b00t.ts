@@ -83,7 +83,9 @@ export async function ingestEnvelopes(
             if (!isAgentChatError(err, "CHANNEL_EXISTS")) throw err;
           });
         }
-        options.onPosted?.(await store.post(channel, post));
+        // Posted first: an optional call would skip evaluating its argument without a callback.
+        const result = await store.post(channel, post);
+        options.onPosted?.(result);
       } catch (err) {
         const error = isAgentChatError(err)
           ? err
