@@ -118,11 +118,9 @@ async function wakeLatency(waiter: Store, poster: Store, n: number): Promise<num
   try {
     for (let i = 0; i < n; i++) {
       let woke = 0;
-      const waiting = waiter
-        .wait([channel], { as: "waiter", timeoutMs: 10_000 })
-        .then(() => {
-          woke = performance.now();
-        });
+      const waiting = waiter.wait([channel], { as: "waiter", timeoutMs: 10_000 }).then(() => {
+        woke = performance.now();
+      });
       // Give the wait time to park (its first scan finds nothing).
       await new Promise((r) => setTimeout(r, 15));
       const t0 = performance.now();
