@@ -1,7 +1,9 @@
 import { homedir } from "node:os";
-import { openStore, resolveRoot } from "../client/open.js";
+import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { AgentChatError } from "../core/errors.js";
+import { isNatsUrl, type NatsConnectionOptions } from "../store/nats/options.js";
 import type { Store } from "../store/types.js";
+import { natsOptionsFromEnv } from "./nats-env.js";
 
 /** What every command needs from the outside world; the only place that reads `process.env`. */
 export interface GlobalOptions {
@@ -43,10 +45,22 @@ export class CliContext {
 
   async open(): Promise<Store> {
     if (!this.store) {
-      const options = this.maxBodyBytes === undefined ? {} : { maxBodyBytes: this.maxBodyBytes };
-      this.store = await openStore(this.root, options);
+      this.store = await openStore(this.root, this.openOptions());
     }
     return this.store;
+  }
+
+  /** Options for opening any root; NATS connection options only for nats:// roots. */
+  openOptions(): OpenOptions {
+    const options: OpenOptions = {};
+    if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
+    if (isNatsUrl(this.root)) options.nats = natsOptionsFromEnv(this.env);
+    return options;
+  }
+
+  /** NATS connection options from the environment (credentials, TLS, timeout). */
+  natsOptions(): NatsConnectionOptions {
+    return natsOptionsFromEnv(this.env);
   }
 
   /** The acting agent: `--as`/`--from`, else `$AGENT_CHAT_NAME`. */

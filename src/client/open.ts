@@ -1,21 +1,36 @@
 import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/fs-store.js";
+import type { NatsConnectionOptions } from "../store/nats/options.js";
 import type { Store } from "../store/types.js";
 
-export interface OpenOptions extends FsStoreOptions {}
+export interface OpenOptions extends FsStoreOptions {
+  /** Connection options for `nats://` and `tls://` roots (credentials, TLS, timeouts). */
+  nats?: NatsConnectionOptions;
+}
 
 /**
- * Opens the store behind a root: a folder path selects the embedded folder store. Backends
- * with heavy dependencies are imported only when their URL is used.
+ * Opens the store behind a root: a folder path selects the embedded folder store, a
+ * `nats://host:port/namespace` (or `tls://…`) URL the NATS JetStream store. Backends with heavy
+ * dependencies are imported only when their URL is used.
  */
 export async function openStore(root: string, options: OpenOptions = {}): Promise<Store> {
   if (root.trim() === "") throw new AgentChatError("INVALID_ARGUMENT", "root is empty");
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(root)) {
     const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
+    if (scheme === "nats" || scheme === "tls") {
+      const { NatsStore } = await import("../store/nats/nats-store.js");
+      const { nats, ...rest } = options;
+      return NatsStore.open(
+        root,
+        rest.maxBodyBytes === undefined
+          ? { ...nats }
+          : { ...nats, maxBodyBytes: rest.maxBodyBytes },
+      );
+    }
     throw new AgentChatError(
       "BACKEND_UNAVAILABLE",
-      `no backend for ${scheme}:// roots in this version; use a folder path`,
+      `no backend for ${scheme}:// roots; use a folder path or nats://host:port/namespace`,
     );
   }
   return new FsStore(root, options);

@@ -32,7 +32,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       });
       if (ctx.json) return ctx.printJson(meta);
       const who = meta.members.length > 0 ? meta.members.join(", ") : "open to everyone";
-      ctx.out(`created channel ${channel} in ${join(store.location, channel)} (${who})\n`);
+      ctx.out(`created channel ${channel} in ${locate(store.location, channel)} (${who})\n`);
     });
 
   program
@@ -93,7 +93,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       if (opts.to !== undefined) input.to = opts.to;
       if (opts.reply !== undefined) input.replyTo = parsePositiveInt(opts.reply, "--reply");
       const result = await store.post(channel, input);
-      const path = join(store.location, channel, result.file);
+      const path = locate(store.location, channel, result.file);
       if (ctx.json) return ctx.printJson({ ...result, path });
       ctx.out(`posted #${result.seq} ${path}\n`);
     });
@@ -291,4 +291,11 @@ function printMessages(ctx: CliContext, messages: Message[], empty: string): voi
 function formatTask(t: TaskInfo): string {
   const state = t.state === "claimed" ? `claimed by ${t.holder}` : "open";
   return `task-${t.id}\t${state}\t${t.title}`;
+}
+
+/** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */
+function locate(location: string, ...parts: string[]): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(location)
+    ? [location, ...parts].join("/")
+    : join(location, ...parts);
 }

@@ -3,18 +3,16 @@ import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
   formatTimestamp,
-  formatTo,
   isRelevant,
   type Message,
   messageFileName,
   oneLine,
   parseMessage,
-  parseTo,
   serializeMessage,
-  titleFromBody,
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, parseTaskId, validateName } from "../../core/names.js";
+import { compareTaskIds, draftPost, draftTask, type PostDraft } from "../draft.js";
 import {
   type Capabilities,
   type ChannelInfo,
@@ -33,6 +31,7 @@ import {
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
+import { Wakeup } from "../wakeup.js";
 import { createFileExclusive, tempName, writeFileAtomic } from "./atomic.js";
 import { ChannelIndex } from "./channel-index.js";
 import { acquireSeqLock, type LockOptions, lockHeld } from "./seq-lock.js";
@@ -51,8 +50,6 @@ const CURSORS = ".cursors";
  *  never re-issues its number. The reference does not know it, hence the reconciliation with
  *  the largest well-formed message file in {@link FsStore.allocateSeq}. */
 const HIGH_WATER = ".seq";
-const MAX_TITLE = 200;
-const MAX_STATUS = 40;
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -173,7 +170,7 @@ export class FsStore implements Store {
   }
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
-    const draft = this.draft(channel, input);
+    const draft = draftPost(channel, input, this.maxBodyBytes);
     const state = this.state(channel);
     if (!state.checked) {
       await this.roster(channel);
@@ -188,70 +185,13 @@ export class FsStore implements Store {
     return run;
   }
 
-  /** Validates a post before anything touches the disk. */
-  private draft(channel: string, input: PostInput) {
-    validateName("channel", channel);
-    const from = validateName("agent", input.from);
-    if (typeof input.body !== "string" || input.body.trim() === "") {
-      throw new AgentChatError("INVALID_ARGUMENT", "message body is empty");
-    }
-    const bytes = Buffer.byteLength(input.body);
-    if (bytes > this.maxBodyBytes) {
-      throw new AgentChatError(
-        "TOO_LARGE",
-        `message body is ${bytes} bytes; the limit is ${this.maxBodyBytes}`,
-      );
-    }
-    const title = oneLine(input.title ?? "") || titleFromBody(input.body);
-    if (title.length > MAX_TITLE) {
-      throw new AgentChatError(
-        "INVALID_ARGUMENT",
-        `title is ${title.length} characters; at most ${MAX_TITLE}`,
-      );
-    }
-    const to = formatTo(input.to);
-    const recipients = parseTo(to);
-    if (!recipients.broadcast) {
-      for (const name of to.split(",")) validateName("agent", name.trim());
-    }
-    const status = oneLine(input.status ?? "");
-    if (status.length > MAX_STATUS) {
-      throw new AgentChatError(
-        "INVALID_ARGUMENT",
-        `status is longer than ${MAX_STATUS} characters`,
-      );
-    }
-    if (
-      input.replyTo !== undefined &&
-      !(Number.isSafeInteger(input.replyTo) && input.replyTo > 0)
-    ) {
-      throw new AgentChatError("INVALID_ARGUMENT", "reply_to must be a positive message number");
-    }
-    const draft = {
-      channel,
-      from,
-      to,
-      title,
-      body: input.body,
-      status,
-      replyTo: input.replyTo,
-      extra: input.extra ?? {},
-    };
-    // Serialising once here rejects bad extra keys before the lock is taken.
-    serializeMessage({ ...draft, seq: 0, ts: "" });
-    return draft;
-  }
-
   /**
    * Writes the message to a temporary file under the seq this process expects, takes the lock,
    * allocates the real seq (rewriting the file only if another writer got there first), renames
    * it into place and records the high-water mark. Keeping the write outside the lock keeps the
    * lock short when many processes post at once.
    */
-  private async postLocked(
-    state: ChannelState,
-    draft: ReturnType<FsStore["draft"]>,
-  ): Promise<PostResult> {
+  private async postLocked(state: ChannelState, draft: PostDraft): Promise<PostResult> {
     const ts = formatTimestamp();
     const render = (seq: number) => serializeMessage({ ...draft, seq, ts });
     const tmp = join(state.dir, tempName());
@@ -548,12 +488,7 @@ export class FsStore implements Store {
 
   async addTask(channel: string, task: NewTask): Promise<TaskInfo> {
     await this.roster(channel);
-    const from = validateName("agent", task.from);
-    const title = oneLine(task.title);
-    if (title === "") throw new AgentChatError("INVALID_ARGUMENT", "task title is empty");
-    if (title.length > MAX_TITLE) {
-      throw new AgentChatError("INVALID_ARGUMENT", `task title is longer than ${MAX_TITLE}`);
-    }
+    const { from, title } = draftTask(task);
     const state = this.state(channel);
     await this.assertRealDir(state.dir, channel);
     return this.withLock(state, async () => {
@@ -604,7 +539,7 @@ export class FsStore implements Store {
       if (m[2]) info.holder = m[2];
       out.push(info);
     }
-    return out.sort((a, b) => compareIds(a.id, b.id));
+    return out.sort((a, b) => compareTaskIds(a.id, b.id));
   }
 
   async claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
@@ -751,13 +686,6 @@ export class FsStore implements Store {
   }
 }
 
-function compareIds(a: string, b: string): number {
-  const na = Number(a);
-  const nb = Number(b);
-  if (Number.isSafeInteger(na) && Number.isSafeInteger(nb)) return na - nb;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 async function exists(path: string): Promise<boolean> {
   try {
     await fsp.lstat(path);
@@ -773,48 +701,4 @@ function timeoutError(ms: number): AgentChatError {
 
 function abortError(): AgentChatError {
   return new AgentChatError("ABORTED", "wait was cancelled");
-}
-
-/** A level-triggered wake-up: kicks between two `next()` calls are not lost. */
-class Wakeup {
-  private pending = false;
-  private failure: Error | undefined;
-  private ended = false;
-  private resolve: (() => void) | undefined;
-  private reject: ((err: Error) => void) | undefined;
-
-  kick(): void {
-    this.pending = true;
-    this.settle();
-  }
-
-  fail(err: Error): void {
-    this.failure ??= err;
-    this.settle();
-  }
-
-  end(): void {
-    this.ended = true;
-    this.settle();
-  }
-
-  next(): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-      this.settle();
-    });
-  }
-
-  private settle(): void {
-    if (!this.resolve || !this.reject) return;
-    if (this.failure) this.reject(this.failure);
-    else if (this.ended) this.reject(new Error("ended"));
-    else if (this.pending) {
-      this.pending = false;
-      this.resolve();
-    } else return;
-    this.resolve = undefined;
-    this.reject = undefined;
-  }
 }

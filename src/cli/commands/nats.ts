@@ -1,0 +1,103 @@
+import type { Command } from "commander";
+import { isNatsUrl } from "../../store/nats/options.js";
+import type { TransferSummary } from "../../store/transfer.js";
+import { type CliContext, splitList, UsageError } from "../context.js";
+
+/** export / import between a NATS namespace and the SPEC folder, and the b00t envelope bridge. */
+export function registerNatsCommands(program: Command, ctx: CliContext): void {
+  program
+    .command("export")
+    .description("write a NATS namespace out as the SPEC folder (for chat.py, git, backups)")
+    .argument("<source>", "nats://host:port/namespace")
+    .argument("<dir>", "folder to write; channels already in it are never overwritten")
+    .option("--channel <list>", "only these channels (comma-separated)")
+    .addHelpText(
+      "after",
+      "\nCredentials come from AGENT_CHAT_NATS_USER/PASS, _TOKEN, _CREDS, _CA/_CERT/_KEY or\n" +
+        "AGENT_CHAT_NATS_CONFIG (see docs/nats.md), never from the command line.\n" +
+        "\nExamples:\n  agent-chat export nats://127.0.0.1:4222/team-a ./team-a\n" +
+        "  agent-chat --json export nats://nats.lan:4222/team-a ./backup --channel review",
+    )
+    .action(async (source: string, dir: string, opts: { channel?: string }) => {
+      const store = await openNats(ctx, source);
+      try {
+        const { exportNamespace } = await import("../../store/transfer.js");
+        const only = opts.channel === undefined ? undefined : splitList(opts.channel);
+        report(ctx, "exported", store.location, dir, await exportNamespace(store, dir, only));
+      } finally {
+        await store.close();
+      }
+    });
+
+  program
+    .command("import")
+    .description("read a SPEC folder into a NATS namespace, keeping sequence numbers")
+    .argument("<dir>", "the SPEC folder (a root holding channel folders)")
+    .argument("<target>", "nats://host:port/namespace")
+    .option("--channel <list>", "only these channels (comma-separated)")
+    .addHelpText(
+      "after",
+      "\nChannels that already exist in the namespace are refused (CHANNEL_EXISTS).\n" +
+        "\nExamples:\n  agent-chat import ~/agent-chat nats://127.0.0.1:4222/team-a\n" +
+        "  agent-chat import ./team-a nats://nats.lan:4222/team-a --channel review,deploy",
+    )
+    .action(async (dir: string, target: string, opts: { channel?: string }) => {
+      const store = await openNats(ctx, target);
+      try {
+        const { importFolder } = await import("../../store/transfer.js");
+        const only = opts.channel === undefined ? undefined : splitList(opts.channel);
+        report(ctx, "imported", dir, store.location, await importFolder(dir, store, only));
+      } finally {
+        await store.close();
+      }
+    });
+
+  program
+    .command("bridge")
+    .description("turn b00t envelopes published on chat.<channel> into messages of a namespace")
+    .argument("[target]", "nats://host:port/namespace (default: --root / $AGENT_CHAT_ROOT)")
+    .option("--no-create", "reject envelopes for channels that do not exist yet")
+    .addHelpText(
+      "after",
+      "\nRuns until interrupted. Several bridges of one namespace share the work: each envelope\n" +
+        "becomes exactly one message. Prints one line per message (NDJSON with --json).\n" +
+        "\nExamples:\n  agent-chat bridge nats://127.0.0.1:4222/team-a\n" +
+        "  AGENT_CHAT_ROOT=nats://nats.lan:4222/team-a agent-chat --json bridge",
+    )
+    .action(async (target: string | undefined, opts: { create: boolean }) => {
+      const store = await openNats(ctx, target ?? ctx.root);
+      try {
+        const { ingestEnvelopes } = await import("../../store/nats/b00t.js");
+        if (!ctx.json) ctx.err(`bridging chat.> into ${store.location} (Ctrl-C to stop)\n`);
+        await ingestEnvelopes(store, {
+          signal: ctx.abort.signal,
+          createChannels: opts.create,
+          onPosted: (r) => {
+            if (ctx.json) ctx.printJson({ channel: r.channel, seq: r.seq, file: r.file });
+            else ctx.out(`${r.channel}\t#${r.seq}\t${r.file}\n`);
+          },
+          onRejected: (subject, err) => ctx.warn(`envelope on ${subject} rejected: ${err.message}`),
+        });
+      } finally {
+        await store.close();
+      }
+    });
+}
+
+async function openNats(ctx: CliContext, url: string) {
+  if (!isNatsUrl(url))
+    throw new UsageError(`expected a nats://host:port/namespace URL, got ${url}`);
+  const { NatsStore } = await import("../../store/nats/nats-store.js");
+  const options = ctx.natsOptions();
+  const max = ctx.maxBodyBytes;
+  return NatsStore.open(url, max === undefined ? options : { ...options, maxBodyBytes: max });
+}
+
+function report(ctx: CliContext, verb: string, from: string, to: string, s: TransferSummary) {
+  for (const w of s.warnings) ctx.warn(w);
+  if (ctx.json) return ctx.printJson({ from, to, ...s });
+  ctx.out(
+    `${verb} ${s.channels} channel(s), ${s.messages} message(s), ${s.cursors} cursor(s), ` +
+      `${s.tasks} task(s) from ${from} to ${to}\n`,
+  );
+}

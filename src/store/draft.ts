@@ -1,0 +1,87 @@
+import { AgentChatError } from "../core/errors.js";
+import { formatTo, oneLine, parseTo, serializeMessage, titleFromBody } from "../core/message.js";
+import { validateName } from "../core/names.js";
+import type { NewTask, PostInput } from "./types.js";
+
+/** Limits every backend enforces alike, so that a post accepted by one is accepted by all. */
+export const MAX_TITLE = 200;
+export const MAX_STATUS = 40;
+
+/** A post that passed validation: what a backend serialises once it has a seq. */
+export interface PostDraft {
+  channel: string;
+  from: string;
+  to: string;
+  title: string;
+  body: string;
+  status: string;
+  replyTo: number | undefined;
+  extra: Record<string, string>;
+}
+
+/** Validates a post before any backend touches its storage. */
+export function draftPost(channel: string, input: PostInput, maxBodyBytes: number): PostDraft {
+  validateName("channel", channel);
+  const from = validateName("agent", input.from);
+  if (typeof input.body !== "string" || input.body.trim() === "") {
+    throw new AgentChatError("INVALID_ARGUMENT", "message body is empty");
+  }
+  const bytes = Buffer.byteLength(input.body);
+  if (bytes > maxBodyBytes) {
+    throw new AgentChatError(
+      "TOO_LARGE",
+      `message body is ${bytes} bytes; the limit is ${maxBodyBytes}`,
+    );
+  }
+  const title = oneLine(input.title ?? "") || titleFromBody(input.body);
+  if (title.length > MAX_TITLE) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `title is ${title.length} characters; at most ${MAX_TITLE}`,
+    );
+  }
+  const to = formatTo(input.to);
+  const recipients = parseTo(to);
+  if (!recipients.broadcast) {
+    for (const name of to.split(",")) validateName("agent", name.trim());
+  }
+  const status = oneLine(input.status ?? "");
+  if (status.length > MAX_STATUS) {
+    throw new AgentChatError("INVALID_ARGUMENT", `status is longer than ${MAX_STATUS} characters`);
+  }
+  if (input.replyTo !== undefined && !(Number.isSafeInteger(input.replyTo) && input.replyTo > 0)) {
+    throw new AgentChatError("INVALID_ARGUMENT", "reply_to must be a positive message number");
+  }
+  const draft: PostDraft = {
+    channel,
+    from,
+    to,
+    title,
+    body: input.body,
+    status,
+    replyTo: input.replyTo,
+    extra: input.extra ?? {},
+  };
+  // Serialising once here rejects bad extra keys before any lock or network round trip.
+  serializeMessage({ ...draft, seq: 0, ts: "" });
+  return draft;
+}
+
+/** Validates a new task's sender and title; returns them normalised. */
+export function draftTask(task: NewTask): { from: string; title: string } {
+  const from = validateName("agent", task.from);
+  const title = oneLine(task.title);
+  if (title === "") throw new AgentChatError("INVALID_ARGUMENT", "task title is empty");
+  if (title.length > MAX_TITLE) {
+    throw new AgentChatError("INVALID_ARGUMENT", `task title is longer than ${MAX_TITLE}`);
+  }
+  return { from, title };
+}
+
+/** Task ids sort numerically when both are numbers, else as strings. */
+export function compareTaskIds(a: string, b: string): number {
+  const na = Number(a);
+  const nb = Number(b);
+  if (Number.isSafeInteger(na) && Number.isSafeInteger(nb)) return na - nb;
+  return a < b ? -1 : a > b ? 1 : 0;
+}

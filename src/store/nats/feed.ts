@@ -1,0 +1,192 @@
+import type {
+  Consumer,
+  ConsumerMessages,
+  DeliverPolicy,
+  JetStreamClient,
+} from "@nats-io/jetstream";
+import type { MsgHdrs } from "@nats-io/transport-node";
+import { AgentChatError } from "../../core/errors.js";
+import { type Message, parseMessage } from "../../core/message.js";
+
+/** Our seq of a message, kept beside the payload so that it can be checked against the text. */
+export const SEQ_HEADER = "Agent-Chat-Seq";
+/** The SPEC file name of a message, so that export writes exactly what the folder store would. */
+export const FILE_HEADER = "Agent-Chat-File";
+
+/** What a feed needs from its store. */
+export interface FeedSource {
+  readonly js: JetStreamClient;
+  readonly streamName: string;
+  subject(channel: string): string;
+}
+
+interface Entry {
+  seq: number;
+  message: Message;
+  text: string;
+}
+
+/** How long an idle pull waits before the client renews it; also paces the server's heartbeats. */
+const PULL_EXPIRES_MS = 5_000;
+const MAX_PAUSE_MS = 2_000;
+
+/**
+ * One channel's messages as the server pushes them through an ordered consumer, kept in seq
+ * order. After a disconnect or a server restart the consumer is recreated from the stream seq
+ * after the last one delivered, so nothing is missed and nothing is delivered twice.
+ */
+export class ChannelFeed {
+  private readonly entries: Entry[] = [];
+  /** Messages that cannot be delivered (not written by agent-chat, seq header disagrees). */
+  readonly warnings: string[] = [];
+  private delivered = 0;
+  private failure: AgentChatError | undefined;
+  private readonly listeners = new Set<() => void>();
+  private readonly reachers = new Set<{ target: number; done: () => void }>();
+  private stopped = false;
+  private consumer: Consumer | undefined;
+  private messages: ConsumerMessages | undefined;
+
+  constructor(
+    private readonly source: FeedSource,
+    readonly channel: string,
+  ) {}
+
+  start(): void {
+    void this.run();
+  }
+
+  private async run(): Promise<void> {
+    let pause = 100;
+    while (!this.stopped && !this.failure) {
+      try {
+        const consumer = await this.source.js.consumers.get(this.source.streamName, {
+          filter_subjects: this.source.subject(this.channel),
+          deliver_policy: "by_start_sequence" as DeliverPolicy,
+          opt_start_seq: this.delivered + 1,
+        });
+        this.consumer = consumer;
+        const messages = await consumer.consume({ max_messages: 512, expires: PULL_EXPIRES_MS });
+        this.messages = messages;
+        if (this.stopped) {
+          messages.stop();
+          break;
+        }
+        for await (const m of messages) {
+          this.accept(m.seq, m.headers, m.string());
+          pause = 100;
+        }
+      } catch (err) {
+        if (this.stopped) break;
+        const e = err as Error;
+        if (e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "")) {
+          this.fail(
+            new AgentChatError(
+              "BACKEND_UNAVAILABLE",
+              `the stream ${this.source.streamName} was deleted on the server`,
+              { cause: err },
+            ),
+          );
+          break;
+        }
+      }
+      if (this.stopped) break;
+      // The consumer ended (connection lost, server restarted): resume after a short pause.
+      await new Promise((r) => setTimeout(r, pause));
+      pause = Math.min(pause * 2, MAX_PAUSE_MS);
+    }
+  }
+
+  private accept(streamSeq: number, headers: MsgHdrs | undefined, text: string): void {
+    if (streamSeq <= this.delivered) return;
+    this.delivered = streamSeq;
+    const seq = Number(headers?.get(SEQ_HEADER));
+    const file = headers?.get(FILE_HEADER) ?? "";
+    const name = file || `stream message ${streamSeq}`;
+    const parsed = parseMessage(text, file, this.channel);
+    const last = this.maxSeq();
+    if (!parsed.ok) this.warnings.push(`${name}: ${parsed.reason}, skipped`);
+    else if (parsed.message.seq !== seq) {
+      this.warnings.push(`${name}: its ${SEQ_HEADER} header says ${seq}, skipped`);
+    } else if (seq <= last) {
+      this.warnings.push(`${name}: seq ${seq} is not after ${last}, skipped`);
+    } else {
+      this.entries.push({ seq, message: parsed.message, text });
+    }
+    for (const r of this.reachers) if (streamSeq >= r.target) r.done();
+    for (const fn of this.listeners) fn();
+  }
+
+  /** Resolves once the stream seq `target` has been delivered (bounded by `timeoutMs`). */
+  reach(target: number, timeoutMs: number): Promise<void> {
+    if (this.delivered >= target || this.failure) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const reacher = {
+        target,
+        done: () => {
+          clearTimeout(timer);
+          this.reachers.delete(reacher);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.reachers.delete(reacher);
+        reject(
+          new AgentChatError(
+            "BACKEND_UNAVAILABLE",
+            `the NATS server did not deliver channel ${this.channel} within ${timeoutMs / 1000} s`,
+          ),
+        );
+      }, timeoutMs);
+      this.reachers.add(reacher);
+    });
+  }
+
+  fail(err: AgentChatError): void {
+    this.failure ??= err;
+    for (const r of this.reachers) r.done();
+    for (const fn of this.listeners) fn();
+    this.stop();
+  }
+
+  throwIfFailed(): void {
+    if (this.failure) throw this.failure;
+  }
+
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Messages with seq greater than `after`, and the largest seq this scan saw. */
+  scan(after: number): { messages: Message[]; scannedTo: number } {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.entries[mid]!.seq <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    const messages = this.entries.slice(lo).map((e) => e.message);
+    return { messages, scannedTo: messages.at(-1)?.seq ?? after };
+  }
+
+  last(count: number): Message[] {
+    return this.entries.slice(-count).map((e) => e.message);
+  }
+
+  maxSeq(): number {
+    return this.entries.at(-1)?.seq ?? 0;
+  }
+
+  texts(): Array<{ seq: number; file: string; text: string }> {
+    return this.entries.map((e) => ({ seq: e.seq, file: e.message.file, text: e.text }));
+  }
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.messages?.stop();
+    this.consumer?.delete().catch(() => {});
+  }
+}

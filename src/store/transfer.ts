@@ -1,0 +1,153 @@
+import { promises as fsp } from "node:fs";
+import { join } from "node:path";
+import { AgentChatError, wrapIoError } from "../core/errors.js";
+import { parseMessage, seqOfFileName } from "../core/message.js";
+import { parseMeta } from "../core/meta.js";
+import { validateName } from "../core/names.js";
+import { createFileExclusive, writeFileAtomic } from "./fs/atomic.js";
+import { TASK_FILE } from "./fs/tasks.js";
+import type { ChannelDump, NatsStore } from "./nats/nats-store.js";
+
+export interface TransferSummary {
+  channels: number;
+  messages: number;
+  cursors: number;
+  tasks: number;
+  /** Files passed over (not well-formed messages, duplicate seqs). */
+  warnings: string[];
+}
+
+function emptySummary(): TransferSummary {
+  return { channels: 0, messages: 0, cursors: 0, tasks: 0, warnings: [] };
+}
+
+/**
+ * Writes a NATS namespace out as the SPEC folder: `<dir>/<channel>/_meta.json`, the message files
+ * under their seq-numbered names, `.cursors/<agent>.txt` and the task markers. The reference
+ * `chat.py` and the folder store read the result as is. A channel folder that already holds a
+ * `_meta.json` is never overwritten.
+ */
+export async function exportNamespace(
+  store: NatsStore,
+  dir: string,
+  only?: readonly string[],
+): Promise<TransferSummary> {
+  const summary = emptySummary();
+  const names = only ?? (await store.channels()).map((c) => c.name);
+  for (const name of names) {
+    const dump = await store.dump(name);
+    const chDir = join(dir, name);
+    try {
+      await fsp.mkdir(chDir, { recursive: true });
+      await createFileExclusive(chDir, "_meta.json", dump.metaText);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+        throw new AgentChatError(
+          "CHANNEL_EXISTS",
+          `${join(chDir, "_meta.json")} already exists; export into an empty folder`,
+          { cause: err },
+        );
+      }
+      throw wrapIoError(err, `cannot write ${chDir}`);
+    }
+    try {
+      for (const m of dump.messages) await writeFileAtomic(chDir, m.file, m.text);
+      const last = dump.messages.at(-1)?.seq;
+      // The folder store's high-water mark, so that the folder continues the same numbering.
+      if (last !== undefined) await writeFileAtomic(chDir, ".seq", String(last));
+      const cursors = Object.entries(dump.cursors);
+      if (cursors.length > 0) await fsp.mkdir(join(chDir, ".cursors"), { recursive: true });
+      for (const [agent, seq] of cursors) {
+        await writeFileAtomic(join(chDir, ".cursors"), `${agent}.txt`, String(seq));
+      }
+      for (const t of dump.tasks) await writeFileAtomic(chDir, t.file, t.text);
+    } catch (err) {
+      throw wrapIoError(err, `cannot write ${chDir}`);
+    }
+    summary.channels += 1;
+    summary.messages += dump.messages.length;
+    summary.cursors += Object.keys(dump.cursors).length;
+    summary.tasks += dump.tasks.length;
+  }
+  return summary;
+}
+
+/**
+ * Reads a SPEC folder into a NATS namespace, keeping every message's sequence number, the
+ * cursors and the task markers. Channels that already exist in the namespace are refused
+ * (CHANNEL_EXISTS) before anything of theirs is written.
+ */
+export async function importFolder(
+  dir: string,
+  store: NatsStore,
+  only?: readonly string[],
+): Promise<TransferSummary> {
+  const summary = emptySummary();
+  let entries: string[];
+  try {
+    entries = (await fsp.readdir(dir)).sort();
+  } catch (err) {
+    throw wrapIoError(err, `cannot read ${dir}`);
+  }
+  const names = only ?? entries.filter((n) => !n.startsWith(".") && !n.startsWith("_"));
+  for (const name of names) {
+    try {
+      validateName("channel", name);
+    } catch {
+      continue;
+    }
+    const dump = await readChannel(join(dir, name), name, summary.warnings);
+    if (!dump) {
+      if (only) throw new AgentChatError("CHANNEL_NOT_FOUND", `no channel ${name} in ${dir}`);
+      continue;
+    }
+    await store.restore(dump);
+    summary.channels += 1;
+    summary.messages += dump.messages.length;
+    summary.cursors += Object.keys(dump.cursors).length;
+    summary.tasks += dump.tasks.length;
+  }
+  return summary;
+}
+
+async function readChannel(
+  chDir: string,
+  name: string,
+  warnings: string[],
+): Promise<ChannelDump | undefined> {
+  let metaText: string;
+  try {
+    metaText = await fsp.readFile(join(chDir, "_meta.json"), "utf8");
+  } catch {
+    return undefined; // not a channel
+  }
+  parseMeta(metaText, name);
+  const files = await fsp.readdir(chDir);
+  const messages: ChannelDump["messages"] = [];
+  const tasks: ChannelDump["tasks"] = [];
+  for (const file of files) {
+    const seq = seqOfFileName(file);
+    if (seq !== undefined) {
+      const text = await fsp.readFile(join(chDir, file), "utf8");
+      const parsed = parseMessage(text, file, name);
+      if (parsed.ok) messages.push({ seq, file, text });
+      else warnings.push(`${name}/${file}: ${parsed.reason}, not imported`);
+    } else if (TASK_FILE.test(file)) {
+      tasks.push({ file, text: await fsp.readFile(join(chDir, file), "utf8") });
+    }
+  }
+  messages.sort((a, b) => a.seq - b.seq || (a.file < b.file ? -1 : 1));
+  const unique = messages.filter((m, i) => {
+    const duplicate = i > 0 && messages[i - 1]!.seq === m.seq;
+    if (duplicate) warnings.push(`${name}/${m.file}: a second message #${m.seq}, not imported`);
+    return !duplicate;
+  });
+  const cursors: Record<string, number> = {};
+  const cursorFiles = await fsp.readdir(join(chDir, ".cursors")).catch(() => [] as string[]);
+  for (const file of cursorFiles) {
+    if (!file.endsWith(".txt") || file.startsWith(".")) continue;
+    const n = Number.parseInt(await fsp.readFile(join(chDir, ".cursors", file), "utf8"), 10);
+    if (Number.isSafeInteger(n) && n > 0) cursors[file.slice(0, -4)] = n;
+  }
+  return { name, metaText, messages: unique, cursors, tasks };
+}

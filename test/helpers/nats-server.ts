@@ -1,0 +1,127 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer, connect as tcpConnect } from "node:net";
+import { tempDir } from "./tmp.js";
+
+/** Where the tests look for the server: $NATS_SERVER_BIN, else Debian's package path or $PATH. */
+function findBinary(): string | undefined {
+  const candidates = [
+    process.env.NATS_SERVER_BIN,
+    "/usr/bin/nats-server",
+    "/usr/local/bin/nats-server",
+  ];
+  for (const c of candidates) if (c && existsSync(c)) return c;
+  const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  const found = which.stdout.trim();
+  return found === "" ? undefined : found;
+}
+
+export const NATS_SERVER = findBinary();
+
+/**
+ * Why the NATS tests cannot run here, or undefined when they can. In CI a missing binary is a
+ * failure, not a skip: `requireNatsServer()` throws there.
+ */
+export const natsSkipReason: string | undefined =
+  NATS_SERVER === undefined && !process.env.CI
+    ? "nats-server is not installed (apt-get install nats-server); NATS tests skipped"
+    : undefined;
+
+export function requireNatsServer(): string {
+  if (NATS_SERVER === undefined) {
+    throw new Error("nats-server is not installed, and CI requires the NATS tests to run");
+  }
+  return NATS_SERVER;
+}
+
+export interface NatsServerOptions {
+  user?: string;
+  pass?: string;
+}
+
+/** A real nats-server with JetStream on a random free port and its own store directory. */
+export class NatsServer {
+  private child: ChildProcess | undefined;
+  private readonly store = tempDir("agent-chat-nats-");
+  port = 0;
+
+  private constructor(private readonly options: NatsServerOptions) {}
+
+  static async start(options: NatsServerOptions = {}): Promise<NatsServer> {
+    const server = new NatsServer(options);
+    server.port = await freePort();
+    await server.launch();
+    return server;
+  }
+
+  /** `nats://127.0.0.1:<port>/<namespace>` */
+  url(namespace: string): string {
+    return `nats://127.0.0.1:${this.port}/${namespace}`;
+  }
+
+  private async launch(): Promise<void> {
+    const args = ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.store.dir];
+    if (this.options.user) args.push("--user", this.options.user);
+    if (this.options.pass) args.push("--pass", this.options.pass);
+    const child = spawn(requireNatsServer(), args, { stdio: ["ignore", "ignore", "pipe"] });
+    let log = "";
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      log = (log + d).slice(-4000);
+    });
+    this.child = child;
+    const deadline = Date.now() + 10_000;
+    while (!(await accepts(this.port))) {
+      if (child.exitCode !== null) throw new Error(`nats-server exited: ${log}`);
+      if (Date.now() > deadline) throw new Error(`nats-server did not start: ${log}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    // The port accepts a little before JetStream has recovered its streams.
+    await new Promise((r) => setTimeout(r, 100));
+  }
+
+  /** Stops the server (SIGTERM, then SIGKILL) and keeps its store directory. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 3000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Stops and starts again on the same port with the same store directory. */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.launch();
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    this.store.cleanup();
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = tcpConnect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}

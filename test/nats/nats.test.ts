@@ -1,0 +1,211 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentChatError } from "../../src/core/errors.js";
+import { NatsStore } from "../../src/store/nats/nats-store.js";
+import { freePort, NatsServer, natsSkipReason } from "../helpers/nats-server.js";
+
+const POSTER = fileURLToPath(new URL("./fixtures/poster.mjs", import.meta.url));
+let counter = 0;
+const ns = () => `t${process.pid}-${++counter}`;
+
+async function codeOf(promise: Promise<unknown>): Promise<AgentChatError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AgentChatError);
+  return err as AgentChatError;
+}
+
+function runPoster(url: string, channel: string, from: string, count: number) {
+  const child: ChildProcess = spawn(process.execPath, [POSTER, url, channel, from, String(count)], {
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+  });
+  const ready = new Promise<void>((resolve) => {
+    child.stdout?.on("data", () => {
+      if (out.startsWith("ready\n")) resolve();
+    });
+  });
+  const done = new Promise<number[]>((resolve, reject) => {
+    child.on("close", (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.slice("ready\n".length)) as number[])
+        : reject(new Error(err)),
+    );
+  });
+  return { child, ready, done };
+}
+
+describe.skipIf(natsSkipReason !== undefined)(
+  `NATS store against a real nats-server${natsSkipReason ? ` (${natsSkipReason})` : ""}`,
+  () => {
+    let server: NatsServer;
+    beforeAll(async () => {
+      server = await NatsServer.start();
+    });
+    afterAll(async () => {
+      await server?.dispose();
+    });
+
+    it("two processes posting 500 messages each at once get 1,000 gapless numbers", async () => {
+      const url = server.url(ns());
+      const setup = await NatsStore.open(url);
+      await setup.init("race");
+      const a = runPoster(url, "race", "alice", 500);
+      const b = runPoster(url, "race", "bob", 500);
+      // Both processes connect first, then go on the same signal.
+      await Promise.all([a.ready, b.ready]);
+      a.child.stdin?.end("go\n");
+      b.child.stdin?.end("go\n");
+      const seqs = [...(await a.done), ...(await b.done)].sort((x, y) => x - y);
+      expect(seqs).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
+      const all = await setup.read("race", { as: "carol", all: true, peek: true });
+      expect(all.messages.map((m) => m.seq)).toEqual(seqs);
+      expect(new Set(all.messages.map((m) => m.body)).size).toBe(1000);
+      await setup.close();
+    }, 20_000);
+
+    it("16 concurrent claimers on 16 connections: exactly one winner", async () => {
+      const url = server.url(ns());
+      const stores = await Promise.all(Array.from({ length: 16 }, () => NatsStore.open(url)));
+      await stores[0]!.init("work");
+      await stores[0]!.addTask("work", { id: "42", title: "the task", from: "lead" });
+      const results = await Promise.allSettled(
+        stores.map((s, i) => s.claim("work", "task-42.md", `agent${i}`)),
+      );
+      const winners = results.filter((r) => r.status === "fulfilled");
+      expect(winners).toHaveLength(1);
+      for (const r of results) {
+        if (r.status === "rejected") expect((r.reason as AgentChatError).code).toBe("CLAIM_LOST");
+      }
+      const [task] = await stores[5]!.tasks("work");
+      expect(task?.holder).toBe(
+        (winners[0] as PromiseFulfilledResult<{ holder: string }>).value.holder,
+      );
+      await Promise.all(stores.map((s) => s.close()));
+    });
+
+    it("a waiter on one connection wakes when another connection posts", async () => {
+      const url = server.url(ns());
+      const waiter = await NatsStore.open(url);
+      const poster = await NatsStore.open(url);
+      await poster.init("ch");
+      const waiting = waiter.wait(["ch"], { as: "bob", timeoutMs: 10_000 });
+      await new Promise((r) => setTimeout(r, 100));
+      const t0 = performance.now();
+      await poster.post("ch", { from: "alice", body: "wake up" });
+      const r = await waiting;
+      expect(performance.now() - t0).toBeLessThan(1000);
+      expect(r.messages.map((m) => m.body)).toEqual(["wake up"]);
+      expect(await poster.cursor("ch", "bob")).toBe(1);
+      await Promise.all([waiter.close(), poster.close()]);
+    });
+
+    it("a waiter survives a server restart and still gets the message, once", async () => {
+      const url = server.url(ns());
+      const waiter = await NatsStore.open(url);
+      await waiter.init("ch");
+      const watched: number[] = [];
+      const ac = new AbortController();
+      const watching = (async () => {
+        for await (const m of waiter.watch(["ch"], { signal: ac.signal })) watched.push(m.seq);
+      })();
+      await (await NatsStore.open(url)).post("ch", { from: "alice", to: "carol", body: "before" });
+      const waiting = waiter.wait(["ch"], { as: "bob", timeoutMs: 15_000 });
+      await new Promise((r) => setTimeout(r, 200));
+      await server.restart();
+      const poster = await NatsStore.open(url);
+      await poster.post("ch", { from: "alice", to: "bob", body: "after the restart" });
+      const r = await waiting;
+      expect(r.messages.map((m) => m.body)).toEqual(["after the restart"]);
+      expect(r.cursors).toEqual({ ch: 2 });
+      await poster.post("ch", { from: "alice", body: "third" });
+      const deadline = Date.now() + 10_000;
+      while (watched.length < 3 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      ac.abort();
+      await watching;
+      expect(watched).toEqual([1, 2, 3]);
+      await Promise.all([waiter.close(), poster.close()]);
+    }, 20_000);
+
+    it("a stream deleted under us gives clear errors to posters and waiters, no hang", async () => {
+      const url = server.url(ns());
+      const store = await NatsStore.open(url);
+      await store.init("ch");
+      await store.post("ch", { from: "alice", body: "one" });
+      const waiting = codeOf(store.wait(["ch"], { as: "alice", timeoutMs: 15_000 }));
+      await new Promise((r) => setTimeout(r, 100));
+      const admin = await NatsStore.open(url);
+      const { jetstreamManager } = await import("@nats-io/jetstream");
+      await (await jetstreamManager(admin.nc)).streams.delete(store.streamName);
+      const t0 = performance.now();
+      const waitErr = await waiting;
+      expect(waitErr.code).toBe("BACKEND_UNAVAILABLE");
+      expect(waitErr.message).toMatch(/deleted/);
+      expect(performance.now() - t0).toBeLessThan(3000);
+      const postErr = await codeOf(store.post("ch", { from: "alice", body: "two" }));
+      expect(postErr.code).toBe("BACKEND_UNAVAILABLE");
+      expect(postErr.message).toMatch(/deleted/);
+      // A fresh connection is told the namespace is damaged rather than silently restarting at 1.
+      const reopen = await codeOf(NatsStore.open(url));
+      expect(reopen.code).toBe("BACKEND_UNAVAILABLE");
+      expect(reopen.message).toMatch(/damaged/);
+      await Promise.all([store.close(), admin.close()]);
+    });
+
+    it("an unreachable server fails fast with BACKEND_UNAVAILABLE", async () => {
+      const port = await freePort();
+      const t0 = performance.now();
+      const err = await codeOf(NatsStore.open(`nats://127.0.0.1:${port}/x`, { timeoutMs: 2000 }));
+      expect(err.code).toBe("BACKEND_UNAVAILABLE");
+      expect(err.message).toMatch(
+        /cannot connect to nats:\/\/127\.0\.0\.1:\d+: connection refused/,
+      );
+      expect(performance.now() - t0).toBeLessThan(3000);
+    });
+  },
+);
+
+describe.skipIf(natsSkipReason !== undefined)("NATS store with user/password auth", () => {
+  let server: NatsServer;
+  beforeAll(async () => {
+    server = await NatsServer.start({ user: "agent", pass: "s3cret-pw" });
+  });
+  afterAll(async () => {
+    await server?.dispose();
+  });
+
+  it("wrong credentials fail at once, and never show the password", async () => {
+    const url = `nats://agent:wrong-pw@127.0.0.1:${server.port}/team`;
+    const t0 = performance.now();
+    const err = await codeOf(NatsStore.open(url));
+    expect(err.code).toBe("BACKEND_UNAVAILABLE");
+    expect(err.message).toMatch(/authentication failed/);
+    expect(err.message).not.toMatch(/wrong-pw/);
+    expect(performance.now() - t0).toBeLessThan(3000);
+    const none = await codeOf(NatsStore.open(server.url("team")));
+    expect(none.message).toMatch(/authentication failed/);
+  });
+
+  it("right credentials from the URL or from options work; location hides them", async () => {
+    const fromUrl = await NatsStore.open(`nats://agent:s3cret-pw@127.0.0.1:${server.port}/team`);
+    expect(fromUrl.location).toBe(`nats://127.0.0.1:${server.port}/team`);
+    await fromUrl.init("ch");
+    const fromOptions = await NatsStore.open(server.url("team"), {
+      user: "agent",
+      pass: "s3cret-pw",
+    });
+    expect((await fromOptions.channels()).map((c) => c.name)).toEqual(["ch"]);
+    await Promise.all([fromUrl.close(), fromOptions.close()]);
+  });
+});
