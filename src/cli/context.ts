@@ -1,6 +1,8 @@
-import { homedir } from "node:os";
+import { homedir, tmpdir, userInfo } from "node:os";
 import { openStore, resolveRoot } from "../client/open.js";
-import { AgentChatError } from "../core/errors.js";
+import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import { DaemonClient } from "../daemon/client.js";
+import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import type { Store } from "../store/types.js";
 
 /** What every command needs from the outside world; the only place that reads `process.env`. */
@@ -41,12 +43,55 @@ export class CliContext {
     return n;
   }
 
+  /**
+   * The store behind the root: the daemon that owns it when one is running (so waits and tails
+   * wake through its subscriptions), else the folder itself. `AGENT_CHAT_DAEMON=off` forces the
+   * folder.
+   */
   async open(): Promise<Store> {
-    if (!this.store) {
-      const options = this.maxBodyBytes === undefined ? {} : { maxBodyBytes: this.maxBodyBytes };
-      this.store = await openStore(this.root, options);
-    }
+    if (!this.store) this.store = (await this.connectDaemon()) ?? (await this.openFolder());
     return this.store;
+  }
+
+  /** The root's store without any daemon in between (what `serve` itself serves). */
+  openFolder(): Promise<Store> {
+    const options = this.maxBodyBytes === undefined ? {} : { maxBodyBytes: this.maxBodyBytes };
+    return openStore(this.root, options);
+  }
+
+  private async connectDaemon(): Promise<DaemonClient | undefined> {
+    if (this.env.AGENT_CHAT_DAEMON === "off") return undefined;
+    try {
+      return await DaemonClient.connect(this.socketPath, { timeoutMs: 1000 });
+    } catch (err) {
+      if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) return undefined;
+      throw err;
+    }
+  }
+
+  /** The daemon socket of this root: `$AGENT_CHAT_SOCKET`, else derived from the root. */
+  get socketPath(): string {
+    const given = this.env.AGENT_CHAT_SOCKET;
+    if (given) return given;
+    return socketPathFor(this.root, {
+      runtimeDir: this.env.XDG_RUNTIME_DIR,
+      tmpDir: tmpdir(),
+      uid: process.getuid?.() ?? 0,
+    });
+  }
+
+  /** Where unmodified b00t clients write. */
+  get b00tSocketPath(): string {
+    return b00tSocketPath(homedir());
+  }
+
+  /** The OS user, b00t's default sender and channel owner. */
+  get osUser(): string {
+    try {
+      return userInfo().username;
+    } catch {
+      return this.env.USER ?? this.env.LOGNAME ?? "user";
+    }
   }
 
   /** The acting agent: `--as`/`--from`, else `$AGENT_CHAT_NAME`. */
