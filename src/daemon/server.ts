@@ -181,7 +181,10 @@ class Connection {
       const nl = chunk.indexOf(0x0a, start);
       if (nl === -1) break;
       const size = this.pendingBytes + (nl - start);
-      if (size > this.daemon.maxLineBytes) return this.tooLong(size);
+      if (size > this.daemon.maxLineBytes) {
+        this.tooLong(size);
+        return;
+      }
       const piece = chunk.subarray(start, nl);
       const line =
         this.pending.length === 0 ? piece : Buffer.concat([...this.pending, piece], size);
@@ -194,7 +197,10 @@ class Connection {
       const rest = chunk.subarray(start);
       this.pendingBytes += rest.length;
       // Refuse as soon as the limit is passed, not when (if ever) the newline comes.
-      if (this.pendingBytes > this.daemon.maxLineBytes) return this.tooLong(this.pendingBytes);
+      if (this.pendingBytes > this.daemon.maxLineBytes) {
+        this.tooLong(this.pendingBytes);
+        return;
+      }
       this.pending.push(Buffer.from(rest));
     }
   }
@@ -221,32 +227,33 @@ class Connection {
     try {
       text = this.decoder.decode(raw);
     } catch {
-      return this.respondError(
-        null,
-        new AgentChatError("PROTOCOL_ERROR", "line is not valid UTF-8"),
-      );
+      this.respondError(null, new AgentChatError("PROTOCOL_ERROR", "line is not valid UTF-8"));
+      return;
     }
     if (text.trim() === "") return;
     if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-      return this.respondError(
+      this.respondError(
         null,
         new AgentChatError("PROTOCOL_ERROR", `JSON nests deeper than ${MAX_JSON_DEPTH} levels`),
       );
+      return;
     }
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch (err) {
-      return this.respondError(
+      this.respondError(
         null,
         new AgentChatError("PROTOCOL_ERROR", `malformed JSON: ${(err as Error).message}`),
       );
+      return;
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return this.respondError(
+      this.respondError(
         null,
         new AgentChatError("PROTOCOL_ERROR", "each line must be one JSON object"),
       );
+      return;
     }
     const obj = value as Record<string, unknown>;
     if (!("op" in obj) && !("id" in obj)) {
@@ -264,12 +271,14 @@ class Connection {
     try {
       request = parseRequest(obj);
     } catch (err) {
-      return this.respondError(id, err);
+      this.respondError(id, err);
+      return;
     }
     if (request.op === "cancel") {
       const target = this.running.get(request.target);
       target?.abort.abort();
-      return this.respond(request.id, { cancelled: target !== undefined });
+      this.respond(request.id, { cancelled: target !== undefined });
+      return;
     }
     const queued = request;
     this.enqueue(() => this.run(queued));
@@ -288,10 +297,11 @@ class Connection {
   private async run(request: Exclude<Request, { op: "cancel" }>): Promise<void> {
     if (request.op === "wait" || request.op === "subscribe") {
       if (this.running.has(request.id)) {
-        return this.respondError(
+        this.respondError(
           request.id,
           new AgentChatError("INVALID_ARGUMENT", `request id ${request.id} is already in use`),
         );
+        return;
       }
       const abort = new AbortController();
       this.running.set(request.id, { abort, kind: request.op });
@@ -307,7 +317,8 @@ class Connection {
         after = await this.startPositions(request.channels, request.after);
       } catch (err) {
         this.running.delete(request.id);
-        return this.respondError(request.id, err);
+        this.respondError(request.id, err);
+        return;
       }
       this.respond(request.id, { channels: request.channels, after });
       void this.runSubscription(request.id, request.channels, after, abort).finally(() =>
