@@ -275,9 +275,13 @@ class Connection {
       return;
     }
     if (request.op === "cancel") {
-      const target = this.running.get(request.target);
-      target?.abort.abort();
-      this.respond(request.id, { cancelled: target !== undefined });
+      // Queued like the rest, so a cancel always finds the wait or subscribe sent before it.
+      const cancel = request;
+      this.enqueue(async () => {
+        const target = this.running.get(cancel.target);
+        target?.abort.abort();
+        this.respond(cancel.id, { cancelled: target !== undefined });
+      });
       return;
     }
     const queued = request;
