@@ -138,6 +138,7 @@ class Connection {
   private readonly running = new Map<RequestId, { abort: AbortController; kind: string }>();
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
   private closed = false;
+  private readingPaused = false;
 
   constructor(
     private readonly socket: Socket,
@@ -294,7 +295,7 @@ class Connection {
     if (this.queued >= PAUSE_AT) this.socket.pause();
     this.queue = this.queue.then(task).finally(() => {
       this.queued--;
-      if (this.queued === RESUME_AT && !this.closed) this.socket.resume();
+      if (this.queued === RESUME_AT && !this.closed && !this.readingPaused) this.socket.resume();
     });
   }
 
@@ -454,7 +455,16 @@ class Connection {
 
   private write(value: unknown): void {
     if (this.socket.destroyed || !this.socket.writable) return;
-    this.socket.write(`${JSON.stringify(value)}\n`);
+    if (!this.socket.write(`${JSON.stringify(value)}\n`) && !this.readingPaused) {
+      // A client that sends requests but does not read the answers stops being read, so the
+      // answers it leaves unread cannot pile up in the daemon's memory.
+      this.readingPaused = true;
+      this.socket.pause();
+      this.socket.once("drain", () => {
+        this.readingPaused = false;
+        if (!this.closed && this.queued < PAUSE_AT) this.socket.resume();
+      });
+    }
   }
 }
 
