@@ -58,7 +58,8 @@ export class DaemonServer {
    */
   async listen(path: string, lockDir = dirname(path)): Promise<void> {
     await ensurePrivateDir(lockDir);
-    const server = createServer((socket) => this.accept(socket));
+    // Half-open: a client may send its lines and shut its side (`nc -N`) and still get answers.
+    const server = createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
     const bound = await bindSocket(server, path, lockDir);
     this.servers.push({ server, bound });
   }
@@ -136,6 +137,8 @@ class Connection {
   private queued = 0;
   /** `wait` and `subscribe` in progress, by request id, so `cancel` and shutdown can end them. */
   private readonly running = new Map<RequestId, { abort: AbortController; kind: string }>();
+  /** The same, as promises that settle when each one has sent its last line. */
+  private readonly longRunning = new Set<Promise<void>>();
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
   private closed = false;
   private readingPaused = false;
@@ -147,6 +150,7 @@ class Connection {
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     // A client that vanishes mid-line or mid-wait: drop the partial line, end its long requests.
     socket.on("error", () => {});
+    socket.on("end", () => void this.finish());
     socket.on("close", () => {
       this.closed = true;
       this.pending = [];
@@ -158,6 +162,14 @@ class Connection {
     let n = 0;
     for (const r of this.running.values()) if (r.kind === "subscribe") n++;
     return n;
+  }
+
+  /** The client has sent everything: answer it all, let its waits finish, then end our side. */
+  private async finish(): Promise<void> {
+    this.pending = [];
+    await this.queue;
+    await Promise.allSettled([...this.longRunning]);
+    if (!this.closed) this.socket.end();
   }
 
   async shutdown(): Promise<void> {
@@ -228,12 +240,12 @@ class Connection {
     try {
       text = this.decoder.decode(raw);
     } catch {
-      this.respondError(null, new AgentChatError("PROTOCOL_ERROR", "line is not valid UTF-8"));
+      this.refuse(null, new AgentChatError("PROTOCOL_ERROR", "line is not valid UTF-8"));
       return;
     }
     if (text.trim() === "") return;
     if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
-      this.respondError(
+      this.refuse(
         null,
         new AgentChatError("PROTOCOL_ERROR", `JSON nests deeper than ${MAX_JSON_DEPTH} levels`),
       );
@@ -243,17 +255,14 @@ class Connection {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      this.respondError(
+      this.refuse(
         null,
         new AgentChatError("PROTOCOL_ERROR", `malformed JSON: ${(err as Error).message}`),
       );
       return;
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      this.respondError(
-        null,
-        new AgentChatError("PROTOCOL_ERROR", "each line must be one JSON object"),
-      );
+      this.refuse(null, new AgentChatError("PROTOCOL_ERROR", "each line must be one JSON object"));
       return;
     }
     const obj = value as Record<string, unknown>;
@@ -272,7 +281,7 @@ class Connection {
     try {
       request = parseRequest(obj);
     } catch (err) {
-      this.respondError(id, err);
+      this.refuse(id, err);
       return;
     }
     if (request.op === "cancel") {
@@ -287,6 +296,11 @@ class Connection {
     }
     const queued = request;
     this.enqueue(() => this.run(queued));
+  }
+
+  /** Answers a line that cannot be run, in its turn, so answers keep the order of the lines. */
+  private refuse(id: RequestId | null, err: unknown): void {
+    this.enqueue(async () => this.respondError(id, err));
   }
 
   /** Runs `task` after every request received before it; stops reading while too many wait. */
@@ -312,7 +326,7 @@ class Connection {
       this.running.set(request.id, { abort, kind: request.op });
       if (request.op === "wait") {
         // Not awaited: the connection keeps serving while the wait is parked.
-        void this.runWait(request, abort).finally(() => this.running.delete(request.id));
+        this.track(request.id, this.runWait(request, abort));
         return;
       }
       // The subscription's starting point is fixed before the answer is sent, so a message
@@ -326,9 +340,7 @@ class Connection {
         return;
       }
       this.respond(request.id, { channels: request.channels, after });
-      void this.runSubscription(request.id, request.channels, after, abort).finally(() =>
-        this.running.delete(request.id),
-      );
+      this.track(request.id, this.runSubscription(request.id, request.channels, after, abort));
       return;
     }
     try {
@@ -336,6 +348,14 @@ class Connection {
     } catch (err) {
       this.respondError(request.id, err);
     }
+  }
+
+  private track(id: RequestId, task: Promise<void>): void {
+    const done = task.finally(() => {
+      this.running.delete(id);
+      this.longRunning.delete(done);
+    });
+    this.longRunning.add(done);
   }
 
   private async execute(request: Exclude<Request, { op: "wait" | "subscribe" | "cancel" }>) {

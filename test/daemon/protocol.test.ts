@@ -151,6 +151,34 @@ describe("b00t envelopes", () => {
     expect(direct.stdout).toContain("handoff complete");
   });
 
+  it("a client that sends its lines and shuts its side (nc -N) gets every answer, in line order", async () => {
+    const script =
+      "import socket, sys\n" +
+      "s = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n" +
+      "s.sendall(sys.stdin.buffer.read())\ns.shutdown(socket.SHUT_WR)\n" +
+      "out = b''\nwhile True:\n    d = s.recv(65536)\n    if not d: break\n    out += d\n" +
+      "sys.stdout.write(out.decode())\n";
+    const input = [
+      JSON.stringify({ id: 1, op: "init", channel: "halfclose" }),
+      JSON.stringify(envelope({ channel: "halfclose", body: "first" })),
+      JSON.stringify({ chanel: "x" }),
+      "{oops",
+      JSON.stringify({ id: 2, op: "peek", channel: "halfclose" }),
+    ].join("\n");
+    const out = execFileSync("python3", ["-c", script, daemon.socket], { input: `${input}\n` });
+    const answers = out
+      .toString()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(answers).toMatchObject([
+      { id: 1, ok: true },
+      { id: null, ok: false, error: { message: 'envelope is missing "channel"' } },
+      { id: null, ok: false, error: { code: "PROTOCOL_ERROR" } },
+      { id: 2, ok: true, result: [{ seq: 1, body: "first" }] },
+    ]);
+  });
+
   it("many lines on one connection land in order; no response for an accepted envelope", async () => {
     const c = await RawClient.connect(daemon.socket);
     const lines = Array.from(
