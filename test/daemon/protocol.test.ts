@@ -198,14 +198,14 @@ describe("b00t envelopes", () => {
     c.close();
   });
 
-  it("8 clients at once each get every envelope written, with gapless numbers", async () => {
+  it("8 clients at once: every envelope written, numbers gapless, each client in its own order", async () => {
     const clients = await Promise.all(
       Array.from({ length: 8 }, () => RawClient.connect(daemon.socket)),
     );
     await Promise.all(
       clients.map(async (c, i) => {
         const batch = Array.from(
-          { length: 25 },
+          { length: 12 },
           (_, j) =>
             `${JSON.stringify(envelope({ channel: "crowd", sender: `agent${i}`, body: `${i}/${j}` }))}\n`,
         );
@@ -221,7 +221,7 @@ describe("b00t envelopes", () => {
     );
     const names = files("crowd");
     expect(names.map((n) => Number(n.slice(0, 4))).sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 200 }, (_, k) => k + 1),
+      Array.from({ length: 96 }, (_, k) => k + 1),
     );
     // Each client's envelopes keep its own order.
     const byAgent = new Map<string, number[]>();
@@ -232,7 +232,7 @@ describe("b00t envelopes", () => {
       byAgent.set(agent!, [...(byAgent.get(agent!) ?? []), Number(j)]);
     }
     for (const seen of byAgent.values())
-      expect(seen).toEqual(Array.from({ length: 25 }, (_, k) => k));
+      expect(seen).toEqual(Array.from({ length: 12 }, (_, k) => k));
   });
 });
 
