@@ -1,6 +1,8 @@
-import { homedir } from "node:os";
+import { homedir, tmpdir, userInfo } from "node:os";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
-import { AgentChatError } from "../core/errors.js";
+import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import { DaemonClient } from "../daemon/client.js";
+import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { isNatsUrl, type NatsConnectionOptions } from "../store/nats/options.js";
 import type { Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
@@ -43,9 +45,17 @@ export class CliContext {
     return n;
   }
 
+  /**
+   * The store behind the root: the daemon that owns it when one is running (so waits and tails
+   * wake through its subscriptions), else the folder itself. `AGENT_CHAT_DAEMON=off` forces the
+   * folder.
+   */
   async open(): Promise<Store> {
     if (!this.store) {
-      this.store = await openStore(this.root, this.openOptions());
+      // A NATS root is its own live transport; a folder root goes through its daemon if one runs.
+      this.store = isNatsUrl(this.root)
+        ? await openStore(this.root, this.openOptions())
+        : ((await this.connectDaemon()) ?? (await this.openFolder()));
     }
     return this.store;
   }
@@ -61,6 +71,46 @@ export class CliContext {
   /** NATS connection options from the environment (credentials, TLS, timeout). */
   natsOptions(): NatsConnectionOptions {
     return natsOptionsFromEnv(this.env);
+  }
+
+  /** The root's store without any daemon in between (what `serve` itself serves). */
+  openFolder(): Promise<Store> {
+    return openStore(this.root, this.openOptions());
+  }
+
+  private async connectDaemon(): Promise<DaemonClient | undefined> {
+    if (this.env.AGENT_CHAT_DAEMON === "off") return undefined;
+    try {
+      return await DaemonClient.connect(this.socketPath, { timeoutMs: 1000 });
+    } catch (err) {
+      if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) return undefined;
+      throw err;
+    }
+  }
+
+  /** The daemon socket of this root: `$AGENT_CHAT_SOCKET`, else derived from the root. */
+  get socketPath(): string {
+    const given = this.env.AGENT_CHAT_SOCKET;
+    if (given) return given;
+    return socketPathFor(this.root, {
+      runtimeDir: this.env.XDG_RUNTIME_DIR,
+      tmpDir: tmpdir(),
+      uid: process.getuid?.() ?? 0,
+    });
+  }
+
+  /** Where unmodified b00t clients write. */
+  get b00tSocketPath(): string {
+    return b00tSocketPath(homedir());
+  }
+
+  /** The OS user, b00t's default sender and channel owner. */
+  get osUser(): string {
+    try {
+      return userInfo().username;
+    } catch {
+      return this.env.USER ?? this.env.LOGNAME ?? "user";
+    }
   }
 
   /** The acting agent: `--as`/`--from`, else `$AGENT_CHAT_NAME`. */

@@ -2,7 +2,7 @@ import type { ErrorCode } from "../core/errors.js";
 
 /**
  * Exit codes, kept from the reference where it has one: 0 ok, 1 error, 2 wait timed out,
- * 3 claim lost, 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the
+ * 3 claim lost, 130 interrupted. 5 is ours: `serve` found a live daemon already owning the root. Usage errors get their own code (64, EX_USAGE) instead of the
  * reference's 2, so that a script can tell a typo from a timeout.
  */
 export const EXIT = {
@@ -11,6 +11,7 @@ export const EXIT = {
   TIMEOUT: 2,
   CLAIM_LOST: 3,
   REJECTED: 4,
+  DAEMON_RUNNING: 5,
   USAGE: 64,
   INTERRUPTED: 130,
 } as const;
@@ -21,6 +22,8 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
       return EXIT.TIMEOUT;
     case "CLAIM_LOST":
       return EXIT.CLAIM_LOST;
+    case "DAEMON_RUNNING":
+      return EXIT.DAEMON_RUNNING;
     case "ABORTED":
       return EXIT.INTERRUPTED;
     case "USAGE":

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
+import { registerDaemonCommands } from "./commands/daemon.js";
 import { registerNatsCommands } from "./commands/nats.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
@@ -36,6 +37,7 @@ export async function main(argv: string[]): Promise<number> {
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
     );
   registerCoreCommands(program, ctx);
+  registerDaemonCommands(program, ctx);
   registerNatsCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();

@@ -19,7 +19,10 @@ export type ErrorCode =
   | "TOO_LARGE"
   | "IO_ERROR"
   | "BACKEND_UNAVAILABLE"
-  | "PROTOCOL_ERROR";
+  | "PROTOCOL_ERROR"
+  | "DAEMON_RUNNING"
+  /** A bug on the other side of a connection (the daemon reports it instead of crashing). */
+  | "INTERNAL";
 
 export class AgentChatError extends Error {
   override readonly name = "AgentChatError";

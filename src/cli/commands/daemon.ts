@@ -1,0 +1,279 @@
+import { dirname } from "node:path";
+import type { Command } from "commander";
+import { type B00tEnvelope, validateEnvelope } from "../../core/envelope.js";
+import { AgentChatError } from "../../core/errors.js";
+import { DaemonClient } from "../../daemon/client.js";
+import { probeSocket, type SocketState } from "../../daemon/listen.js";
+import { canonicalRoot } from "../../daemon/paths.js";
+import type { DaemonInfo } from "../../daemon/protocol.js";
+import type { Store } from "../../store/types.js";
+import { type CliContext, parsePositiveInt, UsageError } from "../context.js";
+
+/** Written on the NATS branch; absent from builds without it. */
+interface NatsB00tModule {
+  publishEnvelope(natsUrl: string, envelope: B00tEnvelope): Promise<void>;
+}
+
+/** Written on the viewer branch; absent from builds without it. */
+interface ViewerModule {
+  startViewer(options: {
+    store: Store;
+    host: string;
+    port: number;
+    allowRemote: boolean;
+  }): Promise<{ url: string; close(): Promise<void> }>;
+}
+
+const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
+
+/** `serve` (the daemon), `send` and `info` (after b00t-cli's `chat send` / `chat info`). */
+export function registerDaemonCommands(program: Command, ctx: CliContext): void {
+  program
+    .command("serve")
+    .description(
+      "run the daemon that owns the root: a Unix socket speaking NDJSON, instant fan-out",
+    )
+    .option("--socket <path>", "listen here instead of the root's own socket path")
+    .option("--b00t", "also listen at ~/.b00t/chat.channel.socket for unmodified b00t clients")
+    .option("--no-auto-create", "refuse envelopes for channels that do not exist")
+    .option("--max-line <bytes>", "longest accepted line (default 1048576)")
+    .option("--http <[host:]port>", "also serve the web viewer (default host 127.0.0.1)")
+    .option("--http-allow-remote", "let the viewer listen on a non-loopback address")
+    .addHelpText(
+      "after",
+      "\nStops cleanly on Ctrl-C or SIGTERM (exit 0). Exits 5 when a daemon already owns the root." +
+        "\nThe protocol is in docs/daemon.md.\n\nExamples:\n" +
+        "  agent-chat serve\n  agent-chat --root ./chat serve --b00t\n" +
+        "  agent-chat serve --http 8080\n" +
+        `  echo '{"channel":"ops","sender":"ci","body":"deployed","timestamp":"2025-03-04T05:30:00Z"}' \\\n` +
+        '    | nc -UN "$(agent-chat --json info | jq -r .socket)"',
+    )
+    .action(async (opts: ServeFlags) => {
+      const { DaemonServer } = await import("../../daemon/server.js");
+      const socketPath = opts.socket ?? ctx.socketPath;
+      const store = await ctx.openFolder();
+      const serverOptions: ConstructorParameters<typeof DaemonServer>[0] = {
+        store,
+        root: canonicalRoot(store.location),
+        version: program.version() ?? "0.0.0-dev",
+        autoCreate: opts.autoCreate,
+      };
+      if (opts.maxLine !== undefined) {
+        serverOptions.maxLineBytes = parsePositiveInt(opts.maxLine, "--max-line");
+      }
+      const http = opts.http === undefined ? undefined : parseHostPort(opts.http);
+      const server = new DaemonServer(serverOptions);
+      let viewer: { url: string; close(): Promise<void> } | undefined;
+      try {
+        await server.listen(socketPath);
+        if (opts.b00t) await server.listen(ctx.b00tSocketPath, dirname(socketPath));
+        if (http) {
+          viewer = await (await loadViewer()).startViewer({
+            store,
+            ...http,
+            allowRemote: opts.httpAllowRemote === true,
+          });
+        }
+      } catch (err) {
+        await server.close();
+        await store.close();
+        throw err;
+      }
+      if (ctx.json) {
+        ctx.printJson({
+          event: "listening",
+          root: serverOptions.root,
+          sockets: server.sockets,
+          pid: process.pid,
+          ...(viewer ? { url: viewer.url } : {}),
+        });
+      } else {
+        ctx.out(`agent-chat daemon (pid ${process.pid}) serving ${serverOptions.root}\n`);
+        for (const path of server.sockets) ctx.out(`listening on ${path}\n`);
+        if (viewer) ctx.out(`viewer at ${viewer.url}\n`);
+      }
+      await new Promise<void>((resolve) => {
+        if (ctx.abort.signal.aborted) resolve();
+        ctx.abort.signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      await viewer?.close();
+      await server.close();
+      await store.close();
+      if (!ctx.json) ctx.err("agent-chat: daemon stopped\n");
+    });
+
+  program
+    .command("send")
+    .description("send a b00t chat envelope through the daemon (or NATS), like b00t-cli chat send")
+    .requiredOption("--message <text>", "the message body")
+    .option("--channel <name>", "channel (default: account.<os-user>)")
+    .option("--sender <name>", "sender (default: the OS user)")
+    .option("--metadata <json>", "a JSON object; to/title/status/reply_to shape the message")
+    .option("--transport <kind>", "local (the daemon's socket) or nats", "local")
+    .option(
+      "--nats-url <url>",
+      `NATS server for --transport nats (default: $NATS_URL or ${DEFAULT_NATS_URL})`,
+    )
+    .option("--socket <path>", "the daemon socket to use (default: the root's)")
+    .addHelpText(
+      "after",
+      "\nA channel that does not exist is created, open to everyone (unless the daemon runs with" +
+        "\n--no-auto-create). Fails within a second when no daemon is running.\n\nExamples:\n" +
+        "  agent-chat send --channel mission.delta --message 'artifact staged'\n" +
+        `  agent-chat send --message 'review please' --metadata '{"to":"bob","ticket":"OPS-123"}'\n` +
+        "  agent-chat send --transport nats --channel ops --message deploying",
+    )
+    .action(async (opts: SendFlags) => {
+      const user = ctx.osUser;
+      const envelope: B00tEnvelope = {
+        channel: opts.channel ?? `account.${user}`,
+        sender: opts.sender ?? user,
+        body: opts.message,
+        timestamp: new Date().toISOString(),
+      };
+      if (opts.metadata !== undefined) envelope.metadata = parseMetadata(opts.metadata);
+      validateEnvelope(envelope);
+      if (opts.transport === "nats") {
+        const url = opts.natsUrl ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
+        await (await loadNats()).publishEnvelope(url, envelope);
+        if (ctx.json) return ctx.printJson({ transport: "nats", url, channel: envelope.channel });
+        return ctx.out(`published to chat.${envelope.channel} on ${url}\n`);
+      }
+      if (opts.transport !== "local") {
+        throw new UsageError(`--transport must be local or nats, not ${opts.transport}`);
+      }
+      const socket = opts.socket ?? ctx.socketPath;
+      const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
+      try {
+        const result = await client.envelope(envelope);
+        if (ctx.json) return ctx.printJson({ transport: "local", socket, ...result });
+        ctx.out(`sent #${result.seq} to ${result.channel} (${result.file})\n`);
+      } finally {
+        await client.close();
+      }
+    });
+
+  program
+    .command("info")
+    .description("show the root, the daemon socket(s) and whether a daemon is live, the transports")
+    .option("--socket <path>", "inspect this socket instead of the root's")
+    .addHelpText("after", "\nExamples:\n  agent-chat info\n  agent-chat --json info")
+    .action(async (opts: { socket?: string }) => {
+      const socket = opts.socket ?? ctx.socketPath;
+      const b00t = ctx.b00tSocketPath;
+      let daemon: DaemonInfo | undefined;
+      let state: SocketState = await probeSocket(socket);
+      if (state === "live") {
+        try {
+          const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
+          daemon = await client.info();
+          await client.close();
+        } catch {
+          state = "dead";
+        }
+      }
+      const b00tState = await probeSocket(b00t).catch(() => "absent" as const);
+      const natsUrl = ctx.env.NATS_URL || DEFAULT_NATS_URL;
+      const natsAvailable = await loadNats().then(
+        () => true,
+        () => false,
+      );
+      const root = canonicalRoot(ctx.root);
+      if (ctx.json) {
+        return ctx.printJson({
+          root,
+          socket,
+          live: daemon !== undefined,
+          state,
+          daemon: daemon ?? null,
+          b00t: { socket: b00t, state: b00tState, ours: daemon?.sockets.includes(b00t) ?? false },
+          transports: [
+            { name: "local", socket, live: daemon !== undefined },
+            { name: "nats", url: natsUrl, available: natsAvailable },
+          ],
+        });
+      }
+      const live = daemon
+        ? `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`
+        : state === "dead"
+          ? "no daemon (stale socket file; the next serve removes it)"
+          : "no daemon (start one with: agent-chat serve)";
+      ctx.out(
+        `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${live}\n` +
+          `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
+          `transports: local (unix socket), nats (${natsUrl}${natsAvailable ? "" : ", not in this build"})\n`,
+      );
+    });
+}
+
+interface ServeFlags {
+  socket?: string;
+  b00t?: boolean;
+  autoCreate: boolean;
+  maxLine?: string;
+  http?: string;
+  httpAllowRemote?: boolean;
+}
+
+interface SendFlags {
+  message: string;
+  channel?: string;
+  sender?: string;
+  metadata?: string;
+  transport: string;
+  natsUrl?: string;
+  socket?: string;
+}
+
+function parseMetadata(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new AgentChatError("INVALID_ARGUMENT", "metadata must be valid JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new AgentChatError("INVALID_ARGUMENT", "metadata must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+/** `8080`, `0.0.0.0:8080` or `[::1]:8080`. */
+export function parseHostPort(value: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]:|([^:]+):)?(\d+)$/.exec(value.trim());
+  const port = Number(m?.[3]);
+  if (!m || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`--http must be [HOST:]PORT (e.g. 8080 or 127.0.0.1:8080), not ${value}`);
+  }
+  return { host: m[1] ?? m[2] ?? "127.0.0.1", port };
+}
+
+async function loadNats(): Promise<NatsB00tModule> {
+  try {
+    // biome-ignore lint/suspicious/noTsIgnore: the module exists only once the NATS branch is merged, and then an expect-error would itself fail.
+    // @ts-ignore
+    return (await import("../../store/nats/b00t.js")) as NatsB00tModule;
+  } catch (err) {
+    throw new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      "NATS transport is not available in this build",
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+async function loadViewer(): Promise<ViewerModule> {
+  try {
+    // biome-ignore lint/suspicious/noTsIgnore: the module exists only once the viewer branch is merged, and then an expect-error would itself fail.
+    // @ts-ignore
+    return (await import("../../viewer/server.js")) as ViewerModule;
+  } catch (err) {
+    throw new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      "the web viewer (--http) is not available in this build",
+      { cause: err },
+    );
+  }
+}

@@ -1,0 +1,315 @@
+import { connect, type Socket } from "node:net";
+import type { B00tEnvelope } from "../core/envelope.js";
+import { AgentChatError, type ErrorCode } from "../core/errors.js";
+import type { Message } from "../core/message.js";
+import type { ChannelMeta } from "../core/meta.js";
+import type {
+  Capabilities,
+  ChannelInfo,
+  InitOptions,
+  NewTask,
+  PostInput,
+  PostResult,
+  ReadOptions,
+  ReadResult,
+  Store,
+  TaskInfo,
+  WaitOptions,
+  WaitResult,
+  WatchOptions,
+} from "../store/types.js";
+import type { DaemonInfo, RequestId, WireError } from "./protocol.js";
+
+export interface ConnectOptions {
+  /** Give up connecting after this long (default 1 s). */
+  timeoutMs?: number;
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(err: AgentChatError): void;
+}
+
+interface Stream {
+  message(message: Message): void;
+  end(error?: AgentChatError): void;
+}
+
+/**
+ * A Store that talks to a running daemon over its socket: one connection, requests multiplexed
+ * by id, subscriptions streamed. It keeps the Store contract with one difference, declared by
+ * {@link DaemonClient.maxLineBytes}: a request longer than the daemon's line limit (a body near
+ * the 1 MiB default) is refused here with `TOO_LARGE` instead of being sent.
+ */
+export class DaemonClient implements Store {
+  readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
+  private readonly pending = new Map<RequestId, Pending>();
+  private readonly streams = new Map<RequestId, Stream>();
+  private nextId = 1;
+  private buffered = "";
+  private closedError: AgentChatError | undefined;
+  private daemonInfo!: DaemonInfo;
+
+  private constructor(
+    private readonly socket: Socket,
+    readonly socketPath: string,
+  ) {
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => this.onData(chunk));
+    socket.on("error", () => {});
+    socket.on("close", () => this.onClose());
+  }
+
+  /** Connects and fetches the daemon's `info`; BACKEND_UNAVAILABLE when nobody listens. */
+  static async connect(path: string, options: ConnectOptions = {}): Promise<DaemonClient> {
+    const timeoutMs = options.timeoutMs ?? 1000;
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = connect(path);
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(unavailable(path, `no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      s.once("connect", () => {
+        clearTimeout(timer);
+        resolve(s);
+      });
+      s.once("error", (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(unavailable(path, err.code === "ENOENT" ? "no socket" : (err.code ?? err.message)));
+      });
+    });
+    const client = new DaemonClient(socket, path);
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    try {
+      client.daemonInfo = (await client.call("info", {})) as DaemonInfo;
+    } finally {
+      clearTimeout(timer);
+    }
+    return client;
+  }
+
+  /** The canonical root the daemon serves. */
+  get location(): string {
+    return this.daemonInfo.root;
+  }
+
+  /** The longest request line the daemon accepts. */
+  get maxLineBytes(): number {
+    return this.daemonInfo.maxLineBytes;
+  }
+
+  /** Fresh figures from the daemon (connections, subscriptions, sockets …). */
+  async info(): Promise<DaemonInfo> {
+    this.daemonInfo = (await this.call("info", {})) as DaemonInfo;
+    return this.daemonInfo;
+  }
+
+  /** Posts a b00t envelope and waits for the daemon's answer (the raw b00t line gets none). */
+  envelope(envelope: B00tEnvelope): Promise<PostResult> {
+    return this.call("envelope", { envelope }) as Promise<PostResult>;
+  }
+
+  init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
+    return this.call("init", { channel, ...options }) as Promise<ChannelMeta>;
+  }
+
+  channels(): Promise<ChannelInfo[]> {
+    return this.call("channels", {}) as Promise<ChannelInfo[]>;
+  }
+
+  roster(channel: string): Promise<ChannelMeta> {
+    return this.call("roster", { channel }) as Promise<ChannelMeta>;
+  }
+
+  post(channel: string, input: PostInput): Promise<PostResult> {
+    return this.call("post", { channel, ...input }) as Promise<PostResult>;
+  }
+
+  read(channel: string, options: ReadOptions): Promise<ReadResult> {
+    return this.call("read", { channel, ...options }) as Promise<ReadResult>;
+  }
+
+  peek(channel: string, count?: number): Promise<Message[]> {
+    return this.call("peek", count === undefined ? { channel } : { channel, count }) as Promise<
+      Message[]
+    >;
+  }
+
+  cursor(channel: string, agent: string): Promise<number> {
+    return this.call("cursor", { channel, as: agent }) as Promise<number>;
+  }
+
+  async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
+    const { signal, ...rest } = options;
+    if (signal?.aborted) throw new AgentChatError("ABORTED", "wait was interrupted");
+    const id = this.nextId++;
+    // The daemon parks the wait; aborting asks it to stop, and it answers ABORTED.
+    const onAbort = () => this.send({ id: this.nextId++, op: "cancel", target: id });
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return (await this.call("wait", { channels: [...channels], ...rest }, id)) as WaitResult;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
+    const { signal } = options;
+    if (signal?.aborted) return;
+    const id = this.nextId++;
+    const queue: Message[] = [];
+    let ended = false;
+    let failure: AgentChatError | undefined;
+    let wake: (() => void) | undefined;
+    this.streams.set(id, {
+      message(message) {
+        queue.push(message);
+        wake?.();
+      },
+      end(error) {
+        ended = true;
+        failure = error;
+        wake?.();
+      },
+    });
+    const cancel = () => {
+      if (!ended) this.send({ id: this.nextId++, op: "cancel", target: id });
+      wake?.();
+    };
+    signal?.addEventListener("abort", cancel, { once: true });
+    try {
+      const fields: Record<string, unknown> = { channels: [...channels] };
+      if (options.after !== undefined) fields.after = options.after;
+      await this.call("subscribe", fields, id);
+      for (;;) {
+        while (queue.length > 0) {
+          if (signal?.aborted) return;
+          yield queue.shift()!;
+        }
+        if (failure) throw failure;
+        if (ended || signal?.aborted) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+      if (!ended) cancel();
+      this.streams.delete(id);
+    }
+  }
+
+  addTask(channel: string, task: NewTask): Promise<TaskInfo> {
+    const { id, ...rest } = task;
+    return this.call(
+      "add_task",
+      id === undefined ? { channel, ...rest } : { channel, taskId: id, ...rest },
+    ) as Promise<TaskInfo>;
+  }
+
+  tasks(channel: string): Promise<TaskInfo[]> {
+    return this.call("tasks", { channel }) as Promise<TaskInfo[]>;
+  }
+
+  claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
+    return this.call("claim", { channel, task, as: agent }) as Promise<TaskInfo>;
+  }
+
+  release(channel: string, task: string, agent: string): Promise<TaskInfo> {
+    return this.call("release", { channel, task, as: agent }) as Promise<TaskInfo>;
+  }
+
+  async close(): Promise<void> {
+    if (this.socket.destroyed) return;
+    await new Promise<void>((resolve) => {
+      this.socket.once("close", () => resolve());
+      this.socket.end();
+      setTimeout(() => this.socket.destroy(), 200).unref();
+    });
+  }
+
+  private call(op: string, fields: Record<string, unknown>, id = this.nextId++): Promise<unknown> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    const line = JSON.stringify({ id, op, ...fields });
+    const bytes = Buffer.byteLength(line);
+    if (this.daemonInfo && bytes > this.daemonInfo.maxLineBytes) {
+      return Promise.reject(
+        new AgentChatError(
+          "TOO_LARGE",
+          `the ${op} request is ${bytes} bytes; the daemon accepts lines of at most ` +
+            `${this.daemonInfo.maxLineBytes} bytes (serve --max-line raises it)`,
+        ),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.socket.write(`${line}\n`);
+    });
+  }
+
+  private send(value: unknown): void {
+    if (!this.socket.destroyed) this.socket.write(`${JSON.stringify(value)}\n`);
+  }
+
+  private onData(chunk: string): void {
+    this.buffered += chunk;
+    let nl = this.buffered.indexOf("\n");
+    while (nl !== -1) {
+      const line = this.buffered.slice(0, nl);
+      this.buffered = this.buffered.slice(nl + 1);
+      if (line.trim() !== "") this.onLine(line);
+      nl = this.buffered.indexOf("\n");
+    }
+  }
+
+  private onLine(line: string): void {
+    let value: {
+      id?: RequestId | null;
+      ok?: boolean;
+      result?: unknown;
+      error?: WireError;
+      event?: string;
+      message?: Message;
+    };
+    try {
+      value = JSON.parse(line);
+    } catch {
+      return; // Not ours to answer; the daemon only ever writes JSON.
+    }
+    if (value.id === undefined || value.id === null) return;
+    if (value.event !== undefined) {
+      const stream = this.streams.get(value.id);
+      if (!stream) return;
+      if (value.event === "message" && value.message) stream.message(value.message);
+      else if (value.event === "end") stream.end(value.error && fromWire(value.error));
+      return;
+    }
+    const pending = this.pending.get(value.id);
+    if (!pending) return;
+    this.pending.delete(value.id);
+    if (value.ok) pending.resolve(value.result);
+    else pending.reject(fromWire(value.error ?? { code: "INTERNAL", message: "no error given" }));
+  }
+
+  private onClose(): void {
+    this.closedError = new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      `the daemon at ${this.socketPath} closed the connection`,
+    );
+    for (const p of this.pending.values()) p.reject(this.closedError);
+    this.pending.clear();
+    for (const s of this.streams.values()) s.end(this.closedError);
+  }
+}
+
+function fromWire(error: WireError): AgentChatError {
+  return new AgentChatError(error.code as ErrorCode, error.message);
+}
+
+function unavailable(path: string, why: string): AgentChatError {
+  return new AgentChatError(
+    "BACKEND_UNAVAILABLE",
+    `no agent-chat daemon is listening on ${path} (${why}); start one with: agent-chat serve`,
+  );
+}

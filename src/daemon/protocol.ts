@@ -1,0 +1,85 @@
+/**
+ * The daemon's wire protocol, shared by the server and the client: newline-delimited JSON in
+ * UTF-8, one object per line (docs/daemon.md has the full contract).
+ *
+ * - A line with `op` (and an `id`) is a request; it gets exactly one response line
+ *   `{id, ok: true, result}` or `{id, ok: false, error: {code, message}}`.
+ * - `subscribe` answers with `{id, ok: true, result}` at once, then streams
+ *   `{id, event: "message", message}` lines, and finally `{id, event: "end"}` (with `error`
+ *   when the stream failed).
+ * - A line without `op` and `id` is a b00t envelope: fire-and-forget, no response unless it is
+ *   refused (then `{id: null, ok: false, error}`).
+ */
+export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
+
+/** JSON nested deeper than this is refused before it reaches the parser. */
+export const MAX_JSON_DEPTH = 32;
+
+export const OPS = [
+  "info",
+  "cancel",
+  "init",
+  "channels",
+  "roster",
+  "post",
+  "read",
+  "peek",
+  "cursor",
+  "wait",
+  "subscribe",
+  "envelope",
+  "add_task",
+  "tasks",
+  "claim",
+  "release",
+] as const;
+
+export type Op = (typeof OPS)[number];
+
+export type RequestId = string | number;
+
+export interface WireError {
+  code: string;
+  message: string;
+}
+
+export type Response =
+  | { id: RequestId | null; ok: true; result: unknown }
+  | { id: RequestId | null; ok: false; error: WireError };
+
+export type StreamEvent =
+  | { id: RequestId; event: "message"; message: unknown }
+  | { id: RequestId; event: "end"; error?: WireError };
+
+/** What `info` returns: enough for `agent-chat info` and for a client to size its requests. */
+export interface DaemonInfo {
+  root: string;
+  pid: number;
+  version: string;
+  sockets: string[];
+  maxLineBytes: number;
+  autoCreate: boolean;
+  startedAt: string;
+  connections: number;
+  subscriptions: number;
+}
+
+/**
+ * Whether a JSON text nests deeper than `limit`, found by one pass over its brackets (outside
+ * strings) before parsing, so that a "JSON bomb" of a million `[` costs a scan, not a stack.
+ */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}

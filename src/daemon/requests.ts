@@ -1,0 +1,114 @@
+import { z } from "zod";
+import { AgentChatError } from "../core/errors.js";
+import { OPS } from "./protocol.js";
+
+/**
+ * Request shapes, checked field by field so that a client learns exactly which field is wrong.
+ * Names are only type-checked here: the store validates them (INVALID_NAME) as it does for
+ * every caller. Unknown fields are refused, so a typo (`chanel`) is an error, not a no-op.
+ */
+const id = z.union([z.string().max(200), z.number().refine(Number.isSafeInteger)]);
+const channel = z.string();
+const channels = z.array(z.string()).min(1).max(100);
+const count = z.number().int().positive().max(100_000);
+const ms = z.number().int().nonnegative().max(2_147_483_647);
+
+const base = { id };
+
+export const requestSchema = z.discriminatedUnion("op", [
+  z.strictObject({ ...base, op: z.literal("info") }),
+  z.strictObject({ ...base, op: z.literal("cancel"), target: id }),
+  z.strictObject({
+    ...base,
+    op: z.literal("init"),
+    channel,
+    members: z.array(z.string()).max(1000).optional(),
+    topic: z.string().optional(),
+    extra: z.record(z.string(), z.unknown()).optional(),
+  }),
+  z.strictObject({ ...base, op: z.literal("channels") }),
+  z.strictObject({ ...base, op: z.literal("roster"), channel }),
+  z.strictObject({
+    ...base,
+    op: z.literal("post"),
+    channel,
+    from: z.string(),
+    body: z.string(),
+    title: z.string().optional(),
+    to: z.union([z.string(), z.array(z.string()).max(1000)]).optional(),
+    replyTo: z.number().int().positive().optional(),
+    status: z.string().optional(),
+    extra: z.record(z.string(), z.string()).optional(),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("read"),
+    channel,
+    as: z.string(),
+    all: z.boolean().optional(),
+    peek: z.boolean().optional(),
+  }),
+  z.strictObject({ ...base, op: z.literal("peek"), channel, count: count.optional() }),
+  z.strictObject({ ...base, op: z.literal("cursor"), channel, as: z.string() }),
+  z.strictObject({
+    ...base,
+    op: z.literal("wait"),
+    channels,
+    as: z.string(),
+    timeoutMs: ms.optional(),
+    intervalMs: ms.min(10).optional(),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("subscribe"),
+    channels,
+    after: z.union([z.number().int().nonnegative(), z.record(z.string(), z.number())]).optional(),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("envelope"),
+    envelope: z.record(z.string(), z.unknown()),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("add_task"),
+    channel,
+    from: z.string(),
+    title: z.string(),
+    taskId: z.string().optional(),
+    body: z.string().optional(),
+  }),
+  z.strictObject({ ...base, op: z.literal("tasks"), channel }),
+  z.strictObject({ ...base, op: z.literal("claim"), channel, task: z.string(), as: z.string() }),
+  z.strictObject({ ...base, op: z.literal("release"), channel, task: z.string(), as: z.string() }),
+]);
+
+export type Request = z.infer<typeof requestSchema>;
+
+/** Parses a request object, or throws INVALID_ARGUMENT naming the first bad field. */
+export function parseRequest(value: Record<string, unknown>): Request {
+  if (typeof value.op !== "string" || !(OPS as readonly string[]).includes(value.op)) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      value.op === undefined
+        ? `request has no "op" (one of ${OPS.join(", ")})`
+        : `unknown op ${JSON.stringify(value.op).slice(0, 60)} (one of ${OPS.join(", ")})`,
+    );
+  }
+  const parsed = requestSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const where = issue.path.length > 0 ? `"${issue.path.join(".")}"` : "request";
+  const detail =
+    issue.code === "unrecognized_keys"
+      ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+      : issue.code === "invalid_type" &&
+          issue.path.length === 1 &&
+          value[issue.path[0] as string] === undefined
+        ? "is missing"
+        : issue.message.replace(/^Invalid input: /, "");
+  throw new AgentChatError(
+    "INVALID_ARGUMENT",
+    `${value.op}: ${issue.code === "unrecognized_keys" ? detail : `${where} ${detail}`}`,
+  );
+}

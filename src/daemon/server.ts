@@ -1,0 +1,497 @@
+import { createServer, type Server, type Socket } from "node:net";
+import { dirname } from "node:path";
+import { envelopeToPost, validateEnvelope } from "../core/envelope.js";
+import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import type { Store } from "../store/types.js";
+import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
+import {
+  type DaemonInfo,
+  DEFAULT_MAX_LINE_BYTES,
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+  type RequestId,
+  type WireError,
+} from "./protocol.js";
+import { parseRequest, type Request } from "./requests.js";
+
+export interface DaemonOptions {
+  store: Store;
+  /** The canonical root the store serves (shown by `info`). */
+  root: string;
+  version: string;
+  /** The longest accepted line in bytes, newline excluded (default 1 MiB). */
+  maxLineBytes?: number;
+  /** Envelopes naming a channel that does not exist create it, open to everyone (default true). */
+  autoCreate?: boolean;
+}
+
+/** Queued requests per connection past which we stop reading from it until it catches up. */
+const PAUSE_AT = 256;
+const RESUME_AT = 32;
+
+/**
+ * The daemon: one store, any number of Unix sockets, any number of connections. Requests of one
+ * connection run in the order they arrive (so a client's posts land in its order); `wait` and
+ * `subscribe` run alongside, so one connection can hold several of them and keep issuing
+ * requests.
+ */
+export class DaemonServer {
+  private readonly servers: Array<{ server: Server; bound: Bound }> = [];
+  private readonly connections = new Set<Connection>();
+  private readonly startedAt = new Date().toISOString();
+  readonly maxLineBytes: number;
+  readonly autoCreate: boolean;
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly options: DaemonOptions) {
+    this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.autoCreate = options.autoCreate ?? true;
+  }
+
+  get store(): Store {
+    return this.options.store;
+  }
+
+  /**
+   * Listens at `path` (probing it first; a live daemon there is `DAEMON_RUNNING`). `lockDir` is
+   * our private socket folder: creation of every socket we bind is serialised through it.
+   */
+  async listen(path: string, lockDir = dirname(path)): Promise<void> {
+    await ensurePrivateDir(lockDir);
+    // Half-open: a client may send its lines and shut its side (`nc -N`) and still get answers.
+    const server = createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
+    const bound = await bindSocket(server, path, lockDir);
+    this.servers.push({ server, bound });
+  }
+
+  get sockets(): string[] {
+    return this.servers.map((s) => s.bound.path);
+  }
+
+  info(): DaemonInfo {
+    let subscriptions = 0;
+    for (const c of this.connections) subscriptions += c.subscriptionCount;
+    return {
+      root: this.options.root,
+      pid: process.pid,
+      version: this.options.version,
+      sockets: this.sockets,
+      maxLineBytes: this.maxLineBytes,
+      autoCreate: this.autoCreate,
+      startedAt: this.startedAt,
+      connections: this.connections.size,
+      subscriptions,
+    };
+  }
+
+  /**
+   * Stops accepting, removes our socket files, lets every request already received finish (in
+   * particular posts), ends waits and subscriptions, then closes the connections.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      // server.close() only calls back once every connection has ended, hence no await here.
+      const stopped = this.servers.map(
+        ({ server }) => new Promise<void>((resolve) => server.close(() => resolve())),
+      );
+      for (const { bound } of this.servers) await unlinkOwnSocket(bound);
+      await Promise.all([...this.connections].map((c) => c.shutdown()));
+      await Promise.all(stopped);
+    })();
+    return this.closing;
+  }
+
+  private accept(socket: Socket): void {
+    if (this.closing) {
+      socket.destroy();
+      return;
+    }
+    const connection = new Connection(socket, this);
+    this.connections.add(connection);
+    socket.once("close", () => this.connections.delete(connection));
+  }
+
+  /** An envelope is an ordinary post; its channel is created (open) when missing. */
+  async postEnvelope(value: unknown) {
+    const envelope = validateEnvelope(value);
+    const { channel, ...post } = envelopeToPost(envelope);
+    try {
+      return await this.store.post(channel, post);
+    } catch (err) {
+      if (!(this.autoCreate && isAgentChatError(err, "CHANNEL_NOT_FOUND"))) throw err;
+      try {
+        await this.store.init(channel, { members: [] });
+      } catch (initErr) {
+        if (!isAgentChatError(initErr, "CHANNEL_EXISTS")) throw initErr;
+      }
+      return this.store.post(channel, post);
+    }
+  }
+}
+
+/** One client connection: splits lines, runs requests, streams subscriptions. */
+class Connection {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private queued = 0;
+  /** `wait` and `subscribe` in progress, by request id, so `cancel` and shutdown can end them. */
+  private readonly running = new Map<RequestId, { abort: AbortController; kind: string }>();
+  /** The same, as promises that settle when each one has sent its last line. */
+  private readonly longRunning = new Set<Promise<void>>();
+  private readonly decoder = new TextDecoder("utf-8", { fatal: true });
+  private closed = false;
+  private readingPaused = false;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly daemon: DaemonServer,
+  ) {
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    // A client that vanishes mid-line or mid-wait: drop the partial line, end its long requests.
+    socket.on("error", () => {});
+    socket.on("end", () => void this.finish());
+    socket.on("close", () => {
+      this.closed = true;
+      this.pending = [];
+      for (const { abort } of this.running.values()) abort.abort();
+    });
+  }
+
+  get subscriptionCount(): number {
+    let n = 0;
+    for (const r of this.running.values()) if (r.kind === "subscribe") n++;
+    return n;
+  }
+
+  /** The client has sent everything: answer it all, let its waits finish, then end our side. */
+  private async finish(): Promise<void> {
+    this.pending = [];
+    await this.queue;
+    await Promise.allSettled([...this.longRunning]);
+    if (!this.closed) this.socket.end();
+  }
+
+  async shutdown(): Promise<void> {
+    this.socket.pause();
+    for (const { abort } of this.running.values()) abort.abort();
+    await this.queue;
+    // Let the last responses and stream ends flush before the socket goes.
+    await new Promise<void>((resolve) => {
+      if (this.closed) return resolve();
+      this.socket.end(() => resolve());
+      setTimeout(() => {
+        this.socket.destroy();
+        resolve();
+      }, 1000).unref();
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.closed) return;
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf(0x0a, start);
+      if (nl === -1) break;
+      const size = this.pendingBytes + (nl - start);
+      if (size > this.daemon.maxLineBytes) {
+        this.tooLong(size);
+        return;
+      }
+      const piece = chunk.subarray(start, nl);
+      const line =
+        this.pending.length === 0 ? piece : Buffer.concat([...this.pending, piece], size);
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.onLine(line);
+      start = nl + 1;
+    }
+    if (start < chunk.length && !this.closed) {
+      const rest = chunk.subarray(start);
+      this.pendingBytes += rest.length;
+      // Refuse as soon as the limit is passed, not when (if ever) the newline comes.
+      if (this.pendingBytes > this.daemon.maxLineBytes) {
+        this.tooLong(this.pendingBytes);
+        return;
+      }
+      this.pending.push(Buffer.from(rest));
+    }
+  }
+
+  private tooLong(size: number): void {
+    this.socket.pause();
+    this.pending = [];
+    const limit = this.daemon.maxLineBytes;
+    this.respondError(
+      null,
+      new AgentChatError(
+        "TOO_LARGE",
+        `line is longer than ${limit} bytes (${size} bytes before the newline); closing the connection`,
+      ),
+    );
+    this.closed = true;
+    this.socket.end();
+    setTimeout(() => this.socket.destroy(), 1000).unref();
+  }
+
+  private onLine(raw: Buffer): void {
+    if (this.closed) return;
+    let text: string;
+    try {
+      text = this.decoder.decode(raw);
+    } catch {
+      this.refuse(null, new AgentChatError("PROTOCOL_ERROR", "line is not valid UTF-8"));
+      return;
+    }
+    if (text.trim() === "") return;
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      this.refuse(
+        null,
+        new AgentChatError("PROTOCOL_ERROR", `JSON nests deeper than ${MAX_JSON_DEPTH} levels`),
+      );
+      return;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      this.refuse(
+        null,
+        new AgentChatError("PROTOCOL_ERROR", `malformed JSON: ${(err as Error).message}`),
+      );
+      return;
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      this.refuse(null, new AgentChatError("PROTOCOL_ERROR", "each line must be one JSON object"));
+      return;
+    }
+    const obj = value as Record<string, unknown>;
+    if (!("op" in obj) && !("id" in obj)) {
+      this.enqueue(async () => {
+        try {
+          await this.daemon.postEnvelope(obj);
+        } catch (err) {
+          this.respondError(null, err);
+        }
+      });
+      return;
+    }
+    const id = typeof obj.id === "string" || typeof obj.id === "number" ? obj.id : null;
+    let request: Request;
+    try {
+      request = parseRequest(obj);
+    } catch (err) {
+      this.refuse(id, err);
+      return;
+    }
+    if (request.op === "cancel") {
+      // Queued like the rest, so a cancel always finds the wait or subscribe sent before it.
+      const cancel = request;
+      this.enqueue(async () => {
+        const target = this.running.get(cancel.target);
+        target?.abort.abort();
+        this.respond(cancel.id, { cancelled: target !== undefined });
+      });
+      return;
+    }
+    const queued = request;
+    this.enqueue(() => this.run(queued));
+  }
+
+  /** Answers a line that cannot be run, in its turn, so answers keep the order of the lines. */
+  private refuse(id: RequestId | null, err: unknown): void {
+    this.enqueue(async () => this.respondError(id, err));
+  }
+
+  /** Runs `task` after every request received before it; stops reading while too many wait. */
+  private enqueue(task: () => Promise<void>): void {
+    this.queued++;
+    if (this.queued >= PAUSE_AT) this.socket.pause();
+    this.queue = this.queue.then(task).finally(() => {
+      this.queued--;
+      if (this.queued === RESUME_AT && !this.closed && !this.readingPaused) this.socket.resume();
+    });
+  }
+
+  private async run(request: Exclude<Request, { op: "cancel" }>): Promise<void> {
+    if (request.op === "wait" || request.op === "subscribe") {
+      if (this.running.has(request.id)) {
+        this.respondError(
+          request.id,
+          new AgentChatError("INVALID_ARGUMENT", `request id ${request.id} is already in use`),
+        );
+        return;
+      }
+      const abort = new AbortController();
+      this.running.set(request.id, { abort, kind: request.op });
+      if (request.op === "wait") {
+        // Not awaited: the connection keeps serving while the wait is parked.
+        this.track(request.id, this.runWait(request, abort));
+        return;
+      }
+      // The subscription's starting point is fixed before the answer is sent, so a message
+      // posted right after the client sees `ok` is always delivered.
+      let after: Record<string, number>;
+      try {
+        after = await this.startPositions(request.channels, request.after);
+      } catch (err) {
+        this.running.delete(request.id);
+        this.respondError(request.id, err);
+        return;
+      }
+      this.respond(request.id, { channels: request.channels, after });
+      this.track(request.id, this.runSubscription(request.id, request.channels, after, abort));
+      return;
+    }
+    try {
+      this.respond(request.id, await this.execute(request));
+    } catch (err) {
+      this.respondError(request.id, err);
+    }
+  }
+
+  private track(id: RequestId, task: Promise<void>): void {
+    const done = task.finally(() => {
+      this.running.delete(id);
+      this.longRunning.delete(done);
+    });
+    this.longRunning.add(done);
+  }
+
+  private async execute(request: Exclude<Request, { op: "wait" | "subscribe" | "cancel" }>) {
+    const store = this.daemon.store;
+    switch (request.op) {
+      case "info":
+        return this.daemon.info();
+      case "init": {
+        const { id: _i, op: _o, channel, ...options } = request;
+        return store.init(channel, options);
+      }
+      case "channels":
+        return store.channels();
+      case "roster":
+        return store.roster(request.channel);
+      case "post": {
+        const { id: _i, op: _o, channel, ...input } = request;
+        return store.post(channel, input);
+      }
+      case "read":
+        return store.read(request.channel, {
+          as: request.as,
+          all: request.all === true,
+          peek: request.peek === true,
+        });
+      case "peek":
+        return store.peek(request.channel, request.count);
+      case "cursor":
+        return store.cursor(request.channel, request.as);
+      case "envelope":
+        return this.daemon.postEnvelope(request.envelope);
+      case "add_task": {
+        const task: Parameters<Store["addTask"]>[1] = { title: request.title, from: request.from };
+        if (request.taskId !== undefined) task.id = request.taskId;
+        if (request.body !== undefined) task.body = request.body;
+        return store.addTask(request.channel, task);
+      }
+      case "tasks":
+        return store.tasks(request.channel);
+      case "claim":
+        return store.claim(request.channel, request.task, request.as);
+      case "release":
+        return store.release(request.channel, request.task, request.as);
+    }
+  }
+
+  private async runWait(
+    request: Extract<Request, { op: "wait" }>,
+    abort: AbortController,
+  ): Promise<void> {
+    try {
+      const options: Parameters<Store["wait"]>[1] = { as: request.as, signal: abort.signal };
+      if (request.timeoutMs !== undefined) options.timeoutMs = request.timeoutMs;
+      if (request.intervalMs !== undefined) options.intervalMs = request.intervalMs;
+      this.respond(request.id, await this.daemon.store.wait(request.channels, options));
+    } catch (err) {
+      this.respondError(request.id, err);
+    }
+  }
+
+  private async startPositions(
+    channels: readonly string[],
+    after: number | Record<string, number> | undefined,
+  ): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    for (const channel of channels) {
+      const given = typeof after === "number" ? after : after?.[channel];
+      if (given !== undefined) {
+        await this.daemon.store.roster(channel);
+        out[channel] = given;
+      } else {
+        out[channel] = (await this.daemon.store.peek(channel, 1))[0]?.seq ?? 0;
+      }
+    }
+    return out;
+  }
+
+  private async runSubscription(
+    id: RequestId,
+    channels: readonly string[],
+    after: Record<string, number>,
+    abort: AbortController,
+  ): Promise<void> {
+    let error: WireError | undefined;
+    try {
+      for await (const message of this.daemon.store.watch(channels, {
+        after,
+        signal: abort.signal,
+      })) {
+        if (this.closed) break;
+        // A slow reader holds its own stream back, not the daemon's memory.
+        if (!this.socket.write(`${JSON.stringify({ id, event: "message", message })}\n`)) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              this.socket.off("drain", done);
+              this.socket.off("close", done);
+              resolve();
+            };
+            this.socket.once("drain", done);
+            this.socket.once("close", done);
+          });
+        }
+      }
+    } catch (err) {
+      error = toWireError(err);
+    }
+    this.write(error ? { id, event: "end", error } : { id, event: "end" });
+  }
+
+  private respond(id: RequestId, result: unknown): void {
+    this.write({ id, ok: true, result });
+  }
+
+  private respondError(id: RequestId | null, err: unknown): void {
+    this.write({ id, ok: false, error: toWireError(err) });
+  }
+
+  private write(value: unknown): void {
+    if (this.socket.destroyed || !this.socket.writable) return;
+    if (!this.socket.write(`${JSON.stringify(value)}\n`) && !this.readingPaused) {
+      // A client that sends requests but does not read the answers stops being read, so the
+      // answers it leaves unread cannot pile up in the daemon's memory.
+      this.readingPaused = true;
+      this.socket.pause();
+      this.socket.once("drain", () => {
+        this.readingPaused = false;
+        if (!this.closed && this.queued < PAUSE_AT) this.socket.resume();
+      });
+    }
+  }
+}
+
+function toWireError(err: unknown): WireError {
+  if (err instanceof AgentChatError) return { code: err.code, message: err.message };
+  if (err instanceof RangeError) {
+    return { code: "PROTOCOL_ERROR", message: `request too complex: ${err.message}` };
+  }
+  return { code: "INTERNAL", message: err instanceof Error ? err.message : String(err) };
+}

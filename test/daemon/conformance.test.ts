@@ -1,0 +1,24 @@
+import { join } from "node:path";
+import { DaemonClient } from "../../src/daemon/client.js";
+import { DaemonServer } from "../../src/daemon/server.js";
+import { FsStore } from "../../src/store/fs/fs-store.js";
+import { storeConformance } from "../conformance/suite.js";
+import { tempDir } from "../helpers/tmp.js";
+
+// The Store contract through the daemon: every `open()` is a new socket connection to one
+// daemon (in this process, on a real Unix socket) that owns a folder store.
+storeConformance("daemon client", async () => {
+  const tmp = tempDir();
+  const store = new FsStore(join(tmp.dir, "root"));
+  const daemon = new DaemonServer({ store, root: store.location, version: "test" });
+  const socket = join(tmp.dir, "run", "d.sock");
+  await daemon.listen(socket);
+  return {
+    open: () => DaemonClient.connect(socket),
+    cleanup: async () => {
+      await daemon.close();
+      await store.close();
+      tmp.cleanup();
+    },
+  };
+});

@@ -1,0 +1,172 @@
+import type { ChildProcess } from "node:child_process";
+import { chmodSync, mkdirSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { join } from "node:path";
+import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+
+/** A temp world for one daemon: root, runtime dir and HOME, never the user's own. */
+export interface World {
+  dir: string;
+  root: string;
+  env: WorldEnv;
+  cleanup(): void;
+  cli(args: string[], extra?: Record<string, string | undefined>): Promise<CliResult>;
+}
+
+export interface WorldEnv {
+  AGENT_CHAT_ROOT: string;
+  XDG_RUNTIME_DIR: string;
+  HOME: string;
+  [name: string]: string;
+}
+
+export function makeWorld(): World {
+  const tmp = tempDir("agent-chat-daemon-");
+  const root = join(tmp.dir, "root");
+  const home = join(tmp.dir, "home");
+  mkdirSync(join(tmp.dir, "run"), { recursive: true });
+  mkdirSync(home, { recursive: true });
+  const env: WorldEnv = {
+    AGENT_CHAT_ROOT: root,
+    XDG_RUNTIME_DIR: join(tmp.dir, "run"),
+    HOME: home,
+    AGENT_CHAT_SOCKET: "",
+    AGENT_CHAT_DAEMON: "",
+  };
+  return {
+    dir: tmp.dir,
+    root,
+    env,
+    cleanup: tmp.cleanup,
+    cli: (args, extra = {}) => runCli(args, { env: { ...env, ...extra } }),
+  };
+}
+
+export interface Daemon {
+  child: ChildProcess;
+  sockets: string[];
+  socket: string;
+  /** SIGTERM and the exit result. */
+  stop(signal?: NodeJS.Signals): Promise<CliResult>;
+  exited: Promise<CliResult>;
+}
+
+/** Starts the built CLI's `serve --json` and resolves once it says it is listening. */
+export async function startDaemon(world: World, args: string[] = []): Promise<Daemon> {
+  const child = startCli(["--json", "serve", ...args], { env: world.env, timeoutMs: 60_000 });
+  const exited = collect(child);
+  const first = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const nl = out.indexOf("\n");
+      if (nl !== -1) {
+        child.stdout?.off("data", onData);
+        resolve(out.slice(0, nl));
+      }
+    };
+    child.stdout?.on("data", onData);
+    exited.then((r) => reject(new Error(`serve exited ${r.code}: ${r.stderr}`)), reject);
+  });
+  const event = JSON.parse(first) as { event: string; sockets: string[] };
+  return {
+    child,
+    sockets: event.sockets,
+    socket: event.sockets[0]!,
+    exited,
+    stop: (signal = "SIGTERM") => {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** A raw NDJSON client on a plain `net` socket: what any other language would do. */
+export class RawClient {
+  private buffered = "";
+  private readonly lines: string[] = [];
+  private waiters: Array<() => void> = [];
+  readonly closed: Promise<void>;
+
+  private constructor(readonly socket: Socket) {
+    socket.setEncoding("utf8");
+    socket.on("data", (d: string) => {
+      this.buffered += d;
+      let nl = this.buffered.indexOf("\n");
+      while (nl !== -1) {
+        this.lines.push(this.buffered.slice(0, nl));
+        this.buffered = this.buffered.slice(nl + 1);
+        nl = this.buffered.indexOf("\n");
+      }
+      this.wake();
+    });
+    socket.on("error", () => {});
+    this.closed = new Promise((resolve) => socket.on("close", () => resolve()));
+    void this.closed.then(() => this.wake());
+  }
+
+  static connect(path: string): Promise<RawClient> {
+    return new Promise((resolve, reject) => {
+      const s = connect(path);
+      s.once("connect", () => resolve(new RawClient(s)));
+      s.once("error", reject);
+    });
+  }
+
+  write(data: string | Buffer): void {
+    this.socket.write(data);
+  }
+
+  send(value: unknown): void {
+    this.socket.write(`${JSON.stringify(value)}\n`);
+  }
+
+  /** The next line from the daemon, parsed; rejects after `timeoutMs` or when the socket closes. */
+  async next(timeoutMs = 5000): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.lines.length === 0) {
+      if (this.socket.destroyed && this.lines.length === 0) throw new Error("socket closed");
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error("no line from the daemon in time");
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    return JSON.parse(this.lines.shift()!) as Record<string, unknown>;
+  }
+
+  /** Sends a request and returns its response. */
+  async request(value: Record<string, unknown>): Promise<Record<string, unknown>> {
+    this.send(value);
+    return this.next();
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+}
+
+export function envelope(fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    channel: "mission.delta",
+    sender: "frontend.agent",
+    body: "handoff complete",
+    timestamp: "2025-03-04T05:30:00Z",
+    ...fields,
+  };
+}
+
+export function makeWorldDirOpen(world: World): void {
+  chmodSync(world.dir, 0o755);
+}
