@@ -1,7 +1,7 @@
 // Bundles the CLI into one file (an unbundled CLI starts ~55 ms slower) and the library entry,
 // then emits type declarations. Heavy optional parts stay separate chunks, loaded on demand.
 import { execFileSync } from "node:child_process";
-import { chmodSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { build } from "esbuild";
 
 rmSync("dist", { recursive: true, force: true });
@@ -33,6 +33,25 @@ await build({
   define: { __VERSION__: JSON.stringify(version) },
 });
 chmodSync("dist/cli.js", 0o755);
-execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.json"], {
-  stdio: "inherit",
+
+// The web viewer's page: one browser bundle and its static files, served from dist/viewer by
+// src/viewer/server.ts (nothing is fetched from a CDN at run time).
+await build({
+  entryPoints: { app: "src/viewer/page/main.ts" },
+  outdir: "dist/viewer",
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  minify: true,
+  logLevel: "warning",
 });
+mkdirSync("dist/viewer", { recursive: true });
+for (const file of ["index.html", "app.css", "favicon.svg"]) {
+  copyFileSync(`src/viewer/page/${file}`, `dist/viewer/${file}`);
+}
+for (const project of ["tsconfig.json", "src/viewer/page/tsconfig.json"]) {
+  execFileSync(process.execPath, ["node_modules/typescript/bin/tsc", "-p", project], {
+    stdio: "inherit",
+  });
+}
