@@ -154,9 +154,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       const body = await readJson(req);
       const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
       if (post) return postMessage(res, channelParam(post[1]!), body);
-      const act = /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject)$/.exec(
-        path,
-      );
+      const act =
+        /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject)$/.exec(path);
       if (act) {
         const provider = panelProviders.find((p) => p.id === decodeURIComponent(act[2]!));
         if (!provider?.act) return sendText(res, 404, "no such panel");

@@ -1,5 +1,6 @@
 import type { ChildProcess } from "node:child_process";
 import { request } from "node:http";
+import { FsStore } from "../../src/store/fs/fs-store.js";
 import { startCli } from "../helpers/cli.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
@@ -80,7 +81,15 @@ export function rawRequest(
   if (!setHost) delete headers.Host;
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: "127.0.0.1", port, path, method: options.method ?? "GET", agent: false, setHost, headers },
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: options.method ?? "GET",
+        agent: false,
+        setHost,
+        headers,
+      },
       (res) => {
         let body = "";
         res.setEncoding("utf8");
@@ -119,4 +128,60 @@ export function median(values: number[]): number {
 export function percentile(values: number[], p: number): number {
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? Number.NaN;
+}
+
+/**
+ * A conversation as agents and people write it. Written through the library (the same files the
+ * CLI writes; spawning the CLI two dozen times would make this file slow), read by the viewer
+ * from disk.
+ */
+export async function seedConversation(root: string): Promise<void> {
+  const store = new FsStore(root);
+  try {
+    await store.init("review", {
+      members: ["alice", "bob", "carol"],
+      topic: "Schema v2 of the message index",
+    });
+    await store.init("deploy", { topic: "Friday release of the daemon" });
+    await store.post("review", {
+      from: "alice",
+      to: "bob,carol",
+      status: "proposal",
+      title: "Draft of schema v2",
+      body: "The draft is in `docs/schema.md`. What changes:\n\n- `reply_to` becomes a number, never a list\n- the `thread` field goes away\n- **cursors** stay one file per agent\n\nCan you both look before noon?",
+    });
+    await store.post("review", {
+      from: "bob",
+      to: "alice",
+      replyTo: 1,
+      status: "question",
+      title: "Re: Draft of schema v2",
+      body: "Why drop `thread`? Two tools still read it:\n\n```\ngrep -r 'thread:' tools/\n```",
+    });
+    await store.post("review", {
+      from: "alice",
+      to: "bob",
+      replyTo: 2,
+      title: "Re: Draft of schema v2",
+      body: "Both only print it. I will patch them in the same PR, see https://example.com/pr/12.",
+    });
+    await store.read("review", { as: "bob" });
+    await store.post("review", {
+      from: "carol",
+      replyTo: 1,
+      status: "ack",
+      title: "Looks good to me",
+      body: "> cursors stay one file per agent\n\nAgreed, that keeps `chat.py` compatible. Approving.",
+    });
+    await store.addTask("review", { title: "Patch the two thread readers", from: "alice" });
+    await store.addTask("review", { title: "Update docs/schema.md examples", from: "alice" });
+    await store.claim("review", "1", "bob");
+    await store.post("deploy", {
+      from: "carol",
+      title: "Release checklist",
+      body: "1. tag\n2. build\n3. announce",
+    });
+  } finally {
+    await store.close();
+  }
 }

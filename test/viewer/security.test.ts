@@ -13,7 +13,9 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
   let cookie: string;
 
   beforeAll(async () => {
-    expect((await runCli(["init", "review", "--members", "alice,bob"], { root: tmp.dir })).code).toBe(0);
+    expect(
+      (await runCli(["init", "review", "--members", "alice,bob"], { root: tmp.dir })).code,
+    ).toBe(0);
     view = await startView(tmp.dir);
     const exchange = await rawRequest(view.port, `/?token=${view.token}`);
     cookie = String(exchange.headers["set-cookie"]).split(";")[0]!;
@@ -49,8 +51,14 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
     const wrong = `${view.token.slice(0, -1)}${view.token.endsWith("A") ? "B" : "A"}`;
     expect((await rawRequest(view.port, `/?token=${wrong}`)).status).toBe(401);
     const name = cookie.split("=")[0];
-    expect((await rawRequest(view.port, "/api/state", { headers: { Cookie: `${name}=${wrong}` } })).status).toBe(401);
-    expect((await rawRequest(view.port, "/api/state", { headers: { Authorization: `Bearer ${wrong}` } })).status).toBe(401);
+    expect(
+      (await rawRequest(view.port, "/api/state", { headers: { Cookie: `${name}=${wrong}` } }))
+        .status,
+    ).toBe(401);
+    expect(
+      (await rawRequest(view.port, "/api/state", { headers: { Authorization: `Bearer ${wrong}` } }))
+        .status,
+    ).toBe(401);
   });
 
   it("trades the token in the URL for an HttpOnly SameSite=Strict cookie and drops it from the address", async () => {
@@ -62,7 +70,9 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
     expect(setCookie).toContain("SameSite=Strict");
     const state = await rawRequest(view.port, "/api/state", { headers: { Cookie: cookie } });
     expect(state.status).toBe(200);
-    expect(JSON.parse(state.body).channels.map((c: { name: string }) => c.name)).toEqual(["review"]);
+    expect(JSON.parse(state.body).channels.map((c: { name: string }) => c.name)).toEqual([
+      "review",
+    ]);
     const bearer = await rawRequest(view.port, "/api/state", {
       headers: { Authorization: `Bearer ${view.token}` },
     });
@@ -85,14 +95,20 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
   });
 
   it("refuses a DNS-rebinding Host header even with a valid token", async () => {
-    for (const host of [`evil.example:${view.port}`, `127.0.0.1.evil.example:${view.port}`, `localhost:${view.port + 1}`]) {
+    for (const host of [
+      `evil.example:${view.port}`,
+      `127.0.0.1.evil.example:${view.port}`,
+      `localhost:${view.port + 1}`,
+    ]) {
       const res = await rawRequest(view.port, "/api/state", {
         headers: { Host: host, Cookie: cookie },
       });
       expect(res.status, host).toBe(403);
     }
     // No Host at all: Node's HTTP server already answers 400 Bad Request.
-    const hostless = await rawRequest(view.port, "/api/state", { headers: { Host: "", Cookie: cookie } });
+    const hostless = await rawRequest(view.port, "/api/state", {
+      headers: { Host: "", Cookie: cookie },
+    });
     expect([400, 403]).toContain(hostless.status);
     const page = await rawRequest(view.port, `/?token=${view.token}`, {
       headers: { Host: `attacker.test:${view.port}` },
@@ -101,7 +117,9 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
     expect(page.headers["set-cookie"]).toBeUndefined();
     // Loopback names of this port are accepted.
     for (const host of [`localhost:${view.port}`, `[::1]:${view.port}`]) {
-      const res = await rawRequest(view.port, "/api/state", { headers: { Host: host, Cookie: cookie } });
+      const res = await rawRequest(view.port, "/api/state", {
+        headers: { Host: host, Cookie: cookie },
+      });
       expect(res.status, host).toBe(200);
     }
   });
@@ -109,7 +127,9 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
   it("refuses a POST from another origin, or with no origin, when authenticated by cookie", async () => {
     const before = messageFiles();
     expect((await post({ Cookie: cookie, Origin: "http://evil.example" })).status).toBe(403);
-    expect((await post({ Cookie: cookie, Origin: `http://127.0.0.1:${view.port + 1}` })).status).toBe(403);
+    expect(
+      (await post({ Cookie: cookie, Origin: `http://127.0.0.1:${view.port + 1}` })).status,
+    ).toBe(403);
     expect((await post({ Cookie: cookie })).status).toBe(403);
     expect(
       (await post({ Cookie: cookie, Origin: view.origin, "Sec-Fetch-Site": "cross-site" })).status,
@@ -117,7 +137,11 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
     // A classic cross-site form post cannot send JSON.
     const form = await rawRequest(view.port, "/api/channels/review/messages", {
       method: "POST",
-      headers: { Cookie: cookie, Origin: view.origin, "Content-Type": "application/x-www-form-urlencoded" },
+      headers: {
+        Cookie: cookie,
+        Origin: view.origin,
+        "Content-Type": "application/x-www-form-urlencoded",
+      },
       body: "from=dana&body=hi",
     });
     expect(form.status).toBe(415);
@@ -128,14 +152,22 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
     const ok = await post({ Cookie: cookie, Origin: view.origin });
     expect(ok.status).toBe(201);
     expect(JSON.parse(ok.body)).toMatchObject({ seq: 1, channel: "review" });
-    const scripted = await post({ Authorization: `Bearer ${view.token}` }, { from: "dana", body: "from a script" });
+    const scripted = await post(
+      { Authorization: `Bearer ${view.token}` },
+      { from: "dana", body: "from a script" },
+    );
     expect(scripted.status).toBe(201);
-    const bad = await post({ Cookie: cookie, Origin: view.origin }, { from: "not a name!", body: "x" });
+    const bad = await post(
+      { Cookie: cookie, Origin: view.origin },
+      { from: "not a name!", body: "x" },
+    );
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body).error).toMatchObject({ code: "INVALID_NAME" });
     const empty = await post({ Cookie: cookie, Origin: view.origin }, { from: "dana", body: "" });
     expect(JSON.parse(empty.body).error.message).toMatch(/body is required/);
-    const missing = await rawRequest(view.port, "/api/channels/nope/messages", { headers: { Cookie: cookie } });
+    const missing = await rawRequest(view.port, "/api/channels/nope/messages", {
+      headers: { Cookie: cookie },
+    });
     expect(missing.status).toBe(404);
     expect(messageFiles()).toHaveLength(2);
   });
@@ -170,7 +202,9 @@ describe("startViewer (the library call behind agent-chat serve --http)", () => 
       expect(viewer.token).toBe(token);
       const port = Number(new URL(viewer.url).port);
       expect(viewer.url).toBe(`http://127.0.0.1:${port}/?token=${token}`);
-      const res = await rawRequest(port, "/api/state", { headers: { Authorization: `Bearer ${token}` } });
+      const res = await rawRequest(port, "/api/state", {
+        headers: { Authorization: `Bearer ${token}` },
+      });
       expect(JSON.parse(res.body)).toEqual({ root: tmp.dir, channels: [] });
       await viewer.close();
       await expect(rawRequest(port, "/api/state")).rejects.toThrow(/ECONNREFUSED/);

@@ -112,8 +112,8 @@ function connect(): void {
   events.addEventListener("state", (e) => {
     const first = page.data === undefined;
     page.data = JSON.parse((e as globalThis.MessageEvent<string>).data) as StateView;
+    render();
     if (first) void onRoute();
-    else render();
   });
   events.addEventListener("message", (e) => {
     const { channel, message } = JSON.parse(
@@ -189,7 +189,9 @@ function renderChannels(): void {
           "span",
           { class: "channel-line" },
           h("span", { class: "channel-name" }, `#${c.name}`),
-          unread > 0 ? h("span", { class: "badge unread", title: "unread for you" }, String(unread)) : null,
+          unread > 0
+            ? h("span", { class: "badge unread", title: "unread for you" }, String(unread))
+            : null,
           h("span", { class: "count", title: "messages" }, String(c.messageCount)),
         ),
         c.topic ? h("span", { class: "channel-topic" }, c.topic) : null,
@@ -277,7 +279,11 @@ function renderDetails(): void {
 }
 
 function panelNode(channel: string, panel: PanelView): HTMLElement {
-  const section = h("section", { class: "panel", "data-panel": panel.id }, h("h2", {}, panel.title));
+  const section = h(
+    "section",
+    { class: "panel", "data-panel": panel.id },
+    h("h2", {}, panel.title),
+  );
   if (panel.kind === "tree") {
     append(section, [
       panel.focus ? h("p", { class: "meta" }, `focus: ${panel.focus}`) : null,
@@ -355,10 +361,17 @@ function renderMessages(): void {
 
 function messageNode(m: MessageView): HTMLElement {
   const channel = page.channel ?? "";
-  const replied = m.replyTo !== undefined ? page.messages.find((x) => x.seq === m.replyTo) : undefined;
+  const replied =
+    m.replyTo !== undefined ? page.messages.find((x) => x.seq === m.replyTo) : undefined;
   const reply = h("button", { type: "button", class: "reply-button" }, "Reply");
   reply.addEventListener("click", () => startReply(m));
-  const to = m.to.trim() === "" || /^(all|\*|\[\])$/i.test(m.to.trim()) ? "everyone" : m.to;
+  const to =
+    m.to.trim() === "" || /^(all|\*|\[\])$/i.test(m.to.trim())
+      ? "everyone"
+      : m.to
+          .split(",")
+          .map((name) => name.trim())
+          .join(", ");
   return h(
     "article",
     { class: "message", id: `m-${m.seq}`, "data-seq": m.seq },
@@ -375,6 +388,7 @@ function messageNode(m: MessageView): HTMLElement {
       ),
       h("span", { class: "badge status", "data-status": m.status.toLowerCase() }, m.status),
       h("time", { datetime: m.ts, title: m.ts }, formatTime(m.ts)),
+      reply,
     ),
     m.replyTo !== undefined
       ? h(
@@ -386,7 +400,6 @@ function messageNode(m: MessageView): HTMLElement {
       : null,
     h("h3", { class: "title" }, m.title),
     h("div", { class: "body" }, renderBlocks(parseMarkdown(m.body))),
-    h("footer", {}, reply),
   );
 }
 
@@ -417,11 +430,15 @@ function renderCompose(): void {
   form.hidden = !c;
   const options = $("to-options");
   const names = c ? c.members.map((m) => m.name) : [];
-  options.replaceChildren(h("option", { value: "all" }), ...names.map((n) => h("option", { value: n })));
+  options.replaceChildren(
+    h("option", { value: "all" }),
+    ...names.map((n) => h("option", { value: n })),
+  );
   const chip = $("reply-chip");
   if (page.replyTo) {
     chip.hidden = false;
-    $("reply-text").textContent = `Replying to #${page.replyTo.seq} · ${page.replyTo.from}: ${page.replyTo.title}`;
+    $("reply-text").textContent =
+      `Replying to #${page.replyTo.seq} · ${page.replyTo.from}: ${page.replyTo.title}`;
   } else {
     chip.hidden = true;
   }

@@ -259,7 +259,11 @@ function parseLink(
         if (text[j + 1] !== "(") return undefined;
         const close = text.indexOf(")", j + 2);
         if (close < 0) return undefined;
-        const href = text.slice(j + 2, close).trim().split(/\s+/)[0] ?? "";
+        const href =
+          text
+            .slice(j + 2, close)
+            .trim()
+            .split(/\s+/)[0] ?? "";
         return { label: text.slice(open + 1, j), href, end: close + 1 };
       }
     }
