@@ -185,6 +185,9 @@ export function parseInline(text: string): Inline[] {
         i = close + 2;
         continue;
       }
+      buffer += pair;
+      i += 2;
+      continue;
     }
     if ((c === "*" || c === "_") && text[i + 1] !== undefined && !/\s/.test(text[i + 1]!)) {
       const wordBefore = i > 0 && /\w/.test(text[i - 1]!);
@@ -234,7 +237,7 @@ export function parseInline(text: string): Inline[] {
 }
 
 function findEmphasisEnd(text: string, from: number, marker: string): number {
-  for (let j = from; j < text.length; j += 1) {
+  for (let j = from + 1; j < text.length; j += 1) {
     if (text[j] === "\n") return -1;
     if (text[j] === marker && !/\s/.test(text[j - 1]!) && text[j + 1] !== marker) {
       if (marker === "_" && j + 1 < text.length && /\w/.test(text[j + 1]!)) continue;
@@ -257,7 +260,7 @@ function parseLink(
       depth -= 1;
       if (depth === 0) {
         if (text[j + 1] !== "(") return undefined;
-        const close = text.indexOf(")", j + 2);
+        const close = closingParen(text, j + 1);
         if (close < 0) return undefined;
         const href =
           text
@@ -269,4 +272,18 @@ function parseLink(
     }
   }
   return undefined;
+}
+
+/** The `)` matching the `(` at `open`, counting nested pairs (URLs may hold them). */
+function closingParen(text: string, open: number): number {
+  let depth = 0;
+  for (let j = open; j < text.length; j += 1) {
+    if (text[j] === "\n") return -1;
+    if (text[j] === "(") depth += 1;
+    else if (text[j] === ")") {
+      depth -= 1;
+      if (depth === 0) return j;
+    }
+  }
+  return -1;
 }
