@@ -102,6 +102,9 @@ describe("web viewer in headless Chromium", () => {
     expect(await page.locator('[data-member="alice"] .badge').textContent()).toBe("2 unread");
     expect(await page.locator('[data-task="1"] .badge').textContent()).toBe("claimed by bob");
     expect(await page.locator('[data-task="2"] .badge').textContent()).toBe("open");
+    // Showing cursors never moves them.
+    expect(readFileSync(join(tmp.dir, "review", ".cursors", "bob.txt"), "utf8")).toBe("3");
+    expect(readdirSync(join(tmp.dir, "review", ".cursors"))).toEqual(["bob.txt"]);
     // No workspace or governance data exists, so no such panel is shown.
     expect(await page.locator("[data-panel]").count()).toBe(0);
   });
