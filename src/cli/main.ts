@@ -4,6 +4,7 @@ import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
 import { registerDaemonCommands } from "./commands/daemon.js";
 import { registerNatsCommands } from "./commands/nats.js";
+import { registerViewerCommands } from "./commands/viewer.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 
@@ -39,6 +40,7 @@ export async function main(argv: string[]): Promise<number> {
   registerCoreCommands(program, ctx);
   registerDaemonCommands(program, ctx);
   registerNatsCommands(program, ctx);
+  registerViewerCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);

@@ -67,25 +67,4 @@ describe("send and info without a daemon", () => {
       /posted #1/,
     );
   });
-
-  it.skipIf(existsSync(join(__dirname, "../../src/store/nats/b00t.ts")))(
-    "send --transport nats reports that NATS is not in this build",
-    async () => {
-      const w = world();
-      const r = await w.cli(["send", "--transport", "nats", "--message", "x"]);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toBe("agent-chat: NATS transport is not available in this build\n");
-    },
-  );
-
-  it.skipIf(existsSync(join(__dirname, "../../src/viewer/server.ts")))(
-    "serve --http reports a missing viewer clearly and leaves no socket behind",
-    async () => {
-      const w = world();
-      const r = await w.cli(["serve", "--http", "127.0.0.1:0"]);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain("the web viewer (--http) is not available in this build");
-      expect(readdirSync(join(w.env.XDG_RUNTIME_DIR, "agent-chat"))).toEqual([]);
-    },
-  );
 });

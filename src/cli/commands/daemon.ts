@@ -6,23 +6,8 @@ import { DaemonClient } from "../../daemon/client.js";
 import { probeSocket, type SocketState } from "../../daemon/listen.js";
 import { canonicalRoot } from "../../daemon/paths.js";
 import type { DaemonInfo } from "../../daemon/protocol.js";
-import type { Store } from "../../store/types.js";
+import { parseListenAddress } from "../../viewer/address.js";
 import { type CliContext, parsePositiveInt, UsageError } from "../context.js";
-
-/** Written on the NATS branch; absent from builds without it. */
-interface NatsB00tModule {
-  publishEnvelope(natsUrl: string, envelope: B00tEnvelope): Promise<void>;
-}
-
-/** Written on the viewer branch; absent from builds without it. */
-interface ViewerModule {
-  startViewer(options: {
-    store: Store;
-    host: string;
-    port: number;
-    allowRemote: boolean;
-  }): Promise<{ url: string; close(): Promise<void> }>;
-}
 
 const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
@@ -37,7 +22,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .option("--b00t", "also listen at ~/.b00t/chat.channel.socket for unmodified b00t clients")
     .option("--no-auto-create", "refuse envelopes for channels that do not exist")
     .option("--max-line <bytes>", "longest accepted line (default 1048576)")
-    .option("--http <[host:]port>", "also serve the web viewer (default host 127.0.0.1)")
+    .option("--http [address]", "also serve the web viewer at [HOST:]PORT (default 127.0.0.1:7391)")
     .option("--http-allow-remote", "let the viewer listen on a non-loopback address")
     .addHelpText(
       "after",
@@ -61,14 +46,18 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       if (opts.maxLine !== undefined) {
         serverOptions.maxLineBytes = parsePositiveInt(opts.maxLine, "--max-line");
       }
-      const http = opts.http === undefined ? undefined : parseHostPort(opts.http);
+      const http =
+        opts.http === undefined
+          ? undefined
+          : parseListenAddress(opts.http === true ? "" : opts.http);
       const server = new DaemonServer(serverOptions);
       let viewer: { url: string; close(): Promise<void> } | undefined;
       try {
         await server.listen(socketPath);
         if (opts.b00t) await server.listen(ctx.b00tSocketPath, dirname(socketPath));
         if (http) {
-          viewer = await (await loadViewer()).startViewer({
+          const { startViewer } = await import("../../viewer/server.js");
+          viewer = await startViewer({
             store,
             ...http,
             allowRemote: opts.httpAllowRemote === true,
@@ -135,7 +124,8 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       validateEnvelope(envelope);
       if (opts.transport === "nats") {
         const url = opts.natsUrl ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
-        await (await loadNats()).publishEnvelope(url, envelope);
+        const { publishEnvelope } = await import("../../store/nats/b00t.js");
+        await publishEnvelope(url, envelope);
         if (ctx.json) return ctx.printJson({ transport: "nats", url, channel: envelope.channel });
         return ctx.out(`published to chat.${envelope.channel} on ${url}\n`);
       }
@@ -174,10 +164,6 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       }
       const b00tState = await probeSocket(b00t).catch(() => "absent" as const);
       const natsUrl = ctx.env.NATS_URL || DEFAULT_NATS_URL;
-      const natsAvailable = await loadNats().then(
-        () => true,
-        () => false,
-      );
       const root = canonicalRoot(ctx.root);
       if (ctx.json) {
         return ctx.printJson({
@@ -189,7 +175,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
           b00t: { socket: b00t, state: b00tState, ours: daemon?.sockets.includes(b00t) ?? false },
           transports: [
             { name: "local", socket, live: daemon !== undefined },
-            { name: "nats", url: natsUrl, available: natsAvailable },
+            { name: "nats", url: natsUrl },
           ],
         });
       }
@@ -201,7 +187,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       ctx.out(
         `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${live}\n` +
           `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
-          `transports: local (unix socket), nats (${natsUrl}${natsAvailable ? "" : ", not in this build"})\n`,
+          `transports: local (unix socket), nats (${natsUrl})\n`,
       );
     });
 }
@@ -211,7 +197,7 @@ interface ServeFlags {
   b00t?: boolean;
   autoCreate: boolean;
   maxLine?: string;
-  http?: string;
+  http?: string | true;
   httpAllowRemote?: boolean;
 }
 
@@ -236,44 +222,4 @@ function parseMetadata(text: string): Record<string, unknown> {
     throw new AgentChatError("INVALID_ARGUMENT", "metadata must be a JSON object");
   }
   return value as Record<string, unknown>;
-}
-
-/** `8080`, `0.0.0.0:8080` or `[::1]:8080`. */
-export function parseHostPort(value: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]:|([^:]+):)?(\d+)$/.exec(value.trim());
-  const port = Number(m?.[3]);
-  if (!m || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new UsageError(`--http must be [HOST:]PORT (e.g. 8080 or 127.0.0.1:8080), not ${value}`);
-  }
-  return { host: m[1] ?? m[2] ?? "127.0.0.1", port };
-}
-
-async function loadNats(): Promise<NatsB00tModule> {
-  try {
-    // biome-ignore lint/suspicious/noTsIgnore: the module exists only once the NATS branch is merged, and then an expect-error would itself fail.
-    // @ts-ignore
-    return (await import("../../store/nats/b00t.js")) as NatsB00tModule;
-  } catch (err) {
-    throw new AgentChatError(
-      "BACKEND_UNAVAILABLE",
-      "NATS transport is not available in this build",
-      {
-        cause: err,
-      },
-    );
-  }
-}
-
-async function loadViewer(): Promise<ViewerModule> {
-  try {
-    // biome-ignore lint/suspicious/noTsIgnore: the module exists only once the viewer branch is merged, and then an expect-error would itself fail.
-    // @ts-ignore
-    return (await import("../../viewer/server.js")) as ViewerModule;
-  } catch (err) {
-    throw new AgentChatError(
-      "BACKEND_UNAVAILABLE",
-      "the web viewer (--http) is not available in this build",
-      { cause: err },
-    );
-  }
 }

@@ -1,0 +1,44 @@
+import type { Command } from "commander";
+import type { CliContext } from "../context.js";
+
+/** `agent-chat view`: the web viewer of the root, until Ctrl-C. */
+export function registerViewerCommands(program: Command, ctx: CliContext): void {
+  program
+    .command("view")
+    .description("serve the web viewer of the root (channels, live messages, posting) until Ctrl-C")
+    .option(
+      "--http <[host:]port>",
+      "where to listen (default 127.0.0.1:7391; port 0 picks a free one)",
+    )
+    .option("--http-allow-remote", "allow a non-loopback address (the token is still required)")
+    .addHelpText(
+      "after",
+      "\nPrints the page's address with a random access token; requests without it are refused.\n" +
+        "\nExamples:\n  agent-chat view\n  agent-chat view --http 8080\n" +
+        "  agent-chat --root ./chat view --http 127.0.0.1:0\n" +
+        "  agent-chat view --http 0.0.0.0:7391 --http-allow-remote",
+    )
+    .action(async (opts: { http?: string; httpAllowRemote?: boolean }) => {
+      // Loaded here so that the other commands never pay for the viewer.
+      const { parseListenAddress } = await import("../../viewer/address.js");
+      const { startViewer } = await import("../../viewer/server.js");
+      const address = parseListenAddress(opts.http ?? "");
+      const store = await ctx.open();
+      const viewer = await startViewer({
+        store,
+        host: address.host,
+        port: address.port,
+        allowRemote: opts.httpAllowRemote === true,
+      });
+      if (ctx.json) ctx.printJson({ url: viewer.url, token: viewer.token, root: store.location });
+      else {
+        ctx.out(`agent-chat viewer of ${store.location}\n  open ${viewer.url}\n`);
+        ctx.err("(Ctrl-C to stop)\n");
+      }
+      await new Promise<void>((resolve) => {
+        if (ctx.abort.signal.aborted) resolve();
+        ctx.abort.signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+      await viewer.close();
+    });
+}

@@ -1,0 +1,297 @@
+import { isAgentChatError } from "../core/errors.js";
+import { isRelevant, type Message, parseTo } from "../core/message.js";
+import { identity } from "../core/names.js";
+import type { ChannelInfo, Store } from "../store/types.js";
+import type {
+  ChannelView,
+  MemberView,
+  MessageView,
+  PanelView,
+  StateView,
+  TaskView,
+} from "./api-types.js";
+import { panelProviders } from "./panels.js";
+
+export type LiveEvent =
+  | { type: "state"; state: StateView }
+  | { type: "message"; channel: string; message: MessageView };
+
+/** How often the channel list, cursors and tasks are looked at again (messages are pushed). */
+const REFRESH_MS = 1000;
+/** A channel whose newest file did not parse is re-read this many times (a writer may be slow). */
+const RELOAD_ATTEMPTS = 5;
+
+interface ChannelCache {
+  messages: Map<number, Message>;
+  /** The channel's largest seq when it was last fully read, and how often that was retried. */
+  loadedAt: number;
+  attempts: number;
+}
+
+/**
+ * What the viewer shows, kept current: each channel's messages (read once, then extended by
+ * `store.watch`, which sees files whoever wrote them), and a summary of channels, members,
+ * cursors and tasks that is rebuilt every second and sent to the pages only when it changed.
+ */
+export class ViewerModel {
+  private readonly caches = new Map<string, ChannelCache>();
+  private readonly listeners = new Set<(event: LiveEvent) => void>();
+  private readonly stop = new AbortController();
+  private watchAbort: AbortController | undefined;
+  private watched = "";
+  private lastState: StateView | undefined;
+  private lastStateJson = "";
+  private timer: NodeJS.Timeout | undefined;
+  private refreshing: Promise<void> | undefined;
+  private refreshAgain = false;
+  private watchLoop: Promise<void> = Promise.resolve();
+
+  constructor(private readonly store: Store) {}
+
+  async start(): Promise<void> {
+    await this.refresh();
+    this.timer = setInterval(() => this.requestRefresh(), REFRESH_MS);
+  }
+
+  async close(): Promise<void> {
+    this.stop.abort();
+    clearInterval(this.timer);
+    this.watchAbort?.abort();
+    await this.watchLoop.catch(() => {});
+    await this.refreshing?.catch(() => {});
+    this.listeners.clear();
+  }
+
+  subscribe(listener: (event: LiveEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async state(): Promise<StateView> {
+    if (!this.lastState) await this.refresh();
+    return this.lastState!;
+  }
+
+  async messages(channel: string): Promise<MessageView[]> {
+    await this.store.roster(channel); // CHANNEL_NOT_FOUND for a channel that does not exist
+    const cache = await this.cache(channel);
+    return sorted(cache).map(messageView);
+  }
+
+  /** A post made through the page shows at once, before the watch reports it. */
+  noteMessage(message: Message): void {
+    this.add(message.channel, message);
+  }
+
+  private emit(event: LiveEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // One broken connection must not stop the others.
+      }
+    }
+  }
+
+  private add(channel: string, message: Message): void {
+    const cache = this.caches.get(channel);
+    if (!cache || cache.messages.has(message.seq)) return;
+    cache.messages.set(message.seq, message);
+    this.emit({ type: "message", channel, message: messageView(message) });
+    this.requestRefresh();
+  }
+
+  private async cache(channel: string): Promise<ChannelCache> {
+    let cache = this.caches.get(channel);
+    if (!cache) {
+      cache = { messages: new Map(), loadedAt: -1, attempts: 0 };
+      this.caches.set(channel, cache);
+      await this.load(channel, cache);
+    }
+    return cache;
+  }
+
+  private async load(channel: string, cache: ChannelCache): Promise<void> {
+    const all = await this.store.peek(channel, Number.MAX_SAFE_INTEGER);
+    const fresh = all.filter((m) => !cache.messages.has(m.seq));
+    const replaced = cache.messages.size > 0;
+    for (const m of all) cache.messages.set(m.seq, m);
+    // Files deleted by hand disappear from the view too.
+    // (Only up to what this read covered: the watch may have added newer ones meanwhile.)
+    const present = new Set(all.map((m) => m.seq));
+    const covered = all.at(-1)?.seq ?? 0;
+    for (const seq of cache.messages.keys()) {
+      if (seq <= covered && !present.has(seq)) cache.messages.delete(seq);
+    }
+    if (replaced) {
+      for (const m of fresh) {
+        this.emit({ type: "message", channel, message: messageView(m) });
+      }
+    }
+  }
+
+  private requestRefresh(): void {
+    if (this.stop.signal.aborted) return;
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = this.refresh()
+      .catch(() => {
+        // A channel removed mid-way or a transient read error: the next tick tries again.
+      })
+      .finally(() => {
+        this.refreshing = undefined;
+        if (this.refreshAgain) {
+          this.refreshAgain = false;
+          this.requestRefresh();
+        }
+      });
+  }
+
+  private async refresh(): Promise<void> {
+    const infos = await this.store.channels();
+    this.rewatch(infos);
+    const channels: ChannelView[] = [];
+    for (const info of infos) {
+      try {
+        channels.push(await this.channelView(info));
+      } catch (err) {
+        if (!isAgentChatError(err, "CHANNEL_NOT_FOUND")) throw err;
+      }
+    }
+    const state: StateView = { root: this.store.location, channels };
+    const json = JSON.stringify(state);
+    this.lastState = state;
+    if (json !== this.lastStateJson) {
+      this.lastStateJson = json;
+      this.emit({ type: "state", state });
+    }
+  }
+
+  private async channelView(info: ChannelInfo): Promise<ChannelView> {
+    const cache = await this.cache(info.name);
+    const newest = maxSeq(cache);
+    // The watch passes over a file that did not parse when it looked (e.g. one an editor was
+    // still writing); reading the channel again picks it up once it is complete.
+    if (info.lastSeq > newest && !cache.messages.has(info.lastSeq)) {
+      if (cache.loadedAt !== info.lastSeq) {
+        cache.loadedAt = info.lastSeq;
+        cache.attempts = 0;
+      }
+      if (cache.attempts < RELOAD_ATTEMPTS) {
+        cache.attempts += 1;
+        await this.load(info.name, cache);
+      }
+    } else if (info.lastSeq < newest) {
+      await this.load(info.name, cache);
+    }
+    const messages = sorted(cache);
+    const members = await this.members(info, messages);
+    const tasks: TaskView[] = (await this.store.tasks(info.name)).map((t) => {
+      const view: TaskView = { id: t.id, state: t.state, title: t.title };
+      if (t.holder !== undefined) view.holder = t.holder;
+      return view;
+    });
+    const panels: PanelView[] = [];
+    for (const provider of panelProviders) {
+      const panel = await provider.load(this.store, info.name);
+      if (panel) panels.push(panel);
+    }
+    return {
+      name: info.name,
+      topic: info.topic,
+      created: info.created,
+      open: info.members.length === 0,
+      members,
+      messageCount: messages.length,
+      lastSeq: Math.max(info.lastSeq, maxSeq(cache)),
+      tasks,
+      panels,
+    };
+  }
+
+  /** Declared members; in an open channel, everyone seen sending or addressed by name. */
+  private async members(info: ChannelInfo, messages: Message[]): Promise<MemberView[]> {
+    const names = new Map<string, { name: string; declared: boolean }>();
+    for (const name of info.members) names.set(identity(name), { name, declared: true });
+    if (info.members.length === 0) {
+      for (const m of messages) {
+        const candidates = [m.from, ...parseTo(m.to).names];
+        for (const name of candidates) {
+          const id = identity(name);
+          if (!names.has(id)) names.set(id, { name, declared: false });
+        }
+      }
+    }
+    const out: MemberView[] = [];
+    for (const { name, declared } of names.values()) {
+      let cursor = 0;
+      try {
+        cursor = await this.store.cursor(info.name, name);
+      } catch {
+        // A name the store cannot hold a cursor for (not a valid agent name) has read nothing.
+      }
+      const unread = messages.filter((m) => m.seq > cursor && isRelevant(m, name)).length;
+      out.push({ name, declared, cursor, unread });
+    }
+    return out;
+  }
+
+  /** Watches every channel; when channels come or go, starts again from where it was. */
+  private rewatch(infos: ChannelInfo[]): void {
+    const key = infos.map((i) => i.name).join("\n");
+    if (key === this.watched || this.stop.signal.aborted) return;
+    this.watched = key;
+    this.watchAbort?.abort();
+    const abort = new AbortController();
+    this.watchAbort = abort;
+    const after: Record<string, number> = {};
+    for (const info of infos) {
+      const cache = this.caches.get(info.name);
+      after[info.name] = cache ? maxSeq(cache) : info.lastSeq;
+    }
+    const channels = infos.map((i) => i.name);
+    const previous = this.watchLoop;
+    this.watchLoop = previous.then(async () => {
+      if (channels.length === 0 || abort.signal.aborted) return;
+      try {
+        for await (const message of this.store.watch(channels, {
+          signal: abort.signal,
+          after,
+        })) {
+          this.add(message.channel, message);
+        }
+      } catch {
+        // A watched channel was removed: the next refresh sees a new list and watches again.
+        if (!abort.signal.aborted) this.watched = "";
+      }
+    });
+  }
+}
+
+function sorted(cache: ChannelCache): Message[] {
+  return [...cache.messages.values()].sort((a, b) => a.seq - b.seq);
+}
+
+function maxSeq(cache: ChannelCache): number {
+  let max = 0;
+  for (const seq of cache.messages.keys()) if (seq > max) max = seq;
+  return max;
+}
+
+export function messageView(m: Message): MessageView {
+  const view: MessageView = {
+    seq: m.seq,
+    from: m.from,
+    to: m.to,
+    ts: m.ts,
+    status: m.status,
+    title: m.title,
+    body: m.body,
+    file: m.file,
+    extra: m.extra,
+  };
+  if (m.replyTo !== undefined) view.replyTo = m.replyTo;
+  return view;
+}

@@ -1,0 +1,516 @@
+import type {
+  ChannelView,
+  ErrorView,
+  MessageEvent,
+  MessageView,
+  PanelView,
+  PostRequest,
+  StateView,
+} from "../api-types.js";
+import { append, h, renderBlocks } from "./dom.js";
+import { parseMarkdown } from "./markdown.js";
+
+/** The page: channels on the left, the conversation in the middle, tasks and cursors beside. */
+
+const NAME_KEY = "agent-chat-viewer:name";
+
+interface PageState {
+  data: StateView | undefined;
+  channel: string | undefined;
+  messages: MessageView[];
+  replyTo: MessageView | undefined;
+  connected: boolean;
+}
+
+const page: PageState = {
+  data: undefined,
+  channel: undefined,
+  messages: [],
+  replyTo: undefined,
+  connected: false,
+};
+
+const $ = (id: string) => document.getElementById(id)!;
+
+async function api<T>(path: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(path, { credentials: "same-origin", ...init });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  if (!res.ok) {
+    const message =
+      (body as ErrorView | undefined)?.error?.message ?? (text.trim() || `HTTP ${res.status}`);
+    throw new Error(message);
+  }
+  return body as T;
+}
+
+// --- routing: #/<channel> or #/<channel>/<seq> ----------------------------------------------
+
+function route(): { channel?: string; seq?: number } {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean);
+  const out: { channel?: string; seq?: number } = {};
+  if (parts[0]) out.channel = decodeURIComponent(parts[0]);
+  if (parts[1] && /^\d+$/.test(parts[1])) out.seq = Number(parts[1]);
+  return out;
+}
+
+function messageHref(channel: string, seq: number): string {
+  return `#/${encodeURIComponent(channel)}/${seq}`;
+}
+
+async function onRoute(): Promise<void> {
+  const target = route();
+  const channels = page.data?.channels ?? [];
+  const name = target.channel ?? page.channel ?? channels[0]?.name;
+  if (!name) return render();
+  if (name !== page.channel) {
+    page.channel = name;
+    page.replyTo = undefined;
+    page.messages = [];
+    render();
+    await loadMessages();
+  }
+  if (target.seq !== undefined) jumpTo(target.seq);
+  else scrollToEnd();
+}
+
+async function loadMessages(): Promise<void> {
+  const channel = page.channel;
+  if (!channel) return;
+  try {
+    const res = await api<{ messages: MessageView[] }>(
+      `/api/channels/${encodeURIComponent(channel)}/messages`,
+    );
+    if (channel !== page.channel) return;
+    page.messages = res.messages;
+    renderMessages();
+  } catch (err) {
+    $("messages").replaceChildren(h("p", { class: "empty" }, (err as Error).message));
+  }
+}
+
+// --- live updates ---------------------------------------------------------------------------
+
+function connect(): void {
+  const events = new EventSource("/api/events");
+  events.addEventListener("open", () => {
+    const wasDown = !page.connected;
+    page.connected = true;
+    renderLive();
+    // After a reconnection, fetch what may have arrived while the stream was down.
+    if (wasDown && page.data) void loadMessages();
+  });
+  events.addEventListener("error", () => {
+    page.connected = false;
+    renderLive();
+  });
+  events.addEventListener("state", (e) => {
+    const first = page.data === undefined;
+    page.data = JSON.parse((e as globalThis.MessageEvent<string>).data) as StateView;
+    render();
+    if (first) void onRoute();
+  });
+  events.addEventListener("message", (e) => {
+    const { channel, message } = JSON.parse(
+      (e as globalThis.MessageEvent<string>).data,
+    ) as MessageEvent;
+    if (channel !== page.channel || page.messages.some((m) => m.seq === message.seq)) return;
+    const list = $("messages");
+    const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 80 || isPhone();
+    page.messages.push(message);
+    page.messages.sort((a, b) => a.seq - b.seq);
+    const last = page.messages.at(-1)?.seq === message.seq;
+    if (last) {
+      list.querySelector(".empty")?.remove();
+      list.appendChild(messageNode(message));
+      if (atEnd) scrollToEnd();
+    } else {
+      renderMessages();
+    }
+  });
+}
+
+function isPhone(): boolean {
+  return window.matchMedia("(max-width: 760px)").matches;
+}
+
+// --- rendering ------------------------------------------------------------------------------
+
+function current(): ChannelView | undefined {
+  return page.data?.channels.find((c) => c.name === page.channel);
+}
+
+function render(): void {
+  renderChannels();
+  renderHead();
+  renderDetails();
+  renderCompose();
+}
+
+function renderLive(): void {
+  const live = $("live");
+  live.textContent = page.connected ? "live" : "reconnecting…";
+  live.className = page.connected ? "live on" : "live off";
+}
+
+function myName(): string {
+  return (localStorage.getItem(NAME_KEY) ?? "").trim();
+}
+
+function renderChannels(): void {
+  const list = $("channels");
+  const channels = page.data?.channels ?? [];
+  $("root").textContent = page.data?.root ?? "";
+  if (channels.length === 0) {
+    list.replaceChildren(
+      h("p", { class: "empty" }, "No channels yet. Create one with: agent-chat init NAME"),
+    );
+    return;
+  }
+  const me = myName().toLowerCase();
+  list.replaceChildren(
+    ...channels.map((c) => {
+      const mine = c.members.find((m) => m.name.toLowerCase() === me);
+      const unread = mine?.unread ?? 0;
+      return h(
+        "a",
+        {
+          class: c.name === page.channel ? "channel selected" : "channel",
+          href: `#/${encodeURIComponent(c.name)}`,
+          "aria-current": c.name === page.channel ? "page" : undefined,
+          "data-channel": c.name,
+        },
+        h(
+          "span",
+          { class: "channel-line" },
+          h("span", { class: "channel-name" }, `#${c.name}`),
+          unread > 0
+            ? h("span", { class: "badge unread", title: "unread for you" }, String(unread))
+            : null,
+          h("span", { class: "count", title: "messages" }, String(c.messageCount)),
+        ),
+        c.topic ? h("span", { class: "channel-topic" }, c.topic) : null,
+      );
+    }),
+  );
+}
+
+function renderHead(): void {
+  const c = current();
+  const head = $("channel-head");
+  if (!c) {
+    head.replaceChildren(h("h1", {}, page.data ? "No channel" : "Loading…"));
+    return;
+  }
+  head.replaceChildren();
+  append(head, [
+    h("h1", {}, `#${c.name}`),
+    c.topic ? h("p", { class: "topic" }, c.topic) : null,
+    h(
+      "p",
+      { class: "meta" },
+      `${c.messageCount} message${c.messageCount === 1 ? "" : "s"} · `,
+      c.open ? "open to everyone" : `${c.members.length} members`,
+    ),
+  ]);
+}
+
+function renderDetails(): void {
+  const c = current();
+  const box = $("details");
+  if (!c) {
+    box.replaceChildren();
+    return;
+  }
+  const members = h(
+    "section",
+    { class: "panel", id: "members" },
+    h("h2", {}, "Members & read cursors"),
+    c.members.length === 0
+      ? h("p", { class: "empty" }, "Nobody yet.")
+      : h(
+          "ul",
+          { class: "members" },
+          ...c.members.map((m) =>
+            h(
+              "li",
+              { "data-member": m.name },
+              h("span", { class: "who" }, m.name),
+              h(
+                "span",
+                { class: "cursor" },
+                m.cursor > 0 ? `read to #${m.cursor}` : "has not read",
+              ),
+              m.unread > 0
+                ? h("span", { class: "badge unread" }, `${m.unread} unread`)
+                : h("span", { class: "badge done" }, "up to date"),
+            ),
+          ),
+        ),
+  );
+  const tasks = h(
+    "section",
+    { class: "panel", id: "tasks" },
+    h("h2", {}, "Tasks & claims"),
+    c.tasks.length === 0
+      ? h("p", { class: "empty" }, "No task markers.")
+      : h(
+          "ul",
+          { class: "tasks" },
+          ...c.tasks.map((t) =>
+            h(
+              "li",
+              { "data-task": t.id },
+              h("span", { class: "task-id" }, `task-${t.id}`),
+              h("span", { class: "task-title" }, t.title),
+              t.state === "claimed"
+                ? h("span", { class: "badge claimed" }, `claimed by ${t.holder ?? "?"}`)
+                : h("span", { class: "badge open" }, "open"),
+            ),
+          ),
+        ),
+  );
+  box.replaceChildren(members, tasks, ...c.panels.map((p) => panelNode(c.name, p)));
+}
+
+function panelNode(channel: string, panel: PanelView): HTMLElement {
+  const section = h(
+    "section",
+    { class: "panel", "data-panel": panel.id },
+    h("h2", {}, panel.title),
+  );
+  if (panel.kind === "tree") {
+    append(section, [
+      panel.focus ? h("p", { class: "meta" }, `focus: ${panel.focus}`) : null,
+      h("pre", { class: "tree" }, panel.text),
+    ]);
+    return section;
+  }
+  if (panel.items.length === 0) {
+    section.appendChild(h("p", { class: "empty" }, "Nothing pending."));
+    return section;
+  }
+  const list = h("ul", { class: "requests" });
+  for (const item of panel.items) {
+    const approve = h("button", { type: "button", class: "approve" }, "Approve");
+    const reject = h("button", { type: "button", class: "reject" }, "Reject");
+    const act = (action: "approve" | "reject") => async () => {
+      const as = myName();
+      if (!as) return showError("Enter your name in the message box first.");
+      try {
+        await api(
+          `/api/channels/${encodeURIComponent(channel)}/panels/${encodeURIComponent(panel.id)}/items/${encodeURIComponent(item.id)}/${action}`,
+          {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ as }),
+          },
+        );
+      } catch (err) {
+        showError((err as Error).message);
+      }
+    };
+    approve.addEventListener("click", act("approve"));
+    reject.addEventListener("click", act("reject"));
+    list.appendChild(
+      h(
+        "li",
+        {},
+        h("span", { class: "who" }, item.from),
+        h("span", {}, item.title),
+        item.detail ? h("p", { class: "meta" }, item.detail) : null,
+        h("span", { class: "actions" }, approve, reject),
+      ),
+    );
+  }
+  section.appendChild(list);
+  return section;
+}
+
+function formatTime(ts: string): string {
+  const date = new Date(ts);
+  if (Number.isNaN(date.getTime())) return ts;
+  const now = new Date();
+  const sameDay = date.toDateString() === now.toDateString();
+  const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (sameDay) return time;
+  const day = date.toLocaleDateString([], {
+    month: "short",
+    day: "numeric",
+    year: date.getFullYear() === now.getFullYear() ? undefined : "numeric",
+  });
+  return `${day}, ${time}`;
+}
+
+function renderMessages(): void {
+  const list = $("messages");
+  if (page.messages.length === 0) {
+    list.replaceChildren(h("p", { class: "empty" }, "No messages yet. Say hello below."));
+    return;
+  }
+  list.replaceChildren(...page.messages.map(messageNode));
+  const target = route();
+  if (target.seq !== undefined && target.channel === page.channel) jumpTo(target.seq);
+  else scrollToEnd();
+}
+
+function messageNode(m: MessageView): HTMLElement {
+  const channel = page.channel ?? "";
+  const replied =
+    m.replyTo !== undefined ? page.messages.find((x) => x.seq === m.replyTo) : undefined;
+  const reply = h("button", { type: "button", class: "reply-button" }, "Reply");
+  reply.addEventListener("click", () => startReply(m));
+  const to =
+    m.to.trim() === "" || /^(all|\*|\[\])$/i.test(m.to.trim())
+      ? "everyone"
+      : m.to
+          .split(",")
+          .map((name) => name.trim())
+          .join(", ");
+  return h(
+    "article",
+    { class: "message", id: `m-${m.seq}`, "data-seq": m.seq },
+    h(
+      "header",
+      {},
+      h("a", { class: "seq", href: messageHref(channel, m.seq), title: m.file }, `#${m.seq}`),
+      h(
+        "span",
+        { class: "route" },
+        h("span", { class: "from" }, m.from),
+        h("span", { class: "arrow", "aria-label": "to" }, " → "),
+        h("span", { class: "to" }, to),
+      ),
+      h("span", { class: "badge status", "data-status": m.status.toLowerCase() }, m.status),
+      h("time", { datetime: m.ts, title: m.ts }, formatTime(m.ts)),
+      reply,
+    ),
+    m.replyTo !== undefined
+      ? h(
+          "a",
+          { class: "reply-link", href: messageHref(channel, m.replyTo) },
+          `↪ in reply to #${m.replyTo}`,
+          replied ? ` · ${replied.from}: ${replied.title}` : "",
+        )
+      : null,
+    h("h3", { class: "title" }, m.title),
+    h("div", { class: "body" }, renderBlocks(parseMarkdown(m.body))),
+  );
+}
+
+function jumpTo(seq: number): void {
+  const el = document.getElementById(`m-${seq}`);
+  if (!el) return;
+  el.scrollIntoView({ block: "center" });
+  el.classList.remove("flash");
+  void el.offsetWidth; // restart the highlight animation
+  el.classList.add("flash");
+}
+
+function scrollToEnd(): void {
+  const list = $("messages");
+  list.scrollTop = list.scrollHeight;
+  if (isPhone()) list.lastElementChild?.scrollIntoView({ block: "end" });
+}
+
+// --- compose --------------------------------------------------------------------------------
+
+function input(id: string): HTMLInputElement {
+  return $(id) as HTMLInputElement;
+}
+
+function renderCompose(): void {
+  const c = current();
+  const form = $("compose") as HTMLFormElement;
+  form.hidden = !c;
+  const options = $("to-options");
+  const names = c ? c.members.map((m) => m.name) : [];
+  options.replaceChildren(
+    h("option", { value: "all" }),
+    ...names.map((n) => h("option", { value: n })),
+  );
+  const chip = $("reply-chip");
+  if (page.replyTo) {
+    chip.hidden = false;
+    $("reply-text").textContent =
+      `Replying to #${page.replyTo.seq} · ${page.replyTo.from}: ${page.replyTo.title}`;
+  } else {
+    chip.hidden = true;
+  }
+}
+
+function startReply(m: MessageView): void {
+  page.replyTo = m;
+  input("to").value = m.from;
+  if (input("title").value.trim() === "") {
+    input("title").value = /^re:/i.test(m.title) ? m.title : `Re: ${m.title}`;
+  }
+  renderCompose();
+  ($("body") as HTMLTextAreaElement).focus();
+}
+
+function showError(message: string): void {
+  const box = $("compose-error");
+  box.textContent = message;
+  box.hidden = message === "";
+}
+
+async function submit(event: SubmitEvent): Promise<void> {
+  event.preventDefault();
+  const c = current();
+  if (!c) return;
+  const from = input("from").value.trim();
+  localStorage.setItem(NAME_KEY, from);
+  const request: PostRequest = {
+    from,
+    to: input("to").value.trim() || "all",
+    title: input("title").value.trim(),
+    body: ($("body") as HTMLTextAreaElement).value,
+    status: ($("status") as HTMLSelectElement).value,
+  };
+  if (page.replyTo) request.replyTo = page.replyTo.seq;
+  const button = $("send") as HTMLButtonElement;
+  button.disabled = true;
+  try {
+    await api(`/api/channels/${encodeURIComponent(c.name)}/messages`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    showError("");
+    ($("body") as HTMLTextAreaElement).value = "";
+    input("title").value = "";
+    page.replyTo = undefined;
+    renderCompose();
+    renderChannels();
+  } catch (err) {
+    showError((err as Error).message);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function init(): void {
+  input("from").value = myName();
+  $("compose").addEventListener("submit", (e) => void submit(e as SubmitEvent));
+  $("body").addEventListener("keydown", (e) => {
+    const key = e as KeyboardEvent;
+    if (key.key === "Enter" && (key.ctrlKey || key.metaKey)) {
+      ($("compose") as HTMLFormElement).requestSubmit();
+    }
+  });
+  $("cancel-reply").addEventListener("click", () => {
+    page.replyTo = undefined;
+    renderCompose();
+  });
+  window.addEventListener("hashchange", () => void onRoute());
+  renderLive();
+  connect();
+}
+
+init();

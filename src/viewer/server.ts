@@ -1,0 +1,393 @@
+import { existsSync, promises as fsp } from "node:fs";
+import {
+  createServer,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { AgentChatError, type ErrorCode } from "../core/errors.js";
+import { validateName } from "../core/names.js";
+import type { PostInput, Store } from "../store/types.js";
+import {
+  DEFAULT_VIEWER_HOST,
+  DEFAULT_VIEWER_PORT,
+  isLoopbackHost,
+  isWildcardHost,
+  urlHost,
+} from "./address.js";
+import type { PostRequest } from "./api-types.js";
+import { ViewerModel } from "./model.js";
+import { panelProviders } from "./panels.js";
+import {
+  bearer,
+  cookieName,
+  HostPolicy,
+  newToken,
+  originAllowed,
+  readCookie,
+  SECURITY_HEADERS,
+  sameToken,
+} from "./security.js";
+
+export interface ViewerOptions {
+  store: Store;
+  /** Default 127.0.0.1. Anything but a loopback address needs `allowRemote`. */
+  host?: string;
+  /** Default 7391; 0 picks a free port. */
+  port?: number;
+  allowRemote?: boolean;
+  /** Default: 32 random bytes. */
+  token?: string;
+}
+
+export interface Viewer {
+  /** The page's address with the access token. */
+  url: string;
+  token: string;
+  close(): Promise<void>;
+}
+
+/** Largest POST body accepted: a maximal message body plus room for JSON escaping. */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
+
+const ASSETS: Record<string, string> = {
+  "/app.js": "text/javascript; charset=utf-8",
+  "/app.css": "text/css; charset=utf-8",
+  "/favicon.svg": "image/svg+xml",
+};
+
+/**
+ * Serves the web viewer of a store: one page, a JSON API and server-sent events. Only callers
+ * holding the access token get anything (see docs/viewer.md for the security model).
+ */
+export async function startViewer(options: ViewerOptions): Promise<Viewer> {
+  const host = options.host ?? DEFAULT_VIEWER_HOST;
+  const requestedPort = options.port ?? DEFAULT_VIEWER_PORT;
+  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535) {
+    throw new AgentChatError("INVALID_ARGUMENT", `invalid port ${requestedPort}`);
+  }
+  if (!isLoopbackHost(host) && !options.allowRemote) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `refusing to serve the viewer on ${host}: it is not a loopback address, so other machines ` +
+        "could reach it; allow that explicitly (--http-allow-remote) if you mean it",
+    );
+  }
+  const token = options.token ?? newToken();
+  if (!/^[A-Za-z0-9_-]{16,}$/.test(token)) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      "the viewer token must be at least 16 characters of A-Z, a-z, 0-9, '_' or '-'",
+    );
+  }
+  const assets = locateAssets();
+  const model = new ViewerModel(options.store);
+  await model.start();
+
+  const streams = new Set<ServerResponse>();
+  let hostPolicy: HostPolicy | undefined;
+  let cookie = "";
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      if (!res.headersSent) sendError(res, err);
+      else res.destroy();
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!hostPolicy?.allows(req.headers.host)) {
+      return sendText(res, 403, "agent-chat viewer: unexpected Host header (refused)");
+    }
+    const url = new URL(req.url ?? "/", "http://viewer.invalid");
+    const path = url.pathname;
+    const viaHeader = sameToken(bearer(req), token);
+    const authorised = viaHeader || sameToken(readCookie(req, cookie), token);
+
+    if (req.method === "GET" && path === "/" && url.searchParams.has("token")) {
+      if (!sameToken(url.searchParams.get("token") ?? undefined, token)) {
+        return sendText(res, 401, refusal);
+      }
+      // Trade the token in the address for a cookie that scripts cannot read and other sites
+      // cannot send, and take the token out of the address bar and history.
+      res.writeHead(303, {
+        ...SECURITY_HEADERS,
+        "Set-Cookie": `${cookie}=${token}; HttpOnly; SameSite=Strict; Path=/`,
+        Location: "/",
+      });
+      res.end();
+      return;
+    }
+    if (!authorised) return sendText(res, 401, refusal);
+
+    if (req.method === "GET" || req.method === "HEAD") {
+      if (path === "/" || path === "/index.html") {
+        return sendFile(res, assets, "index.html", "text/html; charset=utf-8");
+      }
+      const type = ASSETS[path];
+      if (type) return sendFile(res, assets, path.slice(1), type);
+      if (path === "/api/state") return sendJson(res, 200, await model.state());
+      if (path === "/api/events") return openStream(req, res);
+      const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
+      if (m) {
+        const channel = channelParam(m[1]!);
+        return sendJson(res, 200, { channel, messages: await model.messages(channel) });
+      }
+      return sendText(res, 404, "not found");
+    }
+
+    if (req.method === "POST") {
+      if (!originAllowed(req, viaHeader)) {
+        return sendJson(res, 403, {
+          error: { code: "FORBIDDEN", message: "cross-site request refused (Origin)" },
+        });
+      }
+      const type = String(req.headers["content-type"] ?? "");
+      if (!/^application\/json\b/i.test(type)) {
+        return sendJson(res, 415, {
+          error: { code: "UNSUPPORTED_MEDIA_TYPE", message: "send application/json" },
+        });
+      }
+      const body = await readJson(req);
+      const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
+      if (post) return postMessage(res, channelParam(post[1]!), body);
+      const act =
+        /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject)$/.exec(path);
+      if (act) {
+        const provider = panelProviders.find((p) => p.id === decodeURIComponent(act[2]!));
+        if (!provider?.act) return sendText(res, 404, "no such panel");
+        const as = field(body, "as", true)!;
+        validateName("agent", as);
+        await provider.act(
+          options.store,
+          channelParam(act[1]!),
+          decodeURIComponent(act[3]!),
+          act[4] as "approve" | "reject",
+          as,
+        );
+        return sendJson(res, 200, { ok: true });
+      }
+      return sendText(res, 404, "not found");
+    }
+    res.setHeader("Allow", "GET, HEAD, POST");
+    return sendText(res, 405, "method not allowed");
+  }
+
+  async function postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
+    const request = body as Partial<PostRequest>;
+    const input: PostInput = {
+      from: field(request, "from", true, "your name (from)")!,
+      body: field(request, "body", true, "a message body")!,
+    };
+    const title = field(request, "title");
+    if (title) input.title = title;
+    const to = field(request, "to");
+    if (to) input.to = to;
+    const status = field(request, "status");
+    if (status) input.status = status;
+    const reply = request.replyTo;
+    if (reply !== undefined && reply !== null && String(reply).trim() !== "") {
+      const n = Number(reply);
+      if (!Number.isSafeInteger(n) || n <= 0) {
+        throw new AgentChatError("INVALID_ARGUMENT", "reply to must be a message number");
+      }
+      input.replyTo = n;
+    }
+    const result = await options.store.post(channel, input);
+    const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
+    if (written) model.noteMessage(written);
+    sendJson(res, 201, result);
+  }
+
+  function openStream(req: IncomingMessage, res: ServerResponse): void {
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      "Content-Type": "text/event-stream; charset=utf-8",
+      Connection: "keep-alive",
+    });
+    res.write("retry: 1000\n\n");
+    streams.add(res);
+    const send = (event: string, data: unknown) => {
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const unsubscribe = model.subscribe((event) => {
+      if (event.type === "state") send("state", event.state);
+      else send("message", { channel: event.channel, message: event.message });
+    });
+    model.state().then(
+      (state) => send("state", state),
+      () => {},
+    );
+    const heartbeat = setInterval(() => res.write(": keep-alive\n\n"), HEARTBEAT_MS);
+    const end = () => {
+      clearInterval(heartbeat);
+      unsubscribe();
+      streams.delete(res);
+    };
+    req.on("close", end);
+    res.on("close", end);
+  }
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(requestedPort, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    await model.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    const where = `${urlHost(host)}:${requestedPort}`;
+    if (code === "EADDRINUSE") {
+      throw new AgentChatError(
+        "IO_ERROR",
+        `${where} is already in use; choose another port (e.g. --http ${host}:0 for any free one)`,
+        { cause: err },
+      );
+    }
+    throw new AgentChatError("IO_ERROR", `cannot listen on ${where}: ${code ?? err}`, {
+      cause: err,
+    });
+  }
+  const port = (server.address() as AddressInfo).port;
+  hostPolicy = new HostPolicy(host, port);
+  cookie = cookieName(port);
+  const shownHost = isWildcardHost(host) ? (host === "::" ? "::1" : "127.0.0.1") : host;
+  const url = `http://${urlHost(shownHost)}:${port}/?token=${token}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    token,
+    close() {
+      closing ??= (async () => {
+        for (const res of streams) res.end();
+        await model.close();
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        });
+      })();
+      return closing;
+    },
+  };
+}
+
+const refusal =
+  "agent-chat viewer: access token missing or wrong. Open the address printed at start " +
+  "(it ends in ?token=...).";
+
+/** The page's files: beside the bundle (dist/viewer), or built from a source checkout. */
+function locateAssets(): string {
+  const candidates = ["./viewer/", "../viewer/", "../../dist/viewer/"].map((rel) =>
+    fileURLToPath(new URL(rel, import.meta.url)),
+  );
+  const found = candidates.find((dir) => existsSync(`${dir}index.html`));
+  if (!found) {
+    throw new AgentChatError(
+      "IO_ERROR",
+      `the viewer page is missing (looked in ${candidates.join(", ")}); run npm run build`,
+    );
+  }
+  return found;
+}
+
+function channelParam(raw: string): string {
+  return validateName("channel", decodeURIComponent(raw));
+}
+
+function field(
+  body: unknown,
+  key: string,
+  required = false,
+  label: string = key,
+): string | undefined {
+  const value = (body as Record<string, unknown> | null)?.[key];
+  if (value === undefined || value === null || value === "") {
+    if (required) throw new AgentChatError("INVALID_ARGUMENT", `${label} is required`);
+    return undefined;
+  }
+  if (typeof value !== "string") {
+    throw new AgentChatError("INVALID_ARGUMENT", `${label} must be text`);
+  }
+  return value;
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_REQUEST_BYTES) {
+      throw new AgentChatError("TOO_LARGE", `request is larger than ${MAX_REQUEST_BYTES} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    const value: unknown = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error();
+    return value;
+  } catch {
+    throw new AgentChatError("INVALID_ARGUMENT", "request body is not a JSON object");
+  }
+}
+
+const STATUS_OF: Partial<Record<ErrorCode, number>> = {
+  INVALID_ARGUMENT: 400,
+  INVALID_NAME: 400,
+  CORRUPT_META: 500,
+  CHANNEL_NOT_FOUND: 404,
+  TASK_NOT_FOUND: 404,
+  NOT_A_MEMBER: 403,
+  NOT_HOLDER: 403,
+  CHANNEL_EXISTS: 409,
+  TASK_EXISTS: 409,
+  CLAIM_LOST: 409,
+  TOO_LARGE: 413,
+  LOCK_TIMEOUT: 503,
+  BACKEND_UNAVAILABLE: 503,
+};
+
+function sendError(res: ServerResponse, err: unknown): void {
+  if (err instanceof AgentChatError) {
+    sendJson(res, STATUS_OF[err.code] ?? 500, { error: { code: err.code, message: err.message } });
+  } else {
+    sendJson(res, 500, { error: { code: "INTERNAL", message: String(err) } });
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  send(res, status, { "Content-Type": "application/json; charset=utf-8" }, JSON.stringify(value));
+}
+
+function sendText(res: ServerResponse, status: number, text: string): void {
+  send(res, status, { "Content-Type": "text/plain; charset=utf-8" }, `${text}\n`);
+}
+
+async function sendFile(
+  res: ServerResponse,
+  dir: string,
+  name: string,
+  type: string,
+): Promise<void> {
+  send(res, 200, { "Content-Type": type }, await fsp.readFile(`${dir}${name}`));
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  headers: OutgoingHttpHeaders,
+  body: string | Buffer,
+): void {
+  res.writeHead(status, {
+    ...SECURITY_HEADERS,
+    ...headers,
+    "Content-Length": Buffer.byteLength(body),
+  });
+  res.end(res.req.method === "HEAD" ? undefined : body);
+}
