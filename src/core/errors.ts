@@ -19,7 +19,10 @@ export type ErrorCode =
   | "TOO_LARGE"
   | "IO_ERROR"
   | "BACKEND_UNAVAILABLE"
-  | "PROTOCOL_ERROR";
+  | "PROTOCOL_ERROR"
+  | "INVALID_KFILE"
+  | "NOT_FOUND"
+  | "NORMALIZER_FAILED";
 
 export class AgentChatError extends Error {
   override readonly name = "AgentChatError";
