@@ -378,13 +378,14 @@ export function parseUpdate(value: string, line = 2): UpdateAction {
   const ref = (i: number, what = "a folder like [blog] or [root]/[blog]") =>
     (expect(i, "ref", what) as { ref: FolderRef }).ref;
   const str = (i: number, what: string) => (expect(i, "string", what) as { value: string }).value;
-  const file = (i: number) => {
+  const checked = <T>(value: string, check: (v: string) => T): T => {
     try {
-      return validateFileName(str(i, 'a quoted file name like "notes.md"'));
+      return check(value);
     } catch (err) {
       throw kfileError(line, (err as Error).message);
     }
   };
+  const file = (i: number) => checked(str(i, 'a quoted file name like "notes.md"'), validateFileName);
   const count = (...n: number[]) => {
     if (!n.includes(tokens.length)) {
       throw kfileError(
@@ -393,13 +394,8 @@ export function parseUpdate(value: string, line = 2): UpdateAction {
       );
     }
   };
-  const desc = (i: number) => {
-    try {
-      return validateDescription(str(i, 'a quoted description like "article about the protocol"'));
-    } catch (err) {
-      throw kfileError(line, (err as Error).message);
-    }
-  };
+  const desc = (i: number) =>
+    checked(str(i, 'a quoted description like "article about the protocol"'), validateDescription);
   const newFolderName = (i: number): string => {
     const r = ref(i, "the new name in brackets, like [posts]");
     if (r.segments.length !== 1) {
@@ -449,12 +445,7 @@ export function parseUpdate(value: string, line = 2): UpdateAction {
       count(3);
       const folder = ref(0);
       const from = file(1);
-      let to: string;
-      try {
-        to = validateFileName(str(2, 'the new quoted file name like "final.md"'));
-      } catch (err) {
-        throw kfileError(line, (err as Error).message);
-      }
+      const to = checked(str(2, 'the new quoted file name like "final.md"'), validateFileName);
       return { action, args: { folder, file: from, newFile: to } };
     }
     case "move-file":
