@@ -278,7 +278,10 @@ function allowed(labels: readonly string[]): string {
  * what was expected there and the allowed labels.
  */
 export function parseKFile(text: string): KFile {
-  const found: Partial<Record<Key, { value: string; line: number }>> = {};
+  const found: Partial<Record<Key, number>> = {};
+  let response: ResponseAction | undefined;
+  let update: UpdateAction | undefined;
+  let clarify: ClarifyAction | undefined;
   const lines = text.split(/\r?\n/);
   lines.forEach((raw, i) => {
     const line = i + 1;
@@ -299,33 +302,32 @@ export function parseKFile(text: string): KFile {
         `unknown key ${JSON.stringify(clip(key))}; a K-file has exactly the keys ${KEYS.join(", ")}`,
       );
     }
-    if (found[canonical]) {
-      throw kfileError(line, `${canonical} given twice (first on line ${found[canonical].line})`);
+    if (found[canonical] !== undefined) {
+      throw kfileError(line, `${canonical} given twice (first on line ${found[canonical]})`);
     }
-    found[canonical] = { value: trimmed.slice(colon + 1).trim(), line };
+    found[canonical] = line;
+    const value = trimmed.slice(colon + 1).trim();
+    if (canonical === "ResponseAction") response = label(value, RESPONSE_ACTIONS, canonical, line);
+    else if (canonical === "ClarifyAction")
+      clarify = label(value, CLARIFY_ACTIONS, canonical, line);
+    else update = parseUpdate(value, line);
   });
   for (const key of KEYS) {
-    if (!found[key]) {
+    if (found[key] === undefined) {
       throw kfileError(
         undefined,
         `missing the line "${key}: …" (a K-file has three lines: ResponseAction, UpdateAction, ClarifyAction)`,
       );
     }
   }
-  const r = found.ResponseAction!;
-  const u = found.UpdateAction!;
-  const c = found.ClarifyAction!;
-  const response = label(r.value, RESPONSE_ACTIONS, "ResponseAction", r.line);
-  const clarify = label(c.value, CLARIFY_ACTIONS, "ClarifyAction", c.line);
-  const update = parseUpdate(u.value, u.line);
-  if (update.args === undefined && update.action !== "none" && clarify === "none") {
+  if (update!.args === undefined && update!.action !== "none" && clarify === "none") {
     throw kfileError(
-      u.line,
-      `UpdateAction ${update.action} needs its arguments when ClarifyAction is none: ` +
-        UPDATE_SYNTAX[update.action],
+      found.UpdateAction,
+      `UpdateAction ${update!.action} needs its arguments when ClarifyAction is none: ` +
+        UPDATE_SYNTAX[update!.action],
     );
   }
-  return { response, update, clarify } as KFile;
+  return { response: response!, update: update!, clarify: clarify! };
 }
 
 function label<T extends string>(value: string, labels: readonly T[], key: Key, line: number): T {
@@ -385,7 +387,8 @@ export function parseUpdate(value: string, line = 2): UpdateAction {
       throw kfileError(line, (err as Error).message);
     }
   };
-  const file = (i: number) => checked(str(i, 'a quoted file name like "notes.md"'), validateFileName);
+  const file = (i: number) =>
+    checked(str(i, 'a quoted file name like "notes.md"'), validateFileName);
   const count = (...n: number[]) => {
     if (!n.includes(tokens.length)) {
       throw kfileError(

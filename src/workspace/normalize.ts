@@ -609,7 +609,9 @@ function planUpdate(c: Clause, ctx: Ctx): UpdatePlan {
       };
     }
     case "store": {
-      const fileWord = words.map((w) => quoted(w, ctx) ?? clean(w)).find((w) => FILE_TOKEN.test(w));
+      const mention = fileMention(words, ctx);
+      if (mention.invalid) return clarifyTarget("store-file", mention.invalid);
+      const fileWord = mention.file;
       const place = folderAfter(words, PLACE, ctx);
       let ref = focusRef;
       if (place.hit.kind === "found") ref = place.hit.ref;
@@ -644,7 +646,9 @@ function planUpdate(c: Clause, ctx: Ctx): UpdatePlan {
     case "edit": {
       const lower = c.text.toLowerCase();
       const mode = /^(append|add|extend)\b/.test(lower) ? "append" : "replace";
-      const fileWord = words.map((w) => quoted(w, ctx) ?? clean(w)).find((w) => FILE_TOKEN.test(w));
+      const mention = fileMention(words, ctx);
+      if (mention.invalid) return clarifyTarget("edit-file", mention.invalid);
+      const fileWord = mention.file;
       if (fileWord === undefined)
         return clarifyTarget("edit-file", "the file to edit is not named (like notes.md)");
       const loc = locateFile(fileWord, words, ctx);
@@ -665,6 +669,23 @@ function planUpdate(c: Clause, ctx: Ctx): UpdatePlan {
     default:
       return { update: { action: "none" }, clarify: "none" };
   }
+}
+
+const LOOKS_LIKE_FILE = /\.(?:md|markdown|txt|text|json|csv|yaml|yml|html|tex|pdf)$/i;
+
+/** The file a clause names; a path-like name (`../x.md`, `a/b.md`) is reported as invalid. */
+function fileMention(words: string[], ctx: Ctx): { file?: string; invalid?: string } {
+  for (const w of words.map((x) => quoted(x, ctx) ?? clean(x))) {
+    if (FILE_TOKEN.test(w)) return { file: w };
+    if (LOOKS_LIKE_FILE.test(w)) {
+      try {
+        validateFileName(w);
+      } catch (err) {
+        return { invalid: (err as Error).message };
+      }
+    }
+  }
+  return {};
 }
 
 /** Finds the folder holding `file`: a folder named in the clause, else the focus, else unique. */
