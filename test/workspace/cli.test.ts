@@ -184,7 +184,7 @@ describe("agent-chat ws", () => {
     expect(files).toHaveLength(6);
     const msgs = files.map((f) => {
       const parsed = parseMessage(readFileSync(join(root, "review", f), "utf8"), f, "review");
-      if (!parsed.ok) throw new Error(parsed.error);
+      if (!parsed.ok) throw new Error(parsed.reason);
       return parsed.message;
     });
     expect(msgs.map((m) => [m.from, m.status, m.replyTo])).toEqual([
