@@ -494,13 +494,21 @@ export async function runNormalizer(
     stderr: string;
     timedOut: boolean;
   }>((resolve, reject) => {
-    const child = spawn("/bin/sh", ["-c", command], { stdio: ["pipe", "pipe", "pipe"] });
+    // Its own process group, so that a timeout also kills what the command started.
+    const child = spawn("/bin/sh", ["-c", command], {
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+    });
     let out = "";
     let err = "";
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGKILL");
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
     }, timeoutMs);
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
       out += d;

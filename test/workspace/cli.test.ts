@@ -223,7 +223,7 @@ describe("agent-chat ws", () => {
     await runCli(["ws", "apply", "--workspace", ws, "--kfile", "-", "--content", "start"], {
       input: K('store-file([log], "log.md")'),
     });
-    const n = 8;
+    const n = 5;
     const children = [];
     for (let i = 0; i < n; i++) {
       children.push(startCli(["ws", "turn", "--workspace", ws, `append to log.md: line ${i}`]));
