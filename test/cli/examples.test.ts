@@ -9,7 +9,9 @@ describe("the README's runnable examples", () => {
   it("examples/library.mjs runs and shows a wait, a lost claim, a watch and a read", async () => {
     const tmp = tempDir();
     try {
-      const { stdout } = await run(process.execPath, ["examples/library.mjs", tmp.dir], { timeout: 30_000 });
+      const { stdout } = await run(process.execPath, ["examples/library.mjs", tmp.dir], {
+        timeout: 30_000,
+      });
       expect(stdout).toBe(
         'bob got #1 "Draft ready" from alice\n' +
           "alice: CLAIM_LOST (task 12 is already claimed by bob)\n" +
@@ -24,7 +26,9 @@ describe("the README's runnable examples", () => {
   it("npm run demo's script runs the 60-second tour", async () => {
     const tmp = tempDir();
     try {
-      const { stdout } = await run(process.execPath, ["scripts/demo.mjs", tmp.dir], { timeout: 60_000 });
+      const { stdout } = await run(process.execPath, ["scripts/demo.mjs", tmp.dir], {
+        timeout: 60_000,
+      });
       expect(stdout).toContain("posted #1 ");
       expect(stdout).toContain("(bob's wait returned: exit 0)");
       expect(stdout).toContain("agent-chat: task 12 is already claimed by bob\n(exit 3)");

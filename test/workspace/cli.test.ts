@@ -224,9 +224,12 @@ describe("agent-chat ws", () => {
       input: K('store-file([log], "log.md")'),
     });
     const n = 5;
+    const slow = { timeoutMs: 30_000 };
     const children = [];
     for (let i = 0; i < n; i++) {
-      children.push(startCli(["ws", "turn", "--workspace", ws, `append to log.md: line ${i}`]));
+      children.push(
+        startCli(["ws", "turn", "--workspace", ws, `append to log.md: line ${i}`], slow),
+      );
       children.push(
         startCli(["ws", "turn", "--workspace", ws, `create a folder f${i} in log for folder ${i}`]),
       );
@@ -234,7 +237,7 @@ describe("agent-chat ws", () => {
         startCli(["ws", "turn", "--workspace", ws, i % 2 ? "focus on log" : "go to the root"]),
       );
     }
-    const results = await Promise.all(children.map((c) => collect(c, { timeoutMs: 30_000 })));
+    const results = await Promise.all(children.map((c) => collect(c)));
     for (const r of results) expect(r.code, r.stderr).toBe(0);
     const log = readFileSync(join(ws, "log", "log.md"), "utf8")
       .trimEnd()
