@@ -5,6 +5,7 @@ import { registerCoreCommands } from "./commands/core.js";
 import { registerDaemonCommands } from "./commands/daemon.js";
 import { registerNatsCommands } from "./commands/nats.js";
 import { registerViewerCommands } from "./commands/viewer.js";
+import { registerWorkspaceCommands } from "./commands/workspace.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 
@@ -41,6 +42,7 @@ export async function main(argv: string[]): Promise<number> {
   registerDaemonCommands(program, ctx);
   registerNatsCommands(program, ctx);
   registerViewerCommands(program, ctx);
+  registerWorkspaceCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);

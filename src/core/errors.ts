@@ -22,7 +22,10 @@ export type ErrorCode =
   | "PROTOCOL_ERROR"
   | "DAEMON_RUNNING"
   /** A bug on the other side of a connection (the daemon reports it instead of crashing). */
-  | "INTERNAL";
+  | "INTERNAL"
+  | "INVALID_KFILE"
+  | "NOT_FOUND"
+  | "NORMALIZER_FAILED";
 
 export class AgentChatError extends Error {
   override readonly name = "AgentChatError";

@@ -1,0 +1,711 @@
+import {
+  type ClarifyAction,
+  type FolderRef,
+  type KFile,
+  type ResponseAction,
+  ROOT_NAME,
+  type UpdateAction,
+  validateDescription,
+  validateFileName,
+  validateFolderName,
+} from "../core/kfile.js";
+import { slug } from "../core/names.js";
+import { allFolders, type Folder, findByPath, type Snapshot, shortRef } from "./kfolder.js";
+
+/**
+ * The rule-based normaliser: Request → K-file, deterministic, no model. docs/workspace.md lists
+ * the phrasings it understands; in short:
+ *
+ * 1. The request is split at its first `: ` or newline into the instruction and the inline
+ *    content (what `store-file`/`edit-file` write, unless the turn brings its own content).
+ * 2. The instruction is cut into clauses at `and`, `then`, `;`; a clause that does not start
+ *    with a known verb (after fillers such as "please", "can you") belongs to the one before.
+ * 3. The first clause whose verb changes the K-folder gives the UpdateAction; a clause with a
+ *    discussion, proof or export verb gives the ResponseAction (else `acknowledge` when there is
+ *    an update, else `discuss` for a question or a longer statement, else `ask-goal`).
+ * 4. Targets are taken from the words after the verb; a folder is named by its short name, a
+ *    path `a/b`, or `[a]/[b]`; a file by a name with a known extension (`notes.md`). A target
+ *    that does not exist or that names several folders gives `ask-target` — never a guess.
+ */
+export interface Normalized {
+  kfile: KFile;
+  /** The inline content of the request (after `: ` or the first newline), if any. */
+  content?: string;
+  /** Why a clarification is asked, in words for the response. */
+  reason?: string;
+}
+
+const FILLERS = new Set(
+  "please pls kindly now ok okay so then also just can could would will you we i let's lets let us want to like need shall".split(
+    " ",
+  ),
+);
+const FILE_TOKEN =
+  /^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\.(?:md|markdown|txt|text|json|csv|tsv|yaml|yml|html|htm|tex|pdf|py|ts|js|org|rst|xml|toml|ini|log)$/i;
+const SKIP = new Set(
+  "the a an my our this that these those folder folders directory dir subfolder sub-folder area section workspace-folder called named titled on to into in onto inside back over file document new".split(
+    " ",
+  ),
+);
+
+type Verb =
+  | "create"
+  | "focus"
+  | "rename"
+  | "describe-as"
+  | "move"
+  | "delete"
+  | "store"
+  | "edit"
+  | "prove"
+  | "export"
+  | "discuss";
+
+const VERBS: Array<[RegExp, Verb]> = [
+  [
+    /^(?:(?:create|make|start|set up|setup|add|open (?:up )?a new)\b(?=.*\b(?:folder|directory|dir|subfolder|sub-folder)s?\b)|mkdir\b|new (?:sub)?folder\b)/,
+    "create",
+  ],
+  [
+    /^(?:focus|switch|open|go|navigate|enter|cd|work (?:on|in)|jump|change (?:the )?focus|select)\b/,
+    "focus",
+  ],
+  [
+    /^(?:describe (?:the )?\S+(?: folder)? as|(?:change|set|update) the description)\b/,
+    "describe-as",
+  ],
+  [/^(?:rename|retitle)\b/, "rename"],
+  [/^(?:move|put|relocate|nest|transfer)\b/, "move"],
+  [/^(?:delete|remove|erase|drop|trash|rm|discard|destroy|get rid of)\b/, "delete"],
+  [/^(?:store|save|record|note down|write down|remember|file)\b/, "store"],
+  [
+    /^(?:edit|update|append|add|modify|change|revise|amend|rewrite|replace|fix|correct|extend)\b/,
+    "edit",
+  ],
+  [/^(?:prove|show that|demonstrate|derive|verify that)\b/, "prove"],
+  [
+    /^(?:export|generate|produce|draft|create|compile|render|package|publish|write (?:a|an|the|up)\b)/,
+    "export",
+  ],
+  [
+    /^(?:summari[sz]e|explain|discuss|compare|analy[sz]e|describe|tell|what|why|how|who|when|where|which|is|are|can|does|do|should|list|show|review|think|brainstorm|develop|elaborate|outline|answer|help|give|clarify|continue|consider|evaluate|define|sketch|shorten|expand|condense|simplify|rephrase|make it|translate|critique|check)\b/,
+    "discuss",
+  ],
+];
+
+const UPDATE_VERBS = new Set<Verb>([
+  "create",
+  "focus",
+  "rename",
+  "describe-as",
+  "move",
+  "delete",
+  "store",
+  "edit",
+]);
+
+interface Clause {
+  verb: Verb;
+  /** The clause from its verb on, original case, quotes replaced by placeholders. */
+  text: string;
+  /** Words after the verb. */
+  rest: string[];
+  /** No known verb starts it: a statement or a question. */
+  unknown?: boolean;
+}
+
+export function splitRequest(request: string): { instruction: string; content?: string } {
+  const m = /:\s|\n/.exec(request);
+  if (!m) return { instruction: request.trim() };
+  const instruction = request.slice(0, m.index).trim();
+  const content = request.slice(m.index + m[0].length).trim();
+  return content === "" ? { instruction } : { instruction, content };
+}
+
+export function normalize(request: string, snapshot: Snapshot): Normalized {
+  const { instruction, content } = splitRequest(request);
+  const quotes: string[] = [];
+  const masked = instruction.replace(/"([^"]*)"|“([^”]*)”/g, (_m, a, b) => {
+    quotes.push((a ?? b) as string);
+    return ` \u0000${quotes.length - 1} `;
+  });
+  const clauses = toClauses(masked);
+  const result = decide(clauses, instruction, snapshot, quotes, content);
+  if (content !== undefined) result.content = content;
+  return result;
+}
+
+function toClauses(text: string): Clause[] {
+  const parts = text
+    .split(/\s*(?:;|,?\s+and then\s+|,?\s+then\s+|,?\s+and\s+|,\s+)\s*/i)
+    .filter((p) => p.trim() !== "");
+  const clauses: Clause[] = [];
+  for (const part of parts) {
+    const words = part
+      .trim()
+      .replace(/[.!?]+$/, "")
+      .split(/\s+/);
+    while (words.length > 1 && FILLERS.has(words[0]!.toLowerCase().replace(/[,']/g, ""))) {
+      words.shift();
+    }
+    const body = words.join(" ");
+    const lower = body.toLowerCase();
+    const hit = VERBS.find(([re]) => re.test(lower));
+    if (hit) {
+      const verbLen = (hit[0].exec(lower) as RegExpExecArray)[0].split(/\s+/).length;
+      clauses.push({ verb: hit[1], text: body, rest: words.slice(verbLen) });
+    } else if (clauses.length > 0) {
+      const prev = clauses[clauses.length - 1]!;
+      prev.text += ` and ${body}`;
+      prev.rest.push("and", ...words);
+    } else {
+      clauses.push({ verb: "discuss", text: body, rest: words, unknown: true });
+    }
+  }
+  return clauses;
+}
+
+type UpdatePlan = { update: UpdateAction; clarify: ClarifyAction; reason?: string };
+
+function decide(
+  clauses: Clause[],
+  instruction: string,
+  snapshot: Snapshot,
+  quotes: string[],
+  content: string | undefined,
+): Normalized {
+  const ask = (clarify: ClarifyAction, reason: string): Normalized => ({
+    kfile: { response: "discuss", update: { action: "none" }, clarify },
+    reason,
+  });
+  if (instruction.replace(/[\s?.!]/g, "") === "" && content === undefined) {
+    return ask("ask-goal", "the request is empty");
+  }
+  const updates = clauses.filter((c) => UPDATE_VERBS.has(c.verb));
+  const talk = clauses.filter((c) => !UPDATE_VERBS.has(c.verb));
+  const known = clauses.some((c) => !c.unknown);
+  const isQuestion = /\?\s*$/.test(instruction);
+  if (!known && !isQuestion && instruction.split(/\s+/).length <= 3) {
+    return ask(
+      "ask-goal",
+      `"${instruction}" does not say what to do (discuss, create, focus, store, …)`,
+    );
+  }
+  const ctx: Ctx = { snapshot, quotes, content };
+  let plan: UpdatePlan = { update: { action: "none" }, clarify: "none" };
+  if (updates.length > 0) {
+    plan = planUpdate(updates[0]!, ctx);
+    if (updates.length > 1 && plan.clarify === "none") {
+      plan = {
+        update: plan.update,
+        clarify: "ask-goal",
+        reason: `one turn makes one change to the K-folder, and this request asks for ${updates.length} (${updates.map((u) => u.verb).join(", ")}): ask for them one at a time`,
+      };
+    }
+  }
+  let response: ResponseAction = plan.update.action === "none" ? "discuss" : "acknowledge";
+  let talkClarify: { clarify: ClarifyAction; reason: string } | undefined;
+  const first = talk[0];
+  if (first) {
+    response = first.verb === "prove" ? "prove" : first.verb === "export" ? "export" : "discuss";
+    talkClarify = responseClarify(first);
+  }
+  if (plan.clarify !== "none") {
+    return {
+      kfile: { response, update: plan.update, clarify: plan.clarify },
+      ...(plan.reason ? { reason: plan.reason } : {}),
+    };
+  }
+  if (talkClarify) {
+    return {
+      kfile: { response, update: plan.update, clarify: talkClarify.clarify },
+      reason: talkClarify.reason,
+    };
+  }
+  return { kfile: { response, update: plan.update, clarify: "none" } };
+}
+
+const FORMATS =
+  /\b(markdown|md|pdf|html|json|csv|table|list|slides?|article|report|document|summary|outline|text|latex|tex|docx|yaml|essay|post|letter|email|readme|spec|checklist|diagram)\b/i;
+
+function responseClarify(c: Clause): { clarify: ClarifyAction; reason: string } | undefined {
+  const rest = c.rest.map((w) => w.toLowerCase().replace(/[^a-z0-9.]/g, "")).filter((w) => w);
+  const meaningful = rest.filter(
+    (w) => !["it", "this", "that", "the", "a", "an", "something"].includes(w),
+  );
+  if (c.verb === "prove" && meaningful.length === 0) {
+    return { clarify: "ask-content", reason: "there is no proposition to prove" };
+  }
+  if (
+    c.verb === "export" &&
+    !FORMATS.test(c.text) &&
+    !c.rest.some((w) => FILE_TOKEN.test(clean(w)))
+  ) {
+    return {
+      clarify: "ask-format",
+      reason: "the form of the artifact is not given (markdown, html, json, a report, slides, …)",
+    };
+  }
+  const lower = c.text.toLowerCase();
+  if (c.verb === "discuss") {
+    if (/^compare\b/.test(lower) && !/\b(and|with|to|vs|versus|against)\b/.test(lower)) {
+      return {
+        clarify: "ask-content",
+        reason: "a comparison needs at least two things to compare",
+      };
+    }
+    if (
+      /\b(shorter|longer|briefer|more concise|shorten|condense|expand|more detail(?:ed)?)\b/.test(
+        lower,
+      ) &&
+      !/\d/.test(lower)
+    ) {
+      return {
+        clarify: "ask-constraint",
+        reason: "the limit is not given (for example: in 100 words, to 3 points)",
+      };
+    }
+    if (
+      meaningful.length === 0 &&
+      /^(explain|describe|define|clarify|analy[sz]e|discuss|answer)$/.test(lower)
+    ) {
+      return { clarify: "ask-content", reason: `nothing to ${lower} was named` };
+    }
+  }
+  return undefined;
+}
+
+interface Ctx {
+  snapshot: Snapshot;
+  quotes: string[];
+  content: string | undefined;
+}
+
+function clean(word: string): string {
+  return word.replace(/^["'`([{]+|["'`)\]},.!?;:]+$/g, "");
+}
+
+/** A word naming an existing folder: `blog`, `a/b`, `[a]/[b]`, `root`. */
+type FolderHit =
+  | { kind: "found"; ref: FolderRef; folder: Folder }
+  | { kind: "missing"; word: string }
+  | { kind: "ambiguous"; word: string; ref: FolderRef; count: number }
+  | { kind: "none" };
+
+function lookupFolder(word: string, ctx: Ctx): FolderHit {
+  const raw = word.replace(/^\[|\]$/g, "");
+  const lower = raw.toLowerCase();
+  const root = ctx.snapshot.root;
+  if (["root", "top", "home", "workspace", "top-level"].includes(lower)) {
+    return { kind: "found", ref: { segments: [ROOT_NAME] }, folder: root };
+  }
+  if (["parent", "up"].includes(lower)) {
+    const path = ctx.snapshot.focus.slice(0, -1);
+    return { kind: "found", ref: shortRef(root, path), folder: findByPath(root, path)! };
+  }
+  const segs = raw
+    .split("/")
+    .map((s) => s.replace(/^\[|\]$/g, ""))
+    .filter((s) => s !== "");
+  if (segs.length === 0) return { kind: "none" };
+  const starts =
+    segs[0]!.toLowerCase() === ROOT_NAME
+      ? [root]
+      : allFolders(root).filter(
+          (f) => f.path.length > 0 && f.name.toLowerCase() === segs[0]!.toLowerCase(),
+        );
+  const ends: Folder[] = [];
+  for (const s of starts) {
+    let at: Folder | undefined = s;
+    for (const seg of segs.slice(1))
+      at = at?.children.find((c) => c.name.toLowerCase() === seg.toLowerCase());
+    if (at) ends.push(at);
+  }
+  if (ends.length === 1)
+    return { kind: "found", ref: shortRef(root, ends[0]!.path), folder: ends[0]! };
+  if (ends.length === 0) return { kind: "missing", word: raw };
+  const segments = segs.length === 1 ? [ends[0]!.name] : segs;
+  return { kind: "ambiguous", word: raw, ref: { segments }, count: ends.length };
+}
+
+/** The first word after `from`, skipping articles and "folder": the candidate name. */
+function candidate(
+  words: string[],
+  from = 0,
+  stop: RegExp = STOP,
+): { word?: string; index: number } {
+  for (let i = from; i < words.length; i++) {
+    const w = clean(words[i]!);
+    const lower = w.toLowerCase();
+    if (stop.test(lower)) return { index: i };
+    if (w === "" || SKIP.has(lower) || FILLERS.has(lower)) continue;
+    return { word: w, index: i };
+  }
+  return { index: words.length };
+}
+
+const NEVER = /(?!)/;
+const STOP = /^(for|about|with|described|description|and|as)$/;
+const PLACE = /^(in|inside|into|under|within|to|onto|from|at)$/;
+
+/** The folder named after one of `preps` (e.g. "in blog", "to the protocol folder"). */
+function folderAfter(words: string[], preps: RegExp, ctx: Ctx): { hit: FolderHit; index: number } {
+  for (let i = 0; i < words.length; i++) {
+    if (preps.test(clean(words[i]!).toLowerCase())) {
+      const c = candidate(words, i + 1, /^(for|about|with|described|and|as|from|to|into)$/);
+      if (c.word !== undefined && !FILE_TOKEN.test(c.word))
+        return { hit: lookupFolder(c.word, ctx), index: i };
+    }
+  }
+  return { hit: { kind: "none" }, index: -1 };
+}
+
+function missingReason(hit: FolderHit): string {
+  if (hit.kind === "missing") return `there is no folder named ${hit.word}`;
+  if (hit.kind === "ambiguous")
+    return `${hit.count} folders are named ${hit.word}; name one by its path, like protocol/${hit.word}`;
+  return "no folder is named";
+}
+
+function clarifyTarget(
+  action: UpdateAction["action"],
+  reason: string,
+  update?: UpdateAction,
+): UpdatePlan {
+  return { update: update ?? ({ action } as UpdateAction), clarify: "ask-target", reason };
+}
+
+function quoted(word: string | undefined, ctx: Ctx): string | undefined {
+  const m = word === undefined ? null : /^\u0000(\d+)$/.exec(word);
+  return m ? ctx.quotes[Number(m[1])] : undefined;
+}
+
+function descriptionOf(words: string[], ctx: Ctx): string | undefined {
+  for (let i = 0; i < words.length; i++) {
+    const q = quoted(words[i], ctx);
+    if (
+      q !== undefined &&
+      i > 0 &&
+      /^(for|about|described|description|as|-)$/.test(clean(words[i - 1]!).toLowerCase())
+    )
+      return q;
+  }
+  const text = words.map((w) => quoted(w, ctx) ?? w).join(" ");
+  const m = /\b(?:for|about|described as|with (?:the )?description|description)\s+(.+)$/i.exec(
+    text,
+  );
+  if (!m) {
+    const q = words.map((w) => quoted(w, ctx)).find((x) => x !== undefined);
+    return q;
+  }
+  return m[1]!
+    .replace(/^(?:the|a|an)\s+/i, "")
+    .replace(/[.!?]+$/, "")
+    .trim();
+}
+
+function planUpdate(c: Clause, ctx: Ctx): UpdatePlan {
+  const root = ctx.snapshot.root;
+  const focusRef = shortRef(root, ctx.snapshot.focus);
+  const focusFolder = findByPath(root, ctx.snapshot.focus)!;
+  const words = c.rest;
+  switch (c.verb) {
+    case "focus": {
+      const cand = candidate(words);
+      if (cand.word === undefined)
+        return clarifyTarget("focus-folder", "no folder to focus on was named");
+      const hit = lookupFolder(quoted(cand.word, ctx) ?? cand.word, ctx);
+      if (hit.kind === "found")
+        return { update: { action: "focus-folder", args: { folder: hit.ref } }, clarify: "none" };
+      if (hit.kind === "ambiguous") {
+        return clarifyTarget("focus-folder", missingReason(hit), {
+          action: "focus-folder",
+          args: { folder: hit.ref },
+        });
+      }
+      return clarifyTarget("focus-folder", missingReason(hit));
+    }
+    case "create": {
+      const placeAt = words.findIndex((w) =>
+        /^(in|inside|under|within)$/.test(clean(w).toLowerCase()),
+      );
+      const descAt = words.findIndex(
+        (w) => STOP.test(clean(w).toLowerCase()) && !/^(and|as)$/.test(clean(w).toLowerCase()),
+      );
+      const head = words.slice(
+        0,
+        [placeAt, descAt].filter((i) => i >= 0).reduce((a, b) => Math.min(a, b), words.length),
+      );
+      const cand = candidate(head, 0, NEVER);
+      const name = quoted(cand.word, ctx) ?? cand.word;
+      if (name === undefined)
+        return clarifyTarget(
+          "create-folder",
+          "the new folder's name is missing (create a folder NAME)",
+        );
+      try {
+        validateFolderName(name);
+      } catch (err) {
+        return clarifyTarget("create-folder", (err as Error).message);
+      }
+      let parent: FolderRef = focusRef;
+      let parentFolder = focusFolder;
+      if (placeAt >= 0 && (descAt < 0 || placeAt < descAt)) {
+        const p = folderAfter(
+          words.slice(placeAt, descAt >= 0 ? descAt : undefined),
+          /^(in|inside|under|within)$/,
+          ctx,
+        );
+        if (p.hit.kind !== "found")
+          return clarifyTarget("create-folder", `the parent folder: ${missingReason(p.hit)}`);
+        parent = p.hit.ref;
+        parentFolder = p.hit.folder;
+      }
+      const description =
+        descAt >= 0
+          ? (descriptionOf(words.slice(descAt), ctx) ?? "")
+          : (descriptionOf(words, ctx) ?? "");
+      try {
+        validateDescription(description);
+      } catch (err) {
+        return clarifyTarget("create-folder", (err as Error).message);
+      }
+      const update: UpdateAction = {
+        action: "create-folder",
+        args: { folder: { segments: [...parent.segments, name] }, description },
+      };
+      if (parentFolder.children.some((f) => f.name === name)) {
+        return clarifyTarget(
+          "create-folder",
+          `a folder named ${name} already exists there`,
+          update,
+        );
+      }
+      return { update, clarify: "none" };
+    }
+    case "describe-as": {
+      const text = c.text;
+      const m =
+        /^describe\s+(?:the\s+)?(\S+?)(?:\s+folder)?\s+as\s+(.+)$/i.exec(text) ??
+        /^(?:change|set|update)\s+the\s+description\s+of\s+(?:the\s+)?(\S+?)(?:\s+folder)?\s+(?:to|as)\s+(.+)$/i.exec(
+          text,
+        );
+      if (!m) return clarifyTarget("rename-folder", "say: describe FOLDER as DESCRIPTION");
+      const hit = lookupFolder(m[1]!, ctx);
+      if (hit.kind !== "found") return clarifyTarget("rename-folder", missingReason(hit));
+      const description = (quoted(m[2]!.trim(), ctx) ?? m[2]!).trim();
+      try {
+        validateDescription(description);
+      } catch (err) {
+        return clarifyTarget("rename-folder", (err as Error).message);
+      }
+      const newName = hit.folder.path.length === 0 ? ROOT_NAME : hit.folder.name;
+      return {
+        update: { action: "rename-folder", args: { folder: hit.ref, newName, description } },
+        clarify: "none",
+      };
+    }
+    case "rename": {
+      const toAt = words.findIndex((w) => /^(to|as|into)$/.test(clean(w).toLowerCase()));
+      const cand = candidate(words.slice(0, toAt >= 0 ? toAt : undefined), 0, NEVER);
+      const newCand = toAt >= 0 ? candidate(words, toAt + 1, STOP) : { word: undefined, index: -1 };
+      const newWord = quoted(newCand.word, ctx) ?? newCand.word;
+      if (cand.word !== undefined && FILE_TOKEN.test(cand.word)) {
+        const loc = locateFile(cand.word, words, ctx);
+        if ("reason" in loc) return clarifyTarget("rename-file", loc.reason);
+        if (newWord === undefined)
+          return clarifyTarget("rename-file", "the new file name is missing (rename A.md to B.md)");
+        try {
+          validateFileName(newWord);
+        } catch (err) {
+          return clarifyTarget("rename-file", (err as Error).message);
+        }
+        return {
+          update: {
+            action: "rename-file",
+            args: { folder: loc.ref, file: cand.word, newFile: newWord },
+          },
+          clarify: "none",
+        };
+      }
+      if (cand.word === undefined)
+        return clarifyTarget("rename-folder", "the folder to rename is not named");
+      const hit = lookupFolder(cand.word, ctx);
+      if (hit.kind !== "found") {
+        return clarifyTarget("rename-folder", missingReason(hit));
+      }
+      if (newWord === undefined)
+        return clarifyTarget("rename-folder", "the new name is missing (rename OLD to NEW)");
+      try {
+        validateFolderName(newWord);
+      } catch (err) {
+        return clarifyTarget("rename-folder", (err as Error).message);
+      }
+      const description = descriptionOf(words.slice(newCand.index + 1), ctx);
+      const args =
+        description === undefined
+          ? { folder: hit.ref, newName: newWord }
+          : { folder: hit.ref, newName: newWord, description };
+      return { update: { action: "rename-folder", args }, clarify: "none" };
+    }
+    case "move": {
+      const toAt = words.findIndex((w) =>
+        /^(to|into|under|inside|onto)$/.test(clean(w).toLowerCase()),
+      );
+      const objectWords = words.slice(0, toAt >= 0 ? toAt : undefined);
+      const cand = candidate(objectWords, 0, /^(from)$/);
+      const dest: { word?: string } = toAt >= 0 ? candidate(words, toAt + 1, STOP) : {};
+      const destHit =
+        dest.word === undefined ? ({ kind: "none" } as FolderHit) : lookupFolder(dest.word, ctx);
+      if (cand.word !== undefined && FILE_TOKEN.test(cand.word)) {
+        const loc = locateFile(cand.word, objectWords, ctx);
+        if ("reason" in loc) return clarifyTarget("move-file", loc.reason);
+        if (destHit.kind !== "found")
+          return clarifyTarget("move-file", `the destination: ${missingReason(destHit)}`);
+        return {
+          update: {
+            action: "move-file",
+            args: { folder: loc.ref, file: cand.word, to: destHit.ref },
+          },
+          clarify: "none",
+        };
+      }
+      if (cand.word === undefined)
+        return clarifyTarget("move-folder", "the folder or file to move is not named");
+      const hit = lookupFolder(cand.word, ctx);
+      if (hit.kind !== "found") return clarifyTarget("move-folder", missingReason(hit));
+      if (destHit.kind !== "found")
+        return clarifyTarget("move-folder", `the destination: ${missingReason(destHit)}`);
+      return {
+        update: { action: "move-folder", args: { folder: hit.ref, to: destHit.ref } },
+        clarify: "none",
+      };
+    }
+    case "delete": {
+      const cand = candidate(words, 0, /^(from|in|inside)$/);
+      if (cand.word !== undefined && FILE_TOKEN.test(cand.word)) {
+        const loc = locateFile(cand.word, words, ctx);
+        if ("reason" in loc) return clarifyTarget("delete-file", loc.reason);
+        return {
+          update: { action: "delete-file", args: { folder: loc.ref, file: cand.word } },
+          clarify: "ask-confirmation",
+        };
+      }
+      if (cand.word === undefined)
+        return clarifyTarget("delete-folder", "nothing to delete was named");
+      const hit = lookupFolder(cand.word, ctx);
+      if (hit.kind === "ambiguous") {
+        return clarifyTarget("delete-folder", missingReason(hit), {
+          action: "delete-folder",
+          args: { folder: hit.ref },
+        });
+      }
+      if (hit.kind !== "found") return clarifyTarget("delete-folder", missingReason(hit));
+      if (hit.folder.path.length === 0)
+        return clarifyTarget("delete-folder", "the root cannot be deleted");
+      return {
+        update: { action: "delete-folder", args: { folder: hit.ref } },
+        clarify: "ask-confirmation",
+      };
+    }
+    case "store": {
+      const mention = fileMention(words, ctx);
+      if (mention.invalid) return clarifyTarget("store-file", mention.invalid);
+      const fileWord = mention.file;
+      const place = folderAfter(words, PLACE, ctx);
+      let ref = focusRef;
+      if (place.hit.kind === "found") ref = place.hit.ref;
+      else if (place.hit.kind !== "none")
+        return clarifyTarget("store-file", `where to store: ${missingReason(place.hit)}`);
+      const content = ctx.content;
+      let file = fileWord;
+      if (file === undefined && content !== undefined) file = `${slug(content.split("\n")[0]!)}.md`;
+      if (file === undefined) {
+        return {
+          update: { action: "store-file" },
+          clarify: "ask-content",
+          reason:
+            "there is nothing to store: give the text after a colon (save to blog: …) or with --content",
+        };
+      }
+      try {
+        validateFileName(file);
+      } catch (err) {
+        return clarifyTarget("store-file", (err as Error).message);
+      }
+      const update: UpdateAction = { action: "store-file", args: { folder: ref, file } };
+      if (content === undefined) {
+        return {
+          update,
+          clarify: "ask-content",
+          reason: `there is nothing to store in ${file}: give the text after a colon or with --content`,
+        };
+      }
+      return { update, clarify: "none" };
+    }
+    case "edit": {
+      const lower = c.text.toLowerCase();
+      const mode = /^(append|add|extend)\b/.test(lower) ? "append" : "replace";
+      const mention = fileMention(words, ctx);
+      if (mention.invalid) return clarifyTarget("edit-file", mention.invalid);
+      const fileWord = mention.file;
+      if (fileWord === undefined)
+        return clarifyTarget("edit-file", "the file to edit is not named (like notes.md)");
+      const loc = locateFile(fileWord, words, ctx);
+      if ("reason" in loc) return clarifyTarget("edit-file", loc.reason);
+      const update: UpdateAction = {
+        action: "edit-file",
+        args: { folder: loc.ref, file: fileWord, mode },
+      };
+      if (ctx.content === undefined) {
+        return {
+          update,
+          clarify: "ask-content",
+          reason: `the new text for ${fileWord} is missing: give it after a colon or with --content`,
+        };
+      }
+      return { update, clarify: "none" };
+    }
+    default:
+      return { update: { action: "none" }, clarify: "none" };
+  }
+}
+
+const LOOKS_LIKE_FILE = /\.(?:md|markdown|txt|text|json|csv|yaml|yml|html|tex|pdf)$/i;
+
+/** The file a clause names; a path-like name (`../x.md`, `a/b.md`) is reported as invalid. */
+function fileMention(words: string[], ctx: Ctx): { file?: string; invalid?: string } {
+  for (const w of words.map((x) => quoted(x, ctx) ?? clean(x))) {
+    if (FILE_TOKEN.test(w)) return { file: w };
+    if (LOOKS_LIKE_FILE.test(w)) {
+      try {
+        validateFileName(w);
+      } catch (err) {
+        return { invalid: (err as Error).message };
+      }
+    }
+  }
+  return {};
+}
+
+/** Finds the folder holding `file`: a folder named in the clause, else the focus, else unique. */
+function locateFile(
+  file: string,
+  words: string[],
+  ctx: Ctx,
+): { ref: FolderRef } | { reason: string } {
+  const root = ctx.snapshot.root;
+  const named = folderAfter(words, /^(in|inside|from|within|of)$/, ctx);
+  if (named.hit.kind === "found") {
+    if (!named.hit.folder.files.includes(file))
+      return { reason: `there is no file ${file} in ${named.hit.folder.name}` };
+    return { ref: named.hit.ref };
+  }
+  if (named.hit.kind !== "none") return { reason: missingReason(named.hit) };
+  const focus = findByPath(root, ctx.snapshot.focus)!;
+  if (focus.files.includes(file)) return { ref: shortRef(root, focus.path) };
+  const holders = allFolders(root).filter((f) => f.files.includes(file));
+  if (holders.length === 1) return { ref: shortRef(root, holders[0]!.path) };
+  if (holders.length === 0) return { reason: `there is no file named ${file} in the workspace` };
+  return { reason: `${holders.length} folders hold a file ${file}; say which (… in FOLDER)` };
+}
