@@ -3,7 +3,8 @@ import type { ErrorCode } from "../core/errors.js";
 /**
  * Exit codes, kept from the reference where it has one: 0 ok, 1 error, 2 wait timed out,
  * 3 claim lost, 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the
- * reference's 2, so that a script can tell a typo from a timeout.
+ * reference's 2, so that a script can tell a typo from a timeout. 4 is ours: a governed request
+ * that the maintainer rejected or vetoed (docs/governance.md).
  */
 export const EXIT = {
   OK: 0,
@@ -21,6 +22,8 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
       return EXIT.TIMEOUT;
     case "CLAIM_LOST":
       return EXIT.CLAIM_LOST;
+    case "REJECTED":
+      return EXIT.REJECTED;
     case "ABORTED":
       return EXIT.INTERRUPTED;
     case "USAGE":

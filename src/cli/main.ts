@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
+import { registerGovernanceCommands } from "./commands/governance.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 
@@ -29,12 +30,14 @@ export async function main(argv: string[]): Promise<number> {
     .configureOutput({ writeErr: (text) => process.stderr.write(text) })
     .addHelpText(
       "after",
-      "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 64 usage error, 130 interrupted.\n" +
+      "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
+        "64 usage error, 130 interrupted.\n" +
         "\nExamples:\n  agent-chat init review --members alice,bob\n" +
         "  agent-chat post review --from alice --to bob --title 'Hi' --body 'Ready?'\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
     );
   registerCoreCommands(program, ctx);
+  registerGovernanceCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);

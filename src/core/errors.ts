@@ -19,7 +19,15 @@ export type ErrorCode =
   | "TOO_LARGE"
   | "IO_ERROR"
   | "BACKEND_UNAVAILABLE"
-  | "PROTOCOL_ERROR";
+  | "PROTOCOL_ERROR"
+  /** Governance: the maintainer rejected or vetoed the request. */
+  | "REJECTED"
+  /** Governance: the action has no band and the channel has no `*` default. */
+  | "UNKNOWN_ACTION"
+  /** Governance: the channel has no governance profile (no maintainer, no bands). */
+  | "NOT_GOVERNED"
+  /** Governance: only the channel's maintainer may decide a request. */
+  | "NOT_MAINTAINER";
 
 export class AgentChatError extends Error {
   override readonly name = "AgentChatError";
