@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
 import { registerGovernanceCommands } from "./commands/governance.js";
+import { registerSlashCommands } from "./commands/slash.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 
@@ -38,13 +39,14 @@ export async function main(argv: string[]): Promise<number> {
     );
   registerCoreCommands(program, ctx);
   registerGovernanceCommands(program, ctx);
+  registerSlashCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
     await program.parseAsync(argv, { from: "user" });
-    return EXIT.OK;
+    return ctx.exitCode ?? EXIT.OK;
   } catch (err) {
     return report(err, ctx);
   } finally {

@@ -27,7 +27,9 @@ export type ErrorCode =
   /** Governance: the channel has no governance profile (no maintainer, no bands). */
   | "NOT_GOVERNED"
   /** Governance: only the channel's maintainer may decide a request. */
-  | "NOT_MAINTAINER";
+  | "NOT_MAINTAINER"
+  /** A slash command that the config's allowlist does not admit for `--exec`. */
+  | "NOT_ALLOWED";
 
 export class AgentChatError extends Error {
   override readonly name = "AgentChatError";
