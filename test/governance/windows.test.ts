@@ -106,6 +106,19 @@ describe("governed requests: windows and timeouts", () => {
     expect(await peek()).toEqual([]);
   });
 
+  it("Ctrl-C while waiting: exit 130, and the request is marked withdrawn", async () => {
+    const req = request("merge");
+    await req.posted;
+    req.child.kill("SIGINT");
+    const result = await req.done;
+    expect(result.code).toBe(130);
+    expect(result.stderr).toContain("request #1 was withdrawn while waiting");
+    expect((await peek()).map((m) => [m.status, m.replyTo])).toEqual([
+      ["needs-approval", undefined],
+      ["withdrawn", 1],
+    ]);
+  });
+
   it("notify: without a veto the action proceeds when the window ends", async () => {
     cleanup();
     ({ dir: root, cleanup } = tempDir("agent-chat-gov-"));
