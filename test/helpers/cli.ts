@@ -26,21 +26,36 @@ function cliEnv(options: CliOptions): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Starts the CLI and returns the child, for tests that signal or race it. */
+const results = new WeakMap<ChildProcess, Promise<CliResult>>();
+
+/**
+ * Starts the CLI and returns the child, for tests that signal or race it. Its output is
+ * collected from the start, so a child that exits before `collect` is called is not missed.
+ */
 export function startCli(args: string[], options: CliOptions = {}): ChildProcess {
-  return spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [CLI, ...args], {
     env: cliEnv(options),
     stdio: ["pipe", "pipe", "pipe"],
   });
+  const result = gather(child, options);
+  result.catch(() => {}); // observed through collect()
+  results.set(child, result);
+  return child;
 }
 
 /** Runs the CLI to completion. */
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
-  const child = startCli(args, options);
-  return collect(child, options);
+  return collect(startCli(args, options));
 }
 
-export function collect(child: ChildProcess, options: CliOptions = {}): Promise<CliResult> {
+/** The result of a child started by {@link startCli}. */
+export function collect(child: ChildProcess): Promise<CliResult> {
+  const result = results.get(child);
+  if (!result) throw new Error("collect() takes a child started by startCli()");
+  return result;
+}
+
+function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
@@ -55,6 +70,8 @@ export function collect(child: ChildProcess, options: CliOptions = {}): Promise<
       reject(new Error(`CLI timed out: ${stderr}`));
     }, options.timeoutMs ?? 20_000);
     child.on("error", reject);
+    // A CLI that refuses its input early closes stdin; that is an outcome, not a test error.
+    child.stdin?.on("error", () => {});
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
