@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { collect, runCli, startCli } from "../helpers/cli.js";
+import { collect, runCli, startCli, untilStdout, watching } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
@@ -152,7 +152,7 @@ describe("the reference's commands, output and exit codes", () => {
     expect(t.code).toBe(2);
     expect(t.stderr).toMatch(/no relevant message within 0.2 s/);
     const waiter = startCli(["wait", "review", "--as", "bob"], { root: tmp.dir });
-    await new Promise((r) => setTimeout(r, 400));
+    await watching(waiter);
     waiter.kill("SIGINT");
     const r = await collect(waiter);
     expect(r.code).toBe(130);
@@ -164,7 +164,7 @@ describe("the reference's commands, output and exit codes", () => {
     const waiter = startCli(["--json", "wait", "review,deploy", "--as", "bob", "--timeout", "20"], {
       root: tmp.dir,
     });
-    await new Promise((r) => setTimeout(r, 400));
+    await watching(waiter);
     await cli(["post", "deploy", "--from", "alice", "--body", "shipped"]);
     const r = await collect(waiter);
     expect(r.code).toBe(0);
@@ -195,10 +195,10 @@ describe("the reference's commands, output and exit codes", () => {
 
   it("tail prints new messages as NDJSON until Ctrl-C", async () => {
     const tail = startCli(["--json", "tail", "review"], { root: tmp.dir });
-    await new Promise((r) => setTimeout(r, 400));
+    await watching(tail);
     await cli(["post", "review", "--from", "alice", "--body", "one"]);
     await cli(["post", "review", "--from", "bob", "--body", "two"]);
-    await new Promise((r) => setTimeout(r, 300));
+    await untilStdout(tail, (out) => out.split("\n").length > 2);
     tail.kill("SIGINT");
     const r = await collect(tail);
     expect(r.code).toBe(0);
@@ -238,22 +238,12 @@ describe("the reference's commands, output and exit codes", () => {
   it("every command's --help has examples; --version prints the version", async () => {
     const version = await cli(["--version"]);
     expect(version.stdout).toBe(`${JSON.parse(readFileSync("package.json", "utf8")).version}\n`);
-    for (const cmd of [
-      "init",
-      "channels",
-      "roster",
-      "post",
-      "read",
-      "wait",
-      "peek",
-      "tail",
-      "claim",
-      "release",
-      "tasks",
-    ]) {
-      const r = await cli([cmd, "--help"]);
-      expect(r.code, cmd).toBe(0);
-      expect(r.stdout, cmd).toMatch(/Examples?:\n {2}agent-chat /);
-    }
-  });
+    const commands = ["init", "channels", "roster", "post", "read", "wait", "peek", "tail"];
+    commands.push("claim", "release", "tasks");
+    const helps = await Promise.all(commands.map((cmd) => cli([cmd, "--help"])));
+    helps.forEach((r, i) => {
+      expect(r.code, commands[i]).toBe(0);
+      expect(r.stdout, commands[i]).toMatch(/Examples?:\n {2}agent-chat /);
+    });
+  }, 60_000);
 });

@@ -27,6 +27,7 @@ function cliEnv(options: CliOptions): NodeJS.ProcessEnv {
 }
 
 const results = new WeakMap<ChildProcess, Promise<CliResult>>();
+const liveStdout = new WeakMap<ChildProcess, () => string>();
 
 /**
  * Starts the CLI and returns the child, for tests that signal or race it. Its output is
@@ -62,6 +63,7 @@ function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
     child.stdout?.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
     });
+    liveStdout.set(child, () => stdout);
     child.stderr?.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
@@ -79,4 +81,53 @@ function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
     if (options.input !== undefined) child.stdin?.end(options.input);
     else child.stdin?.end();
   });
+}
+
+/**
+ * Resolves once the child holds an inotify instance, i.e. a `wait` or `tail` has set up its file
+ * watch (and long since its signal handlers): a deterministic "ready" on a loaded machine.
+ */
+export async function watching(child: ChildProcess, timeoutMs = 15_000): Promise<void> {
+  const { readdirSync, readlinkSync } = await import("node:fs");
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const fds = readdirSync(`/proc/${child.pid}/fd`);
+      if (
+        fds.some(
+          (fd) =>
+            safeReadlink(readlinkSync, `/proc/${child.pid}/fd/${fd}`) === "anon_inode:inotify",
+        )
+      ) {
+        return;
+      }
+    } catch {
+      // not started yet, or gone
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("the child never started watching");
+}
+
+function safeReadlink(readlink: (p: string) => string, path: string): string | undefined {
+  try {
+    return readlink(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves once the child's stdout so far satisfies `done` (e.g. holds two lines). */
+export async function untilStdout(
+  child: ChildProcess,
+  done: (stdout: string) => boolean,
+  timeoutMs = 15_000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const out = liveStdout.get(child)?.() ?? "";
+    if (done(out)) return out;
+    if (Date.now() > deadline) throw new Error(`stdout never matched; got: ${out}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

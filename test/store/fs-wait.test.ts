@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
-import { collect, runCli, startCli } from "../helpers/cli.js";
+import { collect, runCli, startCli, watching } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
@@ -42,7 +42,7 @@ describe("wait wakes through the file watch, not the poll", () => {
     const waiter = startCli(["wait", "ch", "--as", "bob", "--timeout", "20", "--interval", "60"], {
       root: tmp.dir,
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await watching(waiter);
     await store.post("ch", { from: "alice", to: "bob", title: "wake", body: "up" });
     const r = await collect(waiter);
     expect(r.code).toBe(0);

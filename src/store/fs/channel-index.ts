@@ -88,6 +88,10 @@ export class ChannelIndex {
     return this.after(-1);
   }
 
+  has(seq: number, name: string): boolean {
+    return this.bySeq.get(seq)?.includes(name) ?? false;
+  }
+
   maxSeq(): number {
     let max = 0;
     for (const seq of this.bySeq.keys()) if (seq > max) max = seq;
