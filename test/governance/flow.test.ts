@@ -1,7 +1,8 @@
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
-import { initGoverned, startRequest, stderrContains } from "./helpers.js";
+import { initGoverned, referenceReply, startRequest, stderrContains } from "./helpers.js";
 
 /**
  * The approval flow end to end across real processes: a requester blocks in `agent-chat
@@ -91,7 +92,7 @@ describe("governed requests across processes", () => {
   });
 
   it("only the maintainer can decide, and only requests", async () => {
-    const req = request("merge", "--timeout", "10");
+    const req = request("merge", "--timeout", "120");
     await req.posted;
     const byBob = await cli(["--json", "approve", "review", "1", "--as", "carol"]);
     expect(byBob.code).toBe(1);
@@ -104,5 +105,20 @@ describe("governed requests across processes", () => {
     expect(both.code).toBe(64);
     await cli(["approve", "review", "1", "--as", "alice"]);
     expect((await req.done).code).toBe(0);
+  });
+
+  it("a verdict the reference chat.py wrote counts like ours", async () => {
+    const req = request("merge");
+    await req.posted;
+    await referenceReply(join(root, "review"), {
+      from: "alice",
+      to: "bob",
+      replyTo: 1,
+      status: "approved",
+      body: "approved from chat.py",
+    });
+    const result = await req.done;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe("#1 (merge) approved by alice in #2: approved from chat.py\n");
   });
 });

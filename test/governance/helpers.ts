@@ -1,9 +1,12 @@
 import type { ChildProcess } from "node:child_process";
+import { mkdirSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   changeProfile,
   type GovernanceChange,
   profileMetaKeys,
 } from "../../src/core/governance.js";
+import { formatTimestamp, messageFileName, serializeMessage } from "../../src/core/message.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { collect, startCli } from "../helpers/cli.js";
 
@@ -54,8 +57,40 @@ export function startRequest(root: string, action: string, ...more: string[]) {
     ["request", "review", "--as", "bob", "--action", action, "--title", `Do ${action}`]
       .concat(["--interval", "60"])
       .concat(more),
-    { root },
+    { root, timeoutMs: 20_000 },
   );
   const posted = stderrContains(child, "agent-chat: posted #");
-  return { child, posted, done: collect(child, { timeoutMs: 20_000 }) };
+  return { child, posted, done: collect(child) };
+}
+
+/**
+ * Posts a reply the way the reference `chat.py` does (`post --reply N --status S`): under the
+ * mkdir lock, seq = largest file number + 1, the file written in place.
+ */
+export async function referenceReply(
+  channelDir: string,
+  reply: { from: string; to: string; replyTo: number; status: string; body: string },
+): Promise<number> {
+  const lock = join(channelDir, "_seq.lock");
+  for (let tries = 0; ; tries += 1) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (err) {
+      if (tries > 200) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  try {
+    const seqs = readdirSync(channelDir).map((n) => Number(/^(\d+)-.*\.md$/.exec(n)?.[1] ?? 0));
+    const seq = Math.max(0, ...seqs) + 1;
+    const title = `Re: #${reply.replyTo}`;
+    writeFileSync(
+      join(channelDir, messageFileName(seq, reply.from, title)),
+      serializeMessage({ ...reply, seq, channel: "review", ts: formatTimestamp(), title }),
+    );
+    return seq;
+  } finally {
+    rmdirSync(lock);
+  }
 }
