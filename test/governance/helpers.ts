@@ -42,7 +42,7 @@ export async function initGoverned(root: string, change: GovernanceChange = {}):
     {
       maintainer: "alice",
       bands: { merge: "approval", refactor: "notify", "*": "auto" },
-      vetoWindowSeconds: 5,
+      vetoWindowSeconds: 60,
       ...change,
     },
     "review",
