@@ -12,8 +12,31 @@
  * await chat.close();
  * ```
  */
+
+export {
+  type DecideInput,
+  type DecideResult,
+  decide,
+  type GovernanceEvent,
+  govern,
+  pendingRequests,
+  profileOf,
+  type RequestInput,
+  type RequestOutcome,
+  requestAction,
+} from "./client/governance.js";
 export { type OpenOptions, openStore, type RootSources, resolveRoot } from "./client/open.js";
 export { AgentChatError, type ErrorCode, isAgentChatError } from "./core/errors.js";
+export {
+  type Band,
+  type GovernanceChange,
+  type GovernanceProfile,
+  type GovernanceRequest,
+  governanceOf,
+  lookupBand,
+  parseBandAssignment,
+  type Verdict,
+} from "./core/governance.js";
 export {
   formatTimestamp,
   isRelevant,
@@ -28,5 +51,16 @@ export {
 } from "./core/message.js";
 export { type ChannelMeta, isMember, parseMeta, serializeMeta } from "./core/meta.js";
 export { identity, MAX_NAME_LENGTH, parseTaskId, slug, validateName } from "./core/names.js";
+export {
+  type B00tCommand,
+  type ChatCommand,
+  type ModelAction,
+  parseSlash,
+  type SlashCommand,
+  type SlashContext,
+  type SlashParse,
+  slashOfBody,
+  toCliArgs,
+} from "./core/slash.js";
 export { FsStore, type FsStoreOptions } from "./store/fs/fs-store.js";
 export type * from "./store/types.js";

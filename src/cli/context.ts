@@ -17,6 +17,8 @@ export interface GlobalOptions {
 export class CliContext {
   private store: Store | undefined;
   readonly abort = new AbortController();
+  /** Set by a command whose exit code is another program's (e.g. `slash --exec`). */
+  exitCode: number | undefined;
 
   constructor(
     private readonly globals: () => GlobalOptions,

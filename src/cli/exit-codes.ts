@@ -2,8 +2,10 @@ import type { ErrorCode } from "../core/errors.js";
 
 /**
  * Exit codes, kept from the reference where it has one: 0 ok, 1 error, 2 wait timed out,
- * 3 claim lost, 130 interrupted. 5 is ours: `serve` found a live daemon already owning the root. Usage errors get their own code (64, EX_USAGE) instead of the
- * reference's 2, so that a script can tell a typo from a timeout.
+ * 3 claim lost, 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the
+ * reference's 2, so that a script can tell a typo from a timeout. Ours: 4, a governed request
+ * that the maintainer rejected or vetoed (docs/governance.md); 5, `serve` found a live daemon
+ * already owning the root.
  */
 export const EXIT = {
   OK: 0,
@@ -24,6 +26,8 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
       return EXIT.CLAIM_LOST;
     case "DAEMON_RUNNING":
       return EXIT.DAEMON_RUNNING;
+    case "REJECTED":
+      return EXIT.REJECTED;
     case "ABORTED":
       return EXIT.INTERRUPTED;
     case "USAGE":

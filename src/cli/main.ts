@@ -3,7 +3,9 @@ import { Command, CommanderError } from "commander";
 import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
 import { registerDaemonCommands } from "./commands/daemon.js";
+import { registerGovernanceCommands } from "./commands/governance.js";
 import { registerNatsCommands } from "./commands/nats.js";
+import { registerSlashCommands } from "./commands/slash.js";
 import { registerViewerCommands } from "./commands/viewer.js";
 import { registerWorkspaceCommands } from "./commands/workspace.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
@@ -33,7 +35,8 @@ export async function main(argv: string[]): Promise<number> {
     .configureOutput({ writeErr: (text) => process.stderr.write(text) })
     .addHelpText(
       "after",
-      "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 64 usage error, 130 interrupted.\n" +
+      "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
+        "64 usage error, 130 interrupted.\n" +
         "\nExamples:\n  agent-chat init review --members alice,bob\n" +
         "  agent-chat post review --from alice --to bob --title 'Hi' --body 'Ready?'\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
@@ -43,13 +46,15 @@ export async function main(argv: string[]): Promise<number> {
   registerNatsCommands(program, ctx);
   registerViewerCommands(program, ctx);
   registerWorkspaceCommands(program, ctx);
+  registerGovernanceCommands(program, ctx);
+  registerSlashCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   try {
     await program.parseAsync(argv, { from: "user" });
-    return EXIT.OK;
+    return ctx.exitCode ?? EXIT.OK;
   } catch (err) {
     return report(err, ctx);
   } finally {

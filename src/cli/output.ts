@@ -1,4 +1,5 @@
 import { type Message, serializeMessage } from "../core/message.js";
+import { slashJson, slashOfBody } from "../core/slash.js";
 
 /** The reference's human form: a rule of 70 `=`, the message file's text, an empty line. */
 export function formatMessageHuman(message: Message): string {
@@ -21,5 +22,9 @@ export function messageJson(message: Message): Record<string, unknown> {
   out.body = message.body;
   out.file = message.file;
   if (Object.keys(message.extra).length > 0) out.extra = message.extra;
+  // A body that starts with a /b00t or /chat line carries a command; it is only described here,
+  // never run (a message is untrusted input; see docs/slash.md).
+  const slash = slashOfBody(message.body);
+  if (slash) out.slash = slashJson(slash, { channel: message.channel });
   return out;
 }

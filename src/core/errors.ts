@@ -25,7 +25,17 @@ export type ErrorCode =
   | "INTERNAL"
   | "INVALID_KFILE"
   | "NOT_FOUND"
-  | "NORMALIZER_FAILED";
+  | "NORMALIZER_FAILED"
+  /** Governance: the maintainer rejected or vetoed the request. */
+  | "REJECTED"
+  /** Governance: the action has no band and the channel has no `*` default. */
+  | "UNKNOWN_ACTION"
+  /** Governance: the channel has no governance profile (no maintainer, no bands). */
+  | "NOT_GOVERNED"
+  /** Governance: only the channel's maintainer may decide a request. */
+  | "NOT_MAINTAINER"
+  /** A slash command that the config's allowlist does not admit for `--exec`. */
+  | "NOT_ALLOWED";
 
 export class AgentChatError extends Error {
   override readonly name = "AgentChatError";

@@ -34,6 +34,15 @@ export interface Store {
   /** Only the holder may give a claim back (`NOT_HOLDER` otherwise). */
   release(channel: string, task: string, agent: string): Promise<TaskInfo>;
 
+  /**
+   * Optional: rewrites a channel's `_meta.json` atomically, excluded from other writers (on the
+   * folder store: under the channel's seq lock, then an atomic rename). `update` receives the
+   * current meta and returns the next; only keys of ours may change: the reference's four keys
+   * (`channel`, `members`, `topic`, `created`) are kept as they were. Used by the governance
+   * profile (`agent-chat govern`); a backend without it cannot change a channel after `init`.
+   */
+  updateMeta?(channel: string, update: (meta: ChannelMeta) => ChannelMeta): Promise<ChannelMeta>;
+
   close(): Promise<void>;
 }
 

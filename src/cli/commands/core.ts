@@ -11,29 +11,37 @@ import {
   UsageError,
 } from "../context.js";
 import { formatMessageHuman, messageJson } from "../output.js";
+import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
-  program
-    .command("init")
-    .description("create a channel (fails if it exists)")
-    .argument("<channel>", "channel name")
-    .option("--members <list>", "comma-separated members; empty means open to everyone")
-    .option("--topic <text>", "what the channel is for", "")
+  addGovernanceOptions(
+    program
+      .command("init")
+      .description("create a channel (fails if it exists)")
+      .argument("<channel>", "channel name")
+      .option("--members <list>", "comma-separated members; empty means open to everyone")
+      .option("--topic <text>", "what the channel is for", ""),
+  )
     .addHelpText(
       "after",
-      "\nExamples:\n  agent-chat init review --members alice,bob --topic 'schema v2'\n  agent-chat init lobby",
+      "\nExamples:\n  agent-chat init review --members alice,bob --topic 'schema v2'\n  agent-chat init lobby\n" +
+        "  agent-chat init release --maintainer alice --band merge=approval --band '*'=auto",
     )
-    .action(async (channel: string, opts: { members?: string; topic: string }) => {
-      const store = await ctx.open();
-      const meta = await store.init(channel, {
-        members: splitList(opts.members),
-        topic: opts.topic,
-      });
-      if (ctx.json) return ctx.printJson(meta);
-      const who = meta.members.length > 0 ? meta.members.join(", ") : "open to everyone";
-      ctx.out(`created channel ${channel} in ${locate(store.location, channel)} (${who})\n`);
-    });
+    .action(
+      async (channel: string, opts: { members?: string; topic: string } & GovernanceFlags) => {
+        const extra = initGovernanceExtra(opts, channel);
+        const store = await ctx.open();
+        const meta = await store.init(channel, {
+          members: splitList(opts.members),
+          topic: opts.topic,
+          ...(extra ? { extra } : {}),
+        });
+        if (ctx.json) return ctx.printJson(meta);
+        const who = meta.members.length > 0 ? meta.members.join(", ") : "open to everyone";
+        ctx.out(`created channel ${channel} in ${locate(store.location, channel)} (${who})\n`);
+      },
+    );
 
   program
     .command("channels")

@@ -169,6 +169,32 @@ export class FsStore implements Store {
     return parseMeta(text, channel);
   }
 
+  async updateMeta(
+    channel: string,
+    update: (meta: ChannelMeta) => ChannelMeta,
+  ): Promise<ChannelMeta> {
+    await this.roster(channel);
+    const state = this.state(channel);
+    await this.assertRealDir(state.dir, channel);
+    return this.withLock(state, async () => {
+      const current = await this.roster(channel);
+      const { channel: _c, members: _m, topic: _t, created: _cr, ...ours } = update(current);
+      const next: ChannelMeta = {
+        channel: current.channel,
+        members: current.members,
+        topic: current.topic,
+        created: current.created,
+        ...ours,
+      };
+      try {
+        await writeFileAtomic(state.dir, META, serializeMeta(next));
+      } catch (err) {
+        throw wrapIoError(err, `cannot update channel ${channel}`);
+      }
+      return next;
+    });
+  }
+
   async post(channel: string, input: PostInput): Promise<PostResult> {
     const draft = draftPost(channel, input, this.maxBodyBytes);
     const state = this.state(channel);
