@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
+import { registerMcpCommands } from "./commands/mcp.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
 
@@ -35,6 +36,7 @@ export async function main(argv: string[]): Promise<number> {
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
     );
   registerCoreCommands(program, ctx);
+  registerMcpCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);

@@ -1,0 +1,244 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { collect, runCli, startCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+import { type Agent, connectAgent, footerJson } from "./client.js";
+
+let root: string;
+let cleanup: () => void;
+const agents: Agent[] = [];
+
+async function agent(name: string, extra: string[] = []): Promise<Agent> {
+  const a = await connectAgent(root, name, extra);
+  agents.push(a);
+  return a;
+}
+
+beforeEach(async () => {
+  ({ dir: root, cleanup } = tempDir("agent-chat-mcp-"));
+  const init = await runCli(["init", "review", "--members", "alice,bob"], { root });
+  expect(init.code).toBe(0);
+});
+
+afterEach(async () => {
+  await Promise.all(agents.splice(0).map((a) => a.close().catch(() => {})));
+  cleanup();
+});
+
+describe("agent-chat mcp", () => {
+  it("initializes and lists at most 8 chat_ tools, each with a described input schema", async () => {
+    const bob = await agent("bob");
+    expect(bob.client.getServerVersion()?.name).toBe("agent-chat");
+    expect(bob.client.getInstructions()).toContain('"bob"');
+    const { tools } = await bob.client.listTools();
+    expect(tools.length).toBeGreaterThanOrEqual(6);
+    expect(tools.length).toBeLessThanOrEqual(8);
+    for (const tool of tools) {
+      expect(tool.name).toMatch(/^chat_[a-z_]+$/);
+      expect(tool.description?.length ?? 0).toBeGreaterThan(20);
+      expect(tool.inputSchema.type).toBe("object");
+      for (const [key, prop] of Object.entries(tool.inputSchema.properties ?? {})) {
+        expect((prop as { description?: string }).description, `${tool.name}.${key}`).toBeTruthy();
+      }
+    }
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "chat_channels",
+      "chat_create_channel",
+      "chat_post",
+      "chat_read",
+      "chat_tasks",
+      "chat_wait",
+    ]);
+  });
+
+  it("delivers a post from one identity to another, with the unread footer following along", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const posted = await alice.call("chat_post", {
+      channel: "review",
+      to: "bob",
+      title: "Schema draft",
+      body: "Please review the schema.\nIt is in PR 12.",
+      status: "proposal",
+    });
+    expect(posted.isError).toBe(false);
+    expect(posted.text).toBe("Posted #1 to review.");
+    expect(footerJson(posted.footer)).toEqual({ chat: { msgs: 0, channels: {} } });
+
+    const listed = await bob.call("chat_channels");
+    expect(listed.text).toMatch(/^review · 1 unread · last #1 · members alice,bob/);
+    expect(footerJson(listed.footer)).toEqual({ chat: { msgs: 1, channels: { review: 1 } } });
+
+    const read = await bob.call("chat_read", { channel: "review" });
+    expect(read.text).toContain("review #1 · from alice · to bob · proposal");
+    expect(read.text).toContain("Schema draft\nPlease review the schema.\nIt is in PR 12.");
+    expect(footerJson(read.footer).chat.msgs).toBe(0);
+    expect((await bob.call("chat_read", { channel: "review" })).text).toBe("No new messages.");
+
+    const reply = await bob.call("chat_post", {
+      channel: "review",
+      body: "Looks good",
+      reply_to: 1,
+      status: "ack",
+    });
+    expect(reply.text).toBe("Posted #2 to review.");
+    const back = await alice.call("chat_read", {});
+    expect(back.text).toContain("review #2 · from bob · to all · ack · re #1");
+  });
+
+  it("wait returns as soon as the other identity posts", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const started = Date.now();
+    const waiting = bob.call("chat_wait", { channels: ["review"], timeout_seconds: 20 });
+    await new Promise((r) => setTimeout(r, 300));
+    await alice.call("chat_post", { channel: "review", body: "ping from alice" });
+    const woke = await waiting;
+    expect(woke.isError).toBe(false);
+    expect(woke.text).toContain("ping from alice");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(footerJson(woke.footer).chat.msgs).toBe(0);
+  });
+
+  it("a wait that times out says so without being an error", async () => {
+    const bob = await agent("bob");
+    const reply = await bob.call("chat_wait", { timeout_seconds: 1 });
+    expect(reply.isError).toBe(false);
+    expect(reply.text).toMatch(/^TIMEOUT: no message for you in review within 1 s/);
+  });
+
+  it("exactly one of two servers wins a claim race", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const added = await alice.call("chat_tasks", {
+      action: "add",
+      channel: "review",
+      title: "Review the schema",
+    });
+    expect(added.text).toBe("Added task 1 in review: Review the schema");
+    const replies = await Promise.all([
+      alice.call("chat_tasks", { action: "claim", channel: "review", task: "1" }),
+      bob.call("chat_tasks", { action: "claim", channel: "review", task: "task-1" }),
+    ]);
+    const winners = replies.filter((r) => !r.isError);
+    const losers = replies.filter((r) => r.isError);
+    expect(winners).toHaveLength(1);
+    expect(losers).toHaveLength(1);
+    expect(losers[0]!.text).toMatch(/^Error CLAIM_LOST: /);
+    expect(losers[0]!.text).toContain("What to do:");
+    expect(losers[0]!.footer).toMatch(/^<agent-chat>/);
+    const winner = replies[0]!.isError ? "bob" : "alice";
+    expect(readdirSync(join(root, "review")).filter((f) => f.startsWith("task-"))).toEqual([
+      `task-1.CLAIMED-${winner}.md`,
+    ]);
+    const listed = await bob.call("chat_tasks", { action: "list", channel: "review" });
+    expect(listed.text).toBe(`task 1 · claimed by ${winner} · Review the schema`);
+  });
+
+  it("answers bad arguments with isError results carrying the footer, and stays up", async () => {
+    const bob = await agent("bob");
+    const missing = await bob.call("chat_read", { channel: "nope" });
+    expect(missing.isError).toBe(true);
+    expect(missing.text).toMatch(/^Error CHANNEL_NOT_FOUND: no channel nope/);
+    expect(missing.text).toContain("chat_create_channel");
+    expect(footerJson(missing.footer).chat.msgs).toBe(0);
+
+    const schema = await bob.call("chat_post", { channel: "review" });
+    expect(schema.isError).toBe(true);
+    expect(schema.text).toContain("body");
+    expect(schema.footer).toMatch(/^<agent-chat>/);
+
+    const badName = await bob.call("chat_post", { channel: "../etc", body: "x" });
+    expect(badName.isError).toBe(true);
+    expect(badName.text).toMatch(/^Error INVALID_NAME: /);
+
+    const noTitle = await bob.call("chat_tasks", { action: "add", channel: "review" });
+    expect(noTitle.text).toMatch(/^Error INVALID_ARGUMENT: action add needs a title/);
+
+    const unknown = await bob.call("SendMessage", { to: "alice" });
+    expect(unknown.isError).toBe(true);
+    expect(unknown.footer).toMatch(/^<agent-chat>/);
+
+    const after = await bob.call("chat_channels");
+    expect(after.isError).toBe(false);
+    expect(after.text).toContain("review");
+    expect(bob.stderr()).toBe("");
+  });
+
+  it("--footer b00t emits the b00t footer byte for byte", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob", ["--footer", "b00t"])]);
+    await alice.call("chat_post", { channel: "review", body: "one" });
+    await alice.call("chat_post", { channel: "review", body: "two", to: "bob" });
+    const listed = await bob.call("chat_channels");
+    expect(Buffer.from(listed.footer)).toEqual(
+      Buffer.from('<🥾>{ "chat": { "msgs": 2 } }</🥾>', "utf8"),
+    );
+    const failed = await bob.call("chat_read", { channel: "nope" });
+    expect(failed.footer).toBe('<🥾>{ "chat": { "msgs": 2 } }</🥾>');
+    await bob.call("chat_read", {});
+    expect((await bob.call("chat_channels")).footer).toBe('<🥾>{ "chat": { "msgs": 0 } }</🥾>');
+  });
+
+  it("counts only relevant messages in channels the agent belongs to, and never moves a cursor", async () => {
+    await runCli(["init", "ops", "--members", "alice,carol"], { root });
+    await runCli(["init", "lobby"], { root });
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    await alice.call("chat_post", { channel: "review", body: "for bob", to: "bob" });
+    await alice.call("chat_post", { channel: "review", body: "for carol only", to: "carol" });
+    await alice.call("chat_post", { channel: "ops", body: "bob is not a member here" });
+    await alice.call("chat_post", { channel: "lobby", body: "open channel, broadcast" });
+    await bob.call("chat_post", { channel: "lobby", body: "bob's own message" });
+
+    for (let i = 0; i < 3; i++) {
+      const r = await bob.call("chat_channels");
+      expect(footerJson(r.footer)).toEqual({
+        chat: { msgs: 2, channels: { lobby: 1, review: 1 } },
+      });
+      await bob.call("chat_read", { channel: "nope" });
+    }
+    expect(existsSync(join(root, "review", ".cursors", "bob.txt"))).toBe(false);
+    expect(existsSync(join(root, "lobby", ".cursors", "bob.txt"))).toBe(false);
+    const read = await bob.call("chat_read", { peek: true });
+    expect(read.text).toContain("for bob");
+    expect(read.text).toContain("open channel, broadcast");
+    expect(read.text).not.toContain("for carol only");
+    expect(footerJson(read.footer).chat.msgs).toBe(2);
+  });
+
+  it("cancelling a pending wait leaves the server usable and consumes nothing", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const abort = new AbortController();
+    const waiting = bob.call(
+      "chat_wait",
+      { channels: ["review"], timeout_seconds: 30 },
+      abort.signal,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    abort.abort("user pressed Esc");
+    await expect(waiting).rejects.toThrow();
+
+    const listed = await bob.call("chat_channels");
+    expect(listed.isError).toBe(false);
+    await alice.call("chat_post", { channel: "review", body: "after the cancel" });
+    // A wait still running in the server would read this message and move bob's cursor.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(existsSync(join(root, "review", ".cursors", "bob.txt"))).toBe(false);
+    const read = await bob.call("chat_read", { channel: "review" });
+    expect(read.text).toContain("after the cancel");
+    const again = await bob.call("chat_wait", { channels: ["review"], timeout_seconds: 1 });
+    expect(again.text).toMatch(/^TIMEOUT/);
+    expect(bob.stderr()).toBe("");
+  });
+
+  it("exits when its client closes stdin, and refuses to start without an identity", async () => {
+    const child = startCli(["mcp", "--as", "bob"], { root });
+    const done = collect(child, { timeoutMs: 5_000 });
+    child.stdin?.end();
+    const result = await done;
+    expect(result.code).toBe(0);
+
+    const nameless = await runCli(["mcp"], { root });
+    expect(nameless.code).toBe(64);
+    expect(nameless.stderr).toContain("--as NAME is required");
+    const badFooter = await runCli(["mcp", "--as", "bob", "--footer", "xml"], { root });
+    expect(badFooter.code).toBe(64);
+  });
+});
