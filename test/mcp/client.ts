@@ -1,5 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { openStore } from "../../src/client/open.js";
 import { CLI } from "../helpers/cli.js";
 
 export interface Agent {
@@ -63,4 +64,17 @@ export function footerJson(footer: string): {
   const m = /^<agent-chat>(.*)<\/agent-chat>$/.exec(footer);
   if (!m) throw new Error(`not an agent-chat footer: ${footer}`);
   return JSON.parse(m[1]!);
+}
+
+/** Creates channels (name → members; empty = open) with the library, before any server starts. */
+export async function initChannels(
+  root: string,
+  channels: Record<string, string[]>,
+): Promise<void> {
+  const store = await openStore(root, { watch: false });
+  try {
+    for (const [name, members] of Object.entries(channels)) await store.init(name, { members });
+  } finally {
+    await store.close();
+  }
 }
