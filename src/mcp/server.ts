@@ -10,7 +10,7 @@ import { validateName } from "../core/names.js";
 import type { PostInput, Store } from "../store/types.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks } from "./format.js";
-import { countUnread, type FooterStyle, formatFooter } from "./unread.js";
+import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
 
 export interface McpServerOptions {
   store: Store;
@@ -59,11 +59,12 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
         "checking again and again; reply with a new message (reply_to) rather than editing.",
     },
   );
-  registerTools(server, store, agent);
 
   const stdio = new StdioServerTransport(options.input, options.output);
+  const counter = new UnreadCounter(store, agent);
+  registerTools(server, store, agent, counter);
   const transport = new FooterTransport(stdio, async () =>
-    formatFooter(await countUnread(store, agent), options.footer),
+    formatFooter(await counter.count(), options.footer),
   );
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();
@@ -87,7 +88,12 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
   }
 }
 
-function registerTools(server: McpServer, store: Store, agent: string): void {
+function registerTools(
+  server: McpServer,
+  store: Store,
+  agent: string,
+  counter: UnreadCounter,
+): void {
   const tool = <S extends z.ZodRawShape>(
     name: string,
     description: string,
@@ -118,7 +124,7 @@ function registerTools(server: McpServer, store: Store, agent: string): void {
       if (list.length === 0) {
         return "No channels yet. Create one per topic with chat_create_channel.";
       }
-      const unread = await countUnread(store, agent);
+      const unread = await counter.count();
       return list
         .map((c) => {
           const mine = isMember({ ...c, channel: c.name }, agent);

@@ -1,3 +1,4 @@
+import { isRelevant } from "../core/message.js";
 import { isMember } from "../core/meta.js";
 import type { Store } from "../store/types.js";
 
@@ -18,16 +19,70 @@ export const FOOTER_STYLES: readonly FooterStyle[] = ["agent-chat", "b00t"];
  * cursor costs one small file read; the others are scanned with `peek`.
  */
 export async function countUnread(store: Store, agent: string): Promise<UnreadCount> {
-  const count: UnreadCount = { msgs: 0, channels: {} };
-  for (const info of await store.channels()) {
-    if (!isMember({ ...info, channel: info.name }, agent)) continue;
-    if (info.lastSeq <= (await store.cursor(info.name, agent))) continue;
-    const { messages } = await store.read(info.name, { as: agent, peek: true });
-    if (messages.length === 0) continue;
-    count.channels[info.name] = messages.length;
-    count.msgs += messages.length;
+  return new UnreadCounter(store, agent).count();
+}
+
+interface ChannelMemo {
+  /** The cursor the count was made from. */
+  cursor: number;
+  /** The largest seq counted. */
+  upTo: number;
+  /** Relevant messages in (cursor, upTo]. */
+  relevant: number;
+}
+
+/**
+ * {@link countUnread} for a long-lived caller (the MCP server counts after every tool call).
+ * An agent that only posts never moves its cursor, so a fresh count would re-parse every message
+ * after it, on every call; this one remembers what it counted and, while the cursor stays put,
+ * parses only the messages that arrived since. Message files are never rewritten, so a count,
+ * once made, stays true until the cursor moves. (A file still being written in place by the
+ * reference chat.py is not counted until the agent next reads; the count is advice, the read
+ * is what delivers.)
+ */
+export class UnreadCounter {
+  private readonly memo = new Map<string, ChannelMemo>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly agent: string,
+  ) {}
+
+  async count(): Promise<UnreadCount> {
+    const count: UnreadCount = { msgs: 0, channels: {} };
+    for (const info of await this.store.channels()) {
+      if (!isMember({ ...info, channel: info.name }, this.agent)) continue;
+      const n = await this.channel(info.name, info.lastSeq);
+      if (n === 0) continue;
+      count.channels[info.name] = n;
+      count.msgs += n;
+    }
+    return count;
   }
-  return count;
+
+  private async channel(name: string, lastSeq: number): Promise<number> {
+    const cursor = await this.store.cursor(name, this.agent);
+    if (lastSeq <= cursor) {
+      this.memo.delete(name);
+      return 0;
+    }
+    const memo = this.memo.get(name);
+    if (memo && memo.cursor === cursor && memo.upTo <= lastSeq) {
+      if (memo.upTo < lastSeq) {
+        // The newest `lastSeq - upTo` files hold every message after upTo (fewer if some seqs
+        // are missing, in which case older ones come back too and are filtered out).
+        const newer = await this.store.peek(name, lastSeq - memo.upTo);
+        for (const m of newer) {
+          if (m.seq > memo.upTo && isRelevant(m, this.agent)) memo.relevant += 1;
+        }
+        memo.upTo = lastSeq;
+      }
+      return memo.relevant;
+    }
+    const { messages } = await this.store.read(name, { as: this.agent, peek: true });
+    this.memo.set(name, { cursor, upTo: lastSeq, relevant: messages.length });
+    return messages.length;
+  }
 }
 
 /**

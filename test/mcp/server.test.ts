@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/tmp.js";
@@ -48,6 +48,11 @@ describe("agent-chat mcp", () => {
       "chat_tasks",
       "chat_wait",
     ]);
+    // SKILL.md teaches these tools by name: it must name every tool and no other.
+    const skill = readFileSync(new URL("../../SKILL.md", import.meta.url), "utf8");
+    expect(skill).toMatch(/^---\nname: agent-chat\ndescription: .{40,}\n---\n/);
+    const named = new Set(skill.match(/\bchat_[a-z_]+/g));
+    expect([...named].sort()).toEqual(tools.map((t) => t.name).sort());
   });
 
   it("delivers a post from one identity to another, with the unread footer following along", async () => {
