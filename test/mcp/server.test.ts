@@ -157,4 +157,26 @@ describe("agent-chat mcp", () => {
     expect(read.text).not.toContain("for carol only");
     expect(footerJson(read.footer).chat.msgs).toBe(2);
   });
+
+  it("keeps the count right as messages arrive while the cursor stays put", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const steps: Array<[Record<string, unknown>, Agent, number]> = [
+      [{ body: "to bob", to: "bob" }, alice, 1],
+      [{ body: "to carol", to: "carol" }, alice, 1],
+      [{ body: "to everyone" }, alice, 2],
+      [{ body: "bob's own" }, bob, 2],
+      [{ body: "to bob and carol", to: "bob,carol" }, alice, 3],
+    ];
+    for (const [message, from, expected] of steps) {
+      await from.call("chat_post", { channel: "review", ...message });
+      const r = await bob.call("chat_channels");
+      expect(footerJson(r.footer).chat, JSON.stringify(message)).toEqual({
+        msgs: expected,
+        channels: { review: expected },
+      });
+    }
+    await bob.call("chat_read", { channel: "review" });
+    await alice.call("chat_post", { channel: "review", body: "after the read" });
+    expect(footerJson((await bob.call("chat_channels")).footer).chat.msgs).toBe(1);
+  });
 });
