@@ -8,10 +8,13 @@ import type {
   RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 
+import { normaliseSdkError } from "./format.js";
+
 /**
  * Wraps the stdio transport so that EVERY `tools/call` result leaves with the unread footer as
  * its last content block: our own results, and also the error results the SDK builds itself
- * (unknown tool, arguments that fail the input schema), which never pass through our handlers.
+ * (unknown tool, arguments that fail the input schema), which never pass through our handlers
+ * and are reworded here into our error form.
  */
 export class FooterTransport implements Transport {
   onclose?: (() => void) | undefined;
@@ -43,8 +46,9 @@ export class FooterTransport implements Transport {
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if ("id" in message && "result" in message && this.toolCalls.delete(message.id)) {
-      const result = message.result as { content?: unknown };
+      const result = message.result as { content?: unknown; isError?: boolean };
       if (Array.isArray(result.content)) {
+        if (result.isError) normaliseSdkError(result.content[0]);
         result.content.push({ type: "text", text: await this.footerOrNote() });
       }
     }

@@ -59,3 +59,20 @@ export function describeError(err: unknown): { code: string; text: string } {
   const next = NEXT_STEP[code] ?? "";
   return { code, text: `Error ${code}: ${message}${next ? `\nWhat to do: ${next}` : ""}` };
 }
+
+const SDK_INVALID_PARAMS = /^MCP error -32602: (?:Input validation error: )?/;
+
+/**
+ * The SDK answers arguments that fail a tool's schema, and unknown tools, with its own error
+ * text; rewritten here into our form (code, message, what to do) so that a model sees one shape
+ * of error whichever layer refused the call.
+ */
+export function normaliseSdkError(first: { type?: unknown; text?: unknown } | undefined): void {
+  if (first?.type !== "text" || typeof first.text !== "string") return;
+  const match = SDK_INVALID_PARAMS.exec(first.text);
+  if (!match) return;
+  const message = first.text.slice(match[0].length);
+  first.text = /^Tool \S+ not found$/.test(message)
+    ? `Error UNKNOWN_TOOL: ${message}\nWhat to do: use one of the chat_ tools listed by this server.`
+    : `Error INVALID_ARGUMENT: ${message}\nWhat to do: call the tool again with arguments that match its input schema.`;
+}

@@ -99,7 +99,7 @@ describe("agent-chat mcp", () => {
 
     const schema = await bob.call("chat_post", { channel: "review" });
     expect(schema.isError).toBe(true);
-    expect(schema.text).toContain("body");
+    expect(schema.text).toMatch(/^Error INVALID_ARGUMENT: .*chat_post.* at body\nWhat to do: /);
     expect(schema.footer).toMatch(/^<agent-chat>/);
 
     const badName = await bob.call("chat_post", { channel: "../etc", body: "x" });
@@ -111,6 +111,9 @@ describe("agent-chat mcp", () => {
 
     const unknown = await bob.call("SendMessage", { to: "alice" });
     expect(unknown.isError).toBe(true);
+    expect(unknown.text).toMatch(/^Error UNKNOWN_TOOL: Tool SendMessage not found\nWhat to do: /);
+    const tooLong = await bob.call("chat_wait", { timeout_seconds: 5000 });
+    expect(tooLong.text).toMatch(/^Error INVALID_ARGUMENT: .*timeout_seconds/);
     expect(unknown.footer).toMatch(/^<agent-chat>/);
 
     const after = await bob.call("chat_channels");
