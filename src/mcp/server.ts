@@ -192,6 +192,7 @@ function registerTools(
     async (args) => {
       const names = args.channel ? [args.channel] : await memberChannels(store, agent);
       const messages: Message[] = [];
+      const warnings: string[] = [];
       for (const name of names) {
         const result = await store.read(name, {
           as: agent,
@@ -199,9 +200,10 @@ function registerTools(
           peek: args.peek === true,
         });
         messages.push(...result.messages);
+        warnings.push(...result.warnings.map((w) => `${name}: ${w}`));
       }
-      if (messages.length === 0) return "No new messages.";
-      return formatMessages(messages);
+      const text = messages.length === 0 ? "No new messages." : formatMessages(messages);
+      return withWarnings(text, warnings);
     },
   );
 
@@ -240,7 +242,7 @@ function registerTools(
           timeoutMs: Math.round(seconds * 1000),
           signal: extra.signal,
         });
-        return formatMessages(result.messages);
+        return withWarnings(formatMessages(result.messages), result.warnings);
       } catch (err) {
         if (isAgentChatError(err, "TIMEOUT")) {
           return `TIMEOUT: no message for you in ${names.join(", ")} within ${seconds} s. Call chat_wait again, or carry on with other work.`;
@@ -292,6 +294,12 @@ function registerTools(
       }
     },
   );
+}
+
+/** Files that look like messages but do not parse are never delivered; the agent hears of them. */
+function withWarnings(text: string, warnings: readonly string[]): string {
+  if (warnings.length === 0) return text;
+  return `${text}\n\nSkipped (not well-formed messages): ${warnings.join("; ")}`;
 }
 
 function requireTask(args: { action: string; task?: string | undefined }): string {
