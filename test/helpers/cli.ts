@@ -26,27 +26,44 @@ function cliEnv(options: CliOptions): NodeJS.ProcessEnv {
   return env;
 }
 
-/** Starts the CLI and returns the child, for tests that signal or race it. */
+const results = new WeakMap<ChildProcess, Promise<CliResult>>();
+const liveStdout = new WeakMap<ChildProcess, () => string>();
+
+/**
+ * Starts the CLI and returns the child, for tests that signal or race it. Its output is
+ * collected from the start, so a child that exits before `collect` is called is not missed.
+ */
 export function startCli(args: string[], options: CliOptions = {}): ChildProcess {
-  return spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(process.execPath, [CLI, ...args], {
     env: cliEnv(options),
     stdio: ["pipe", "pipe", "pipe"],
   });
+  const result = gather(child, options);
+  result.catch(() => {}); // observed through collect()
+  results.set(child, result);
+  return child;
 }
 
 /** Runs the CLI to completion. */
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
-  const child = startCli(args, options);
-  return collect(child, options);
+  return collect(startCli(args, options));
 }
 
-export function collect(child: ChildProcess, options: CliOptions = {}): Promise<CliResult> {
+/** The result of a child started by {@link startCli}. */
+export function collect(child: ChildProcess): Promise<CliResult> {
+  const result = results.get(child);
+  if (!result) throw new Error("collect() takes a child started by startCli()");
+  return result;
+}
+
+function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
     child.stdout?.setEncoding("utf8").on("data", (d: string) => {
       stdout += d;
     });
+    liveStdout.set(child, () => stdout);
     child.stderr?.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
@@ -55,6 +72,8 @@ export function collect(child: ChildProcess, options: CliOptions = {}): Promise<
       reject(new Error(`CLI timed out: ${stderr}`));
     }, options.timeoutMs ?? 20_000);
     child.on("error", reject);
+    // A CLI that refuses its input early closes stdin; that is an outcome, not a test error.
+    child.stdin?.on("error", () => {});
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
@@ -62,4 +81,53 @@ export function collect(child: ChildProcess, options: CliOptions = {}): Promise<
     if (options.input !== undefined) child.stdin?.end(options.input);
     else child.stdin?.end();
   });
+}
+
+/**
+ * Resolves once the child holds an inotify instance, i.e. a `wait` or `tail` has set up its file
+ * watch (and long since its signal handlers): a deterministic "ready" on a loaded machine.
+ */
+export async function watching(child: ChildProcess, timeoutMs = 15_000): Promise<void> {
+  const { readdirSync, readlinkSync } = await import("node:fs");
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const fds = readdirSync(`/proc/${child.pid}/fd`);
+      if (
+        fds.some(
+          (fd) =>
+            safeReadlink(readlinkSync, `/proc/${child.pid}/fd/${fd}`) === "anon_inode:inotify",
+        )
+      ) {
+        return;
+      }
+    } catch {
+      // not started yet, or gone
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("the child never started watching");
+}
+
+function safeReadlink(readlink: (p: string) => string, path: string): string | undefined {
+  try {
+    return readlink(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves once the child's stdout so far satisfies `done` (e.g. holds two lines). */
+export async function untilStdout(
+  child: ChildProcess,
+  done: (stdout: string) => boolean,
+  timeoutMs = 15_000,
+): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const out = liveStdout.get(child)?.() ?? "";
+    if (done(out)) return out;
+    if (Date.now() > deadline) throw new Error(`stdout never matched; got: ${out}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

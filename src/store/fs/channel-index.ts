@@ -16,6 +16,8 @@ export class ChannelIndex {
   private fresh = false;
   private watching = false;
   private lastScanStartedAt = 0;
+  /** Names reported by the watch while a rescan's readdir is under way (it may predate them). */
+  private seenDuringScan: string[] | undefined;
   private readonly listeners = new Set<() => void>();
   /** Dot-files left by crashed writers, seen by the last scan. */
   leftovers: string[] = [];
@@ -51,7 +53,14 @@ export class ChannelIndex {
 
   async rescan(): Promise<void> {
     const startedAt = Date.now();
-    const names = await fsp.readdir(this.dir);
+    this.seenDuringScan = [];
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.dir);
+      names.push(...this.seenDuringScan);
+    } finally {
+      this.seenDuringScan = undefined;
+    }
     this.bySeq.clear();
     this.leftovers = [];
     for (const name of names) {
@@ -77,6 +86,10 @@ export class ChannelIndex {
   /** All seqs, ascending. */
   all(): Array<[number, string[]]> {
     return this.after(-1);
+  }
+
+  has(seq: number, name: string): boolean {
+    return this.bySeq.get(seq)?.includes(name) ?? false;
   }
 
   maxSeq(): number {
@@ -121,7 +134,10 @@ export class ChannelIndex {
     try {
       const watcher = watch(this.dir, { persistent: false }, (_event, name) => {
         if (typeof name !== "string") this.fresh = false;
-        else this.add(name);
+        else {
+          this.add(name);
+          this.seenDuringScan?.push(name);
+        }
         this.notify();
       });
       watcher.on("error", () => {

@@ -33,7 +33,7 @@ import {
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
-import { createFileExclusive, writeFileAtomic } from "./atomic.js";
+import { createFileExclusive, tempName, writeFileAtomic } from "./atomic.js";
 import { ChannelIndex } from "./channel-index.js";
 import { acquireSeqLock, type LockOptions, lockHeld } from "./seq-lock.js";
 import { formatTask, parseTaskFile, TASK_FILE } from "./tasks.js";
@@ -62,6 +62,10 @@ interface ChannelState {
   index: ChannelIndex;
   /** Posts from this process to one channel go one at a time: no self-contention on the lock. */
   tail: Promise<unknown>;
+  /** The last seq this process posted here: the guess for the next post's file. */
+  lastSeq: number;
+  /** The channel exists and is a real folder (checked on first post). */
+  checked: boolean;
 }
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -168,9 +172,12 @@ export class FsStore implements Store {
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
     const draft = this.draft(channel, input);
-    await this.roster(channel);
     const state = this.state(channel);
-    await this.assertRealDir(state.dir, channel);
+    if (!state.checked) {
+      await this.roster(channel);
+      await this.assertRealDir(state.dir, channel);
+      state.checked = true;
+    }
     const run = state.tail.then(
       () => this.postLocked(state, draft),
       () => this.postLocked(state, draft),
@@ -233,32 +240,53 @@ export class FsStore implements Store {
     return draft;
   }
 
+  /**
+   * Writes the message to a temporary file under the seq this process expects, takes the lock,
+   * allocates the real seq (rewriting the file only if another writer got there first), renames
+   * it into place and records the high-water mark. Keeping the write outside the lock keeps the
+   * lock short when many processes post at once.
+   */
   private async postLocked(
     state: ChannelState,
     draft: ReturnType<FsStore["draft"]>,
   ): Promise<PostResult> {
-    const release = await acquireSeqLock(state.dir, this.options);
+    const ts = formatTimestamp();
+    const render = (seq: number) => serializeMessage({ ...draft, seq, ts });
+    const tmp = join(state.dir, tempName());
+    let written = Math.max(state.lastSeq, state.index.maxSeq()) + 1;
     try {
-      let seq = await this.allocateSeq(state);
-      for (;;) {
-        const file = messageFileName(seq, draft.from, draft.title);
-        const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
-        try {
-          await createFileExclusive(state.dir, file, text);
-        } catch (err) {
-          // A hand-dropped, malformed file of the same name: never overwrite, take the next seq.
-          if ((err as NodeJS.ErrnoException).code === "EEXIST") {
-            seq += 1;
-            continue;
-          }
-          throw wrapIoError(err, `cannot write message to ${state.dir}`);
+      await fsp.writeFile(tmp, render(written));
+      const release = await acquireSeqLock(state.dir, this.options);
+      try {
+        let seq = await this.allocateSeq(state);
+        // Never replace a file already there (a malformed one dropped by hand): skip its number.
+        while (state.index.has(seq, messageFileName(seq, draft.from, draft.title))) seq += 1;
+        if (seq !== written) {
+          await fsp.writeFile(tmp, render(seq));
+          written = seq;
         }
+        const file = messageFileName(seq, draft.from, draft.title);
+        await fsp.rename(tmp, join(state.dir, file));
         state.index.add(file);
-        await writeFileAtomic(state.dir, HIGH_WATER, String(seq));
+        state.lastSeq = seq;
+        // A plain write: a torn mark can only read lower, and the reconciliation with the
+        // largest message file covers that; only the number of a deleted newest message
+        // depends on the mark alone.
+        await fsp.writeFile(join(state.dir, HIGH_WATER), String(seq));
         return { seq, channel: draft.channel, file };
+      } finally {
+        await release();
       }
-    } finally {
-      await release();
+    } catch (err) {
+      await fsp.rm(tmp, { force: true });
+      if (isAgentChatError(err)) throw err;
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        state.checked = false;
+        throw new AgentChatError("CHANNEL_NOT_FOUND", `channel ${draft.channel} is gone`, {
+          cause: err,
+        });
+      }
+      throw wrapIoError(err, `cannot write message to ${state.dir}`);
     }
   }
 
@@ -666,6 +694,8 @@ export class FsStore implements Store {
         dir,
         index: new ChannelIndex(dir, this.options.watch ?? true),
         tail: Promise.resolve(),
+        lastSeq: 0,
+        checked: false,
       };
       this.states.set(channel, state);
     }

@@ -47,8 +47,9 @@ export async function acquireSeqLock(
   for (;;) {
     try {
       await fsp.mkdir(lockDir);
+      const acquiredAt = Date.now();
       await fsp.writeFile(join(lockDir, OWNER_FILE), JSON.stringify(owner));
-      return () => releaseLock(lockDir, owner.token);
+      return () => releaseLock(lockDir, owner.token, Date.now() - acquiredAt < staleMs);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT") {
@@ -73,8 +74,21 @@ export async function acquireSeqLock(
   }
 }
 
-async function releaseLock(lockDir: string, token: string): Promise<void> {
-  // A lock taken over from us (we stalled past the stale rule) is someone else's now.
+/**
+ * Held for less than the stale rule by a live process, the lock is still ours: remove the owner
+ * file and the directory (the cheap path of every post). Held longer, another host may have
+ * taken it over, so only a lock that still carries our token is removed.
+ */
+async function releaseLock(lockDir: string, token: string, surelyOurs: boolean): Promise<void> {
+  if (surelyOurs) {
+    try {
+      await fsp.unlink(join(lockDir, OWNER_FILE));
+      await fsp.rmdir(lockDir);
+      return;
+    } catch {
+      // Something else is inside (a stealer's marker): fall through to the careful path.
+    }
+  }
   const owner = await readOwner(lockDir);
   if (owner && owner.token !== token) return;
   await fsp.rm(lockDir, { recursive: true, force: true });

@@ -1,0 +1,112 @@
+// `npm run bench [-- --quick]`: runs every bench module, prints one table (median, p99, the
+// baseline measured in the same run and the ratio), states the machine, and writes
+// bench/results/latest.json.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { fsBench } from "./fs.js";
+import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
+
+const modules: BenchModule[] = [fsBench];
+
+const quick = process.argv.includes("--quick");
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
+const temps: string[] = [];
+const ctx: BenchContext = {
+  quick,
+  cli: new URL("../dist/cli.js", import.meta.url).pathname,
+  tmp: () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-chat-bench-"));
+    temps.push(dir);
+    return dir;
+  },
+};
+
+function fileSystem(dir: string): string {
+  try {
+    return execFileSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).trim();
+  } catch {
+    return "unknown";
+  }
+}
+
+/** Environment variables known to slow Node's start-up, reported with the figures. */
+const startupEnv = ["NODE_OPTIONS", "NODE_EXTRA_CA_CERTS", "NODE_DEBUG", "NODE_V8_COVERAGE"].filter(
+  (k) => process.env[k],
+);
+
+const machine = {
+  cores: cpus().length,
+  cpu: cpus()[0]?.model ?? "unknown",
+  memoryGiB: Math.round(totalmem() / 2 ** 30),
+  node: process.version,
+  platform: `${process.platform} ${process.arch}`,
+  fileSystem: fileSystem(tmpdir()),
+  tmpdir: tmpdir(),
+  startupEnv,
+  quick,
+  date: new Date().toISOString(),
+};
+
+const fmt = (n: number | undefined, digits = 2) =>
+  n === undefined || Number.isNaN(n) ? "—" : n >= 100 ? n.toFixed(0) : n.toFixed(digits);
+
+console.log(
+  `agent-chat bench — ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, ` +
+    `${machine.fileSystem} at ${machine.tmpdir}${quick ? ", quick pass" : ""}`,
+);
+if (startupEnv.length > 0)
+  console.log(`note: set in the environment, slowing start-up: ${startupEnv.join(", ")}`);
+
+const rows: Row[] = [];
+for (const module of modules) {
+  if (only && !module.name.includes(only)) continue;
+  process.stderr.write(`running ${module.name}…\n`);
+  try {
+    rows.push(...(await module.run(ctx)));
+  } catch (err) {
+    console.error(`${module.name} failed: ${(err as Error).stack ?? err}`);
+    process.exitCode = 1;
+  }
+}
+for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+
+const header = [
+  "group",
+  "figure",
+  "unit",
+  "n",
+  "median",
+  "p99",
+  "baseline",
+  "base median",
+  "base p99",
+  "ratio",
+  "goal",
+  "met",
+];
+const table = rows.map((r) => [
+  r.group,
+  r.figure,
+  r.unit,
+  String(r.stats.n),
+  fmt(r.stats.median),
+  fmt(r.stats.p99),
+  r.baseline?.name ?? "—",
+  fmt(r.baseline?.stats.median),
+  fmt(r.baseline?.stats.p99),
+  fmt(ratio(r)),
+  r.goal ?? "—",
+  r.met === undefined ? "—" : r.met ? "yes" : "NO",
+]);
+console.log(`\n| ${header.join(" | ")} |\n|${header.map(() => "---").join("|")}|`);
+for (const line of table) console.log(`| ${line.join(" | ")} |`);
+for (const r of rows.filter((x) => x.note)) console.log(`note (${r.figure}): ${r.note}`);
+
+mkdirSync(new URL("./results/", import.meta.url), { recursive: true });
+writeFileSync(
+  new URL("./results/latest.json", import.meta.url),
+  `${JSON.stringify({ machine, rows: rows.map((r) => ({ ...r, ratio: ratio(r) })) }, null, 2)}\n`,
+);
+console.log("\nwritten: bench/results/latest.json");

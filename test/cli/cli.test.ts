@@ -1,0 +1,249 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { collect, runCli, startCli, untilStdout, watching } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+const cli = (args: string[], input?: string) =>
+  runCli(args, input === undefined ? { root: tmp.dir } : { root: tmp.dir, input });
+
+beforeEach(async () => {
+  tmp = tempDir();
+  expect((await cli(["init", "review", "--members", "alice,bob", "--topic", "schema"])).code).toBe(
+    0,
+  );
+});
+
+afterEach(() => tmp.cleanup());
+
+const RULE = "=".repeat(70);
+
+describe("the reference's commands, output and exit codes", () => {
+  it("post, then read prints each message as a rule of 70 '=', the file text and an empty line", async () => {
+    const post = await cli([
+      "post",
+      "review",
+      "--from",
+      "alice",
+      "--to",
+      "bob",
+      "--title",
+      "Hi",
+      "--body",
+      "Ready?",
+    ]);
+    expect(post.code).toBe(0);
+    expect(post.stdout).toMatch(/^posted #1 .*review\/0001-alice-hi\.md\n$/);
+    const read = await cli(["read", "review", "--as", "bob"]);
+    expect(read.code).toBe(0);
+    const file = readFileSync(join(tmp.dir, "review", "0001-alice-hi.md"), "utf8");
+    expect(read.stdout).toBe(`${RULE}\n${file}\n`);
+    const again = await cli(["read", "review", "--as", "bob"]);
+    expect(again.stdout).toBe("");
+    expect(again.stderr).toBe("(no new messages)\n");
+  });
+
+  it("takes the root from --root before AGENT_CHAT_ROOT", async () => {
+    const other = tempDir();
+    try {
+      const r = await runCli(["--root", other.dir, "init", "x"], { root: tmp.dir });
+      expect(r.code).toBe(0);
+      expect(existsSync(join(other.dir, "x", "_meta.json"))).toBe(true);
+      expect(existsSync(join(tmp.dir, "x"))).toBe(false);
+    } finally {
+      other.cleanup();
+    }
+  });
+
+  it("reads the body from stdin and from --body-file", async () => {
+    expect(
+      (await cli(["post", "review", "--from", "alice", "--title", "stdin"], "from stdin\n")).code,
+    ).toBe(0);
+    const f = join(tmp.dir, "body.md");
+    writeFileSync(f, "# From a file\n\ntext");
+    expect((await cli(["post", "review", "--from", "alice", "--body-file", f])).code).toBe(0);
+    const peek = await cli(["--json", "peek", "review", "-n", "5"]);
+    const { messages } = JSON.parse(peek.stdout);
+    expect(messages.map((m: { title: string; body: string }) => [m.title, m.body])).toEqual([
+      ["stdin", "from stdin"],
+      ["From a file", "# From a file\n\ntext"],
+    ]);
+  });
+
+  it.each([
+    [["--body", "  "], /message body is empty/],
+    [
+      ["--body-file", "/nonexistent/body.md"],
+      /cannot read body file \/nonexistent\/body\.md: ENOENT/,
+    ],
+    [["--body", "x".repeat(50)], /message body is 50 bytes; the limit is 10/],
+  ])("refuses a bad body %j with exit 1 and writes nothing", async (flags, message) => {
+    const r = await cli([
+      "--max-body",
+      "10",
+      "post",
+      "review",
+      "--from",
+      "alice",
+      "--title",
+      "t",
+      ...flags,
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).toMatch(/^agent-chat: /);
+    expect(readdirSync(join(tmp.dir, "review")).filter((n) => n.endsWith(".md"))).toEqual([]);
+  });
+
+  it("refuses a body over the limit on stdin without reading it all", async () => {
+    const r = await cli(
+      ["--max-body", "1000", "post", "review", "--from", "a", "--title", "t"],
+      "y".repeat(5_000_000),
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/more than 1000 bytes/);
+  });
+
+  it.each([
+    [["bogus"], /unknown command 'bogus'/],
+    [["read", "review"], /--as NAME is required \(or set AGENT_CHAT_NAME\)/],
+    [["post", "review", "--body", "x"], /--from NAME is required/],
+    [["read", "review", "--as", "bob", "--bogus"], /unknown option '--bogus'/],
+    [
+      ["wait", "review", "--as", "bob", "--timeout", "soon"],
+      /--timeout must be a number of seconds/,
+    ],
+    [["peek", "review", "-n", "0"], /-n must be a positive integer/],
+    [["init"], /missing required argument 'channel'/],
+  ])("usage error %j exits 64", async (args, message) => {
+    const r = await cli(args);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it("names that could escape the root are refused with exit 1 and what is allowed", async () => {
+    for (const bad of ["../x", "a/b", ".hidden", "_x"]) {
+      const r = await cli(["init", bad]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/invalid channel name .*: use ASCII letters, digits/);
+    }
+    const r = await cli(["read", "review", "--as", "../bob"]);
+    expect(r.stderr).toMatch(/invalid agent name/);
+  });
+
+  it("a missing channel and a corrupt _meta.json are one clear line, no stack trace", async () => {
+    const missing = await cli(["read", "nope", "--as", "bob"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe(
+      `agent-chat: no channel nope in ${tmp.dir} (create it with: agent-chat init nope)\n`,
+    );
+    writeFileSync(join(tmp.dir, "review", "_meta.json"), "{oops");
+    const corrupt = await cli(["roster", "review"]);
+    expect(corrupt.code).toBe(1);
+    expect(corrupt.stderr).toMatch(
+      /^agent-chat: channel review: _meta.json is not valid JSON .*\n$/,
+    );
+    expect(corrupt.stderr.split("\n")).toHaveLength(2);
+  });
+
+  it("wait: exit 2 on timeout, 130 on Ctrl-C, and the cursor does not move", async () => {
+    const t = await cli(["wait", "review", "--as", "bob", "--timeout", "0.2"]);
+    expect(t.code).toBe(2);
+    expect(t.stderr).toMatch(/no relevant message within 0.2 s/);
+    const waiter = startCli(["wait", "review", "--as", "bob"], { root: tmp.dir });
+    await watching(waiter);
+    waiter.kill("SIGINT");
+    const r = await collect(waiter);
+    expect(r.code).toBe(130);
+    expect(existsSync(join(tmp.dir, "review", ".cursors", "bob.txt"))).toBe(false);
+  });
+
+  it("wait on several channels returns the first relevant message with --json", async () => {
+    await cli(["init", "deploy"]);
+    const waiter = startCli(["--json", "wait", "review,deploy", "--as", "bob", "--timeout", "20"], {
+      root: tmp.dir,
+    });
+    await watching(waiter);
+    await cli(["post", "deploy", "--from", "alice", "--body", "shipped"]);
+    const r = await collect(waiter);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.messages.map((m: { channel: string; body: string }) => [m.channel, m.body])).toEqual(
+      [["deploy", "shipped"]],
+    );
+    expect(doc.cursors).toEqual({ review: 0, deploy: 1 });
+  });
+
+  it("tasks: add, list, claim (loser exits 3), release by holder only", async () => {
+    expect(
+      (await cli(["task", "add", "review", "--title", "Review schema", "--as", "alice"])).stdout,
+    ).toBe("added task-1 in review: Review schema\n");
+    expect((await cli(["claim", "review", "task-1.md", "--as", "bob"])).code).toBe(0);
+    const lost = await cli(["claim", "review", "1", "--as", "carol"]);
+    expect(lost.code).toBe(3);
+    expect(lost.stderr).toBe("agent-chat: task 1 is already claimed by bob\n");
+    const list = await cli(["tasks", "review"]);
+    expect(list.stdout).toBe("task-1\tclaimed by bob\tReview schema\n");
+    const notHolder = await cli(["release", "review", "1", "--as", "carol"]);
+    expect(notHolder.code).toBe(1);
+    expect(notHolder.stderr).toMatch(/claimed by bob; only the holder can release it/);
+    expect((await cli(["release", "review", "1", "--as", "bob"])).code).toBe(0);
+    const json = JSON.parse((await cli(["--json", "tasks", "review"])).stdout);
+    expect(json.tasks).toMatchObject([{ id: "1", state: "open", title: "Review schema" }]);
+  });
+
+  it("tail prints new messages as NDJSON until Ctrl-C", async () => {
+    const tail = startCli(["--json", "tail", "review"], { root: tmp.dir });
+    await watching(tail);
+    await cli(["post", "review", "--from", "alice", "--body", "one"]);
+    await cli(["post", "review", "--from", "bob", "--body", "two"]);
+    await untilStdout(tail, (out) => out.split("\n").length > 2);
+    tail.kill("SIGINT");
+    const r = await collect(tail);
+    expect(r.code).toBe(0);
+    const lines = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.map((m) => [m.seq, m.from, m.body])).toEqual([
+      [1, "alice", "one"],
+      [2, "bob", "two"],
+    ]);
+  });
+
+  it("--json on every command prints exactly one JSON document", async () => {
+    await cli(["post", "review", "--from", "alice", "--body", "x"]);
+    for (const args of [
+      ["channels"],
+      ["roster", "review"],
+      ["post", "review", "--from", "alice", "--body", "y"],
+      ["read", "review", "--as", "bob", "--peek"],
+      ["peek", "review"],
+      ["tasks", "review"],
+      ["task", "add", "review", "--title", "t", "--as", "a"],
+      ["claim", "review", "1", "--as", "bob"],
+      ["release", "review", "1", "--as", "bob"],
+      ["init", "another"],
+      ["read", "nope", "--as", "bob"],
+    ]) {
+      const r = await cli(["--json", ...args]);
+      expect(r.stdout.trim().split("\n"), args.join(" ")).toHaveLength(1);
+      expect(() => JSON.parse(r.stdout), args.join(" ")).not.toThrow();
+    }
+    const err = JSON.parse((await cli(["--json", "read", "nope", "--as", "bob"])).stdout);
+    expect(err).toEqual({ error: { code: "CHANNEL_NOT_FOUND", message: expect.any(String) } });
+  });
+
+  it("every command's --help has examples; --version prints the version", async () => {
+    const version = await cli(["--version"]);
+    expect(version.stdout).toBe(`${JSON.parse(readFileSync("package.json", "utf8")).version}\n`);
+    const commands = ["init", "channels", "roster", "post", "read", "wait", "peek", "tail"];
+    commands.push("claim", "release", "tasks");
+    const helps = await Promise.all(commands.map((cmd) => cli([cmd, "--help"])));
+    helps.forEach((r, i) => {
+      expect(r.code, commands[i]).toBe(0);
+      expect(r.stdout, commands[i]).toMatch(/Examples?:\n {2}agent-chat /);
+    });
+  }, 60_000);
+});

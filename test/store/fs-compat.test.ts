@@ -1,0 +1,230 @@
+import { execFileSync } from "node:child_process";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentChatError } from "../../src/core/errors.js";
+import { FsStore } from "../../src/store/fs/fs-store.js";
+import { referencePost } from "../helpers/reference-writer.js";
+import { tempDir } from "../helpers/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let store: FsStore;
+let dir: string;
+
+beforeEach(async () => {
+  tmp = tempDir();
+  store = new FsStore(tmp.dir);
+  await store.init("review", { members: ["alice", "bob"], topic: "schema v2" });
+  dir = join(tmp.dir, "review");
+});
+
+afterEach(async () => {
+  await store.close();
+  tmp.cleanup();
+});
+
+async function code(p: Promise<unknown>): Promise<string | undefined> {
+  return p.then(
+    () => undefined,
+    (e: unknown) => (e instanceof AgentChatError ? e.code : String(e)),
+  );
+}
+
+describe("on disk exactly as the reference lays it out", () => {
+  it("_meta.json: 2-space JSON with the reference's keys in order", () => {
+    const text = readFileSync(join(dir, "_meta.json"), "utf8");
+    expect(Object.keys(JSON.parse(text))).toEqual(["channel", "members", "topic", "created"]);
+    expect(text).toMatch(
+      /^\{\n {2}"channel": "review",\n {2}"members": \[\n {4}"alice",\n {4}"bob"\n {2}\],\n {2}"topic": "schema v2",\n {2}"created": "[^"]+"\n\}$/,
+    );
+  });
+
+  it("message file name, frontmatter and cursor file (decimal, no newline)", async () => {
+    await store.post("review", {
+      from: "Alice",
+      to: "bob",
+      title: "Converge schema v0.2",
+      body: "x",
+    });
+    expect(readdirSync(dir).filter((n) => n.endsWith(".md"))).toEqual([
+      "0001-alice-converge-schema-v0-2.md",
+    ]);
+    const text = readFileSync(join(dir, "0001-alice-converge-schema-v0-2.md"), "utf8");
+    expect(text).toMatch(
+      /^---\nseq: 1\nfrom: Alice\nto: bob\nchannel: review\nts: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d\nstatus: discussion\ntitle: Converge schema v0\.2\n---\nx\n$/,
+    );
+    await store.read("review", { as: "Bob" });
+    expect(readFileSync(join(dir, ".cursors", "bob.txt"), "utf8")).toBe("1");
+  });
+
+  it("reads messages the reference wrote, and cursors it left", async () => {
+    await referencePost(dir, { from: "carol", title: "From chat.py", body: "hello", to: "[bob]" });
+    mkdirSync(join(dir, ".cursors"), { recursive: true });
+    const r = await store.read("review", { as: "bob" });
+    expect(r.messages.map((m) => [m.seq, m.from, m.body])).toEqual([[1, "carol", "hello"]]);
+    writeFileSync(join(dir, ".cursors", "dave.txt"), "1");
+    expect(await store.cursor("review", "dave")).toBe(1);
+  });
+});
+
+describe("posting beside the reference chat.py", () => {
+  it("never reuses a number the reference took (it does not update our high-water mark)", async () => {
+    await store.post("review", { from: "alice", body: "ours 1" });
+    await referencePost(dir, { from: "carol", title: "theirs", body: "theirs 2" });
+    await referencePost(dir, { from: "carol", title: "theirs", body: "theirs 3" });
+    const r = await store.post("review", { from: "alice", body: "ours 4" });
+    expect(r.seq).toBe(4);
+    // …and the reference, computing max(file names) + 1, continues after ours.
+    expect(await referencePost(dir, { from: "carol", title: "t", body: "5" })).toBe(5);
+    const seqs = (await store.read("review", { as: "zed", all: true })).messages.map((m) => m.seq);
+    expect(seqs).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("never re-issues the number of a deleted newest message (defect 7)", async () => {
+    await store.post("review", { from: "alice", body: "1" });
+    const { file } = await store.post("review", { from: "alice", body: "2" });
+    unlinkSync(join(dir, file));
+    const other = new FsStore(tmp.dir);
+    expect((await other.post("review", { from: "alice", body: "3" })).seq).toBe(3);
+    await other.close();
+  });
+
+  it("never delivers a file that the reference is still writing in place", async () => {
+    await store.post("review", { from: "alice", body: "before" });
+    const seen: number[][] = [];
+    await referencePost(
+      dir,
+      { from: "carol", title: "slow", body: "written slowly" },
+      {
+        pauseMidWrite: async () => {
+          const r = await store.read("review", { as: "bob" });
+          seen.push(
+            r.messages.map((m) => m.seq),
+            [r.cursor],
+          );
+        },
+      },
+    );
+    // While the reference held the lock with a half-written #2, bob got #1 and his cursor
+    // stopped before #2 …
+    expect(seen).toEqual([[1], [1]]);
+    // … so once it is complete he gets it.
+    const r = await store.read("review", { as: "bob" });
+    expect(r.messages.map((m) => m.body)).toEqual(["written slowly"]);
+  });
+});
+
+describe("files dropped in by hand", () => {
+  it("a stray 2024-notes.md never moves the sequence and is reported once (defect 3)", async () => {
+    writeFileSync(join(dir, "2024-notes.md"), "# my notes\n");
+    await store.post("review", { from: "alice", body: "hi" });
+    const first = await store.read("review", { as: "bob", all: true, peek: true });
+    expect(first.messages.map((m) => m.seq)).toEqual([1]);
+    expect(first.warnings).toEqual(["2024-notes.md: no frontmatter, skipped"]);
+    const again = await store.read("review", { as: "bob", all: true, peek: true });
+    expect(again.warnings).toEqual([]);
+    expect((await store.post("review", { from: "alice", body: "next" })).seq).toBe(2);
+  });
+
+  it.each([
+    ["unclosed frontmatter", "---\nseq: 5\nfrom: eve\nto: all\ntitle: x\nno end\n"],
+    ["no frontmatter", "plain text file\n"],
+    ["empty", ""],
+  ])("a file with %s is never delivered (defect 2)", async (_what, text) => {
+    writeFileSync(join(dir, "0005-eve-x.md"), text);
+    const r = await store.read("review", { as: "bob" });
+    expect(r.messages).toEqual([]);
+    expect(r.warnings).toHaveLength(1);
+    expect((await store.post("review", { from: "alice", body: "a" })).seq).toBe(1);
+  });
+
+  it("a file that is not UTF-8 or is binary is reported, not delivered", async () => {
+    writeFileSync(join(dir, "0001-x-bad.md"), Buffer.from([0x2d, 0x2d, 0x2d, 0x0a, 0xff, 0xfe]));
+    writeFileSync(join(dir, "0002-x-bin.md"), Buffer.from("---\nfrom: x\n---\n\0\0\u0001"));
+    const r = await store.read("review", { as: "bob" });
+    expect(r.messages).toEqual([]);
+    expect(r.warnings.sort()).toEqual([
+      "0001-x-bad.md: not UTF-8, skipped",
+      "0002-x-bin.md: binary content, skipped",
+    ]);
+  });
+
+  it("a well-formed message dropped in by hand is delivered and moves the sequence", async () => {
+    writeFileSync(
+      join(dir, "0007-human-note.md"),
+      "---\r\nseq: 7\r\nfrom: human\r\nto: bob\r\ntitle: by hand\r\n---\r\nhello\r\n",
+    );
+    const r = await store.read("review", { as: "bob" });
+    expect(r.messages.map((m) => [m.seq, m.from, m.body])).toEqual([[7, "human", "hello"]]);
+    expect((await store.post("review", { from: "alice", body: "a" })).seq).toBe(8);
+  });
+
+  it("never overwrites a malformed file that has the name of the next message", async () => {
+    writeFileSync(join(dir, "0001-alice-hello.md"), "garbage\n");
+    const r = await store.post("review", { from: "alice", title: "hello", body: "real" });
+    expect(r.seq).toBe(2);
+    expect(readFileSync(join(dir, "0001-alice-hello.md"), "utf8")).toBe("garbage\n");
+  });
+
+  it("never reads through a symlink planted in a channel", async () => {
+    const outside = join(tmp.dir, "secret.md");
+    writeFileSync(outside, "---\nfrom: root\nto: all\ntitle: secret\n---\ntop secret\n");
+    symlinkSync(outside, join(dir, "0001-root-secret.md"));
+    const r = await store.read("review", { as: "bob" });
+    expect(r.messages).toEqual([]);
+  });
+
+  it("never writes through a channel folder that is a symlink out of the root", async () => {
+    const outside = tempDir();
+    try {
+      writeFileSync(join(outside.dir, "_meta.json"), '{"channel":"evil","members":[]}');
+      symlinkSync(outside.dir, join(tmp.dir, "evil"));
+      expect(await code(store.post("evil", { from: "alice", body: "x" }))).toBe("INVALID_NAME");
+      expect(readdirSync(outside.dir)).toEqual(["_meta.json"]);
+    } finally {
+      outside.cleanup();
+    }
+  });
+
+  it("a corrupt _meta.json is a clear CORRUPT_META error", async () => {
+    writeFileSync(join(dir, "_meta.json"), "{not json");
+    const err = await store.roster("review").catch((e: AgentChatError) => e);
+    expect(err).toBeInstanceOf(AgentChatError);
+    expect((err as AgentChatError).code).toBe("CORRUPT_META");
+    expect((err as AgentChatError).message).toMatch(/review: _meta.json is not valid JSON/);
+  });
+
+  it("a read-only channel folder gives a clear error and leaves nothing half-written", async () => {
+    // Permission bits do not stop root (CI runs as root); the immutable flag does.
+    const asRoot = process.getuid?.() === 0;
+    const lock = (on: boolean) =>
+      asRoot ? execFileSync("chattr", [on ? "+i" : "-i", dir]) : chmodSync(dir, on ? 0o555 : 0o755);
+    lock(true);
+    try {
+      const err = await store.post("review", { from: "a", body: "x" }).catch((e) => e);
+      expect(err).toBeInstanceOf(AgentChatError);
+      expect((err as AgentChatError).code).toBe("IO_ERROR");
+      expect((err as AgentChatError).message).toMatch(
+        /cannot write message to .*review: E(PERM|ACCES)/,
+      );
+    } finally {
+      lock(false);
+    }
+    expect(readdirSync(dir).filter((n) => n !== "_meta.json")).toEqual([]);
+  });
+
+  it("init is exclusive and never leaves a half-written _meta.json (defect 6)", async () => {
+    expect(await code(store.init("review"))).toBe("CHANNEL_EXISTS");
+    expect(existsSync(join(dir, "_meta.json"))).toBe(true);
+    expect(readdirSync(dir).filter((n) => n.startsWith(".tmp-"))).toEqual([]);
+  });
+});

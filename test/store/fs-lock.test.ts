@@ -1,0 +1,110 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentChatError } from "../../src/core/errors.js";
+import { FsStore } from "../../src/store/fs/fs-store.js";
+import { tempDir } from "../helpers/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let store: FsStore;
+let dir: string;
+const lockDir = () => join(dir, "_seq.lock");
+
+beforeEach(async () => {
+  tmp = tempDir();
+  store = new FsStore(tmp.dir, { timeoutMs: 1500 });
+  await store.init("ch");
+  dir = join(tmp.dir, "ch");
+});
+
+afterEach(async () => {
+  await store.close();
+  tmp.cleanup();
+});
+
+function plantLock(owner: object | undefined, ageSeconds = 0): void {
+  mkdirSync(lockDir());
+  if (owner) writeFileSync(join(lockDir(), "owner.json"), JSON.stringify(owner));
+  if (ageSeconds > 0) {
+    const t = Date.now() / 1000 - ageSeconds;
+    utimesSync(lockDir(), t, t);
+  }
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { value, ms: performance.now() - t0 };
+}
+
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", "0"]);
+  await new Promise((r) => child.on("exit", r));
+  return child.pid!;
+}
+
+describe("the sequence lock (_seq.lock)", () => {
+  it("a poster killed with SIGKILL while holding the lock: the next post proceeds at once", async () => {
+    const holder = spawn(process.execPath, [
+      "--import",
+      "tsx",
+      fileURLToPath(new URL("../helpers/lock-holder.ts", import.meta.url)),
+      dir,
+    ]);
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout.once("data", () => resolve());
+      holder.once("exit", () => reject(new Error("lock holder exited early")));
+    });
+    expect(readdirSync(lockDir())).toEqual(["owner.json"]);
+    holder.kill("SIGKILL");
+    await new Promise((r) => holder.once("exit", r));
+    const { value, ms } = await timed(() => store.post("ch", { from: "a", body: "after crash" }));
+    expect(value.seq).toBe(1);
+    expect(ms).toBeLessThan(500);
+  });
+
+  it("a lock whose owner is a dead pid on this host is stale at once", async () => {
+    const { hostname } = await import("node:os");
+    plantLock({ host: hostname(), pid: await deadPid(), token: "dead" });
+    const { ms } = await timed(() => store.post("ch", { from: "a", body: "x" }));
+    expect(ms).toBeLessThan(500);
+  });
+
+  it("a fresh lock of another host is respected (LOCK_TIMEOUT), not stolen", async () => {
+    plantLock({ host: "other-host.example", pid: 1, token: "t" });
+    const err = await store.post("ch", { from: "a", body: "x" }).catch((e) => e);
+    expect(err).toBeInstanceOf(AgentChatError);
+    expect((err as AgentChatError).code).toBe("LOCK_TIMEOUT");
+    expect((err as AgentChatError).message).toMatch(/held by pid 1 on other-host\.example/);
+    expect(readdirSync(dir).filter((n) => n.endsWith(".md"))).toEqual([]);
+  });
+
+  it("another host's lock older than 30 s is taken over", async () => {
+    plantLock({ host: "other-host.example", pid: 1, token: "t" }, 31);
+    expect((await store.post("ch", { from: "a", body: "x" })).seq).toBe(1);
+  });
+
+  it("the reference's owner-less lock: respected while fresh, taken over after 30 s", async () => {
+    plantLock(undefined);
+    expect(await store.post("ch", { from: "a", body: "x" }).catch((e) => e.code)).toBe(
+      "LOCK_TIMEOUT",
+    );
+    utimesSync(lockDir(), Date.now() / 1000 - 31, Date.now() / 1000 - 31);
+    expect((await store.post("ch", { from: "a", body: "x" })).seq).toBe(1);
+  });
+
+  it("many posters racing to steal one stale lock all succeed with distinct numbers", async () => {
+    plantLock({ host: "other-host.example", pid: 1, token: "t" }, 60);
+    const stores = Array.from({ length: 8 }, () => new FsStore(tmp.dir));
+    const seqs = await Promise.all(
+      stores.map((s, i) => s.post("ch", { from: `p${i}`, body: "x" }).then((r) => r.seq)),
+    );
+    expect(seqs.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    await Promise.all(stores.map((s) => s.close()));
+    expect(
+      readdirSync(dir).filter((n) => n.startsWith("_seq.lock") || n.startsWith(".seq.lock")),
+    ).toEqual([]);
+  });
+});

@@ -1,0 +1,78 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FsStore } from "../../src/store/fs/fs-store.js";
+import { collect, runCli, startCli, watching } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+let store: FsStore;
+
+beforeEach(async () => {
+  tmp = tempDir();
+  store = new FsStore(tmp.dir);
+  await store.init("ch");
+});
+
+afterEach(async () => {
+  await store.close();
+  tmp.cleanup();
+});
+
+describe("wait wakes through the file watch, not the poll", () => {
+  it("an in-process waiter wakes within milliseconds of another process's post (poll set to 60 s)", async () => {
+    let wokeAt = 0;
+    const waiting = store
+      .wait(["ch"], { as: "bob", timeoutMs: 20_000, intervalMs: 60_000 })
+      .then((r) => {
+        wokeAt = performance.now();
+        return r;
+      });
+    await new Promise((r) => setTimeout(r, 100));
+    const post = await runCli(["post", "ch", "--from", "alice", "--json", "--body", "ping"], {
+      root: tmp.dir,
+    });
+    const postedAt = performance.now();
+    expect(post.code).toBe(0);
+    const r = await waiting;
+    expect(r.messages.map((m) => m.body)).toEqual(["ping"]);
+    // The post process exits after its rename; the waiter has usually woken before that.
+    expect(wokeAt - postedAt).toBeLessThan(250);
+  });
+
+  it("a CLI wait in one process returns when another process posts, exit 0 with the message", async () => {
+    const waiter = startCli(["wait", "ch", "--as", "bob", "--timeout", "20", "--interval", "60"], {
+      root: tmp.dir,
+    });
+    await watching(waiter);
+    await store.post("ch", { from: "alice", to: "bob", title: "wake", body: "up" });
+    const r = await collect(waiter);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("title: wake\n---\nup\n");
+    expect(await store.cursor("ch", "bob")).toBe(1);
+  });
+
+  it("without a file watch, the sleep-poll alone still delivers", async () => {
+    const polling = new FsStore(tmp.dir, { watch: false });
+    const waiting = polling.wait(["ch"], { as: "bob", timeoutMs: 10_000, intervalMs: 50 });
+    await new Promise((r) => setTimeout(r, 30));
+    await store.post("ch", { from: "alice", body: "polled" });
+    expect((await waiting).messages.map((m) => m.body)).toEqual(["polled"]);
+    await polling.close();
+  });
+
+  it("never misses a message posted between its scans: 200 posts, 1 waiter in a loop", async () => {
+    const reader = new FsStore(tmp.dir);
+    const got: number[] = [];
+    const loop = (async () => {
+      while (got.length < 200) {
+        const r = await reader.wait(["ch"], { as: "bob", timeoutMs: 10_000, intervalMs: 1000 });
+        got.push(...r.messages.map((m) => m.seq));
+      }
+    })();
+    const writer = new FsStore(tmp.dir);
+    for (let i = 0; i < 200; i++) await writer.post("ch", { from: "alice", body: `n${i}` });
+    await loop;
+    expect(got).toEqual(Array.from({ length: 200 }, (_, k) => k + 1));
+    await reader.close();
+    await writer.close();
+  });
+});
