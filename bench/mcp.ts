@@ -26,7 +26,7 @@ function run(cmd: string, args: string[], input: string, env: NodeJS.ProcessEnv)
   return Number(process.hrtime.bigint() - t0) / 1e6;
 }
 
-const bench: BenchModule = {
+export const mcpBench: BenchModule = {
   name: "mcp",
   async run(ctx) {
     const root = ctx.tmp();
@@ -137,4 +137,4 @@ const bench: BenchModule = {
   },
 };
 
-export default bench;
+export default mcpBench;

@@ -99,11 +99,9 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
   });
 
   it("exits when its client closes stdin, and refuses to start without an identity", async () => {
-    const child = startCli(["mcp", "--as", "bob"], { root });
-    const done = collect(child, { timeoutMs: 5_000 });
-    child.stdin?.end();
-    const result = await done;
-    expect(result.code).toBe(0);
+    // startCli closes the child's stdin at once, as a client that goes away does.
+    const result = await collect(startCli(["mcp", "--as", "bob"], { root, timeoutMs: 10_000 }));
+    expect(result).toMatchObject({ code: 0, stdout: "" });
 
     const nameless = await runCli(["mcp"], { root });
     expect(nameless.code).toBe(64);
