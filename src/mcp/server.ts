@@ -99,7 +99,7 @@ function registerTools(
     description: string,
     inputSchema: S,
     handler: Handler<z.infer<z.ZodObject<S>>>,
-    annotations: { readOnlyHint?: boolean; idempotentHint?: boolean } = {},
+    annotations: { readOnlyHint?: boolean } = {},
   ) => {
     server.registerTool(name, { description, inputSchema, annotations }, (async (
       args: z.infer<z.ZodObject<S>>,
@@ -110,6 +110,8 @@ function registerTools(
       } catch (err) {
         return { content: [{ type: "text", text: describeError(err).text }], isError: true };
       }
+      // The SDK's callback type is computed from the concrete shape; for a shape generic here it
+      // does not resolve, although the value matches it for every S.
     }) as never);
   };
 
@@ -252,7 +254,6 @@ function registerTools(
         stopProgress();
       }
     },
-    { readOnlyHint: false },
   );
 
   tool(
