@@ -4,6 +4,7 @@ import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
 import { registerDaemonCommands } from "./commands/daemon.js";
 import { registerGovernanceCommands } from "./commands/governance.js";
+import { registerMcpCommands } from "./commands/mcp.js";
 import { registerNatsCommands } from "./commands/nats.js";
 import { registerSlashCommands } from "./commands/slash.js";
 import { registerViewerCommands } from "./commands/viewer.js";
@@ -48,6 +49,7 @@ export async function main(argv: string[]): Promise<number> {
   registerWorkspaceCommands(program, ctx);
   registerGovernanceCommands(program, ctx);
   registerSlashCommands(program, ctx);
+  registerMcpCommands(program, ctx);
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);

@@ -1,0 +1,191 @@
+import { homedir } from "node:os";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { openStore } from "../../client/open.js";
+import {
+  detectFormat,
+  HOOK_EVENTS,
+  HOOK_FORMATS,
+  type HookEvent,
+  type HookFormat,
+  hookOutput,
+  parseHookInput,
+} from "../../mcp/hook.js";
+import { applySetup, planSetup, SETUP_TOOLS, type SetupTool } from "../../mcp/setup.js";
+import { countUnread, FOOTER_STYLES } from "../../mcp/unread.js";
+import { type CliContext, UsageError } from "../context.js";
+
+declare const __VERSION__: string | undefined;
+const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
+
+/** Hooks give up reading stdin after this long: a host that never closes it must not stall. */
+const HOOK_STDIN_MS = 250;
+const HOOK_STDIN_MAX = 1024 * 1024;
+
+/** `mcp` (the server), `setup` (configuration for agent tools) and `hook` (their hooks). */
+export function registerMcpCommands(program: Command, ctx: CliContext): void {
+  program
+    .command("mcp")
+    .description("run the MCP server over stdio for one agent identity")
+    .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
+    .option(
+      "--footer <style>",
+      `unread footer on every tool result: ${FOOTER_STYLES.join(" | ")}`,
+      "agent-chat",
+    )
+    .addHelpText(
+      "after",
+      "\nTools: chat_channels, chat_create_channel, chat_post, chat_read, chat_wait, chat_tasks.\n" +
+        'Every result ends with <agent-chat>{"chat":{"msgs":N,"channels":{...}}}</agent-chat>\n' +
+        '(or, with --footer b00t, <🥾>{ "chat": { "msgs": N } }</🥾>).\n\nExamples:\n' +
+        "  agent-chat mcp --as bob\n  AGENT_CHAT_NAME=bob agent-chat --root ./chat mcp --footer b00t\n" +
+        "  claude mcp add agent-chat -- agent-chat mcp --as bob",
+    )
+    .action(async (opts: { as?: string; footer: string }) => {
+      const agent = ctx.agent(opts.as);
+      const footer = oneOf(opts.footer, FOOTER_STYLES, "--footer");
+      const store = await ctx.open();
+      // Loaded only here: the rest of the CLI never pays for the MCP SDK.
+      const { runMcpServer } = await import("../../mcp/server.js");
+      await runMcpServer({
+        store,
+        agent,
+        footer,
+        version: VERSION,
+        input: process.stdin,
+        output: process.stdout,
+        signal: ctx.abort.signal,
+      });
+    });
+
+  program
+    .command("setup")
+    .description("print (or --write) the MCP server and hook configuration for an agent tool")
+    .argument("<tool>", SETUP_TOOLS.join(" | "))
+    .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
+    .option("--write", "merge the configuration into the tool's files instead of printing it")
+    .option("--dir <path>", "project folder for project-level files (default: current folder)")
+    .option("--command <path>", "how the tool starts agent-chat", "agent-chat")
+    .addHelpText(
+      "after",
+      "\nFiles: claude-code → .mcp.json and .claude/settings.json (project);\n" +
+        "       codex → $CODEX_HOME/config.toml and hooks.json (default ~/.codex);\n" +
+        "       gemini → .gemini/settings.json (project).\n" +
+        "--write keeps every other entry of those files and replaces only agent-chat's.\n\nExamples:\n" +
+        "  agent-chat setup claude-code --as alice\n  agent-chat setup codex --as bob --write\n" +
+        "  agent-chat --root ~/team-chat setup gemini --as carol --write --dir ~/src/app",
+    )
+    .action(
+      async (
+        tool: string,
+        opts: { as?: string; write?: boolean; dir?: string; command: string },
+      ) => {
+        const plan = planSetup({
+          tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
+          agent: ctx.agent(opts.as),
+          root: resolve(ctx.root),
+          command: opts.command,
+          projectDir: resolve(opts.dir ?? "."),
+          codexHome: ctx.env.CODEX_HOME || resolve(homedir(), ".codex"),
+        });
+        if (opts.write) {
+          const written = await applySetup(plan);
+          if (ctx.json) return ctx.printJson({ tool: plan.tool, written, notes: plan.notes });
+          for (const file of plan.files) {
+            ctx.out(`${written.includes(file.path) ? "updated" : "unchanged"} ${file.path}\n`);
+          }
+          for (const note of plan.notes) ctx.out(`note: ${note}\n`);
+          return;
+        }
+        if (ctx.json) {
+          return ctx.printJson({
+            tool: plan.tool,
+            files: plan.files.map((f) => ({ path: f.path, format: f.format, snippet: f.snippet })),
+            oneCommand: plan.oneCommand,
+            notes: plan.notes,
+          });
+        }
+        for (const file of plan.files) ctx.out(`# ${file.path}\n${file.snippet}\n`);
+        ctx.out(`# or add the server in one command:\n${plan.oneCommand}\n\n`);
+        for (const note of plan.notes) ctx.out(`# ${note}\n`);
+        ctx.out("# --write merges this into the files above.\n");
+      },
+    );
+
+  program
+    .command("hook")
+    .description("print the unread notice an agent tool's hook shows (never moves a cursor)")
+    .argument("<event>", HOOK_EVENTS.join(" | "))
+    .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
+    .option("--format <tool>", `output form: ${HOOK_FORMATS.join(" | ")} (default: from the input)`)
+    .option("--block", "at stop, keep the agent going to read its messages (once)")
+    .addHelpText(
+      "after",
+      "\nReads the tool's hook JSON on stdin (none or invalid is fine), prints one line when\n" +
+        "messages are unread and nothing otherwise, and always exits 0.\n\nExamples:\n" +
+        "  agent-chat hook session-start --as bob\n" +
+        '  echo \'{"hook_event_name":"Stop"}\' | agent-chat hook stop --as bob --format claude',
+    )
+    .action(async (event: string, opts: { as?: string; format?: string; block?: boolean }) => {
+      try {
+        const input = parseHookInput(await readHookStdin());
+        const agent = opts.as ?? ctx.env.AGENT_CHAT_NAME;
+        if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
+        const format = opts.format
+          ? oneOf(opts.format, HOOK_FORMATS, "--format")
+          : detectFormat(input);
+        // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
+        const store = await openStore(ctx.root, { watch: false });
+        try {
+          const count = await countUnread(store, agent);
+          ctx.out(
+            hookOutput({
+              event: oneOf(event, HOOK_EVENTS, "event") as HookEvent,
+              format: format as HookFormat,
+              agent,
+              count,
+              input,
+              block: opts.block === true,
+            }),
+          );
+        } finally {
+          await store.close();
+        }
+      } catch (err) {
+        // A hook must never break the tool that runs it: say why on stderr, exit 0.
+        ctx.err(`agent-chat hook: ${(err as Error).message}\n`);
+      }
+    });
+}
+
+function oneOf<T extends string>(value: string, allowed: readonly T[], what: string): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(
+    `${what} must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`,
+  );
+}
+
+async function readHookStdin(): Promise<string> {
+  if (process.stdin.isTTY) return "";
+  return new Promise((resolveText) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => {
+      clearTimeout(timer);
+      process.stdin.off("data", onData);
+      process.stdin.off("end", done);
+      process.stdin.off("error", done);
+      process.stdin.pause();
+      resolveText(Buffer.concat(chunks).toString("utf8"));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > HOOK_STDIN_MAX) return done();
+      chunks.push(chunk);
+    };
+    const timer = setTimeout(done, HOOK_STDIN_MS);
+    process.stdin.on("data", onData);
+    process.stdin.once("end", done);
+    process.stdin.once("error", done);
+  });
+}

@@ -1,0 +1,78 @@
+import { AgentChatError, type ErrorCode } from "../core/errors.js";
+import type { Message } from "../core/message.js";
+import type { TaskInfo } from "../store/types.js";
+
+/**
+ * Messages as a model reads them best: one header line with the routing fields, the title when
+ * it says more than the body's first line, then the body. Denser than the file's frontmatter.
+ */
+export function formatMessages(messages: readonly Message[]): string {
+  return messages.map(formatMessage).join("\n\n");
+}
+
+function formatMessage(m: Message): string {
+  const head = [`── ${m.channel} #${m.seq}`, `from ${m.from}`, `to ${m.to || "all"}`];
+  if (m.status) head.push(m.status);
+  if (m.replyTo !== undefined) head.push(`re #${m.replyTo}`);
+  head.push(m.ts);
+  const firstLine = m.body.split("\n", 1)[0]?.trim() ?? "";
+  const title = m.title && m.title !== firstLine ? `${m.title}\n` : "";
+  return `${head.join(" · ")}\n${title}${m.body.trimEnd()}`;
+}
+
+export function formatTasks(channel: string, tasks: readonly TaskInfo[]): string {
+  if (tasks.length === 0) return `No tasks in ${channel}.`;
+  return tasks
+    .map((t) => {
+      const state = t.state === "claimed" ? `claimed by ${t.holder}` : "open";
+      return `task ${t.id} · ${state} · ${t.title}`;
+    })
+    .join("\n");
+}
+
+/** What a model should do next after each kind of failure. */
+const NEXT_STEP: Partial<Record<ErrorCode | "INTERNAL", string>> = {
+  INVALID_ARGUMENT: "Fix the argument named above and call the tool again.",
+  INVALID_NAME:
+    "Names use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit.",
+  CHANNEL_NOT_FOUND:
+    "Call chat_channels to see the channels, or chat_create_channel to create this one.",
+  CHANNEL_EXISTS: "The channel is already there: use it (chat_channels lists it).",
+  NOT_A_MEMBER: "Ask a member of the channel to add you, or use a channel you belong to.",
+  TASK_NOT_FOUND: "Call chat_tasks with action=list to see the channel's tasks.",
+  TASK_EXISTS: "Choose another id, or leave id out to get the next number.",
+  CLAIM_LOST:
+    "Someone else holds this task: do not work on it. Pick another open task (chat_tasks action=list).",
+  NOT_HOLDER: "Only the agent that claimed a task can release it.",
+  TOO_LARGE: "Shorten the body, or split it over several messages.",
+  LOCK_TIMEOUT: "Another writer held the channel's lock too long; try again in a few seconds.",
+  CORRUPT_META: "The channel's _meta.json is damaged; tell the user.",
+  IO_ERROR: "The store could not be read or written; tell the user.",
+  BACKEND_UNAVAILABLE: "The store is unreachable; tell the user.",
+  INTERNAL: "This is a bug in agent-chat; tell the user.",
+};
+
+/** An error as a tool result's text: the code, what happened, what to do. */
+export function describeError(err: unknown): { code: string; text: string } {
+  const code = err instanceof AgentChatError ? err.code : "INTERNAL";
+  const message = err instanceof Error ? err.message : String(err);
+  const next = NEXT_STEP[code] ?? "";
+  return { code, text: `Error ${code}: ${message}${next ? `\nWhat to do: ${next}` : ""}` };
+}
+
+const SDK_INVALID_PARAMS = /^MCP error -32602: (?:Input validation error: )?/;
+
+/**
+ * The SDK answers arguments that fail a tool's schema, and unknown tools, with its own error
+ * text; rewritten here into our form (code, message, what to do) so that a model sees one shape
+ * of error whichever layer refused the call.
+ */
+export function normaliseSdkError(first: { type?: unknown; text?: unknown } | undefined): void {
+  if (first?.type !== "text" || typeof first.text !== "string") return;
+  const match = SDK_INVALID_PARAMS.exec(first.text);
+  if (!match) return;
+  const message = first.text.slice(match[0].length);
+  first.text = /^Tool \S+ not found$/.test(message)
+    ? `Error UNKNOWN_TOOL: ${message}\nWhat to do: use one of the chat_ tools listed by this server.`
+    : `Error INVALID_ARGUMENT: ${message}\nWhat to do: call the tool again with arguments that match its input schema.`;
+}

@@ -1,0 +1,339 @@
+import type { Readable, Writable } from "node:stream";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import type { Message } from "../core/message.js";
+import { isMember } from "../core/meta.js";
+import { validateName } from "../core/names.js";
+import type { PostInput, Store } from "../store/types.js";
+import { FooterTransport } from "./footer-transport.js";
+import { describeError, formatMessages, formatTasks } from "./format.js";
+import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
+
+export interface McpServerOptions {
+  store: Store;
+  /** Whose cursors, relevance and claims these are. */
+  agent: string;
+  footer: FooterStyle;
+  version: string;
+  input: Readable;
+  output: Writable;
+  /** Stops the server (e.g. on SIGTERM). */
+  signal?: AbortSignal;
+}
+
+/** Long enough to be useful, short enough for every client's default tool timeout (60 s). */
+export const DEFAULT_WAIT_SECONDS = 50;
+export const MAX_WAIT_SECONDS = 900;
+/** While a wait is pending, a client that sent a progress token hears from us this often. */
+const PROGRESS_EVERY_MS = 15_000;
+
+type Handler<A> = (args: A, extra: ToolExtra) => Promise<string>;
+interface ToolExtra {
+  signal: AbortSignal;
+  _meta?: { progressToken?: string | number } | undefined;
+  sendNotification: (n: {
+    method: "notifications/progress";
+    params: {
+      progressToken: string | number;
+      progress: number;
+      total?: number;
+      message?: string;
+    };
+  }) => Promise<void>;
+}
+
+/** Runs the MCP server over the given streams until the input ends or the signal aborts. */
+export async function runMcpServer(options: McpServerOptions): Promise<void> {
+  const { store, agent } = options;
+  validateName("agent", agent);
+  const server = new McpServer(
+    { name: "agent-chat", version: options.version },
+    {
+      instructions:
+        `You are "${agent}" in agent-chat: channels of messages shared with other agents and people. ` +
+        "Every tool result ends with a footer counting your unread messages. One channel per topic; " +
+        "claim a task before you work on it; use chat_wait to wait for an answer instead of " +
+        "checking again and again; reply with a new message (reply_to) rather than editing.",
+    },
+  );
+
+  const stdio = new StdioServerTransport(options.input, options.output);
+  const counter = new UnreadCounter(store, agent);
+  registerTools(server, store, agent, counter);
+  const transport = new FooterTransport(stdio, async () =>
+    formatFooter(await counter.count(), options.footer),
+  );
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = () => resolve();
+  });
+  const stop = () => {
+    server.close().catch(() => {});
+  };
+  // The SDK's stdio transport does not notice the end of its input; the client going away must
+  // stop the server, or the store's file watches would keep the process alive.
+  options.input.once("end", stop);
+  options.input.once("close", stop);
+  options.signal?.addEventListener("abort", stop, { once: true });
+  try {
+    await server.connect(transport);
+    if (options.signal?.aborted) stop();
+    await closed;
+  } finally {
+    options.input.off("end", stop);
+    options.input.off("close", stop);
+    options.signal?.removeEventListener("abort", stop);
+  }
+}
+
+function registerTools(
+  server: McpServer,
+  store: Store,
+  agent: string,
+  counter: UnreadCounter,
+): void {
+  const tool = <S extends z.ZodRawShape>(
+    name: string,
+    description: string,
+    inputSchema: S,
+    handler: Handler<z.infer<z.ZodObject<S>>>,
+    annotations: { readOnlyHint?: boolean } = {},
+  ) => {
+    server.registerTool(name, { description, inputSchema, annotations }, (async (
+      args: z.infer<z.ZodObject<S>>,
+      extra: ToolExtra,
+    ): Promise<CallToolResult> => {
+      try {
+        return { content: [{ type: "text", text: await handler(args, extra) }] };
+      } catch (err) {
+        return { content: [{ type: "text", text: describeError(err).text }], isError: true };
+      }
+      // The SDK's callback type is computed from the concrete shape; for a shape generic here it
+      // does not resolve, although the value matches it for every S.
+    }) as never);
+  };
+
+  const channel = z.string().describe("Channel name, e.g. review");
+
+  tool(
+    "chat_channels",
+    "List the channels with your unread count in each, their members and topic.",
+    {},
+    async () => {
+      const list = await store.channels();
+      if (list.length === 0) {
+        return "No channels yet. Create one per topic with chat_create_channel.";
+      }
+      const unread = await counter.count();
+      return list
+        .map((c) => {
+          const mine = isMember({ ...c, channel: c.name }, agent);
+          const members = c.members.length > 0 ? c.members.join(",") : "open";
+          const state = mine ? `${unread.channels[c.name] ?? 0} unread` : "not a member";
+          return `${c.name} · ${state} · last #${c.lastSeq} · members ${members}${c.topic ? ` · ${c.topic}` : ""}`;
+        })
+        .join("\n");
+    },
+    { readOnlyHint: true },
+  );
+
+  tool(
+    "chat_create_channel",
+    "Create a channel for one topic. Fails with CHANNEL_EXISTS if it is already there.",
+    {
+      name: channel,
+      members: z
+        .array(z.string())
+        .optional()
+        .describe("Who may take part; omit for a channel open to everyone"),
+      topic: z.string().optional().describe("What the channel is for, one line"),
+    },
+    async ({ name, members, topic }) => {
+      const meta = await store.init(name, { members: members ?? [], topic: topic ?? "" });
+      const who = meta.members.length > 0 ? meta.members.join(", ") : "everyone";
+      return `Created channel ${name} (open to ${who}).`;
+    },
+  );
+
+  tool(
+    "chat_post",
+    "Post a message to a channel. Returns its number (seq).",
+    {
+      channel,
+      body: z.string().describe("The message, markdown"),
+      title: z.string().optional().describe("One line; default: the body's first line"),
+      to: z.string().optional().describe("Recipients, comma-separated; omit for everyone"),
+      reply_to: z.number().int().positive().optional().describe("The seq this answers"),
+      status: z
+        .string()
+        .optional()
+        .describe("discussion (default), proposal, question, ack, done, blocked…"),
+    },
+    async (args) => {
+      const input: PostInput = { from: agent, body: args.body };
+      if (args.title !== undefined) input.title = args.title;
+      if (args.to !== undefined) input.to = args.to;
+      if (args.reply_to !== undefined) input.replyTo = args.reply_to;
+      if (args.status !== undefined) input.status = args.status;
+      const result = await store.post(args.channel, input);
+      return `Posted #${result.seq} to ${result.channel}.`;
+    },
+  );
+
+  tool(
+    "chat_read",
+    "Read the messages for you since your cursor, then advance it. " +
+      "Without channel: every channel you belong to.",
+    {
+      channel: channel.optional(),
+      all: z.boolean().optional().describe("From the beginning, not from your cursor"),
+      peek: z.boolean().optional().describe("Do not advance your cursor"),
+    },
+    async (args) => {
+      const names = args.channel ? [args.channel] : await memberChannels(store, agent);
+      const messages: Message[] = [];
+      const warnings: string[] = [];
+      for (const name of names) {
+        const result = await store.read(name, {
+          as: agent,
+          all: args.all === true,
+          peek: args.peek === true,
+        });
+        messages.push(...result.messages);
+        warnings.push(...result.warnings.map((w) => `${name}: ${w}`));
+      }
+      const text = messages.length === 0 ? "No new messages." : formatMessages(messages);
+      return withWarnings(text, warnings);
+    },
+  );
+
+  tool(
+    "chat_wait",
+    "Block until a message for you arrives (costs no tokens while waiting), then read it. " +
+      "Prefer this over calling chat_read repeatedly.",
+    {
+      channels: z
+        .array(z.string())
+        .optional()
+        .describe("Channels to watch; omit for every channel you belong to"),
+      timeout_seconds: z
+        .number()
+        .min(1)
+        .max(MAX_WAIT_SECONDS)
+        .optional()
+        .describe(`Give up after this long (default ${DEFAULT_WAIT_SECONDS})`),
+    },
+    async (args, extra) => {
+      const names =
+        args.channels && args.channels.length > 0
+          ? args.channels
+          : await memberChannels(store, agent);
+      if (names.length === 0) {
+        throw new AgentChatError(
+          "INVALID_ARGUMENT",
+          "you belong to no channel, so there is nothing to wait on",
+        );
+      }
+      const seconds = args.timeout_seconds ?? DEFAULT_WAIT_SECONDS;
+      const stopProgress = reportProgress(extra, seconds);
+      try {
+        const result = await store.wait(names, {
+          as: agent,
+          timeoutMs: Math.round(seconds * 1000),
+          signal: extra.signal,
+        });
+        return withWarnings(formatMessages(result.messages), result.warnings);
+      } catch (err) {
+        if (isAgentChatError(err, "TIMEOUT")) {
+          return `TIMEOUT: no message for you in ${names.join(", ")} within ${seconds} s. Call chat_wait again, or carry on with other work.`;
+        }
+        throw err;
+      } finally {
+        stopProgress();
+      }
+    },
+  );
+
+  tool(
+    "chat_tasks",
+    "Task markers of a channel. list: all tasks; add: create one (title); " +
+      "claim: take one before working on it (exactly one claimant wins); release: give it back.",
+    {
+      action: z.enum(["list", "add", "claim", "release"]).describe("What to do"),
+      channel,
+      task: z.string().optional().describe("Task id, for claim and release (add: optional id)"),
+      title: z.string().optional().describe("For add: what is to be done"),
+      body: z.string().optional().describe("For add: details, markdown"),
+    },
+    async (args) => {
+      switch (args.action) {
+        case "list":
+          return formatTasks(args.channel, await store.tasks(args.channel));
+        case "add": {
+          if (!args.title) {
+            throw new AgentChatError("INVALID_ARGUMENT", "action add needs a title");
+          }
+          const input: Parameters<Store["addTask"]>[1] = {
+            title: args.title,
+            body: args.body ?? "",
+            from: agent,
+          };
+          if (args.task) input.id = args.task;
+          const info = await store.addTask(args.channel, input);
+          return `Added task ${info.id} in ${args.channel}: ${info.title}`;
+        }
+        case "claim": {
+          const info = await store.claim(args.channel, requireTask(args), agent);
+          return `Claimed task ${info.id} in ${args.channel}: it is yours; release it if you stop.`;
+        }
+        case "release": {
+          const info = await store.release(args.channel, requireTask(args), agent);
+          return `Released task ${info.id} in ${args.channel}.`;
+        }
+      }
+    },
+  );
+}
+
+/** Files that look like messages but do not parse are never delivered; the agent hears of them. */
+function withWarnings(text: string, warnings: readonly string[]): string {
+  if (warnings.length === 0) return text;
+  return `${text}\n\nSkipped (not well-formed messages): ${warnings.join("; ")}`;
+}
+
+function requireTask(args: { action: string; task?: string | undefined }): string {
+  if (!args.task) {
+    throw new AgentChatError("INVALID_ARGUMENT", `action ${args.action} needs task (the task id)`);
+  }
+  return args.task;
+}
+
+async function memberChannels(store: Store, agent: string): Promise<string[]> {
+  return (await store.channels())
+    .filter((c) => isMember({ ...c, channel: c.name }, agent))
+    .map((c) => c.name);
+}
+
+/** Progress notifications keep clients that reset their timeout on progress from giving up. */
+function reportProgress(extra: ToolExtra, seconds: number): () => void {
+  const token = extra._meta?.progressToken;
+  if (token === undefined) return () => {};
+  const started = Date.now();
+  const timer = setInterval(() => {
+    const waited = Math.round((Date.now() - started) / 1000);
+    extra
+      .sendNotification({
+        method: "notifications/progress",
+        params: {
+          progressToken: token,
+          progress: waited,
+          total: seconds,
+          message: `waited ${waited} of ${seconds} s`,
+        },
+      })
+      .catch(() => {});
+  }, PROGRESS_EVERY_MS);
+  return () => clearInterval(timer);
+}

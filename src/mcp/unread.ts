@@ -1,0 +1,104 @@
+import { isRelevant } from "../core/message.js";
+import { isMember } from "../core/meta.js";
+import type { Store } from "../store/types.js";
+
+/** Relevant unread messages of one agent, across the channels it belongs to. */
+export interface UnreadCount {
+  msgs: number;
+  /** Only the channels with something unread, by name. */
+  channels: Record<string, number>;
+}
+
+export type FooterStyle = "agent-chat" | "b00t";
+
+export const FOOTER_STYLES: readonly FooterStyle[] = ["agent-chat", "b00t"];
+
+/**
+ * Counts what `read` would deliver to `agent` in every channel it belongs to (listed as a member,
+ * or the channel is open), without moving any cursor: a channel whose last seq is not past the
+ * cursor costs one small file read; the others are scanned with `peek`.
+ */
+export async function countUnread(store: Store, agent: string): Promise<UnreadCount> {
+  return new UnreadCounter(store, agent).count();
+}
+
+interface ChannelMemo {
+  /** The cursor the count was made from. */
+  cursor: number;
+  /** The largest seq counted. */
+  upTo: number;
+  /** Relevant messages in (cursor, upTo]. */
+  relevant: number;
+}
+
+/**
+ * {@link countUnread} for a long-lived caller (the MCP server counts after every tool call).
+ * An agent that only posts never moves its cursor, so a fresh count would re-parse every message
+ * after it, on every call; this one remembers what it counted and, while the cursor stays put,
+ * parses only the messages that arrived since. Message files are never rewritten, so a count,
+ * once made, stays true until the cursor moves. (A file still being written in place by the
+ * reference chat.py is not counted until the agent next reads; the count is advice, the read
+ * is what delivers.)
+ */
+export class UnreadCounter {
+  private readonly memo = new Map<string, ChannelMemo>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly agent: string,
+  ) {}
+
+  async count(): Promise<UnreadCount> {
+    const count: UnreadCount = { msgs: 0, channels: {} };
+    for (const info of await this.store.channels()) {
+      if (!isMember({ ...info, channel: info.name }, this.agent)) continue;
+      const n = await this.channel(info.name, info.lastSeq);
+      if (n === 0) continue;
+      count.channels[info.name] = n;
+      count.msgs += n;
+    }
+    return count;
+  }
+
+  private async channel(name: string, lastSeq: number): Promise<number> {
+    const cursor = await this.store.cursor(name, this.agent);
+    if (lastSeq <= cursor) {
+      this.memo.delete(name);
+      return 0;
+    }
+    const memo = this.memo.get(name);
+    if (memo && memo.cursor === cursor && memo.upTo <= lastSeq) {
+      if (memo.upTo < lastSeq) {
+        // The newest `lastSeq - upTo` files hold every message after upTo (fewer if some seqs
+        // are missing, in which case older ones come back too and are filtered out).
+        const newer = await this.store.peek(name, lastSeq - memo.upTo);
+        for (const m of newer) {
+          if (m.seq > memo.upTo && isRelevant(m, this.agent)) memo.relevant += 1;
+        }
+        memo.upTo = lastSeq;
+      }
+      return memo.relevant;
+    }
+    const { messages } = await this.store.read(name, { as: this.agent, peek: true });
+    this.memo.set(name, { cursor, upTo: lastSeq, relevant: messages.length });
+    return messages.length;
+  }
+}
+
+/**
+ * The line appended to every MCP tool result. The b00t form is the one b00t-mcp emits
+ * (seed 002), byte for byte, so that tooling written for b00t parses ours.
+ */
+export function formatFooter(count: UnreadCount, style: FooterStyle): string {
+  if (style === "b00t") return `<🥾>{ "chat": { "msgs": ${count.msgs} } }</🥾>`;
+  return `<agent-chat>${JSON.stringify({ chat: count })}</agent-chat>`;
+}
+
+/** One line for people and models: "3 unread messages for bob (review: 2, deploy: 1)". */
+export function describeUnread(count: UnreadCount, agent: string): string {
+  const where = Object.entries(count.channels)
+    .map(([name, n]) => `${name}: ${n}`)
+    .join(", ");
+  const noun = count.msgs === 1 ? "message" : "messages";
+  return `${count.msgs} unread agent-chat ${noun} for ${agent} (${where})`;
+}

@@ -1,0 +1,165 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/client/open.js";
+import { CLI, runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+import { initChannels } from "./client.js";
+
+let root: string;
+let cleanup: () => void;
+
+beforeEach(async () => {
+  ({ dir: root, cleanup } = tempDir("agent-chat-hook-"));
+  await initChannels(root, { review: ["alice", "bob"], ops: ["alice"] });
+});
+afterEach(() => cleanup());
+
+async function post(channel: string, from: string, body: string, to?: string): Promise<void> {
+  const store = await openStore(root, { watch: false });
+  await store.post(channel, to ? { from, body, to } : { from, body });
+  await store.close();
+}
+
+/** Runs the hook as the host tools do: the event JSON on stdin, stdout read back. */
+function hook(args: string[], stdin?: unknown) {
+  const input =
+    stdin === undefined ? "" : typeof stdin === "string" ? stdin : JSON.stringify(stdin);
+  return runCli(["hook", ...args], { root, input });
+}
+
+const claudeSession = {
+  session_id: "abc",
+  transcript_path: "/tmp/t.jsonl",
+  cwd: "/tmp",
+  hook_event_name: "SessionStart",
+  source: "startup",
+};
+
+describe("agent-chat hook", () => {
+  it("is silent and exits 0 when nothing is unread, for every event and format", async () => {
+    await post("review", "bob", "bob's own message does not count for bob");
+    await post("ops", "alice", "bob is not a member of ops");
+    const runs = ["session-start", "prompt", "stop"].flatMap((event) =>
+      ["claude", "codex", "gemini"].map(async (format) => {
+        const r = await hook([event, "--as", "bob", "--format", format], claudeSession);
+        expect(r, `${event} ${format}`).toMatchObject({ code: 0, stdout: "", stderr: "" });
+      }),
+    );
+    await Promise.all(runs);
+  });
+
+  it("Claude Code: SessionStart and UserPromptSubmit print one plain line of context", async () => {
+    await post("review", "alice", "first");
+    await post("review", "alice", "second", "bob");
+    const start = await hook(["session-start", "--as", "bob", "--format", "claude"], claudeSession);
+    expect(start.code).toBe(0);
+    expect(start.stdout).toBe(
+      "2 unread agent-chat messages for bob (review: 2). Read them with the chat_read tool (or: agent-chat read review --as bob).\n",
+    );
+    const prompt = await hook(["prompt", "--as", "bob"], {
+      ...claudeSession,
+      hook_event_name: "UserPromptSubmit",
+      prompt: "carry on",
+    });
+    expect(prompt.stdout).toBe(start.stdout);
+  });
+
+  it("Claude Code: Stop tells the user, or with --block makes the agent read (never twice)", async () => {
+    await post("review", "alice", "are you done?");
+    const stopInput = { ...claudeSession, hook_event_name: "Stop", stop_hook_active: false };
+    const told = await hook(["stop", "--as", "bob", "--format", "claude"], stopInput);
+    expect(JSON.parse(told.stdout)).toEqual({
+      systemMessage: expect.stringContaining("1 unread agent-chat message for bob (review: 1)"),
+    });
+    const blocked = await hook(["stop", "--as", "bob", "--block"], stopInput);
+    expect(JSON.parse(blocked.stdout)).toEqual({
+      decision: "block",
+      reason: expect.stringContaining("chat_read"),
+    });
+    const again = await hook(["stop", "--as", "bob", "--block"], {
+      ...stopInput,
+      stop_hook_active: true,
+    });
+    expect(JSON.parse(again.stdout)).toHaveProperty("systemMessage");
+    expect(again.code).toBe(0);
+  });
+
+  it("Codex and Gemini CLI get JSON with hookSpecificOutput.additionalContext", async () => {
+    await post("review", "alice", "hello");
+    const codex = await hook(["prompt", "--as", "bob", "--format", "codex"], {
+      hook_event_name: "UserPromptSubmit",
+    });
+    expect(JSON.parse(codex.stdout)).toEqual({
+      hookSpecificOutput: {
+        hookEventName: "UserPromptSubmit",
+        additionalContext: expect.stringContaining("review: 1"),
+      },
+    });
+    // Without --format the form follows the event name Gemini CLI sends.
+    const gemini = await hook(["prompt", "--as", "bob"], {
+      hook_event_name: "BeforeAgent",
+      prompt: "x",
+    });
+    expect(JSON.parse(gemini.stdout).hookSpecificOutput.hookEventName).toBe("BeforeAgent");
+    const geminiStop = await hook(["stop", "--as", "bob", "--block"], {
+      hook_event_name: "AfterAgent",
+    });
+    expect(JSON.parse(geminiStop.stdout)).toMatchObject({ decision: "deny" });
+  });
+
+  it("tolerates missing or invalid stdin and a missing root; exits 0 even when misconfigured", async () => {
+    await post("review", "alice", "hello");
+    const none = await hook(["session-start", "--as", "bob"]);
+    expect(none).toMatchObject({ code: 0 });
+    expect(none.stdout).toContain("1 unread");
+    const garbage = await hook(["session-start", "--as", "bob"], "{not json");
+    expect(garbage.stdout).toBe(none.stdout);
+    const array = await hook(["session-start", "--as", "bob"], "[1,2]");
+    expect(array.stdout).toBe(none.stdout);
+
+    const noRoot = await runCli(["hook", "prompt", "--as", "bob"], {
+      root: join(root, "does-not-exist"),
+      input: "{}",
+    });
+    expect(noRoot).toMatchObject({ code: 0, stdout: "" });
+    const nameless = await hook(["prompt"], "{}");
+    expect(nameless).toMatchObject({ code: 0, stdout: "" });
+    expect(nameless.stderr).toContain("--as NAME is required");
+    const badEvent = await hook(["finish", "--as", "bob"], "{}");
+    expect(badEvent).toMatchObject({ code: 0, stdout: "" });
+    expect(badEvent.stderr).toContain("session-start, prompt, stop");
+  });
+
+  it("never moves a cursor", async () => {
+    await post("review", "alice", "one");
+    for (let i = 0; i < 3; i++) {
+      const r = await hook(["prompt", "--as", "bob"], "{}");
+      expect(r.stdout).toContain("1 unread");
+    }
+    expect(existsSync(join(root, "review", ".cursors"))).toBe(false);
+    const read = await runCli(["read", "review", "--as", "bob"], { root });
+    expect(read.stdout).toContain("one");
+    expect((await hook(["prompt", "--as", "bob"], "{}")).stdout).toBe("");
+  });
+
+  it("loads neither the MCP SDK nor zod: only the lazy server chunk imports them", () => {
+    const seen = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, "utf8");
+      expect(text, file).not.toMatch(/from\s*"(@modelcontextprotocol|zod)/);
+      for (const m of text.matchAll(/(?:^|\n)import\s[^;]*?from\s*"(\.[^"]+)"/g)) {
+        visit(join(dirname(file), m[1]!));
+      }
+    };
+    visit(CLI);
+    const chunks = readdirSync(join(dirname(CLI), "chunks"));
+    const lazy = chunks.filter((c) =>
+      readFileSync(join(dirname(CLI), "chunks", c), "utf8").includes("@modelcontextprotocol/sdk"),
+    );
+    expect(lazy.length).toBeGreaterThan(0);
+    for (const chunk of lazy) expect(seen.has(join(dirname(CLI), "chunks", chunk))).toBe(false);
+  });
+});

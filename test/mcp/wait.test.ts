@@ -1,0 +1,112 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { collect, runCli, startCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+import { type Agent, connectAgent, footerJson, initChannels } from "./client.js";
+
+let root: string;
+let cleanup: () => void;
+const agents: Agent[] = [];
+
+async function agent(name: string, extra: string[] = []): Promise<Agent> {
+  const a = await connectAgent(root, name, extra);
+  agents.push(a);
+  return a;
+}
+
+beforeEach(async () => {
+  ({ dir: root, cleanup } = tempDir("agent-chat-mcp-"));
+  await initChannels(root, { review: ["alice", "bob"] });
+});
+
+afterEach(async () => {
+  await Promise.all(agents.splice(0).map((a) => a.close().catch(() => {})));
+  cleanup();
+});
+
+describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
+  it("wait returns as soon as the other identity posts", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const started = Date.now();
+    const waiting = bob.call("chat_wait", { channels: ["review"], timeout_seconds: 20 });
+    await new Promise((r) => setTimeout(r, 300));
+    await alice.call("chat_post", { channel: "review", body: "ping from alice" });
+    const woke = await waiting;
+    expect(woke.isError).toBe(false);
+    expect(woke.text).toContain("ping from alice");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(footerJson(woke.footer).chat.msgs).toBe(0);
+  });
+
+  it("a wait that times out says so without being an error", async () => {
+    const bob = await agent("bob");
+    const reply = await bob.call("chat_wait", { timeout_seconds: 1 });
+    expect(reply.isError).toBe(false);
+    expect(reply.text).toMatch(/^TIMEOUT: no message for you in review within 1 s/);
+  });
+
+  it("exactly one of two servers wins a claim race", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const added = await alice.call("chat_tasks", {
+      action: "add",
+      channel: "review",
+      title: "Review the schema",
+    });
+    expect(added.text).toBe("Added task 1 in review: Review the schema");
+    const replies = await Promise.all([
+      alice.call("chat_tasks", { action: "claim", channel: "review", task: "1" }),
+      bob.call("chat_tasks", { action: "claim", channel: "review", task: "task-1" }),
+    ]);
+    const winners = replies.filter((r) => !r.isError);
+    const losers = replies.filter((r) => r.isError);
+    expect(winners).toHaveLength(1);
+    expect(losers).toHaveLength(1);
+    expect(losers[0]!.text).toMatch(/^Error CLAIM_LOST: /);
+    expect(losers[0]!.text).toContain("What to do:");
+    expect(losers[0]!.footer).toMatch(/^<agent-chat>/);
+    const winner = replies[0]!.isError ? "bob" : "alice";
+    expect(readdirSync(join(root, "review")).filter((f) => f.startsWith("task-"))).toEqual([
+      `task-1.CLAIMED-${winner}.md`,
+    ]);
+    const listed = await bob.call("chat_tasks", { action: "list", channel: "review" });
+    expect(listed.text).toBe(`task 1 · claimed by ${winner} · Review the schema`);
+  });
+
+  it("cancelling a pending wait leaves the server usable and consumes nothing", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const abort = new AbortController();
+    const waiting = bob.call(
+      "chat_wait",
+      { channels: ["review"], timeout_seconds: 30 },
+      abort.signal,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    abort.abort("user pressed Esc");
+    await expect(waiting).rejects.toThrow();
+
+    const listed = await bob.call("chat_channels");
+    expect(listed.isError).toBe(false);
+    await alice.call("chat_post", { channel: "review", body: "after the cancel" });
+    // A wait still running in the server would read this message and move bob's cursor.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(existsSync(join(root, "review", ".cursors", "bob.txt"))).toBe(false);
+    const read = await bob.call("chat_read", { channel: "review" });
+    expect(read.text).toContain("after the cancel");
+    const again = await bob.call("chat_wait", { channels: ["review"], timeout_seconds: 1 });
+    expect(again.text).toMatch(/^TIMEOUT/);
+    expect(bob.stderr()).toBe("");
+  });
+
+  it("exits when its client closes stdin, and refuses to start without an identity", async () => {
+    // startCli closes the child's stdin at once, as a client that goes away does.
+    const result = await collect(startCli(["mcp", "--as", "bob"], { root, timeoutMs: 10_000 }));
+    expect(result).toMatchObject({ code: 0, stdout: "" });
+
+    const nameless = await runCli(["mcp"], { root });
+    expect(nameless.code).toBe(64);
+    expect(nameless.stderr).toContain("--as NAME is required");
+    const badFooter = await runCli(["mcp", "--as", "bob", "--footer", "xml"], { root });
+    expect(badFooter.code).toBe(64);
+  });
+});
