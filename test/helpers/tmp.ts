@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -6,4 +6,14 @@ import { join } from "node:path";
 export function tempDir(prefix = "agent-chat-"): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Writes a file as if it had been there for a while: a malformed file changed in the last two
+ * seconds may still be being written, and readers wait for it instead of reporting it.
+ */
+export function writeOldFile(path: string, data: string | Buffer): void {
+  writeFileSync(path, data);
+  const past = Date.now() / 1000 - 10;
+  utimesSync(path, past, past);
 }

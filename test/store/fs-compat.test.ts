@@ -14,7 +14,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { referencePost } from "../helpers/reference-writer.js";
-import { tempDir } from "../helpers/tmp.js";
+import { tempDir, writeOldFile } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
 let store: FsStore;
@@ -124,8 +124,18 @@ describe("posting beside the reference chat.py", () => {
 });
 
 describe("files dropped in by hand", () => {
+  it("a file being written in place by hand is delivered once it is complete, not skipped", async () => {
+    const path = join(dir, "0001-human-note.md");
+    writeFileSync(path, "---\nseq: 1\nfrom: human\nto: all\ntitle: by hand\n");
+    const early = await store.read("review", { as: "bob" });
+    expect(early).toMatchObject({ messages: [], cursor: 0, warnings: [] });
+    writeFileSync(path, "---\nseq: 1\nfrom: human\nto: all\ntitle: by hand\n---\nfinished\n");
+    const done = await store.read("review", { as: "bob" });
+    expect(done.messages.map((m) => m.body)).toEqual(["finished"]);
+  });
+
   it("a stray 2024-notes.md never moves the sequence and is reported once (defect 3)", async () => {
-    writeFileSync(join(dir, "2024-notes.md"), "# my notes\n");
+    writeOldFile(join(dir, "2024-notes.md"), "# my notes\n");
     await store.post("review", { from: "alice", body: "hi" });
     const first = await store.read("review", { as: "bob", all: true, peek: true });
     expect(first.messages.map((m) => m.seq)).toEqual([1]);
@@ -140,7 +150,7 @@ describe("files dropped in by hand", () => {
     ["no frontmatter", "plain text file\n"],
     ["empty", ""],
   ])("a file with %s is never delivered (defect 2)", async (_what, text) => {
-    writeFileSync(join(dir, "0005-eve-x.md"), text);
+    writeOldFile(join(dir, "0005-eve-x.md"), text);
     const r = await store.read("review", { as: "bob" });
     expect(r.messages).toEqual([]);
     expect(r.warnings).toHaveLength(1);
@@ -148,8 +158,8 @@ describe("files dropped in by hand", () => {
   });
 
   it("a file that is not UTF-8 or is binary is reported, not delivered", async () => {
-    writeFileSync(join(dir, "0001-x-bad.md"), Buffer.from([0x2d, 0x2d, 0x2d, 0x0a, 0xff, 0xfe]));
-    writeFileSync(join(dir, "0002-x-bin.md"), Buffer.from("---\nfrom: x\n---\n\0\0\u0001"));
+    writeOldFile(join(dir, "0001-x-bad.md"), Buffer.from([0x2d, 0x2d, 0x2d, 0x0a, 0xff, 0xfe]));
+    writeOldFile(join(dir, "0002-x-bin.md"), Buffer.from("---\nfrom: x\n---\n\0\0\u0001"));
     const r = await store.read("review", { as: "bob" });
     expect(r.messages).toEqual([]);
     expect(r.warnings.sort()).toEqual([

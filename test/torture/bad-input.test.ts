@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { runCli, startCli } from "../helpers/cli.js";
-import { tempDir } from "../helpers/tmp.js";
+import { tempDir, writeOldFile } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
 const tried = { names: 0, fields: 0, files: 0 };
@@ -110,7 +110,7 @@ describe("files in a channel", () => {
     const root = tempDir();
     const store = new FsStore(root.dir);
     await store.init("c");
-    writeFileSync(join(root.dir, "c", "0001-x-file.md"), text);
+    writeOldFile(join(root.dir, "c", "0001-x-file.md"), text);
     const r = await store.read("c", { as: "bob" });
     expect(r.messages.length).toBe(delivered ? 1 : 0);
     expect(r.warnings).toEqual(reason ? [`0001-x-file.md: ${reason}, skipped`] : []);

@@ -50,6 +50,11 @@ const CURSORS = ".cursors";
  *  never re-issues its number. The reference does not know it, hence the reconciliation with
  *  the largest well-formed message file in {@link FsStore.allocateSeq}. */
 const HIGH_WATER = ".seq";
+/**
+ * A file that does not parse and changed less than this long ago may still be being written in
+ * place; scans stop before it and look again (the watch or the poll wakes them).
+ */
+const IN_PROGRESS_MS = 2_000;
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -287,32 +292,50 @@ export class FsStore implements Store {
     seq: number,
     warnings?: string[],
   ): Promise<Message | undefined> {
+    const read = await this.readFile(state, name, seq);
+    if (read.problem) warnings?.push(read.problem);
+    return read.message;
+  }
+
+  /**
+   * One message file: its message, or why it is not one. `fresh` marks a file changed within
+   * the last {@link IN_PROGRESS_MS}: one that does not parse may still be being written in place
+   * (by the reference `chat.py`, an editor, a script) and deserves another look.
+   */
+  private async readFile(
+    state: ChannelState,
+    name: string,
+    seq: number,
+  ): Promise<{ message?: Message; problem?: string; fresh?: boolean }> {
     let buf: Buffer;
+    let mtimeMs: number;
     try {
       // O_NOFOLLOW: a symlink planted in a channel never makes us read outside the root.
       const fh = await fsp.open(join(state.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
       try {
         buf = await fh.readFile();
+        mtimeMs = (await fh.stat()).mtimeMs;
       } finally {
         await fh.close();
       }
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") state.index.forget(seq, name);
-      else if (warnings) warnings.push(`${name}: cannot read (${code ?? err})`);
-      return undefined;
+      if (code === "ENOENT") {
+        state.index.forget(seq, name);
+        return {};
+      }
+      return { problem: `${name}: cannot read (${code ?? err})` };
     }
+    const fresh = Date.now() - mtimeMs < IN_PROGRESS_MS;
     let text: string;
     try {
       text = new TextDecoder("utf-8", { fatal: true }).decode(buf);
     } catch {
-      warnings?.push(`${name}: not UTF-8, skipped`);
-      return undefined;
+      return { problem: `${name}: not UTF-8, skipped`, fresh };
     }
     const parsed = parseMessage(text, name, state.name);
-    if (parsed.ok) return parsed.message;
-    warnings?.push(`${name}: ${parsed.reason}, skipped`);
-    return undefined;
+    if (parsed.ok) return { message: parsed.message };
+    return { problem: `${name}: ${parsed.reason}, skipped`, fresh };
   }
 
   /**
@@ -328,21 +351,19 @@ export class FsStore implements Store {
     let scannedTo = after;
     for (const [seq, names] of state.index.after(after)) {
       for (const name of names) {
-        const problems: string[] = [];
-        const message = await this.parseFile(state, name, seq, problems);
-        if (message) {
-          messages.push(message);
+        const read = await this.readFile(state, name, seq);
+        if (read.message) {
+          messages.push(read.message);
           continue;
         }
-        if (problems.length > 0 && (await lockHeld(state.dir, this.options.staleMs))) {
+        if (!read.problem) continue; // gone
+        if (read.fresh || (await lockHeld(state.dir, this.options.staleMs))) {
           return { messages, scannedTo, warnings };
         }
-        for (const problem of problems) {
-          const key = `${state.dir}/${problem}`;
-          if (!this.warned.has(key)) {
-            this.warned.add(key);
-            warnings.push(problem);
-          }
+        const key = `${state.dir}/${read.problem}`;
+        if (!this.warned.has(key)) {
+          this.warned.add(key);
+          warnings.push(read.problem);
         }
       }
       scannedTo = seq;
