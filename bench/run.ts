@@ -5,10 +5,13 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
+import daemonBench from "./daemon.js";
 import { fsBench } from "./fs.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
+import mcpBench from "./mcp.js";
+import natsBench from "./nats.js";
 
-const modules: BenchModule[] = [fsBench];
+const modules: BenchModule[] = [fsBench, daemonBench, natsBench, mcpBench];
 
 const quick = process.argv.includes("--quick");
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
@@ -31,10 +34,14 @@ function fileSystem(dir: string): string {
   }
 }
 
-/** Environment variables known to slow Node's start-up, reported with the figures. */
-const startupEnv = ["NODE_OPTIONS", "NODE_EXTRA_CA_CERTS", "NODE_DEBUG", "NODE_V8_COVERAGE"].filter(
-  (k) => process.env[k],
-);
+/**
+ * Environment variables known to slow Node's start-up (NODE_EXTRA_CA_CERTS can triple it),
+ * reported with the figures; `--clean-env` removes them for every process the bench starts.
+ */
+const slowingEnv = ["NODE_OPTIONS", "NODE_EXTRA_CA_CERTS", "NODE_DEBUG", "NODE_V8_COVERAGE"];
+const cleanEnv = process.argv.includes("--clean-env");
+const startupEnv = slowingEnv.filter((k) => process.env[k]);
+if (cleanEnv) for (const k of startupEnv) delete process.env[k];
 
 const machine = {
   cores: cpus().length,
@@ -45,6 +52,7 @@ const machine = {
   fileSystem: fileSystem(tmpdir()),
   tmpdir: tmpdir(),
   startupEnv,
+  startupEnvRemoved: cleanEnv,
   quick,
   date: new Date().toISOString(),
 };

@@ -37,7 +37,7 @@ export async function main(argv: string[]): Promise<number> {
     .addHelpText(
       "after",
       "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
-        "64 usage error, 130 interrupted.\n" +
+        "5 a daemon already serves this root, 64 usage error, 130 interrupted.\n" +
         "\nExamples:\n  agent-chat init review --members alice,bob\n" +
         "  agent-chat post review --from alice --to bob --title 'Hi' --body 'Ready?'\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
