@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, fork, spawn } from "node:child_process";
-import { promises as fsp, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { formatTimestamp, messageFileName, serializeMessage } from "../src/core/message.js";
@@ -126,11 +126,15 @@ async function pollLatency(ctx: BenchContext, waiters: number, rounds: number): 
   return out;
 }
 
-/** The floor a locked post cannot beat: mkdir lock, counter, temp write, rename, rmdir. */
+/**
+ * The floor a locked post cannot beat: mkdir lock, read the counter, write a temporary file,
+ * rename it into place, write the counter, rmdir — with the cheapest calls there are
+ * (synchronous ones, as the store itself uses inside the lock).
+ */
 async function rawFloor(dir: string, n: number): Promise<number[]> {
-  await fsp.mkdir(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true });
   const counter = join(dir, ".counter");
-  await fsp.writeFile(counter, "0");
+  writeFileSync(counter, "0");
   const text = serializeMessage({
     seq: 1,
     from: "alice",
@@ -140,14 +144,15 @@ async function rawFloor(dir: string, n: number): Promise<number[]> {
     title: "bench",
     body: "x",
   });
+  const lock = join(dir, "_seq.lock");
   return sample(n, async () => {
-    await fsp.mkdir(join(dir, "_seq.lock"));
-    const seq = Number(await fsp.readFile(counter, "utf8")) + 1;
+    mkdirSync(lock);
+    const seq = Number(readFileSync(counter, "utf8")) + 1;
     const tmp = join(dir, ".tmp-floor");
-    await fsp.writeFile(tmp, text);
-    await fsp.rename(tmp, join(dir, messageFileName(seq, "alice", "bench")));
-    await fsp.writeFile(counter, String(seq));
-    await fsp.rmdir(join(dir, "_seq.lock"));
+    writeFileSync(tmp, text);
+    renameSync(tmp, join(dir, messageFileName(seq, "alice", "bench")));
+    writeFileSync(counter, String(seq));
+    rmdirSync(lock);
   });
 }
 

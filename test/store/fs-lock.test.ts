@@ -24,9 +24,13 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-function plantLock(owner: object | undefined, ageSeconds = 0): void {
+/** A lock as a poster leaves it: the directory, and its owner named in an empty file. */
+function plantLock(
+  owner: { host: string; pid: number; token: string } | undefined,
+  ageSeconds = 0,
+): void {
   mkdirSync(lockDir());
-  if (owner) writeFileSync(join(lockDir(), "owner.json"), JSON.stringify(owner));
+  if (owner) writeFileSync(join(lockDir(), `owner.${owner.pid}.${owner.token}.${owner.host}`), "");
   if (ageSeconds > 0) {
     const t = Date.now() / 1000 - ageSeconds;
     utimesSync(lockDir(), t, t);
@@ -57,7 +61,9 @@ describe("the sequence lock (_seq.lock)", () => {
       holder.stdout.once("data", () => resolve());
       holder.once("exit", () => reject(new Error("lock holder exited early")));
     });
-    expect(readdirSync(lockDir())).toEqual(["owner.json"]);
+    expect(readdirSync(lockDir())).toEqual([
+      expect.stringMatching(/^owner\.\d+\.[0-9a-f]{16}\..+$/),
+    ]);
     holder.kill("SIGKILL");
     await new Promise((r) => holder.once("exit", r));
     const { value, ms } = await timed(() => store.post("ch", { from: "a", body: "after crash" }));

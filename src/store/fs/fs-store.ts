@@ -1,4 +1,11 @@
-import { constants, promises as fsp } from "node:fs";
+import {
+  constants,
+  promises as fsp,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
@@ -228,30 +235,32 @@ export class FsStore implements Store {
     const tmp = join(state.dir, tempName());
     let written = Math.max(state.lastSeq, state.index.maxSeq()) + 1;
     try {
-      await fsp.writeFile(tmp, render(written));
+      // Synchronous file calls from here on: each takes microseconds, and not yielding to the
+      // event loop while holding the lock (but for the index's one drain) keeps the lock short.
+      writeFileSync(tmp, render(written));
       const release = await acquireSeqLock(state.dir, this.lockOptions(state));
       try {
         let seq = await this.allocateSeq(state);
         // Never replace a file already there (a malformed one dropped by hand): skip its number.
         while (state.index.has(seq, messageFileName(seq, draft.from, draft.title))) seq += 1;
         if (seq !== written) {
-          await fsp.writeFile(tmp, render(seq));
+          writeFileSync(tmp, render(seq));
           written = seq;
         }
         const file = messageFileName(seq, draft.from, draft.title);
-        await fsp.rename(tmp, join(state.dir, file));
+        renameSync(tmp, join(state.dir, file));
         state.index.add(file);
         state.lastSeq = seq;
         // A plain write: a torn mark can only read lower, and the reconciliation with the
         // largest message file covers that; only the number of a deleted newest message
         // depends on the mark alone.
-        await fsp.writeFile(join(state.dir, HIGH_WATER), String(seq));
+        writeFileSync(join(state.dir, HIGH_WATER), String(seq));
         return { seq, channel: draft.channel, file };
       } finally {
-        await release();
+        release();
       }
     } catch (err) {
-      await fsp.rm(tmp, { force: true });
+      rmSync(tmp, { force: true });
       if (isAgentChatError(err)) throw err;
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         state.checked = false;
@@ -272,7 +281,7 @@ export class FsStore implements Store {
     await state.index.sync();
     let mark = 0;
     try {
-      const n = Number.parseInt(await fsp.readFile(join(state.dir, HIGH_WATER), "utf8"), 10);
+      const n = Number.parseInt(readFileSync(join(state.dir, HIGH_WATER), "utf8"), 10);
       if (Number.isSafeInteger(n) && n > 0) mark = n;
     } catch {
       // No mark yet (new channel, or one written only by the reference).
@@ -357,7 +366,7 @@ export class FsStore implements Store {
           continue;
         }
         if (!read.problem) continue; // gone
-        if (read.fresh || (await lockHeld(state.dir, this.options.staleMs))) {
+        if (read.fresh || lockHeld(state.dir, this.options.staleMs)) {
           return { messages, scannedTo, warnings };
         }
         const key = `${state.dir}/${read.problem}`;
@@ -715,7 +724,7 @@ export class FsStore implements Store {
     try {
       return await fn();
     } finally {
-      await release();
+      release();
     }
   }
 

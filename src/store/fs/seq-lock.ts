@@ -1,5 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { promises as fsp } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+} from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { AgentChatError, wrapIoError } from "../../core/errors.js";
@@ -8,16 +18,21 @@ import { AgentChatError, wrapIoError } from "../../core/errors.js";
  * The channel's sequence lock: the directory `_seq.lock`, made with mkdir, exactly as the
  * reference `chat.py` takes it, so a `chat.py` posting into the same channel is excluded.
  *
- * Unlike the reference we record an owner (host, pid, token) inside the directory. A lock whose
- * owner is a dead process on this host is stale at once; any other lock (another host's, or
- * one without an owner such as the reference's) only after {@link STALE_MS}. Stealing is
- * race-free: a stealer must first create `steal/` inside the very lock instance it judged stale
- * (only one mkdir can win), and then checks that the instance is still the one it judged.
+ * Unlike the reference we record an owner (host, pid, token) inside the directory, in the NAME of
+ * an empty file (`owner.<pid>.<token>.<host>`): creating a file is one atomic step, so the owner
+ * is never seen half-written. A lock whose owner is a dead process on this host is stale at once;
+ * any other lock (another host's, or one without an owner such as the reference's) only after
+ * {@link STALE_MS}. Stealing is race-free: a stealer must first create `steal/` inside the very
+ * lock instance it judged stale (only one mkdir can win), and then checks that the instance is
+ * still the one it judged.
+ *
+ * The calls are synchronous on purpose: each is a few microseconds, and not returning to the
+ * event loop between them keeps the lock held as briefly as possible when many processes post.
  */
 export const LOCK_DIR = "_seq.lock";
 export const STALE_MS = 30_000;
 export const LOCK_TIMEOUT_MS = 10_000;
-const OWNER_FILE = "owner.json";
+const OWNER_PREFIX = "owner.";
 const STEAL_DIR = "steal";
 const HOST = hostname();
 
@@ -38,7 +53,7 @@ export interface LockOptions {
   pause?: (ms: number) => Promise<void>;
 }
 
-export type Release = () => Promise<void>;
+export type Release = () => void;
 
 export async function acquireSeqLock(
   channelDir: string,
@@ -47,80 +62,72 @@ export async function acquireSeqLock(
   const lockDir = join(channelDir, LOCK_DIR);
   const timeoutMs = options.timeoutMs ?? LOCK_TIMEOUT_MS;
   const staleMs = options.staleMs ?? STALE_MS;
-  const owner: LockOwner = { host: HOST, pid: process.pid, token: randomBytes(8).toString("hex") };
-  // The owner file is written first and renamed into the lock right after the mkdir, so a lock
-  // is never seen with a half-written owner: a poster killed at any instant leaves either an
-  // owner-less lock (only in the instant between the two calls) or one naming a dead pid.
-  const ownerDraft = join(channelDir, `.tmp-owner-${owner.token}`);
+  const token = randomBytes(8).toString("hex");
+  const ownerFile = join(lockDir, `${OWNER_PREFIX}${process.pid}.${token}.${HOST}`);
+  const deadline = Date.now() + timeoutMs;
+  let delay = 1;
+  for (;;) {
+    if (tryTake(lockDir, ownerFile, channelDir)) {
+      const acquiredAt = Date.now();
+      return () => releaseLock(lockDir, ownerFile, token, Date.now() - acquiredAt < staleMs);
+    }
+    const seen = inspectLock(lockDir);
+    if (seen && isStale(seen, staleMs) && steal(lockDir, seen)) continue;
+    if (Date.now() >= deadline) {
+      const age = seen ? `, taken ${(seen.ageMs / 1000).toFixed(1)} s ago` : "";
+      throw new AgentChatError(
+        "LOCK_TIMEOUT",
+        `${lockDir} is held by ${describeOwner(seen?.owner)}${age}; waited ${timeoutMs / 1000} s. ` +
+          `If no poster is running, remove that directory`,
+      );
+    }
+    // Short, growing, jittered pauses: a post holds the lock for well under a millisecond.
+    await (options.pause ?? sleep)(delay * (0.5 + Math.random()));
+    delay = Math.min(delay * 2, 25);
+  }
+}
+
+/** mkdir the lock and name ourselves in it; false when someone else holds it. */
+function tryTake(lockDir: string, ownerFile: string, channelDir: string): boolean {
   try {
-    await fsp.writeFile(ownerDraft, JSON.stringify(owner));
+    mkdirSync(lockDir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return false;
+    if (code === "ENOENT") {
       throw new AgentChatError("CHANNEL_NOT_FOUND", `channel folder ${channelDir} is gone`, {
         cause: err,
       });
     }
     throw wrapIoError(err, `cannot take ${lockDir}`);
   }
-  const deadline = Date.now() + timeoutMs;
-  let delay = 1;
   try {
-    for (;;) {
-      let made = false;
-      try {
-        await fsp.mkdir(lockDir);
-        made = true;
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === "ENOENT") {
-          throw new AgentChatError("CHANNEL_NOT_FOUND", `channel folder ${channelDir} is gone`, {
-            cause: err,
-          });
-        }
-        if (code !== "EEXIST") throw wrapIoError(err, `cannot take ${lockDir}`);
-      }
-      if (made) {
-        const acquiredAt = Date.now();
-        try {
-          await fsp.rename(ownerDraft, join(lockDir, OWNER_FILE));
-        } catch (err) {
-          await fsp.rmdir(lockDir).catch(() => {});
-          throw wrapIoError(err, `cannot take ${lockDir}`);
-        }
-        return () => releaseLock(lockDir, owner.token, Date.now() - acquiredAt < staleMs);
-      }
-      const seen = await inspectLock(lockDir);
-      if (seen && isStale(seen, staleMs) && (await steal(lockDir, seen))) continue;
-      if (Date.now() >= deadline) {
-        const age = seen ? `, taken ${(seen.ageMs / 1000).toFixed(1)} s ago` : "";
-        throw new AgentChatError(
-          "LOCK_TIMEOUT",
-          `${lockDir} is held by ${describeOwner(seen?.owner)}${age}; waited ${timeoutMs / 1000} s. ` +
-            `If no poster is running, remove that directory`,
-        );
-      }
-      // Short, growing, jittered pauses: a post holds the lock for well under a millisecond.
-      await (options.pause ?? sleep)(delay * (0.5 + Math.random()));
-      delay = Math.min(delay * 2, 25);
-    }
-  } finally {
-    await fsp.rm(ownerDraft, { force: true });
+    closeSync(openSync(ownerFile, "wx"));
+  } catch (err) {
+    rmSync(lockDir, { recursive: true, force: true });
+    throw wrapIoError(err, `cannot take ${lockDir}`);
   }
+  return true;
 }
 
-async function releaseLock(lockDir: string, token: string, surelyOurs: boolean): Promise<void> {
+/**
+ * Held for less than the stale rule by a live process, the lock is still ours: remove the owner
+ * file and the directory (the cheap path of every post). Held longer, another host may have
+ * taken it over, so only a lock that still names our token is removed.
+ */
+function releaseLock(lockDir: string, ownerFile: string, token: string, surelyOurs: boolean): void {
   if (surelyOurs) {
     try {
-      await fsp.unlink(join(lockDir, OWNER_FILE));
-      await fsp.rmdir(lockDir);
+      unlinkSync(ownerFile);
+      rmdirSync(lockDir);
       return;
     } catch {
       // Something else is inside (a stealer's marker): fall through to the careful path.
     }
   }
-  const owner = await readOwner(lockDir);
+  const owner = readOwner(lockDir);
   if (owner && owner.token !== token) return;
-  await fsp.rm(lockDir, { recursive: true, force: true });
+  rmSync(lockDir, { recursive: true, force: true });
 }
 
 interface SeenLock {
@@ -129,29 +136,30 @@ interface SeenLock {
   owner?: LockOwner;
 }
 
-/** Reads a held lock's identity; undefined when it vanished meanwhile. */
-async function inspectLock(lockDir: string): Promise<SeenLock | undefined> {
-  let ino: number;
-  let mtimeMs: number;
-  try {
-    const st = await fsp.stat(lockDir);
-    ino = st.ino;
-    mtimeMs = st.mtimeMs;
-  } catch {
-    return undefined;
-  }
-  const seen: SeenLock = { ino, ageMs: Date.now() - mtimeMs };
-  const owner = await readOwner(lockDir);
+/** A held lock's identity; undefined when it vanished meanwhile. */
+function inspectLock(lockDir: string): SeenLock | undefined {
+  const st = statSync(lockDir, { throwIfNoEntry: false });
+  if (!st) return undefined;
+  const seen: SeenLock = { ino: st.ino, ageMs: Date.now() - st.mtimeMs };
+  const owner = readOwner(lockDir);
   if (owner) seen.owner = owner;
   return seen;
 }
 
-export async function readOwner(lockDir: string): Promise<LockOwner | undefined> {
+/** The owner named in a lock; undefined for the reference's lock (judged by its age). */
+export function readOwner(lockDir: string): LockOwner | undefined {
+  let names: string[];
   try {
-    const data = JSON.parse(await fsp.readFile(join(lockDir, OWNER_FILE), "utf8")) as LockOwner;
-    if (typeof data.pid === "number" && typeof data.host === "string") return data;
+    names = readdirSync(lockDir);
   } catch {
-    // No owner (the reference's lock, or an owner still being written): judged by age.
+    return undefined;
+  }
+  for (const name of names) {
+    if (!name.startsWith(OWNER_PREFIX)) continue;
+    const [pid, token, ...host] = name.slice(OWNER_PREFIX.length).split(".");
+    if (pid && token && host.length > 0 && /^\d+$/.test(pid)) {
+      return { pid: Number(pid), token, host: host.join(".") };
+    }
   }
   return undefined;
 }
@@ -170,31 +178,35 @@ export function processAlive(pid: number): boolean {
   }
 }
 
-async function steal(lockDir: string, seen: SeenLock): Promise<boolean> {
+function steal(lockDir: string, seen: SeenLock): boolean {
   const stealDir = join(lockDir, STEAL_DIR);
   try {
-    await fsp.mkdir(stealDir);
+    mkdirSync(stealDir);
   } catch {
     return false; // another stealer won this instance, or it is gone: retry from the top
   }
-  const now = await inspectLock(lockDir);
+  const now = inspectLock(lockDir);
   if (!now || now.ino !== seen.ino || now.owner?.token !== seen.owner?.token) {
-    await fsp.rmdir(stealDir).catch(() => {});
+    try {
+      rmdirSync(stealDir);
+    } catch {
+      // The instance is gone with our marker in it.
+    }
     return false;
   }
   const grave = join(lockDir, "..", `.seq.lock.stale-${randomBytes(6).toString("hex")}`);
   try {
-    await fsp.rename(lockDir, grave);
+    renameSync(lockDir, grave);
   } catch {
     return false;
   }
-  await fsp.rm(grave, { recursive: true, force: true });
+  rmSync(grave, { recursive: true, force: true });
   return true;
 }
 
 /** Whether some live poster holds the lock right now (used to spot a file still being written). */
-export async function lockHeld(channelDir: string, staleMs = STALE_MS): Promise<boolean> {
-  const seen = await inspectLock(join(channelDir, LOCK_DIR));
+export function lockHeld(channelDir: string, staleMs = STALE_MS): boolean {
+  const seen = inspectLock(join(channelDir, LOCK_DIR));
   return seen !== undefined && !isStale(seen, staleMs);
 }
 
