@@ -227,7 +227,36 @@ function renderHead(): void {
       `${c.messageCount} message${c.messageCount === 1 ? "" : "s"} · `,
       c.open ? "open to everyone" : `${c.members.length} members`,
     ),
+    panelSummary(c),
   ]);
+}
+
+/** One line under the channel name pointing at its panels (on a phone they sit far below). */
+function panelSummary(c: ChannelView): HTMLElement | null {
+  const chips: HTMLElement[] = [];
+  for (const panel of c.panels) {
+    const chip =
+      panel.kind === "requests"
+        ? panel.items.length > 0
+          ? h(
+              "button",
+              { type: "button", class: "chip attention", "data-goto": "governance" },
+              `${panel.items.length} pending request${panel.items.length === 1 ? "" : "s"} for ${panel.maintainer}`,
+            )
+          : null
+        : h(
+            "button",
+            { type: "button", class: "chip", "data-goto": "workspace" },
+            "workspace focus ",
+            h("code", {}, panel.focus),
+          );
+    if (!chip) continue;
+    chip.addEventListener("click", () => {
+      document.getElementById(chip.dataset.goto!)?.scrollIntoView({ block: "start" });
+    });
+    chips.push(chip);
+  }
+  return chips.length > 0 ? h("p", { class: "panel-summary" }, ...chips) : null;
 }
 
 function renderDetails(): void {
@@ -285,7 +314,11 @@ function renderDetails(): void {
           ),
         ),
   );
-  box.replaceChildren(members, tasks, ...c.panels.map((p) => panelNode(c.name, p)));
+  // Requests wait for someone, so they come first; the workspace after them.
+  const panels = [...c.panels]
+    .sort((a, b) => Number(b.kind === "requests") - Number(a.kind === "requests"))
+    .map((p) => panelNode(c.name, p));
+  box.replaceChildren(...panels, members, tasks);
 }
 
 function panelNode(channel: string, panel: PanelView): HTMLElement {
@@ -338,7 +371,7 @@ function requestsPanelNode(channel: string, panel: RequestsPanel): HTMLElement {
     h(
       "p",
       { class: "meta" },
-      `maintainer ${panel.maintainer} · only their verdict counts; you decide as the name in From`,
+      `Decided by ${panel.maintainer}. Buttons post the verdict as the name in From.`,
     ),
   );
   const error = page.panelErrors.get(key);
@@ -366,7 +399,15 @@ function requestsPanelNode(channel: string, panel: RequestsPanel): HTMLElement {
           h(
             "span",
             { class: "request-line" },
-            h("a", { class: "seq", href: messageHref(channel, item.seq) }, `#${item.seq}`),
+            h(
+              "a",
+              {
+                class: "seq",
+                href: messageHref(channel, item.seq),
+                title: `requested ${formatTime(item.ts)} (${item.ts})`,
+              },
+              `#${item.seq}`,
+            ),
             h("span", { class: "request-title" }, item.title),
           ),
           h(
