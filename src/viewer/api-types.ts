@@ -34,18 +34,56 @@ export interface TaskView {
 }
 
 /**
- * Extra panels of a channel that other parts of agent-chat provide (the workspace tree, pending
- * governance requests). The page shows a panel only when a provider returns one.
+ * Extra panels of a channel that other parts of agent-chat provide (src/viewer/panels.ts): the
+ * workspace tree with its focus, pending governance requests. The page shows a panel only when a
+ * provider returns one.
  */
-export type PanelView =
-  | { id: string; kind: "tree"; title: string; text: string; focus?: string }
-  | { id: string; kind: "requests"; title: string; items: RequestItem[] };
+export type PanelView = TreePanel | RequestsPanel;
+
+export interface TreePanel {
+  id: string;
+  kind: "tree";
+  title: string;
+  /** The tree in the seed's text form (with files), for scripts and for copying. */
+  text: string;
+  /** The focused folder as `[root]/[a]/[b]`. */
+  focus: string;
+  root: TreeNode;
+}
+
+export interface TreeNode {
+  name: string;
+  description: string;
+  focus: boolean;
+  files: string[];
+  children: TreeNode[];
+}
+
+export type PanelAction = "approve" | "reject" | "veto";
+
+export interface RequestsPanel {
+  id: string;
+  kind: "requests";
+  title: string;
+  /** Who decides (only their verdict counts). */
+  maintainer: string;
+  items: RequestItem[];
+}
 
 export interface RequestItem {
+  /** The request's seq, as text. */
   id: string;
+  seq: number;
   title: string;
   from: string;
-  detail?: string;
+  /** The governed action (`merge`, `deploy`, …). */
+  action: string;
+  band: "approval" | "notify";
+  ts: string;
+  /** End of a notify request's veto window. */
+  vetoUntil?: string;
+  /** The buttons to offer, in order. */
+  actions: PanelAction[];
 }
 
 export interface ChannelView {
@@ -81,8 +119,16 @@ export interface PostResponse {
   file: string;
 }
 
+/** `POST /api/channels/<ch>/panels/<panel>/items/<id>/<action>` */
 export interface PanelActionRequest {
   as: string;
+  note?: string;
+}
+
+export interface PanelActionResponse {
+  /** The message the action posted (the verdict). */
+  seq: number;
+  file: string;
 }
 
 export interface ErrorView {

@@ -10,7 +10,7 @@ import type {
   StateView,
   TaskView,
 } from "./api-types.js";
-import { panelProviders } from "./panels.js";
+import { type PanelProvider, panelProviders } from "./panels.js";
 
 export type LiveEvent =
   | { type: "state"; state: StateView }
@@ -45,6 +45,7 @@ export class ViewerModel {
   private refreshing: Promise<void> | undefined;
   private refreshAgain = false;
   private watchLoop: Promise<void> = Promise.resolve();
+  private readonly panelWatches = new Map<string, () => void>();
 
   constructor(private readonly store: Store) {}
 
@@ -57,6 +58,8 @@ export class ViewerModel {
     this.stop.abort();
     clearInterval(this.timer);
     this.watchAbort?.abort();
+    for (const stop of this.panelWatches.values()) stop();
+    this.panelWatches.clear();
     await this.watchLoop.catch(() => {});
     await this.refreshing?.catch(() => {});
     this.listeners.clear();
@@ -195,8 +198,15 @@ export class ViewerModel {
     });
     const panels: PanelView[] = [];
     for (const provider of panelProviders) {
-      const panel = await provider.load(this.store, info.name);
-      if (panel) panels.push(panel);
+      try {
+        const panel = await provider.load({ store: this.store, channel: info.name, messages });
+        if (panel) panels.push(panel);
+        this.watchPanel(provider, info.name, panel !== undefined);
+      } catch {
+        // A panel whose data cannot be read right now (a workspace mid-change, a hand-edited
+        // _meta.json) is left out; the rest of the channel still shows, and the next refresh
+        // tries again.
+      }
     }
     return {
       name: info.name,
@@ -209,6 +219,20 @@ export class ViewerModel {
       tasks,
       panels,
     };
+  }
+
+  /** Keeps a provider's own watch running while its panel is shown, and only then. */
+  private watchPanel(provider: PanelProvider, channel: string, shown: boolean): void {
+    if (!provider.watch || this.stop.signal.aborted) return;
+    const key = `${provider.id}\n${channel}`;
+    const running = this.panelWatches.get(key);
+    if (shown && !running) {
+      const stop = provider.watch(this.store, channel, () => this.requestRefresh());
+      if (stop) this.panelWatches.set(key, stop);
+    } else if (!shown && running) {
+      running();
+      this.panelWatches.delete(key);
+    }
   }
 
   /** Declared members; in an open channel, everyone seen sending or addressed by name. */

@@ -17,7 +17,7 @@ import {
   isWildcardHost,
   urlHost,
 } from "./address.js";
-import type { PostRequest } from "./api-types.js";
+import type { PanelAction, PanelActionRequest, PostRequest } from "./api-types.js";
 import { ViewerModel } from "./model.js";
 import { panelProviders } from "./panels.js";
 import {
@@ -155,21 +155,10 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
       if (post) return postMessage(res, channelParam(post[1]!), body);
       const act =
-        /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject)$/.exec(path);
-      if (act) {
-        const provider = panelProviders.find((p) => p.id === decodeURIComponent(act[2]!));
-        if (!provider?.act) return sendText(res, 404, "no such panel");
-        const as = field(body, "as", true)!;
-        validateName("agent", as);
-        await provider.act(
-          options.store,
-          channelParam(act[1]!),
-          decodeURIComponent(act[3]!),
-          act[4] as "approve" | "reject",
-          as,
+        /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject|veto)$/.exec(
+          path,
         );
-        return sendJson(res, 200, { ok: true });
-      }
+      if (act) return panelAction(res, act, body);
       return sendText(res, 404, "not found");
     }
     res.setHeader("Allow", "GET, HEAD, POST");
@@ -200,6 +189,35 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
     if (written) model.noteMessage(written);
     sendJson(res, 201, result);
+  }
+
+  async function panelAction(
+    res: ServerResponse,
+    [, rawChannel, rawPanel, rawItem, action]: RegExpExecArray,
+    body: unknown,
+  ): Promise<void> {
+    const channel = channelParam(rawChannel!);
+    const panelId = decodeURIComponent(rawPanel!);
+    const provider = panelProviders.find((p) => p.id === panelId);
+    if (!provider?.act) {
+      throw new AgentChatError("NOT_FOUND", `there is no panel ${panelId} to act on`);
+    }
+    const request = body as Partial<PanelActionRequest>;
+    const as = field(request, "as", true, "your name (the From box)")!;
+    validateName("agent", as);
+    const input: { as: string; note?: string } = { as };
+    const note = field(request, "note");
+    if (note) input.note = note;
+    const result = await provider.act(
+      options.store,
+      channel,
+      decodeURIComponent(rawItem!),
+      action as PanelAction,
+      input,
+    );
+    const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
+    if (written) model.noteMessage(written);
+    sendJson(res, 200, result);
   }
 
   function openStream(req: IncomingMessage, res: ServerResponse): void {
@@ -345,6 +363,9 @@ const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   TASK_NOT_FOUND: 404,
   NOT_A_MEMBER: 403,
   NOT_HOLDER: 403,
+  NOT_MAINTAINER: 403,
+  NOT_GOVERNED: 409,
+  NOT_FOUND: 404,
   CHANNEL_EXISTS: 409,
   TASK_EXISTS: 409,
   CLAIM_LOST: 409,

@@ -33,7 +33,11 @@ export interface RunningViewer {
 
 /** Starts `agent-chat view` from the built CLI on a free port and reads its address. */
 export async function startView(root: string, extraArgs: string[] = []): Promise<RunningViewer> {
-  const child = startCli(["--json", "view", "--http", "127.0.0.1:0", ...extraArgs], { root });
+  // The viewer lives as long as its test file; a loaded machine can take a while to get there.
+  const child = startCli(["--json", "view", "--http", "127.0.0.1:0", ...extraArgs], {
+    root,
+    timeoutMs: 600_000,
+  });
   const info = await new Promise<{ url: string; token: string }>((resolve, reject) => {
     let out = "";
     let err = "";
@@ -183,5 +187,18 @@ export async function seedConversation(root: string): Promise<void> {
     });
   } finally {
     await store.close();
+  }
+}
+
+/** Resolves once `condition` holds (checked every 25 ms); fails after `timeoutMs`. */
+export async function waitUntil(
+  condition: () => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
   }
 }

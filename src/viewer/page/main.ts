@@ -3,9 +3,16 @@ import type {
   ErrorView,
   MessageEvent,
   MessageView,
+  PanelAction,
+  PanelActionRequest,
+  PanelActionResponse,
   PanelView,
   PostRequest,
+  RequestItem,
+  RequestsPanel,
   StateView,
+  TreeNode,
+  TreePanel,
 } from "../api-types.js";
 import { append, h, renderBlocks } from "./dom.js";
 import { parseMarkdown } from "./markdown.js";
@@ -20,6 +27,8 @@ interface PageState {
   messages: MessageView[];
   replyTo: MessageView | undefined;
   connected: boolean;
+  /** The last refusal of a panel action, shown in the panel, by `<channel>\n<panel>`. */
+  panelErrors: Map<string, string>;
 }
 
 const page: PageState = {
@@ -28,6 +37,7 @@ const page: PageState = {
   messages: [],
   replyTo: undefined,
   connected: false,
+  panelErrors: new Map(),
 };
 
 const $ = (id: string) => document.getElementById(id)!;
@@ -217,7 +227,36 @@ function renderHead(): void {
       `${c.messageCount} message${c.messageCount === 1 ? "" : "s"} · `,
       c.open ? "open to everyone" : `${c.members.length} members`,
     ),
+    panelSummary(c),
   ]);
+}
+
+/** One line under the channel name pointing at its panels (on a phone they sit far below). */
+function panelSummary(c: ChannelView): HTMLElement | null {
+  const chips: HTMLElement[] = [];
+  for (const panel of c.panels) {
+    const chip =
+      panel.kind === "requests"
+        ? panel.items.length > 0
+          ? h(
+              "button",
+              { type: "button", class: "chip attention", "data-goto": "governance" },
+              `${panel.items.length} pending request${panel.items.length === 1 ? "" : "s"} for ${panel.maintainer}`,
+            )
+          : null
+        : h(
+            "button",
+            { type: "button", class: "chip", "data-goto": "workspace" },
+            "workspace focus ",
+            h("code", {}, panel.focus),
+          );
+    if (!chip) continue;
+    chip.addEventListener("click", () => {
+      document.getElementById(chip.dataset.goto!)?.scrollIntoView({ block: "start" });
+    });
+    chips.push(chip);
+  }
+  return chips.length > 0 ? h("p", { class: "panel-summary" }, ...chips) : null;
 }
 
 function renderDetails(): void {
@@ -275,61 +314,167 @@ function renderDetails(): void {
           ),
         ),
   );
-  box.replaceChildren(members, tasks, ...c.panels.map((p) => panelNode(c.name, p)));
+  // Requests wait for someone, so they come first; the workspace after them.
+  const panels = [...c.panels]
+    .sort((a, b) => Number(b.kind === "requests") - Number(a.kind === "requests"))
+    .map((p) => panelNode(c.name, p));
+  box.replaceChildren(...panels, members, tasks);
 }
 
 function panelNode(channel: string, panel: PanelView): HTMLElement {
+  return panel.kind === "tree" ? treePanelNode(panel) : requestsPanelNode(channel, panel);
+}
+
+/** The K-folder as nested lists: `[name]` and description per folder, the focus highlighted. */
+function treePanelNode(panel: TreePanel): HTMLElement {
+  const folder = (node: TreeNode): HTMLElement =>
+    h(
+      "li",
+      { class: node.focus ? "kfolder focus" : "kfolder", "data-folder": node.name },
+      h(
+        "span",
+        { class: "kfolder-line" },
+        h("span", { class: "kfolder-name" }, `[${node.name}]`),
+        node.description ? h("span", { class: "kfolder-desc" }, node.description) : null,
+        node.focus ? h("span", { class: "badge focus-badge" }, "focus") : null,
+      ),
+      node.children.length + node.files.length > 0
+        ? h(
+            "ul",
+            {},
+            ...node.children.map(folder),
+            ...node.files.map((f) => h("li", { class: "kfile-name" }, f)),
+          )
+        : null,
+    );
+  return h(
+    "section",
+    { class: "panel", id: "workspace", "data-panel": panel.id },
+    h("h2", {}, panel.title),
+    h("p", { class: "meta focus-line" }, "focus ", h("code", {}, panel.focus)),
+    h("ul", { class: "ktree", title: panel.text }, folder(panel.root)),
+  );
+}
+
+const ACTION_LABEL: Record<PanelAction, string> = {
+  approve: "Approve",
+  reject: "Reject",
+  veto: "Veto",
+};
+
+function requestsPanelNode(channel: string, panel: RequestsPanel): HTMLElement {
+  const key = `${channel}\n${panel.id}`;
   const section = h(
     "section",
-    { class: "panel", "data-panel": panel.id },
+    { class: "panel", id: "governance", "data-panel": panel.id },
     h("h2", {}, panel.title),
+    h(
+      "p",
+      { class: "meta" },
+      `Decided by ${panel.maintainer}. Buttons post the verdict as the name in From.`,
+    ),
   );
-  if (panel.kind === "tree") {
-    append(section, [
-      panel.focus ? h("p", { class: "meta" }, `focus: ${panel.focus}`) : null,
-      h("pre", { class: "tree" }, panel.text),
-    ]);
-    return section;
-  }
+  const error = page.panelErrors.get(key);
   if (panel.items.length === 0) {
     section.appendChild(h("p", { class: "empty" }, "Nothing pending."));
-    return section;
+  } else {
+    const list = h("ul", { class: "requests" });
+    for (const item of panel.items) {
+      const buttons = item.actions.map((action) =>
+        h(
+          "button",
+          { type: "button", class: `verdict ${action}`, "data-action": action },
+          ACTION_LABEL[action],
+        ),
+      );
+      buttons.forEach((button, i) => {
+        button.addEventListener("click", () => {
+          void decideRequest(key, channel, panel.id, item, item.actions[i]!, buttons);
+        });
+      });
+      list.appendChild(
+        h(
+          "li",
+          { "data-request": item.id },
+          h(
+            "span",
+            { class: "request-line" },
+            h(
+              "a",
+              {
+                class: "seq",
+                href: messageHref(channel, item.seq),
+                title: `requested ${formatTime(item.ts)} (${item.ts})`,
+              },
+              `#${item.seq}`,
+            ),
+            h("span", { class: "request-title" }, item.title),
+          ),
+          h(
+            "span",
+            { class: "request-meta" },
+            h("span", { class: "who" }, item.from),
+            " asks to ",
+            h("code", {}, item.action || "?"),
+            " ",
+            h("span", { class: `badge band-${item.band}` }, item.band),
+          ),
+          item.vetoUntil
+            ? h(
+                "span",
+                { class: "request-deadline", title: item.vetoUntil },
+                `veto until ${formatTime(item.vetoUntil)}; it goes ahead unless vetoed`,
+              )
+            : null,
+          h("span", { class: "actions" }, ...buttons),
+        ),
+      );
+    }
+    section.appendChild(list);
   }
-  const list = h("ul", { class: "requests" });
-  for (const item of panel.items) {
-    const approve = h("button", { type: "button", class: "approve" }, "Approve");
-    const reject = h("button", { type: "button", class: "reject" }, "Reject");
-    const act = (action: "approve" | "reject") => async () => {
-      const as = myName();
-      if (!as) return showError("Enter your name in the message box first.");
-      try {
-        await api(
-          `/api/channels/${encodeURIComponent(channel)}/panels/${encodeURIComponent(panel.id)}/items/${encodeURIComponent(item.id)}/${action}`,
-          {
-            method: "POST",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ as }),
-          },
-        );
-      } catch (err) {
-        showError((err as Error).message);
-      }
-    };
-    approve.addEventListener("click", act("approve"));
-    reject.addEventListener("click", act("reject"));
-    list.appendChild(
-      h(
-        "li",
-        {},
-        h("span", { class: "who" }, item.from),
-        h("span", {}, item.title),
-        item.detail ? h("p", { class: "meta" }, item.detail) : null,
-        h("span", { class: "actions" }, approve, reject),
-      ),
+  if (error) section.appendChild(h("p", { class: "error panel-error", role: "alert" }, error));
+  return section;
+}
+
+async function decideRequest(
+  key: string,
+  channel: string,
+  panelId: string,
+  item: RequestItem,
+  action: PanelAction,
+  buttons: HTMLElement[],
+): Promise<void> {
+  const as = input("from").value.trim();
+  if (!as) {
+    page.panelErrors.set(
+      key,
+      "Type your name in the From box first: the verdict is posted as you.",
+    );
+    renderDetails();
+    input("from").focus();
+    return;
+  }
+  localStorage.setItem(NAME_KEY, as);
+  for (const b of buttons) (b as HTMLButtonElement).disabled = true;
+  const body: PanelActionRequest = { as };
+  try {
+    await api<PanelActionResponse>(
+      `/api/channels/${encodeURIComponent(channel)}/panels/${encodeURIComponent(panelId)}/items/${encodeURIComponent(item.id)}/${action}`,
+      {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      },
+    );
+    page.panelErrors.delete(key);
+  } catch (err) {
+    page.panelErrors.set(
+      key,
+      `${ACTION_LABEL[action]} #${item.seq} refused: ${(err as Error).message}`,
     );
   }
-  section.appendChild(list);
-  return section;
+  for (const b of buttons) (b as HTMLButtonElement).disabled = false;
+  renderDetails();
 }
 
 function formatTime(ts: string): string {
