@@ -1,5 +1,6 @@
 import type { ChildProcess } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,6 +19,16 @@ import {
 
 /** Messages of the screenshot's channel: the conversation, three workspace turns, one request. */
 const MESSAGES = 4 + 3 * 3 + 1;
+
+/**
+ * The docs' screenshots are re-taken only on request (`AGENT_CHAT_SCREENSHOTS=docs npx vitest run
+ * test/viewer/screenshots.test.ts`); a plain test run writes them to a temporary folder, so that
+ * running the tests never changes the repository.
+ */
+const shotDir =
+  process.env.AGENT_CHAT_SCREENSHOTS === "docs"
+    ? "docs"
+    : mkdtempSync(join(tmpdir(), "agent-chat-shots-"));
 
 describe("web viewer screenshots (docs/viewer-*.png)", () => {
   const tmp = tempDir("agent-chat-viewer-shot-");
@@ -88,7 +99,7 @@ describe("web viewer screenshots (docs/viewer-*.png)", () => {
         await page.waitForSelector('.kfolder.focus[data-folder="schema"]');
         // On a phone, show the top of the page: the channel strip, the channel and its start.
         if (name === "phone") await page.evaluate("window.scrollTo(0, 0)");
-        await page.screenshot({ path: `docs/viewer-${name}.png` });
+        await page.screenshot({ path: join(shotDir, `viewer-${name}.png`) });
         const overflow = await page.evaluate(
           "document.documentElement.scrollWidth - window.innerWidth",
         );
