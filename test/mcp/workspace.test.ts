@@ -1,19 +1,24 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/client/open.js";
 import type { Message } from "../../src/core/message.js";
 import { tempDir } from "../helpers/tmp.js";
 import { type Agent, connectAgent, footerJson, initChannels } from "./client.js";
 
+// One root and one server per identity for the whole file (spawning servers is the slow part);
+// each test works in a channel of its own, so that no test sees another's workspace.
 let root: string;
 let cleanup: () => void;
-const agents: Agent[] = [];
+let alice: Agent;
+let bob: Agent;
+let channels = 0;
 
-async function agent(name: string): Promise<Agent> {
-  const a = await connectAgent(root, name);
-  agents.push(a);
-  return a;
+/** A new channel (members alice and bob) for one test. */
+async function freshChannel(): Promise<string> {
+  const name = `ws${++channels}`;
+  await initChannels(root, { [name]: ["alice", "bob"] });
+  return name;
 }
 
 function kfile(update: string, clarify = "none", response = "acknowledge"): string {
@@ -30,22 +35,21 @@ async function channelMessages(channel: string): Promise<Message[]> {
   }
 }
 
-const ws = () => join(root, "review", "_workspace");
+const wsDir = (channel: string) => join(root, channel, "_workspace");
 const CREATE_BLOG = kfile('create-folder([root]/[blog], "article about the protocol")');
 
-beforeEach(async () => {
+beforeAll(async () => {
   ({ dir: root, cleanup } = tempDir("agent-chat-mcpws-"));
-  await initChannels(root, { review: ["alice", "bob"] });
+  [alice, bob] = await Promise.all([connectAgent(root, "alice"), connectAgent(root, "bob")]);
 });
 
-afterEach(async () => {
-  await Promise.all(agents.splice(0).map((a) => a.close().catch(() => {})));
+afterAll(async () => {
+  await Promise.all([alice, bob].map((a) => a?.close().catch(() => {})));
   cleanup();
 });
 
 describe("chat_workspace", () => {
   it("is listed with a schema a model can follow, and tools/list stays within 2,500 tokens", async () => {
-    const alice = await agent("alice");
     const list = await alice.client.listTools();
     expect(list.tools.length).toBeLessThanOrEqual(8);
     const tool = list.tools.find((t) => t.name === "chat_workspace");
@@ -79,17 +83,17 @@ describe("chat_workspace", () => {
   });
 
   it("applies create-folder then focus-folder K-files and renders the tree with its focus", async () => {
-    const alice = await agent("alice");
-    const created = await alice.call("chat_workspace", { channel: "review", kfile: CREATE_BLOG });
+    const ch = await freshChannel();
+    const created = await alice.call("chat_workspace", { channel: ch, kfile: CREATE_BLOG });
     expect(created.isError).toBe(false);
     expect(created.text).toContain("Created [root]/[blog] — article about the protocol.");
     expect(created.text).toContain(
       "K-folder:\n[root]-shared workspace [focus]\n└── [blog]-article about the protocol\n",
     );
-    expect(existsSync(join(ws(), "blog"))).toBe(true);
+    expect(existsSync(join(wsDir(ch), "blog"))).toBe(true);
 
     const focused = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       kfile: kfile("focus-folder([blog])", "none", "discuss"),
       content: "The protocol has three steps.",
     });
@@ -103,80 +107,85 @@ describe("chat_workspace", () => {
     expect(focused.text).toContain(
       "K-folder:\n[root]-shared workspace\n└── [blog]-article about the protocol [focus]\n",
     );
-    expect(footerJson(focused.footer).chat).toBeDefined();
-    expect(readFileSync(join(ws(), ".focus"), "utf8").trim()).toBe("blog");
-    expect(readFileSync(join(ws(), ".kfile"), "utf8")).toBe(
+    // The recorded K-files and Responses come from others (alice, workspace): two are from workspace.
+    expect(footerJson(focused.footer).chat.channels[ch]).toBe(2);
+    expect(readFileSync(join(wsDir(ch), ".focus"), "utf8").trim()).toBe("blog");
+    expect(readFileSync(join(wsDir(ch), ".kfile"), "utf8")).toBe(
       kfile("focus-folder([blog])", "none", "discuss"),
     );
 
     // Another agent sees the same tree and focus.
-    const bob = await agent("bob");
-    const tree = await bob.call("chat_workspace", { channel: "review", action: "tree" });
+    const tree = await bob.call("chat_workspace", { channel: ch, action: "tree" });
     expect(tree.text).toBe(
       "Focus: [root]/[blog]\n[root]-shared workspace\n└── [blog]-article about the protocol [focus]",
     );
   });
 
   it("holds a delete-folder for confirmation, and a following confirm executes it", async () => {
-    const alice = await agent("alice");
-    await alice.call("chat_workspace", { channel: "review", kfile: CREATE_BLOG });
+    const ch = await freshChannel();
+    await alice.call("chat_workspace", { channel: ch, kfile: CREATE_BLOG });
     const asked = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       kfile: kfile("delete-folder([blog])"),
     });
     expect(asked.isError).toBe(false);
     expect(asked.text).toContain("ClarifyAction: ask-confirmation");
     expect(asked.text).toContain("Delete [root]/[blog] with its 0 subfolders and 0 files?");
     expect(asked.text).toContain('call chat_workspace with action "confirm"');
-    expect(existsSync(join(ws(), "blog"))).toBe(true);
+    expect(existsSync(join(wsDir(ch), "blog"))).toBe(true);
 
     // Only the agent that was asked can confirm.
-    const bob = await agent("bob");
-    const notBobs = await bob.call("chat_workspace", { channel: "review", action: "confirm" });
+    const notBobs = await bob.call("chat_workspace", { channel: ch, action: "confirm" });
     expect(notBobs.text).toContain("Nothing is waiting for a confirmation");
-    expect(existsSync(join(ws(), "blog"))).toBe(true);
+    expect(existsSync(join(wsDir(ch), "blog"))).toBe(true);
 
-    const confirmed = await alice.call("chat_workspace", { channel: "review", action: "confirm" });
+    const confirmed = await alice.call("chat_workspace", { channel: ch, action: "confirm" });
     expect(confirmed.isError).toBe(false);
     expect(confirmed.text).toContain("UpdateAction: delete-folder([blog])\nClarifyAction: none");
     expect(confirmed.text).toContain("Deleted [root]/[blog] (0 subfolders and 0 files).");
     expect(confirmed.text).toContain("K-folder:\n[root]-shared workspace [focus]\n");
-    expect(existsSync(join(ws(), "blog"))).toBe(false);
+    expect(existsSync(join(wsDir(ch), "blog"))).toBe(false);
   });
 
-  it("cancels a waiting delete when the next turn is something else", async () => {
-    const alice = await agent("alice");
-    await alice.call("chat_workspace", { channel: "review", kfile: CREATE_BLOG });
+  it("holds an overwrite too, and cancels what waits when the next turn is something else", async () => {
+    const ch = await freshChannel();
+    await alice.call("chat_workspace", { channel: ch, kfile: CREATE_BLOG });
+    const store = kfile('store-file([blog], "a.md")');
+    await alice.call("chat_workspace", { channel: ch, kfile: store, content: "one" });
+    const over = await alice.call("chat_workspace", { channel: ch, kfile: store, content: "two" });
+    expect(over.text).toContain("ClarifyAction: ask-confirmation");
+    expect(over.text).toContain("Replace the existing [root]/[blog]/a.md?");
+    expect(readFileSync(join(wsDir(ch), "blog", "a.md"), "utf8")).toBe("one\n");
     await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       kfile: kfile("delete-folder([blog])"),
     });
     const other = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       kfile: kfile("focus-folder([blog])"),
     });
     expect(other.text).toContain(
       "Cancelled the pending delete-folder([blog]); nothing was deleted.",
     );
-    const late = await alice.call("chat_workspace", { channel: "review", action: "confirm" });
+    const late = await alice.call("chat_workspace", { channel: ch, action: "confirm" });
     expect(late.text).toContain("Nothing is waiting for a confirmation");
-    expect(existsSync(join(ws(), "blog"))).toBe(true);
+    expect(readFileSync(join(wsDir(ch), "blog", "a.md"), "utf8")).toBe("one\n");
   });
 
   it("answers a bad K-file, an escaping name and an unknown channel with isError and the footer", async () => {
-    const alice = await agent("alice");
+    const ch = await freshChannel();
     const bad = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       kfile: "ResponseAction: talk\nUpdateAction: none\nClarifyAction: none\n",
     });
     expect(bad.isError).toBe(true);
     expect(bad.text).toMatch(
       /^Error INVALID_KFILE: K-file line 1: ResponseAction "talk" is not a label; allowed: discuss \| prove \| export \| acknowledge\nWhat to do: /,
     );
-    expect(footerJson(bad.footer).chat.msgs).toBe(0);
+    expect(footerJson(bad.footer).chat.channels[ch]).toBeUndefined();
 
     const arity = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       kfile: kfile("move-folder([blog])"),
     });
     expect(arity.text).toMatch(
@@ -184,14 +193,14 @@ describe("chat_workspace", () => {
     );
 
     const escaping = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       kfile: kfile('create-folder([root]/[..], "up")'),
     });
     expect(escaping.isError).toBe(true);
     expect(escaping.text).toMatch(
       /^Error INVALID_KFILE: K-file line 2: invalid folder name "\.\."/,
     );
-    expect(existsSync(join(root, "review", "up"))).toBe(false);
+    expect(existsSync(join(root, ch, "up"))).toBe(false);
 
     const noChannel = await alice.call("chat_workspace", { channel: "nope", kfile: CREATE_BLOG });
     expect(noChannel.isError).toBe(true);
@@ -199,34 +208,34 @@ describe("chat_workspace", () => {
     expect(noChannel.footer).toMatch(/^<agent-chat>/);
     expect(existsSync(join(root, "nope"))).toBe(false);
 
-    const neither = await alice.call("chat_workspace", { channel: "review" });
+    const neither = await alice.call("chat_workspace", { channel: ch });
     expect(neither.text).toMatch(/^Error INVALID_ARGUMENT: a turn needs kfile .* or request/);
     const both = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       action: "tree",
       kfile: CREATE_BLOG,
     });
     expect(both.text).toMatch(/^Error INVALID_ARGUMENT: action tree takes only channel/);
 
     // Refused turns leave no trace in the channel, and the server carries on.
-    expect(await channelMessages("review")).toEqual([]);
-    expect(
-      (await alice.call("chat_workspace", { channel: "review", kfile: CREATE_BLOG })).isError,
-    ).toBe(false);
+    expect(await channelMessages(ch)).toEqual([]);
+    expect((await alice.call("chat_workspace", { channel: ch, kfile: CREATE_BLOG })).isError).toBe(
+      false,
+    );
     expect(alice.stderr()).toBe("");
   });
 
   it("records each turn in the channel as messages under the agent's identity", async () => {
-    const alice = await agent("alice");
-    const applied = await alice.call("chat_workspace", { channel: "review", kfile: CREATE_BLOG });
-    expect(applied.text).toMatch(/Recorded in review as #1, #2\.$/);
+    const ch = await freshChannel();
+    const applied = await alice.call("chat_workspace", { channel: ch, kfile: CREATE_BLOG });
+    expect(applied.text).toMatch(new RegExp(`Recorded in ${ch} as #1, #2\\.$`));
     const asked = await alice.call("chat_workspace", {
-      channel: "review",
+      channel: ch,
       request: "focus on the blog folder",
     });
-    expect(asked.text).toMatch(/Recorded in review as #3, #4, #5\.$/);
+    expect(asked.text).toMatch(new RegExp(`Recorded in ${ch} as #3, #4, #5\\.$`));
 
-    const [k1, r1, req, k2, r2] = await channelMessages("review");
+    const [k1, r1, req, k2, r2] = await channelMessages(ch);
     expect(k1).toMatchObject({
       seq: 1,
       from: "alice",
@@ -248,8 +257,7 @@ describe("chat_workspace", () => {
     expect(r2).toMatchObject({ from: "workspace", status: "response", replyTo: 4 });
 
     // bob sees the turn as news in his footer, as any other message.
-    const bob = await agent("bob");
     const seen = await bob.call("chat_channels");
-    expect(footerJson(seen.footer).chat.msgs).toBe(5);
+    expect(footerJson(seen.footer).chat.channels[ch]).toBe(5);
   });
 });
