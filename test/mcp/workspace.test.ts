@@ -156,10 +156,11 @@ describe("chat_workspace", () => {
     expect(over.text).toContain("ClarifyAction: ask-confirmation");
     expect(over.text).toContain("Replace the existing [root]/[blog]/a.md?");
     expect(readFileSync(join(wsDir(ch), "blog", "a.md"), "utf8")).toBe("one\n");
-    await alice.call("chat_workspace", {
+    const del = await alice.call("chat_workspace", {
       channel: ch,
       kfile: kfile("delete-folder([blog])"),
     });
+    expect(del.text).toContain('Cancelled the pending store-file([blog], "a.md"); nothing');
     const other = await alice.call("chat_workspace", {
       channel: ch,
       kfile: kfile("focus-folder([blog])"),
