@@ -49,6 +49,8 @@ const NEXT_STEP: Partial<Record<ErrorCode | "INTERNAL", string>> = {
   CORRUPT_META: "The channel's _meta.json is damaged; tell the user.",
   IO_ERROR: "The store could not be read or written; tell the user.",
   BACKEND_UNAVAILABLE: "The store is unreachable; tell the user.",
+  INVALID_KFILE:
+    "Fix the K-file where the message says (three lines: ResponseAction, UpdateAction, ClarifyAction; the syntax is in chat_workspace's description) and call chat_workspace again.",
   INTERNAL: "This is a bug in agent-chat; tell the user.",
 };
 

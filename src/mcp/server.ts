@@ -11,6 +11,7 @@ import type { PostInput, Store } from "../store/types.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks } from "./format.js";
 import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
+import { runWorkspaceTool, WORKSPACE_TOOL } from "./workspace.js";
 
 export interface McpServerOptions {
   store: Store;
@@ -294,6 +295,19 @@ function registerTools(
         }
       }
     },
+  );
+
+  tool(
+    "chat_workspace",
+    WORKSPACE_TOOL.description,
+    {
+      channel: z.string().describe(WORKSPACE_TOOL.channel),
+      action: z.enum(["turn", "tree", "confirm"]).optional().describe(WORKSPACE_TOOL.action),
+      kfile: z.string().optional().describe(WORKSPACE_TOOL.kfile),
+      request: z.string().optional().describe(WORKSPACE_TOOL.request),
+      content: z.string().optional().describe(WORKSPACE_TOOL.content),
+    },
+    (args) => runWorkspaceTool(store, agent, args),
   );
 }
 

@@ -36,6 +36,12 @@ export interface TurnInput {
   content?: string;
   /** Who makes the request; a confirmation is only taken from the one who was asked. */
   as?: string;
+  /**
+   * Apply a `kfile` under the rules of a request: a delete, or a store over an existing file,
+   * waits for a confirmation, and the turn cancels a K-file that was waiting for one. For a
+   * K-file written by a model (the MCP tool), which must not delete without being confirmed.
+   */
+  guarded?: boolean;
   /** A shell command: gets the request and the tree as JSON on stdin, prints a K-file. */
   normalizer?: string;
   normalizerTimeoutMs?: number;
@@ -96,7 +102,7 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
   let kfile: KFile;
   let content = input.content;
   let reason: string | undefined;
-  let fromRequest = false;
+  let confirmDestructive = false;
   let cancelled = false;
   let confirmed = false;
   let cancelledWhat: UpdateAction | undefined;
@@ -104,6 +110,14 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
   await ws.ensure();
   if (input.kfile !== undefined) {
     kfile = typeof input.kfile === "string" ? parseKFile(input.kfile) : input.kfile;
+    if (input.guarded) {
+      const pendingText = await ws.readState(pendingName);
+      if (pendingText) {
+        cancelled = true;
+        cancelledWhat = parseKFile((JSON.parse(pendingText) as Pending).kfile).update;
+      }
+      confirmDestructive = true;
+    }
   } else {
     const request = input.request!;
     const pendingText = await ws.readState(pendingName);
@@ -128,7 +142,7 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
         if (content === undefined) content = normalized.content;
         reason = normalized.reason;
         if (!pending && CONFIRM.test(request)) reason = "nothing is waiting for a confirmation";
-        fromRequest = true;
+        confirmDestructive = true;
       }
     }
   }
@@ -137,7 +151,7 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
     if (cancelled) await ws.removeState(pendingName);
     const before = await ws.snapshot();
     const touched: string[][] = [];
-    if (fromRequest && kfile.clarify === "none" && DESTRUCTIVE.has(kfile.update.action)) {
+    if (confirmDestructive && kfile.clarify === "none" && DESTRUCTIVE.has(kfile.update.action)) {
       kfile = { ...kfile, clarify: "ask-confirmation" };
     }
     let applied = false;
@@ -152,7 +166,7 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
       reason = check.reason;
     } else if (check) {
       touched.push(...check.touched);
-      if (fromRequest && kfile.clarify === "none" && check.overwrites) {
+      if (confirmDestructive && kfile.clarify === "none" && check.overwrites) {
         kfile = { ...kfile, clarify: "ask-confirmation" };
       }
       if (kfile.clarify === "none") {

@@ -47,6 +47,7 @@ describe("agent-chat mcp", () => {
       "chat_read",
       "chat_tasks",
       "chat_wait",
+      "chat_workspace",
     ]);
     // SKILL.md teaches these tools by name: it must name every tool and no other.
     const skill = readFileSync(new URL("../../SKILL.md", import.meta.url), "utf8");

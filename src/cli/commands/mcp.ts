@@ -35,7 +35,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     )
     .addHelpText(
       "after",
-      "\nTools: chat_channels, chat_create_channel, chat_post, chat_read, chat_wait, chat_tasks.\n" +
+      "\nTools: chat_channels, chat_create_channel, chat_post, chat_read, chat_wait, chat_tasks, chat_workspace.\n" +
         'Every result ends with <agent-chat>{"chat":{"msgs":N,"channels":{...}}}</agent-chat>\n' +
         '(or, with --footer b00t, <🥾>{ "chat": { "msgs": N } }</🥾>).\n\nExamples:\n' +
         "  agent-chat mcp --as bob\n  AGENT_CHAT_NAME=bob agent-chat --root ./chat mcp --footer b00t\n" +

@@ -1,0 +1,114 @@
+import { AgentChatError } from "../core/errors.js";
+import { renderTree } from "../core/kfile.js";
+import type { Store } from "../store/types.js";
+import {
+  channelWorkspace,
+  displayPath,
+  KFolder,
+  recordTurn,
+  runTurn,
+  type TurnInput,
+  toTree,
+} from "../workspace/index.js";
+import { describeError } from "./format.js";
+
+/**
+ * The texts of the `chat_workspace` tool. The description teaches the K-file's syntax in a few
+ * lines, because in an MCP session the model writes the K-file itself (docs/workspace.md).
+ */
+export const WORKSPACE_TOOL = {
+  description:
+    "The channel's shared workspace: a folder tree with one focus. A turn applies a K-file you " +
+    "write (three lines):\n" +
+    "ResponseAction: discuss|prove|export|acknowledge\n" +
+    'UpdateAction: none | create-folder([parent]/[name], "description") | focus-folder([f]) | ' +
+    'rename-folder([f], [new], "description") | move-folder([f], [new-parent]) | delete-folder([f]) | ' +
+    'store-file([f], "a.md") | edit-file([f], "a.md", append|replace) | ' +
+    'rename-file([f], "a.md", "b.md") | move-file([f], "a.md", [g]) | delete-file([f], "a.md")\n' +
+    "ClarifyAction: none|ask-goal|ask-content|ask-target|ask-constraint|ask-format|ask-confirmation\n" +
+    "[f] is a folder name, [a]/[b] a path, [root] the root. The folder changes only when " +
+    "ClarifyAction is none. store-file/edit-file write `content`. A delete or overwrite waits: " +
+    "ask the user, then call action confirm; any other turn cancels it. Returns the Response " +
+    "(Context, Concepts, Contents) and the tree; the turn is posted to the channel.",
+  channel: "Channel whose workspace this is (<channel>/_workspace/)",
+  action:
+    "turn (default): apply kfile or request; tree: show the tree, focus and files; " +
+    "confirm: execute your delete or overwrite that waits for confirmation",
+  kfile: "The K-file, three lines as above",
+  request: "Instead of kfile: the request in words, for the rule-based normaliser",
+  content: "What store-file/edit-file write, or the answer the Response shows",
+} as const;
+
+export interface WorkspaceArgs {
+  channel: string;
+  action?: "turn" | "tree" | "confirm" | undefined;
+  kfile?: string | undefined;
+  request?: string | undefined;
+  content?: string | undefined;
+}
+
+/** Runs one `chat_workspace` call for `agent`; returns the result's text. */
+export async function runWorkspaceTool(
+  store: Store,
+  agent: string,
+  args: WorkspaceArgs,
+): Promise<string> {
+  const action = args.action ?? "turn";
+  const given = (["kfile", "request", "content"] as const).filter((k) => args[k] !== undefined);
+  const dir = await channelWorkspace(store, args.channel);
+
+  if (action === "tree") {
+    refuse(action, given);
+    const snapshot = await new KFolder(dir).snapshot();
+    return (
+      `Focus: ${displayPath(snapshot.focus)}\n` +
+      renderTree(toTree(snapshot), { files: true }).trimEnd()
+    );
+  }
+
+  const input: TurnInput = { as: agent, guarded: true };
+  if (action === "confirm") {
+    refuse(action, given);
+    // The engine's confirmation word: executes the K-file waiting for this agent, if any.
+    input.request = "confirm";
+  } else {
+    if ((args.kfile === undefined) === (args.request === undefined)) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        "a turn needs kfile (the three-line K-file) or request (the request in words), one of them",
+      );
+    }
+    if (args.kfile !== undefined) input.kfile = args.kfile;
+    if (args.request !== undefined) input.request = args.request;
+    if (args.content !== undefined) input.content = args.content;
+  }
+
+  const turn = await runTurn(dir, input);
+  const parts = [
+    `K-file:\n${turn.kfileText.trimEnd()}`,
+    turn.responseText.trimEnd(),
+    `K-folder:\n${turn.tree.trimEnd()}`,
+  ];
+  if (turn.pending) {
+    parts.push(
+      'Waiting for confirmation: ask the user, then call chat_workspace with action "confirm"; any other turn cancels it.',
+    );
+  }
+  // The workspace has changed by now; a failure to record the turn must not hide that.
+  try {
+    const posted = await recordTurn(store, args.channel, agent, turn);
+    parts.push(`Recorded in ${args.channel} as ${posted.map((p) => `#${p.seq}`).join(", ")}.`);
+  } catch (err) {
+    parts.push(`Not recorded in ${args.channel}: ${describeError(err).text}`);
+  }
+  return parts.join("\n\n");
+}
+
+function refuse(action: string, given: readonly string[]): void {
+  if (given.length > 0) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `action ${action} takes only channel; leave out ${given.join(", ")}`,
+    );
+  }
+}
