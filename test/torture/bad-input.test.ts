@@ -123,7 +123,7 @@ describe("files in a channel", () => {
     const root = tempDir();
     const store = new FsStore(root.dir);
     await store.init("c");
-    writeFileSync(
+    writeOldFile(
       join(root.dir, "c", "0001-x-bad.md"),
       Buffer.from([0x2d, 0x2d, 0x2d, 0x0a, 0xc3, 0x28]),
     );
