@@ -26,9 +26,11 @@ const ctx: BenchContext = {
   },
 };
 
+/** The file system type of a folder, as mounted (`stat -f` cannot tell ext4 from ext2). */
 function fileSystem(dir: string): string {
   try {
-    return execFileSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).trim();
+    const lines = execFileSync("df", ["-PT", dir], { encoding: "utf8" }).trim().split("\n");
+    return lines[1]?.split(/\s+/)[1] ?? "unknown";
   } catch {
     return "unknown";
   }
