@@ -383,7 +383,7 @@ describe("daemon: SIGKILL under load, floods, slow readers, many waiters", () =>
       for (let j = 0; j < waitsPer; j++)
         if ((c * waitsPer + j) % 7 === 0) relevant.add(agent(c, j));
     const t0 = performance.now();
-    const posted = await setup.request({
+    setup.send({
       id: 1,
       op: "post",
       channel: "park",
@@ -391,7 +391,7 @@ describe("daemon: SIGKILL under load, floods, slow readers, many waiters", () =>
       to: [...relevant].join(","),
       body: "wake up",
     });
-    expect(posted.ok).toBe(true);
+    expect((await setup.next(60_000)).ok).toBe(true);
     let woken = 0;
     await Promise.all(
       clients.map(async (client, c) => {
