@@ -142,6 +142,9 @@ class Connection {
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
   private closed = false;
   private readingPaused = false;
+  /** At shutdown the queue no longer waits for a client to read (see `writable`). */
+  private shuttingDown = false;
+  private unblock: (() => void) | undefined;
 
   constructor(
     private readonly socket: Socket,
@@ -174,6 +177,8 @@ class Connection {
 
   async shutdown(): Promise<void> {
     this.socket.pause();
+    this.shuttingDown = true;
+    this.unblock?.();
     for (const { abort } of this.running.values()) abort.abort();
     await this.queue;
     // Let the last responses and stream ends flush before the socket goes.
@@ -303,13 +308,38 @@ class Connection {
     this.enqueue(async () => this.respondError(id, err));
   }
 
-  /** Runs `task` after every request received before it; stops reading while too many wait. */
+  /**
+   * Runs `task` after every request received before it; stops reading while too many wait. A
+   * task starts only once the client has taken the answers before it: pausing the socket stops
+   * new lines, but the lines already read (up to a whole chunk of them) would otherwise each
+   * leave an answer in our memory, however large, for a client that does not read.
+   */
   private enqueue(task: () => Promise<void>): void {
     this.queued++;
     if (this.queued >= PAUSE_AT) this.socket.pause();
-    this.queue = this.queue.then(task).finally(() => {
-      this.queued--;
-      if (this.queued === RESUME_AT && !this.closed && !this.readingPaused) this.socket.resume();
+    this.queue = this.queue
+      .then(() => this.writable())
+      .then(task)
+      .finally(() => {
+        this.queued--;
+        if (this.queued === RESUME_AT && !this.closed && !this.readingPaused) this.socket.resume();
+      });
+  }
+
+  /** Resolves once our output buffer for this client is below its high-water mark. */
+  private writable(): Promise<void> {
+    if (this.closed || this.shuttingDown || !this.socket.writableNeedDrain)
+      return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.socket.off("drain", done);
+        this.socket.off("close", done);
+        this.unblock = undefined;
+        resolve();
+      };
+      this.unblock = done;
+      this.socket.once("drain", done);
+      this.socket.once("close", done);
     });
   }
 

@@ -16,8 +16,11 @@ export class ChannelIndex {
   private fresh = false;
   private watching = false;
   private lastScanStartedAt = 0;
-  /** Names reported by the watch while a rescan's readdir is under way (it may predate them). */
-  private seenDuringScan: string[] | undefined;
+  /**
+   * Names reported by the watch while a rescan's readdir is under way (it may predate them), one
+   * list per rescan: waits poll independently, so several rescans of one folder can overlap.
+   */
+  private readonly seenDuringScans = new Set<string[]>();
   private readonly listeners = new Set<() => void>();
   /** Dot-files left by crashed writers, seen by the last scan. */
   leftovers: string[] = [];
@@ -53,14 +56,15 @@ export class ChannelIndex {
 
   async rescan(): Promise<void> {
     const startedAt = Date.now();
-    this.seenDuringScan = [];
+    const seenDuringScan: string[] = [];
+    this.seenDuringScans.add(seenDuringScan);
     let names: string[];
     try {
       names = await fsp.readdir(this.dir);
-      names.push(...this.seenDuringScan);
     } finally {
-      this.seenDuringScan = undefined;
+      this.seenDuringScans.delete(seenDuringScan);
     }
+    names.push(...seenDuringScan);
     this.bySeq.clear();
     this.leftovers = [];
     for (const name of names) {
@@ -149,7 +153,7 @@ export class ChannelIndex {
         if (typeof name !== "string") this.fresh = false;
         else {
           this.add(name);
-          this.seenDuringScan?.push(name);
+          for (const seen of this.seenDuringScans) seen.push(name);
         }
         this.notify();
       });

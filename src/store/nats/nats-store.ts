@@ -411,9 +411,21 @@ export class NatsStore implements Store {
         unsubscribe.push(feed.onChange(() => wake.kick()));
         feeds.push(feed);
       }
+      let found: Found | undefined;
       for (;;) {
-        const found = await this.scanForWait(feeds, options.as);
-        if (found) return found;
+        try {
+          found ??= await this.findForWait(feeds, options.as);
+          if (found) {
+            await this.commitWait(found, options.as);
+            return found.result;
+          }
+        } catch (err) {
+          if (!this.isServerAway(err)) throw err;
+          // The server is away for a moment (a restart): the wait outlives it, as the
+          // connection does, and tries again shortly. What it found is kept, so a cursor
+          // saved just before the answer was lost cannot hide those messages.
+          setTimeout(() => wake.kick(), AWAY_RETRY_MS).unref();
+        }
         await wake.next();
         for (const feed of feeds) feed.throwIfFailed();
       }
@@ -424,7 +436,8 @@ export class NatsStore implements Store {
     }
   }
 
-  private async scanForWait(feeds: ChannelFeed[], agent: string): Promise<WaitResult | undefined> {
+  /** One pass over the channels: the relevant messages after each cursor, if any. */
+  private async findForWait(feeds: ChannelFeed[], agent: string): Promise<Found | undefined> {
     const scans = [];
     for (const feed of feeds) {
       const cursor = await this.cursor(feed.channel, agent);
@@ -433,11 +446,37 @@ export class NatsStore implements Store {
     const messages = scans.flatMap(({ scan }) => scan.messages.filter((m) => isRelevant(m, agent)));
     if (messages.length === 0) return undefined;
     const cursors: Record<string, number> = {};
+    const advance: Record<string, number> = {};
     for (const { feed, cursor, scan } of scans) {
       cursors[feed.channel] = Math.max(cursor, scan.scannedTo);
-      if (scan.scannedTo > cursor) await this.writeCursor(feed.channel, agent, scan.scannedTo);
+      if (scan.scannedTo > cursor) advance[feed.channel] = scan.scannedTo;
     }
-    return { messages, cursors, warnings: feeds.flatMap((f) => this.newWarnings(f)) };
+    return {
+      result: { messages, cursors, warnings: feeds.flatMap((f) => this.newWarnings(f)) },
+      advance,
+    };
+  }
+
+  /** Saves the cursors a found wait result moves (idempotent, so it may be retried). */
+  private async commitWait(found: Found, agent: string): Promise<void> {
+    for (const [channel, seq] of Object.entries(found.advance)) {
+      await this.writeCursor(channel, agent, seq);
+    }
+  }
+
+  /**
+   * A request that failed only because the server is away for a moment (restarting, JetStream
+   * still recovering): not a closed store, not a deleted namespace.
+   */
+  private isServerAway(err: unknown): boolean {
+    if (!isAgentChatError(err, "BACKEND_UNAVAILABLE") || this.gone || this.nc.isClosed()) {
+      return false;
+    }
+    const cause = (err as AgentChatError).cause as Error | undefined;
+    return (
+      /did not answer/.test(err.message) ||
+      /timeout|disconnect/i.test(`${cause?.name ?? ""} ${cause?.message ?? ""}`)
+    );
   }
 
   async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
@@ -725,6 +764,15 @@ export class NatsStore implements Store {
     }
   }
 }
+
+/** A wait whose scan found relevant messages, and the cursors it moves. */
+interface Found {
+  result: WaitResult;
+  advance: Record<string, number>;
+}
+
+/** How soon a wait scans again after the server did not answer. */
+const AWAY_RETRY_MS = 250;
 
 function toBackendError(err: unknown, what: string): AgentChatError {
   if (err instanceof AgentChatError) return err;
