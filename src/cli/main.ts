@@ -2,15 +2,59 @@
 import { Command, CommanderError } from "commander";
 import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
-import { registerDaemonCommands } from "./commands/daemon.js";
-import { registerGovernanceCommands } from "./commands/governance.js";
-import { registerMcpCommands } from "./commands/mcp.js";
-import { registerNatsCommands } from "./commands/nats.js";
-import { registerSlashCommands } from "./commands/slash.js";
-import { registerViewerCommands } from "./commands/viewer.js";
-import { registerWorkspaceCommands } from "./commands/workspace.js";
 import { CliContext, type GlobalOptions, UsageError } from "./context.js";
 import { EXIT, exitCodeFor } from "./exit-codes.js";
+
+type Register = (program: Command, ctx: CliContext) => void;
+
+/**
+ * Command groups beyond the reference's commands, each loaded only when one of its commands is
+ * run (or for help and unknown commands): start-up then evaluates the code of one group, not of
+ * all of them.
+ */
+const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register> }> = [
+  {
+    commands: ["serve", "send", "info"],
+    load: async () => (await import("./commands/daemon.js")).registerDaemonCommands,
+  },
+  {
+    commands: ["export", "import", "bridge"],
+    load: async () => (await import("./commands/nats.js")).registerNatsCommands,
+  },
+  {
+    commands: ["view"],
+    load: async () => (await import("./commands/viewer.js")).registerViewerCommands,
+  },
+  {
+    commands: ["ws"],
+    load: async () => (await import("./commands/workspace.js")).registerWorkspaceCommands,
+  },
+  {
+    commands: ["govern", "request", "approve", "pending"],
+    load: async () => (await import("./commands/governance.js")).registerGovernanceCommands,
+  },
+  {
+    commands: ["slash"],
+    load: async () => (await import("./commands/slash.js")).registerSlashCommands,
+  },
+  {
+    commands: ["mcp", "setup", "hook"],
+    load: async () => (await import("./commands/mcp.js")).registerMcpCommands,
+  },
+];
+
+/** Global options that take a value, so that the value is not taken for the command's name. */
+const VALUE_OPTIONS = new Set(["--root", "--max-body"]);
+
+/** The command named on the line: the first word that is neither an option nor its value. */
+function commandName(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (VALUE_OPTIONS.has(arg)) i++;
+    else if (!arg.startsWith("-")) return arg;
+  }
+  return undefined;
+}
 
 declare const __VERSION__: string | undefined;
 const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
@@ -43,13 +87,12 @@ export async function main(argv: string[]): Promise<number> {
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
     );
   registerCoreCommands(program, ctx);
-  registerDaemonCommands(program, ctx);
-  registerNatsCommands(program, ctx);
-  registerViewerCommands(program, ctx);
-  registerWorkspaceCommands(program, ctx);
-  registerGovernanceCommands(program, ctx);
-  registerSlashCommands(program, ctx);
-  registerMcpCommands(program, ctx);
+  const name = commandName(argv);
+  const core = program.commands.some((c) => c.name() === name);
+  if (!core && !argv.includes("--version") && !argv.includes("-V")) {
+    const wanted = GROUPS.filter((g) => name !== undefined && g.commands.includes(name));
+    for (const group of wanted.length > 0 ? wanted : GROUPS) (await group.load())(program, ctx);
+  }
 
   const onSignal = () => ctx.abort.abort();
   process.once("SIGINT", onSignal);

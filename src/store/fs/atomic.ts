@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { promises as fsp } from "node:fs";
+import { promises as fsp, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -18,6 +18,18 @@ export async function writeFileAtomic(dir: string, name: string, data: string): 
     await fsp.rename(tmp, join(dir, name));
   } catch (err) {
     await fsp.rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** {@link writeFileAtomic} without the thread pool, for small files such as cursors. */
+export function writeFileAtomicSync(dir: string, name: string, data: string): void {
+  const tmp = join(dir, tempName());
+  try {
+    writeFileSync(tmp, data);
+    renameSync(tmp, join(dir, name));
+  } catch (err) {
+    rmSync(tmp, { force: true });
     throw err;
   }
 }

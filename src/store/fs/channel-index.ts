@@ -12,6 +12,10 @@ import { seqOfFileName } from "../../core/message.js";
  */
 export class ChannelIndex {
   private readonly bySeq = new Map<number, string[]>();
+  /** The keys of {@link bySeq}, ascending: range queries and the maximum without a full pass. */
+  private seqs: number[] = [];
+  /** A poll-driven rescan under way, shared by every waiter that polls meanwhile. */
+  private polling: Promise<void> | undefined;
   private watcher: FSWatcher | undefined;
   private fresh = false;
   private watching = false;
@@ -21,7 +25,7 @@ export class ChannelIndex {
    * list per rescan: waits poll independently, so several rescans of one folder can overlap.
    */
   private readonly seenDuringScans = new Set<string[]>();
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(name: string | undefined) => void>();
   /** Dot-files left by crashed writers, seen by the last scan. */
   leftovers: string[] = [];
 
@@ -44,14 +48,19 @@ export class ChannelIndex {
    * The safety net behind the watch: re-reads the folder unless its mtime proves nothing changed
    * since the last full scan began (mtimes are coarse, hence the one-second margin).
    */
-  async rescanIfChanged(): Promise<void> {
-    try {
-      const st = await fsp.stat(this.dir);
-      if (this.fresh && st.mtimeMs < this.lastScanStartedAt - 1000) return;
-    } catch {
-      // The folder is gone: the rescan reports it.
-    }
-    await this.rescan();
+  rescanIfChanged(): Promise<void> {
+    this.polling ??= (async () => {
+      try {
+        const st = await fsp.stat(this.dir);
+        if (this.fresh && st.mtimeMs < this.lastScanStartedAt - 1000) return;
+      } catch {
+        // The folder is gone: the rescan reports it.
+      }
+      await this.rescan();
+    })().finally(() => {
+      this.polling = undefined;
+    });
+    return this.polling;
   }
 
   async rescan(): Promise<void> {
@@ -69,8 +78,9 @@ export class ChannelIndex {
     this.leftovers = [];
     for (const name of names) {
       if (name.startsWith(".tmp-")) this.leftovers.push(name);
-      else this.add(name);
+      else this.insert(name, false);
     }
+    this.seqs = [...this.bySeq.keys()].sort((a, b) => a - b);
     this.lastScanStartedAt = startedAt;
     this.fresh = true;
   }
@@ -78,8 +88,11 @@ export class ChannelIndex {
   /** Seqs above `after`, ascending, with their file names (normally one each). */
   after(after: number): Array<[number, string[]]> {
     const out: Array<[number, string[]]> = [];
-    for (const entry of this.bySeq) if (entry[0] > after) out.push(entry);
-    return out.sort((a, b) => a[0] - b[0]);
+    for (let i = firstAbove(this.seqs, after); i < this.seqs.length; i++) {
+      const seq = this.seqs[i]!;
+      out.push([seq, this.bySeq.get(seq)!]);
+    }
+    return out;
   }
 
   /** Seqs above `after`, descending. */
@@ -97,9 +110,7 @@ export class ChannelIndex {
   }
 
   maxSeq(): number {
-    let max = 0;
-    for (const seq of this.bySeq.keys()) if (seq > max) max = seq;
-    return max;
+    return this.seqs.at(-1) ?? 0;
   }
 
   /** Forgets a file that turned out to be gone. */
@@ -107,28 +118,50 @@ export class ChannelIndex {
     const names = this.bySeq.get(seq);
     if (!names) return;
     const rest = names.filter((n) => n !== name);
-    if (rest.length === 0) this.bySeq.delete(seq);
-    else this.bySeq.set(seq, rest);
+    if (rest.length > 0) {
+      this.bySeq.set(seq, rest);
+      return;
+    }
+    this.bySeq.delete(seq);
+    const i = firstAbove(this.seqs, seq - 1);
+    if (this.seqs[i] === seq) this.seqs.splice(i, 1);
   }
 
   /** Adds a file this process has just written (its own watch event may still be queued). */
   add(name: string): void {
+    this.insert(name, true);
+  }
+
+  private insert(name: string, keepOrder: boolean): void {
     const seq = seqOfFileName(name);
     if (seq === undefined) return;
     const names = this.bySeq.get(seq);
-    if (!names) this.bySeq.set(seq, [name]);
-    else if (!names.includes(name)) names.push(name);
+    if (names) {
+      if (!names.includes(name)) names.push(name);
+      return;
+    }
+    this.bySeq.set(seq, [name]);
+    if (!keepOrder) return;
+    // Messages arrive in seq order, so this is almost always an append.
+    if (seq > (this.seqs.at(-1) ?? -1)) this.seqs.push(seq);
+    else this.seqs.splice(firstAbove(this.seqs, seq), 0, seq);
   }
 
-  /** Calls `listener` whenever a file appears or changes; returns the unsubscribe function. */
-  onChange(listener: () => void): () => void {
+  /**
+   * Calls `listener` with the file's name whenever a file of the folder appears, changes or goes
+   * (undefined when the system could not say which); returns the unsubscribe function.
+   */
+  onChange(listener: (name: string | undefined) => void): () => void {
     if (this.useWatch && !this.watching) this.startWatch();
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Resolves on the next change the watch reports, or after `ms` at the latest. */
-  nextChange(ms: number): Promise<void> {
+  /**
+   * Resolves when the watch reports a change of the file `name` (or of an unknown file), or after
+   * `ms` at the latest.
+   */
+  nextChange(name: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -136,7 +169,16 @@ export class ChannelIndex {
         resolve();
       };
       const timer = setTimeout(done, ms);
-      const off = this.onChange(done);
+      const off = this.onChange((changed) => {
+        if (changed === undefined || changed === name) done();
+      });
+    });
+  }
+
+  /** Calls `listener` when a message file (or an unknown file) appears or changes. */
+  onMessageChange(listener: () => void): () => void {
+    return this.onChange((name) => {
+      if (name === undefined || seqOfFileName(name) !== undefined) listener();
     });
   }
 
@@ -150,16 +192,18 @@ export class ChannelIndex {
   private startWatch(): void {
     try {
       const watcher = watch(this.dir, { persistent: false }, (_event, name) => {
-        if (typeof name !== "string") this.fresh = false;
-        else {
-          this.add(name);
-          for (const seen of this.seenDuringScans) seen.push(name);
+        if (typeof name !== "string") {
+          this.fresh = false;
+          this.notify(undefined);
+          return;
         }
-        this.notify();
+        this.add(name);
+        for (const seen of this.seenDuringScans) seen.push(name);
+        this.notify(name);
       });
       watcher.on("error", () => {
         this.close();
-        this.notify();
+        this.notify(undefined);
       });
       this.watcher = watcher;
       this.watching = true;
@@ -169,9 +213,21 @@ export class ChannelIndex {
     }
   }
 
-  private notify(): void {
-    for (const listener of this.listeners) listener();
+  private notify(name: string | undefined): void {
+    for (const listener of this.listeners) listener(name);
   }
+}
+
+/** The index of the first element of the ascending `sorted` that is greater than `value`. */
+function firstAbove(sorted: number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! > value) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
 }
 
 /** Two turns of the event loop: the first may end before the poll phase reads the watch. */

@@ -1,6 +1,11 @@
 import {
+  closeSync,
   constants,
   promises as fsp,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -39,9 +44,9 @@ import {
   type WatchOptions,
 } from "../types.js";
 import { Wakeup } from "../wakeup.js";
-import { createFileExclusive, tempName, writeFileAtomic } from "./atomic.js";
+import { createFileExclusive, tempName, writeFileAtomic, writeFileAtomicSync } from "./atomic.js";
 import { ChannelIndex } from "./channel-index.js";
-import { acquireSeqLock, type LockOptions, lockHeld } from "./seq-lock.js";
+import { acquireSeqLock, LOCK_DIR, type LockOptions, lockHeld } from "./seq-lock.js";
 import { formatTask, parseTaskFile, TASK_FILE } from "./tasks.js";
 
 export interface FsStoreOptions extends LockOptions {
@@ -320,12 +325,13 @@ export class FsStore implements Store {
     let mtimeMs: number;
     try {
       // O_NOFOLLOW: a symlink planted in a channel never makes us read outside the root.
-      const fh = await fsp.open(join(state.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      // Synchronous: a message file is small, and a wake should not wait on the thread pool.
+      const fd = openSync(join(state.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
       try {
-        buf = await fh.readFile();
-        mtimeMs = (await fh.stat()).mtimeMs;
+        buf = readFileSync(fd);
+        mtimeMs = fstatSync(fd).mtimeMs;
       } finally {
-        await fh.close();
+        closeSync(fd);
       }
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
@@ -384,7 +390,7 @@ export class FsStore implements Store {
     validateName("channel", channel);
     validateName("agent", agent);
     try {
-      const text = await fsp.readFile(
+      const text = readFileSync(
         join(this.location, channel, CURSORS, `${identity(agent)}.txt`),
         "utf8",
       );
@@ -398,14 +404,14 @@ export class FsStore implements Store {
   private async writeCursor(state: ChannelState, agent: string, seq: number): Promise<void> {
     const dir = join(state.dir, CURSORS);
     try {
-      await fsp.mkdir(dir, { recursive: true });
-      if ((await fsp.lstat(dir)).isSymbolicLink()) {
+      mkdirSync(dir, { recursive: true });
+      if (lstatSync(dir).isSymbolicLink()) {
         throw new AgentChatError(
           "INVALID_NAME",
           `${dir} is a symbolic link; cursors are never written through one`,
         );
       }
-      await writeFileAtomic(dir, `${identity(agent)}.txt`, String(seq));
+      writeFileAtomicSync(dir, `${identity(agent)}.txt`, String(seq));
     } catch (err) {
       throw wrapIoError(err, `cannot save the cursor of ${agent}`);
     }
@@ -453,7 +459,7 @@ export class FsStore implements Store {
 
     const wake = new Wakeup();
     // Subscribe before the first scan, so that a post between the two is never missed.
-    const unsubscribe = states.map(({ state }) => state.index.onChange(() => wake.kick()));
+    const unsubscribe = states.map(({ state }) => state.index.onMessageChange(() => wake.kick()));
     const poll = setInterval(() => {
       Promise.all(states.map(({ state }) => state.index.rescanIfChanged().catch(() => {}))).then(
         () => wake.kick(),
@@ -503,7 +509,7 @@ export class FsStore implements Store {
     for (const channel of unique) await this.roster(channel);
     const states = unique.map((channel) => ({ channel, state: this.state(channel) }));
     const wake = new Wakeup();
-    const unsubscribe = states.map(({ state }) => state.index.onChange(() => wake.kick()));
+    const unsubscribe = states.map(({ state }) => state.index.onMessageChange(() => wake.kick()));
     const poll = setInterval(() => {
       Promise.all(states.map(({ state }) => state.index.rescanIfChanged().catch(() => {}))).then(
         () => wake.kick(),
@@ -716,7 +722,7 @@ export class FsStore implements Store {
   }
 
   private lockOptions(state: ChannelState): LockOptions {
-    return { ...this.options, pause: (ms) => state.index.nextChange(ms) };
+    return { ...this.options, pause: (ms) => state.index.nextChange(LOCK_DIR, ms) };
   }
 
   private async withLock<T>(state: ChannelState, fn: () => Promise<T>): Promise<T> {
