@@ -1,3 +1,5 @@
+import { AgentChatError } from "../core/errors.js";
+
 /** A level-triggered wake-up: kicks between two `next()` calls are not lost. */
 export class Wakeup {
   private pending = false;
@@ -40,4 +42,14 @@ export class Wakeup {
     this.resolve = undefined;
     this.reject = undefined;
   }
+}
+
+/** How every backend's `wait` reports its timeout… */
+export function timeoutError(ms: number): AgentChatError {
+  return new AgentChatError("TIMEOUT", `no relevant message within ${ms / 1000} s`);
+}
+
+/** …and its cancellation, so that callers see the same codes and words from each. */
+export function abortError(): AgentChatError {
+  return new AgentChatError("ABORTED", "wait was cancelled");
 }

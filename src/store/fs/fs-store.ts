@@ -43,7 +43,7 @@ import {
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
-import { Wakeup } from "../wakeup.js";
+import { abortError, timeoutError, Wakeup } from "../wakeup.js";
 import { createFileExclusive, tempName, writeFileAtomic, writeFileAtomicSync } from "./atomic.js";
 import { ChannelIndex } from "./channel-index.js";
 import { acquireSeqLock, LOCK_DIR, type LockOptions, lockHeld } from "./seq-lock.js";
@@ -755,12 +755,4 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function timeoutError(ms: number): AgentChatError {
-  return new AgentChatError("TIMEOUT", `no relevant message within ${ms / 1000} s`);
-}
-
-function abortError(): AgentChatError {
-  return new AgentChatError("ABORTED", "wait was cancelled");
 }

@@ -31,7 +31,7 @@ import {
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
-import { Wakeup } from "../wakeup.js";
+import { abortError, timeoutError, Wakeup } from "../wakeup.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
@@ -857,14 +857,6 @@ function taskInfo(channel: string, id: string, record: TaskRecord): TaskInfo {
 
 function byId(a: TaskInfo, b: TaskInfo): number {
   return compareTaskIds(a.id, b.id);
-}
-
-function timeoutError(ms: number): AgentChatError {
-  return new AgentChatError("TIMEOUT", `no relevant message within ${ms / 1000} s`);
-}
-
-function abortError(): AgentChatError {
-  return new AgentChatError("ABORTED", "wait was cancelled");
 }
 
 function delay(ms: number): Promise<void> {
