@@ -77,7 +77,8 @@ export class ChannelIndex {
     this.bySeq.clear();
     this.leftovers = [];
     for (const name of names) {
-      if (name.startsWith(".tmp-")) this.leftovers.push(name);
+      // Temporary files and released locks a killed process could not finish removing.
+      if (name.startsWith(".tmp-") || name.startsWith(".seq.lock.")) this.leftovers.push(name);
       else this.insert(name, false);
     }
     this.seqs = [...this.bySeq.keys()].sort((a, b) => a - b);

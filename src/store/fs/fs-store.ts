@@ -685,7 +685,7 @@ export class FsStore implements Store {
       try {
         const st = await fsp.lstat(path);
         if (Date.now() - st.mtimeMs > LEFTOVER_AGE_MS) {
-          await fsp.rm(path, { force: true });
+          await fsp.rm(path, { recursive: true, force: true });
           removed += 1;
         }
       } catch {

@@ -11,7 +11,7 @@ import {
   unlinkSync,
 } from "node:fs";
 import { hostname } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { AgentChatError, wrapIoError } from "../../core/errors.js";
 
 /**
@@ -33,6 +33,9 @@ export const LOCK_DIR = "_seq.lock";
 export const STALE_MS = 30_000;
 export const LOCK_TIMEOUT_MS = 10_000;
 const OWNER_PREFIX = "owner.";
+/** Released and stolen locks are renamed to these dot-names before they are removed. */
+export const RELEASED_PREFIX = ".seq.lock.released-";
+export const STALE_PREFIX = ".seq.lock.stale-";
 const STEAL_DIR = "steal";
 const HOST = hostname();
 
@@ -111,23 +114,27 @@ function tryTake(lockDir: string, ownerFile: string, channelDir: string): boolea
 }
 
 /**
- * Held for less than the stale rule by a live process, the lock is still ours: remove the owner
- * file and the directory (the cheap path of every post). Held longer, another host may have
- * taken it over, so only a lock that still names our token is removed.
+ * Held for less than the stale rule by a live process, the lock is still ours. It is released in
+ * one step, by renaming it out of the way, so that a poster killed while releasing never leaves
+ * a lock without its owner (which only the 30 s rule would clear); the grave is removed after.
+ * Held longer, another host may have taken it over, so only a lock that still names our token is
+ * removed.
  */
 function releaseLock(lockDir: string, ownerFile: string, token: string, surelyOurs: boolean): void {
-  if (surelyOurs) {
+  if (surelyOurs || readOwner(lockDir)?.token === token) {
+    const grave = join(lockDir, "..", `${RELEASED_PREFIX}${token}`);
     try {
-      unlinkSync(ownerFile);
-      rmdirSync(lockDir);
-      return;
+      renameSync(lockDir, grave);
     } catch {
-      // Something else is inside (a stealer's marker): fall through to the careful path.
+      return; // already gone
+    }
+    try {
+      unlinkSync(join(grave, basename(ownerFile)));
+      rmdirSync(grave);
+    } catch {
+      rmSync(grave, { recursive: true, force: true });
     }
   }
-  const owner = readOwner(lockDir);
-  if (owner && owner.token !== token) return;
-  rmSync(lockDir, { recursive: true, force: true });
 }
 
 interface SeenLock {
@@ -194,7 +201,7 @@ function steal(lockDir: string, seen: SeenLock): boolean {
     }
     return false;
   }
-  const grave = join(lockDir, "..", `.seq.lock.stale-${randomBytes(6).toString("hex")}`);
+  const grave = join(lockDir, "..", `${STALE_PREFIX}${randomBytes(6).toString("hex")}`);
   try {
     renameSync(lockDir, grave);
   } catch {
