@@ -1,4 +1,5 @@
-import { type FSWatcher, promises as fsp, watch } from "node:fs";
+import { existsSync, type FSWatcher, promises as fsp, watch } from "node:fs";
+import { join } from "node:path";
 import { seqOfFileName } from "../../core/message.js";
 
 /**
@@ -159,8 +160,8 @@ export class ChannelIndex {
   }
 
   /**
-   * Resolves when the watch reports a change of the file `name` (or of an unknown file), or after
-   * `ms` at the latest.
+   * Resolves when the watch reports that the file `name` is gone (or a change of an unknown file),
+   * or after `ms` at the latest.
    */
   nextChange(name: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
@@ -171,7 +172,10 @@ export class ChannelIndex {
       };
       const timer = setTimeout(done, ms);
       const off = this.onChange((changed) => {
-        if (changed === undefined || changed === name) done();
+        // The name's creation says nothing to a waiter; only its removal does.
+        if (changed === undefined || (changed === name && !existsSync(join(this.dir, name)))) {
+          done();
+        }
       });
     });
   }

@@ -37,6 +37,7 @@ const OWNER_PREFIX = "owner.";
 export const RELEASED_PREFIX = ".seq.lock.released-";
 export const STALE_PREFIX = ".seq.lock.stale-";
 const STEAL_DIR = "steal";
+const INSPECT_EVERY_MS = 100;
 const HOST = hostname();
 
 export interface LockOwner {
@@ -69,11 +70,21 @@ export async function acquireSeqLock(
   const ownerFile = join(lockDir, `${OWNER_PREFIX}${process.pid}.${token}.${HOST}`);
   const deadline = Date.now() + timeoutMs;
   let delay = 1;
+  let nextInspection = 0;
   for (;;) {
     if (tryTake(lockDir, ownerFile, channelDir)) {
       const acquiredAt = Date.now();
       return () => releaseLock(lockDir, ownerFile, token, Date.now() - acquiredAt < staleMs);
     }
+    // Whether the holder is stale changes slowly: look at most every INSPECT_EVERY_MS, so that
+    // many waiters woken by one release each cost a single mkdir, not three calls.
+    const now = Date.now();
+    if (now < nextInspection && now < deadline) {
+      await (options.pause ?? sleep)(delay * (0.5 + Math.random()));
+      delay = Math.min(delay * 2, 25);
+      continue;
+    }
+    nextInspection = now + INSPECT_EVERY_MS;
     const seen = inspectLock(lockDir);
     if (seen && isStale(seen, staleMs) && steal(lockDir, seen)) continue;
     if (Date.now() >= deadline) {
