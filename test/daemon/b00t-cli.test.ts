@@ -1,27 +1,9 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { type Daemon, envelope, makeWorld, RawClient, startDaemon, type World } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { daemonFixture, envelope, RawClient } from "./harness.js";
 
-const worlds: World[] = [];
-const daemons: Daemon[] = [];
-
-function world(): World {
-  const w = makeWorld();
-  worlds.push(w);
-  return w;
-}
-
-async function serve(w: World, args: string[] = []): Promise<Daemon> {
-  const d = await startDaemon(w, args);
-  daemons.push(d);
-  return d;
-}
-
-afterEach(() => {
-  for (const d of daemons.splice(0)) d.child.kill("SIGKILL");
-  for (const w of worlds.splice(0)) w.cleanup();
-});
+const { world, serve } = daemonFixture();
 
 describe("--b00t", () => {
   it("also listens at ~/.b00t/chat.channel.socket and never steals it from a live listener", async () => {

@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { chmodSync, mkdirSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
+import { afterEach } from "vitest";
 import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -169,4 +170,32 @@ export function envelope(fields: Record<string, unknown> = {}): Record<string, u
 
 export function makeWorldDirOpen(world: World): void {
   chmodSync(world.dir, 0o755);
+}
+
+/**
+ * Worlds and daemons for one test file, all torn down after each test: `world()` makes a fresh
+ * world, `serve(world)` starts a daemon in it.
+ */
+export function daemonFixture(): {
+  world: () => World;
+  serve: (w: World, args?: string[]) => Promise<Daemon>;
+} {
+  const worlds: World[] = [];
+  const daemons: Daemon[] = [];
+  afterEach(() => {
+    for (const d of daemons.splice(0)) d.child.kill("SIGKILL");
+    for (const w of worlds.splice(0)) w.cleanup();
+  });
+  return {
+    world: () => {
+      const w = makeWorld();
+      worlds.push(w);
+      return w;
+    },
+    serve: async (w, args = []) => {
+      const d = await startDaemon(w, args);
+      daemons.push(d);
+      return d;
+    },
+  };
 }

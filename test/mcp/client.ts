@@ -1,7 +1,9 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterEach, beforeEach } from "vitest";
 import { openStore } from "../../src/client/open.js";
 import { CLI } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
 
 export interface Agent {
   client: Client;
@@ -77,4 +79,33 @@ export async function initChannels(
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A fresh root per test holding the channel `review` (members alice, bob), and the MCP agents
+ * connected to it, closed after each test. `root()` is that test's root.
+ */
+export function agentFixture(): {
+  root: () => string;
+  agent: (name: string, extra?: string[]) => Promise<Agent>;
+} {
+  let root = "";
+  let cleanup: () => void = () => {};
+  const agents: Agent[] = [];
+  beforeEach(async () => {
+    ({ dir: root, cleanup } = tempDir("agent-chat-mcp-"));
+    await initChannels(root, { review: ["alice", "bob"] });
+  });
+  afterEach(async () => {
+    await Promise.all(agents.splice(0).map((a) => a.close().catch(() => {})));
+    cleanup();
+  });
+  return {
+    root: () => root,
+    agent: async (name, extra = []) => {
+      const a = await connectAgent(root, name, extra);
+      agents.push(a);
+      return a;
+    },
+  };
 }

@@ -1,28 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { tempDir } from "../helpers/tmp.js";
-import { type Agent, connectAgent, footerJson, initChannels } from "./client.js";
+import { describe, expect, it } from "vitest";
+import { type Agent, agentFixture, footerJson, initChannels } from "./client.js";
 
-let root: string;
-let cleanup: () => void;
-const agents: Agent[] = [];
-
-async function agent(name: string, extra: string[] = []): Promise<Agent> {
-  const a = await connectAgent(root, name, extra);
-  agents.push(a);
-  return a;
-}
-
-beforeEach(async () => {
-  ({ dir: root, cleanup } = tempDir("agent-chat-mcp-"));
-  await initChannels(root, { review: ["alice", "bob"] });
-});
-
-afterEach(async () => {
-  await Promise.all(agents.splice(0).map((a) => a.close().catch(() => {})));
-  cleanup();
-});
+const fixture = agentFixture();
+const agent = fixture.agent;
 
 describe("agent-chat mcp", () => {
   it("initializes and lists at most 8 chat_ tools, each with a described input schema", async () => {
@@ -138,7 +120,7 @@ describe("agent-chat mcp", () => {
   });
 
   it("counts only relevant messages in channels the agent belongs to, and never moves a cursor", async () => {
-    await initChannels(root, { ops: ["alice", "carol"], lobby: [] });
+    await initChannels(fixture.root(), { ops: ["alice", "carol"], lobby: [] });
     const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
     await alice.call("chat_post", { channel: "review", body: "for bob", to: "bob" });
     await alice.call("chat_post", { channel: "review", body: "for carol only", to: "carol" });
@@ -153,8 +135,8 @@ describe("agent-chat mcp", () => {
       });
       await bob.call("chat_read", { channel: "nope" });
     }
-    expect(existsSync(join(root, "review", ".cursors", "bob.txt"))).toBe(false);
-    expect(existsSync(join(root, "lobby", ".cursors", "bob.txt"))).toBe(false);
+    expect(existsSync(join(fixture.root(), "review", ".cursors", "bob.txt"))).toBe(false);
+    expect(existsSync(join(fixture.root(), "lobby", ".cursors", "bob.txt"))).toBe(false);
     const read = await bob.call("chat_read", { peek: true });
     expect(read.text).toContain("for bob");
     expect(read.text).toContain("open channel, broadcast");

@@ -1,29 +1,11 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { collect, runCli, startCli } from "../helpers/cli.js";
-import { tempDir } from "../helpers/tmp.js";
-import { type Agent, connectAgent, footerJson, initChannels } from "./client.js";
+import { agentFixture, footerJson } from "./client.js";
 
-let root: string;
-let cleanup: () => void;
-const agents: Agent[] = [];
-
-async function agent(name: string, extra: string[] = []): Promise<Agent> {
-  const a = await connectAgent(root, name, extra);
-  agents.push(a);
-  return a;
-}
-
-beforeEach(async () => {
-  ({ dir: root, cleanup } = tempDir("agent-chat-mcp-"));
-  await initChannels(root, { review: ["alice", "bob"] });
-});
-
-afterEach(async () => {
-  await Promise.all(agents.splice(0).map((a) => a.close().catch(() => {})));
-  cleanup();
-});
+const fixture = agentFixture();
+const agent = fixture.agent;
 
 describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
   it("wait returns as soon as the other identity posts", async () => {
@@ -66,9 +48,9 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
     expect(losers[0]!.text).toContain("What to do:");
     expect(losers[0]!.footer).toMatch(/^<agent-chat>/);
     const winner = replies[0]!.isError ? "bob" : "alice";
-    expect(readdirSync(join(root, "review")).filter((f) => f.startsWith("task-"))).toEqual([
-      `task-1.CLAIMED-${winner}.md`,
-    ]);
+    expect(
+      readdirSync(join(fixture.root(), "review")).filter((f) => f.startsWith("task-")),
+    ).toEqual([`task-1.CLAIMED-${winner}.md`]);
     const listed = await bob.call("chat_tasks", { action: "list", channel: "review" });
     expect(listed.text).toBe(`task 1 · claimed by ${winner} · Review the schema`);
   });
@@ -90,7 +72,7 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
     await alice.call("chat_post", { channel: "review", body: "after the cancel" });
     // A wait still running in the server would read this message and move bob's cursor.
     await new Promise((r) => setTimeout(r, 500));
-    expect(existsSync(join(root, "review", ".cursors", "bob.txt"))).toBe(false);
+    expect(existsSync(join(fixture.root(), "review", ".cursors", "bob.txt"))).toBe(false);
     const read = await bob.call("chat_read", { channel: "review" });
     expect(read.text).toContain("after the cancel");
     const again = await bob.call("chat_wait", { channels: ["review"], timeout_seconds: 1 });
@@ -100,13 +82,17 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
 
   it("exits when its client closes stdin, and refuses to start without an identity", async () => {
     // startCli closes the child's stdin at once, as a client that goes away does.
-    const result = await collect(startCli(["mcp", "--as", "bob"], { root, timeoutMs: 10_000 }));
+    const result = await collect(
+      startCli(["mcp", "--as", "bob"], { root: fixture.root(), timeoutMs: 10_000 }),
+    );
     expect(result).toMatchObject({ code: 0, stdout: "" });
 
-    const nameless = await runCli(["mcp"], { root });
+    const nameless = await runCli(["mcp"], { root: fixture.root() });
     expect(nameless.code).toBe(64);
     expect(nameless.stderr).toContain("--as NAME is required");
-    const badFooter = await runCli(["mcp", "--as", "bob", "--footer", "xml"], { root });
+    const badFooter = await runCli(["mcp", "--as", "bob", "--footer", "xml"], {
+      root: fixture.root(),
+    });
     expect(badFooter.code).toBe(64);
   });
 });
