@@ -17,6 +17,9 @@ export class ChannelIndex {
   private seqs: number[] = [];
   /** A poll-driven rescan under way, shared by every waiter that polls meanwhile. */
   private polling: Promise<void> | undefined;
+  private lastPollAt = 0;
+  /** Counts changes to the set of message files, so that a poll can tell whether it found any. */
+  version = 0;
   private watcher: FSWatcher | undefined;
   private fresh = false;
   private watching = false;
@@ -50,7 +53,10 @@ export class ChannelIndex {
    * since the last full scan began (mtimes are coarse, hence the one-second margin).
    */
   rescanIfChanged(): Promise<void> {
+    // Many waiters poll on their own timers; one look per channel every POLL_GAP_MS serves all.
+    if (!this.polling && Date.now() - this.lastPollAt < POLL_GAP_MS) return Promise.resolve();
     this.polling ??= (async () => {
+      this.lastPollAt = Date.now();
       try {
         const st = await fsp.stat(this.dir);
         if (this.fresh && st.mtimeMs < this.lastScanStartedAt - 1000) return;
@@ -75,6 +81,9 @@ export class ChannelIndex {
       this.seenDuringScans.delete(seenDuringScan);
     }
     names.push(...seenDuringScan);
+    const before = this.bySeq.size;
+    const known = new Set([...this.bySeq.values()].flat());
+    if (names.some((n) => !known.has(n) && seqOfFileName(n) !== undefined)) this.version++;
     this.bySeq.clear();
     this.leftovers = [];
     for (const name of names) {
@@ -83,6 +92,7 @@ export class ChannelIndex {
       else this.insert(name, false);
     }
     this.seqs = [...this.bySeq.keys()].sort((a, b) => a - b);
+    if (this.bySeq.size !== before) this.version++;
     this.lastScanStartedAt = startedAt;
     this.fresh = true;
   }
@@ -139,11 +149,15 @@ export class ChannelIndex {
     if (seq === undefined) return;
     const names = this.bySeq.get(seq);
     if (names) {
-      if (!names.includes(name)) names.push(name);
+      if (!names.includes(name)) {
+        names.push(name);
+        if (keepOrder) this.version++;
+      }
       return;
     }
     this.bySeq.set(seq, [name]);
-    if (!keepOrder) return;
+    if (!keepOrder) return; // a rescan rebuilding the index: it counts its own changes
+    this.version++;
     // Messages arrive in seq order, so this is almost always an append.
     if (seq > (this.seqs.at(-1) ?? -1)) this.seqs.push(seq);
     else this.seqs.splice(firstAbove(this.seqs, seq), 0, seq);
@@ -222,6 +236,9 @@ export class ChannelIndex {
     for (const listener of this.listeners) listener(name);
   }
 }
+
+/** The shortest time between two poll-driven looks at one folder. */
+const POLL_GAP_MS = 250;
 
 /** The index of the first element of the ascending `sorted` that is greater than `value`. */
 function firstAbove(sorted: number[], value: number): number {

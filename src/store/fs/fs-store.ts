@@ -67,6 +67,8 @@ const HIGH_WATER = ".seq";
  * place; scans stop before it and look again (the watch or the poll wakes them).
  */
 const IN_PROGRESS_MS = 2_000;
+/** How many parsed messages each channel keeps, so that many readers of one post parse it once. */
+const PARSED_CACHE = 2_048;
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -82,6 +84,8 @@ interface ChannelState {
   checked: boolean;
   /** When abandoned temporary files were last cleaned. */
   cleanedAt: number;
+  /** The newest parsed messages, by file name (insertion order: the oldest goes first). */
+  parsed: Map<string, { message: Message; mtimeMs: number; size: number }>;
 }
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -89,6 +93,8 @@ interface Scan {
   messages: Message[];
   scannedTo: number;
   warnings: string[];
+  /** It stopped before a file that may still be being written: look again on the next poll. */
+  stalled?: boolean;
 }
 
 /** The embedded default: every channel a folder of markdown files, exactly as the SPEC says. */
@@ -321,12 +327,21 @@ export class FsStore implements Store {
     name: string,
     seq: number,
   ): Promise<{ message?: Message; problem?: string; fresh?: boolean }> {
+    const path = join(state.dir, name);
+    const cached = state.parsed.get(name);
+    if (cached) {
+      const st = lstatSync(path, { throwIfNoEntry: false });
+      if (st && st.mtimeMs === cached.mtimeMs && st.size === cached.size) {
+        return { message: { ...cached.message, extra: { ...cached.message.extra } } };
+      }
+      state.parsed.delete(name);
+    }
     let buf: Buffer;
     let mtimeMs: number;
     try {
       // O_NOFOLLOW: a symlink planted in a channel never makes us read outside the root.
       // Synchronous: a message file is small, and a wake should not wait on the thread pool.
-      const fd = openSync(join(state.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
       try {
         buf = readFileSync(fd);
         mtimeMs = fstatSync(fd).mtimeMs;
@@ -349,7 +364,15 @@ export class FsStore implements Store {
       return { problem: `${name}: not UTF-8, skipped`, fresh };
     }
     const parsed = parseMessage(text, name, state.name);
-    if (parsed.ok) return { message: parsed.message };
+    if (parsed.ok) {
+      // Many waiters woken by one post each read it: parse it once. Messages are never edited
+      // (SPEC §4), and the size and mtime check catches a file replaced by hand anyway.
+      state.parsed.set(name, { message: parsed.message, mtimeMs, size: buf.length });
+      if (state.parsed.size > PARSED_CACHE) {
+        state.parsed.delete(state.parsed.keys().next().value as string);
+      }
+      return { message: { ...parsed.message, extra: { ...parsed.message.extra } } };
+    }
     return { problem: `${name}: ${parsed.reason}, skipped`, fresh };
   }
 
@@ -373,7 +396,7 @@ export class FsStore implements Store {
         }
         if (!read.problem) continue; // gone
         if (read.fresh || lockHeld(state.dir, this.options.staleMs)) {
-          return { messages, scannedTo, warnings };
+          return { messages, scannedTo, warnings, stalled: true };
         }
         const key = `${state.dir}/${read.problem}`;
         if (!this.warned.has(key)) {
@@ -460,33 +483,61 @@ export class FsStore implements Store {
     const wake = new Wakeup();
     // Subscribe before the first scan, so that a post between the two is never missed.
     const unsubscribe = states.map(({ state }) => state.index.onMessageChange(() => wake.kick()));
-    const poll = setInterval(() => {
-      Promise.all(states.map(({ state }) => state.index.rescanIfChanged().catch(() => {}))).then(
-        () => wake.kick(),
-      );
-    }, intervalMs);
+    const stop = this.pollWhileWaiting(
+      states.map(({ state }) => state),
+      intervalMs,
+      () => wake.kick(),
+    );
     const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
     const onAbort = () => wake.fail(abortError());
     options.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       if (options.signal?.aborted) throw abortError();
       for (;;) {
-        const found = await this.scanForWait(states, options.as);
+        stop.scanned();
+        const found = await this.scanForWait(states, options.as, stop);
         if (found) return found;
         await wake.next();
       }
     } finally {
       for (const off of unsubscribe) off();
-      clearInterval(poll);
+      stop.end();
       clearTimeout(timer);
       options.signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /**
+   * The sleep-poll safety net behind the file watch: every `intervalMs`, looks for files the
+   * watch missed, and wakes the waiter only when that look found something new, or when its
+   * last scan stopped before a file that may still be being written. Idle waiters thus cost a
+   * timer each, not a scan each, however many of them a daemon holds.
+   */
+  private pollWhileWaiting(states: ChannelState[], intervalMs: number, kick: () => void) {
+    let versions = states.map((s) => s.index.version);
+    let stalled = false;
+    const timer = setInterval(() => {
+      Promise.all(states.map((state) => state.index.rescanIfChanged().catch(() => {}))).then(() => {
+        if (stalled || states.some((state, i) => state.index.version !== versions[i])) kick();
+      });
+    }, intervalMs);
+    return {
+      /** Called before each scan: what the scan will see is no longer news. */
+      scanned: () => {
+        versions = states.map((s) => s.index.version);
+      },
+      stalledOn: (value: boolean) => {
+        stalled = value;
+      },
+      end: () => clearInterval(timer),
+    };
   }
 
   /** One pass over the channels; when something relevant exists, advances cursors and returns. */
   private async scanForWait(
     states: Array<{ channel: string; state: ChannelState }>,
     agent: string,
+    poll: { stalledOn(value: boolean): void },
   ): Promise<WaitResult | undefined> {
     const scans = [];
     for (const { channel, state } of states) {
@@ -494,6 +545,7 @@ export class FsStore implements Store {
       const scan = await this.scan(state, cursor);
       scans.push({ channel, state, cursor, scan });
     }
+    poll.stalledOn(scans.some(({ scan }) => scan.stalled));
     const messages = scans.flatMap(({ scan }) => scan.messages.filter((m) => isRelevant(m, agent)));
     if (messages.length === 0) return undefined;
     const cursors: Record<string, number> = {};
@@ -510,11 +562,11 @@ export class FsStore implements Store {
     const states = unique.map((channel) => ({ channel, state: this.state(channel) }));
     const wake = new Wakeup();
     const unsubscribe = states.map(({ state }) => state.index.onMessageChange(() => wake.kick()));
-    const poll = setInterval(() => {
-      Promise.all(states.map(({ state }) => state.index.rescanIfChanged().catch(() => {}))).then(
-        () => wake.kick(),
-      );
-    }, options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS);
+    const poll = this.pollWhileWaiting(
+      states.map(({ state }) => state),
+      options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+      () => wake.kick(),
+    );
     const onAbort = () => wake.end();
     options.signal?.addEventListener("abort", onAbort, { once: true });
     try {
@@ -527,11 +579,15 @@ export class FsStore implements Store {
         positions.set(channel, start);
       }
       while (!options.signal?.aborted) {
+        poll.scanned();
+        let stalled = false;
         for (const { channel, state } of states) {
           const scan = await this.scan(state, positions.get(channel) ?? 0);
           positions.set(channel, scan.scannedTo);
+          stalled ||= scan.stalled === true;
           for (const message of scan.messages) yield message;
         }
+        poll.stalledOn(stalled);
         if (
           !(await wake.next().then(
             () => true,
@@ -543,7 +599,7 @@ export class FsStore implements Store {
       }
     } finally {
       for (const off of unsubscribe) off();
-      clearInterval(poll);
+      poll.end();
       options.signal?.removeEventListener("abort", onAbort);
     }
   }
@@ -715,6 +771,7 @@ export class FsStore implements Store {
         lastSeq: 0,
         checked: false,
         cleanedAt: 0,
+        parsed: new Map(),
       };
       this.states.set(channel, state);
     }
