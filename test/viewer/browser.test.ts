@@ -269,6 +269,8 @@ describe("web viewer in headless Chromium", () => {
       `---\nseq: 2\nfrom: ${XSS_IMG}\nto: ${XSS_SCRIPT}\nchannel: xss\nts: <b>now</b>\nstatus: ${XSS_SCRIPT}\ntitle: ${XSS_IMG}\n---\nbody\n`,
     );
     await page.goto(`${view.origin}/#/xss`);
+    // The previous test's channel also has a message #2: wait until the page shows this one.
+    await page.locator("h1", { hasText: "#xss" }).waitFor({ timeout: 5000 });
     await page
       .waitForSelector('article.message[data-seq="2"]', { timeout: 5000 })
       .catch(async (err) => {

@@ -82,6 +82,8 @@ async function onRoute(): Promise<void> {
     page.channel = name;
     page.replyTo = undefined;
     page.messages = [];
+    // Never show the previous channel's messages under this channel's name while loading.
+    $("messages").replaceChildren(h("p", { class: "empty" }, "Loading…"));
     render();
     await loadMessages();
   }
