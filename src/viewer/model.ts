@@ -18,14 +18,9 @@ export type LiveEvent =
 
 /** How often the channel list, cursors and tasks are looked at again (messages are pushed). */
 const REFRESH_MS = 1000;
-/** A channel whose newest file did not parse is re-read this many times (a writer may be slow). */
-const RELOAD_ATTEMPTS = 5;
 
 interface ChannelCache {
   messages: Map<number, Message>;
-  /** The channel's largest seq when it was last fully read, and how often that was retried. */
-  loadedAt: number;
-  attempts: number;
 }
 
 /**
@@ -107,7 +102,7 @@ export class ViewerModel {
   private async cache(channel: string): Promise<ChannelCache> {
     let cache = this.caches.get(channel);
     if (!cache) {
-      cache = { messages: new Map(), loadedAt: -1, attempts: 0 };
+      cache = { messages: new Map() };
       this.caches.set(channel, cache);
       await this.load(channel, cache);
     }
@@ -175,20 +170,9 @@ export class ViewerModel {
   private async channelView(info: ChannelInfo): Promise<ChannelView> {
     const cache = await this.cache(info.name);
     const newest = maxSeq(cache);
-    // The watch passes over a file that did not parse when it looked (e.g. one an editor was
-    // still writing); reading the channel again picks it up once it is complete.
-    if (info.lastSeq > newest && !cache.messages.has(info.lastSeq)) {
-      if (cache.loadedAt !== info.lastSeq) {
-        cache.loadedAt = info.lastSeq;
-        cache.attempts = 0;
-      }
-      if (cache.attempts < RELOAD_ATTEMPTS) {
-        cache.attempts += 1;
-        await this.load(info.name, cache);
-      }
-    } else if (info.lastSeq < newest) {
-      await this.load(info.name, cache);
-    }
+    // A file still being written when the watch looked is waited for by the store's watch
+    // itself; only a channel that shrank (messages deleted by hand) needs reading again.
+    if (info.lastSeq < newest) await this.load(info.name, cache);
     const messages = sorted(cache);
     const members = await this.members(info, messages);
     const tasks: TaskView[] = (await this.store.tasks(info.name)).map((t) => {
