@@ -112,11 +112,6 @@ export class ChannelIndex {
     return this.after(after).reverse();
   }
 
-  /** All seqs, ascending. */
-  all(): Array<[number, string[]]> {
-    return this.after(-1);
-  }
-
   has(seq: number, name: string): boolean {
     return this.bySeq.get(seq)?.includes(name) ?? false;
   }

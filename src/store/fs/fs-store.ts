@@ -678,7 +678,7 @@ export class FsStore implements Store {
           `task ${id} is already claimed by ${current.holder === holder ? "you" : current.holder}`,
         );
       }
-      if (await exists(join(state.dir, claimed))) {
+      if (lstatSync(join(state.dir, claimed), { throwIfNoEntry: false })) {
         throw new AgentChatError("CLAIM_LOST", `task ${id} is already claimed`);
       }
       try {
@@ -802,14 +802,5 @@ export class FsStore implements Store {
         `channel ${channel} is not a plain folder (a symbolic link is never written through)`,
       );
     }
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await fsp.lstat(path);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -34,8 +34,8 @@ export const STALE_MS = 30_000;
 export const LOCK_TIMEOUT_MS = 10_000;
 const OWNER_PREFIX = "owner.";
 /** Released and stolen locks are renamed to these dot-names before they are removed. */
-export const RELEASED_PREFIX = ".seq.lock.released-";
-export const STALE_PREFIX = ".seq.lock.stale-";
+const RELEASED_PREFIX = ".seq.lock.released-";
+const STALE_PREFIX = ".seq.lock.stale-";
 const STEAL_DIR = "steal";
 const INSPECT_EVERY_MS = 100;
 const HOST = hostname();
@@ -165,7 +165,7 @@ function inspectLock(lockDir: string): SeenLock | undefined {
 }
 
 /** The owner named in a lock; undefined for the reference's lock (judged by its age). */
-export function readOwner(lockDir: string): LockOwner | undefined {
+function readOwner(lockDir: string): LockOwner | undefined {
   let names: string[];
   try {
     names = readdirSync(lockDir);
@@ -187,7 +187,7 @@ function isStale(seen: SeenLock, staleMs: number): boolean {
   return seen.ageMs > staleMs;
 }
 
-export function processAlive(pid: number): boolean {
+function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
