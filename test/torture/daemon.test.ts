@@ -62,8 +62,17 @@ async function audit(channel: string) {
 
 const gapless = (n: number) => Array.from({ length: n }, (_, k) => k + 1);
 
-/** Calls `onLine` with each NDJSON line; answers of megabytes are joined once, not re-scanned. */
-function lines(socket: Socket, onLine: (value: Record<string, unknown>) => void): void {
+/**
+ * Calls `onLine` with each NDJSON line; answers of megabytes are joined once, not re-scanned.
+ * A line that fails to parse, or an `onLine` that throws (a failed `expect`), is pushed to
+ * `failures` and ends the connection: socket callbacks run outside the test, so a throw there
+ * would be an uncaught error the test itself never sees.
+ */
+function lines(
+  socket: Socket,
+  failures: unknown[],
+  onLine: (value: Record<string, unknown>) => void,
+): void {
   let pieces: string[] = [];
   socket.setEncoding("utf8");
   socket.on("data", (d: string) => {
@@ -71,8 +80,15 @@ function lines(socket: Socket, onLine: (value: Record<string, unknown>) => void)
     let nl = d.indexOf("\n");
     while (nl !== -1) {
       pieces.push(d.slice(start, nl));
-      onLine(JSON.parse(pieces.join("")) as Record<string, unknown>);
+      const line = pieces.join("");
       pieces = [];
+      try {
+        onLine(JSON.parse(line) as Record<string, unknown>);
+      } catch (err) {
+        failures.push(err);
+        socket.destroy();
+        return;
+      }
       start = nl + 1;
       nl = d.indexOf("\n", start);
     }
@@ -92,6 +108,7 @@ describe("daemon: SIGKILL under load, floods, slow readers, many waiters", () =>
   it("SIGKILL mid-stream loses no acknowledged post, duplicates none, and restarts at once", async () => {
     const acked = new Map<number, string>();
     const unacked = new Set<string>();
+    const failures: unknown[] = [];
     const restartMs: number[] = [];
     let daemon: Daemon = await serve();
     const setup = await RawClient.connect(daemon.socket);
@@ -134,7 +151,7 @@ describe("daemon: SIGKILL under load, floods, slow readers, many waiters", () =>
             socket.write(`${JSON.stringify(request)}\n`);
           }
         };
-        lines(socket, (answer) => {
+        lines(socket, failures, (answer) => {
           const text = inFlight.get(answer.id as number);
           expect(answer.ok, JSON.stringify(answer)).toBe(true);
           const seq = (answer.result as { seq: number }).seq;
@@ -165,6 +182,7 @@ describe("daemon: SIGKILL under load, floods, slow readers, many waiters", () =>
       probe.close();
     }
     await daemon.stop();
+    expect(failures).toEqual([]);
 
     const { seqs, messages, copies, warnings } = await audit("kill");
     expect(warnings).toEqual([]);
@@ -308,7 +326,9 @@ describe("daemon: SIGKILL under load, floods, slow readers, many waiters", () =>
         () => reject(new Error(`slow reader got ${slowSeqs.length}`)),
         60_000,
       );
-      lines(slowSub, (event) => {
+      const failures: unknown[] = [];
+      slowSub.once("close", () => reject(failures[0] ?? new Error("slow subscriber closed")));
+      lines(slowSub, failures, (event) => {
         if (event.event === "message") slowSeqs.push((event.message as { seq: number }).seq);
         if (slowSeqs.length === n) {
           clearTimeout(timer);
