@@ -23,7 +23,7 @@ import { acquireSeqLock } from "../store/fs/seq-lock.js";
  * - `.focus`         the focused folder's path from the root (`blog/drafts`; empty = root)
  * - `.kfile`         the K-file of the latest turn, in its three-line text form
  * - `.pending-<who>.json`  a K-file waiting for its requester's confirmation
- * - `_seq.lock/`     the lock every mutation holds (the same mkdir lock as a channel's)
+ * - `_seq.lock`      the lock every mutation holds (the same lock as a channel's)
  *
  * Every write is a temporary dot-file renamed into place, and every mutation runs under the
  * lock, so concurrent turns from several processes never see or leave a half-done tree. A

@@ -1,5 +1,13 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  lutimesSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -24,18 +32,32 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-/** A lock as a poster leaves it: the directory, and its owner named in an empty file. */
+/**
+ * A lock as a poster leaves it: the link `_seq.lock` naming its owner directory; or, with no
+ * owner, the reference's plain directory.
+ */
 function plantLock(
   owner: { host: string; pid: number; token: string } | undefined,
   ageSeconds = 0,
 ): void {
-  mkdirSync(lockDir());
-  if (owner) writeFileSync(join(lockDir(), `owner.${owner.pid}.${owner.token}.${owner.host}`), "");
-  if (ageSeconds > 0) {
-    const t = Date.now() / 1000 - ageSeconds;
-    utimesSync(lockDir(), t, t);
+  if (owner) {
+    const target = `.seq.lock.owner.${owner.pid}.${owner.token}.${owner.host}`;
+    mkdirSync(join(dir, target));
+    symlinkSync(target, lockDir());
+  } else {
+    mkdirSync(lockDir());
   }
+  if (ageSeconds > 0) age(ageSeconds);
 }
+
+/** Makes the lock (the link itself, not its target) `seconds` old. */
+function age(seconds: number): void {
+  const t = Date.now() / 1000 - seconds;
+  lutimesSync(lockDir(), t, t);
+}
+
+const lockLeftovers = () =>
+  readdirSync(dir).filter((n) => n.startsWith("_seq.lock") || n.startsWith(".seq.lock"));
 
 async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
   const t0 = performance.now();
@@ -61,14 +83,42 @@ describe("the sequence lock (_seq.lock)", () => {
       holder.stdout.once("data", () => resolve());
       holder.once("exit", () => reject(new Error("lock holder exited early")));
     });
-    expect(readdirSync(lockDir())).toEqual([
-      expect.stringMatching(/^owner\.\d+\.[0-9a-f]{16}\..+$/),
-    ]);
+    // The lock names its owner in one atomic step: a link to the owner's (real) directory.
+    expect(lstatSync(lockDir()).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(lockDir())).toMatch(
+      new RegExp(`^\\.seq\\.lock\\.owner\\.${holder.pid}\\.[0-9a-f]{16}\\..+$`),
+    );
+    expect(statSync(lockDir()).isDirectory()).toBe(true);
     holder.kill("SIGKILL");
     await new Promise((r) => holder.once("exit", r));
     const { value, ms } = await timed(() => store.post("ch", { from: "a", body: "after crash" }));
     expect(value.seq).toBe(1);
     expect(ms).toBeLessThan(500);
+    // The dead owner's directory goes with its lock; the survivor leaves nothing behind.
+    expect(lockLeftovers()).toEqual([]);
+  });
+
+  it("a poster killed between making its owner directory and taking the lock leaves nothing that blocks", async () => {
+    const { hostname } = await import("node:os");
+    mkdirSync(join(dir, `.seq.lock.owner.${await deadPid()}.0123456789abcdef.${hostname()}`));
+    const { value, ms } = await timed(() => store.post("ch", { from: "a", body: "x" }));
+    expect(value.seq).toBe(1);
+    expect(ms).toBeLessThan(500);
+    await store.cleanLeftovers("ch");
+    expect(lockLeftovers()).toEqual([]);
+  });
+
+  it("the owner directory of a live poster on this host is never cleaned up", async () => {
+    const { hostname } = await import("node:os");
+    const live = `.seq.lock.owner.${process.pid}.0123456789abcdef.${hostname()}`;
+    mkdirSync(join(dir, live));
+    expect(await store.cleanLeftovers("ch")).toBe(0);
+    expect(lockLeftovers()).toEqual([live]);
+  });
+
+  it("a reference chat.py cannot take our lock while we hold it (its mkdir fails)", async () => {
+    plantLock({ host: "other-host.example", pid: 1, token: "t" });
+    expect(() => mkdirSync(lockDir())).toThrow(/EEXIST/);
   });
 
   it("a lock whose owner is a dead pid on this host is stale at once", async () => {
@@ -90,6 +140,7 @@ describe("the sequence lock (_seq.lock)", () => {
   it("another host's lock older than 30 s is taken over", async () => {
     plantLock({ host: "other-host.example", pid: 1, token: "t" }, 31);
     expect((await store.post("ch", { from: "a", body: "x" })).seq).toBe(1);
+    expect(lockLeftovers()).toEqual([]);
   });
 
   it("the reference's owner-less lock: respected while fresh, taken over after 30 s", async () => {
@@ -97,8 +148,9 @@ describe("the sequence lock (_seq.lock)", () => {
     expect(await store.post("ch", { from: "a", body: "x" }).catch((e) => e.code)).toBe(
       "LOCK_TIMEOUT",
     );
-    utimesSync(lockDir(), Date.now() / 1000 - 31, Date.now() / 1000 - 31);
+    age(31);
     expect((await store.post("ch", { from: "a", body: "x" })).seq).toBe(1);
+    expect(lockLeftovers()).toEqual([]);
   });
 
   it("many posters racing to steal one stale lock all succeed with distinct numbers", async () => {
@@ -109,8 +161,6 @@ describe("the sequence lock (_seq.lock)", () => {
     );
     expect(seqs.sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     await Promise.all(stores.map((s) => s.close()));
-    expect(
-      readdirSync(dir).filter((n) => n.startsWith("_seq.lock") || n.startsWith(".seq.lock")),
-    ).toEqual([]);
+    expect(lockLeftovers()).toEqual([]);
   });
 });

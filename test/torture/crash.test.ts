@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, utimesSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -50,7 +50,6 @@ describe("crashes: SIGKILL posters and readers at random points", () => {
   it("loses no acknowledged post, duplicates nothing, and the next post never waits on a dead owner", async () => {
     const acked = new Map<number, string>();
     const store = new FsStore(tmp.dir);
-    let ownerless = 0;
     let deadOwner = 0;
     const nextPostMs: number[] = [];
     for (let k = 0; k < SIZES.crashes; k++) {
@@ -71,16 +70,12 @@ describe("crashes: SIGKILL posters and readers at random points", () => {
         expect(acked.has(seq), `seq ${seq} acknowledged twice`).toBe(false);
         acked.set(seq, body(`w${k}`, Number(m[2])));
       }
-      const lock = join(dir, "_seq.lock");
-      if (existsSync(lock)) {
-        if (readdirSync(lock).some((n) => n.startsWith("owner."))) deadOwner++;
-        else {
-          // Killed between mkdir and writing its owner: nobody can tell this lock from a live
-          // reference chat.py's, so only the 30 s rule clears it. Fast-forward its clock.
-          ownerless++;
-          const past = Date.now() / 1000 - 31;
-          utimesSync(lock, past, past);
-        }
+      // A kill at any point leaves either no lock or one naming its dead owner, which the next
+      // post takes over at once: never an owner-less lock that only the 30 s rule would clear.
+      const lock = lstatSync(join(dir, "_seq.lock"), { throwIfNoEntry: false });
+      if (lock) {
+        expect(lock.isSymbolicLink(), "a lock without its owner").toBe(true);
+        deadOwner++;
       }
       const t0 = performance.now();
       const { seq } = await store.post("crash", {
@@ -104,8 +99,8 @@ describe("crashes: SIGKILL posters and readers at random points", () => {
     for (const [seq, text] of acked) expect(onDisk.get(seq), `acknowledged #${seq}`).toBe(text);
     expect(Math.max(...nextPostMs)).toBeLessThan(1000);
 
-    // Temporary files of killed writers are never delivered, and are cleaned once abandoned.
-    // Temporary files, and locks renamed away for release that a kill left unremoved.
+    // Temporary files of killed writers are never delivered, and are cleaned once abandoned;
+    // so are the owner directories of killed posters.
     const leftovers = readdirSync(dir).filter(
       (n) => n.startsWith(".tmp-") || n.startsWith(".seq.lock."),
     );
@@ -119,7 +114,7 @@ describe("crashes: SIGKILL posters and readers at random points", () => {
     await store.close();
     console.log(
       `crash: ${SIZES.crashes} SIGKILLs, ${acked.size} acknowledged posts, 0 lost, 0 duplicated; ` +
-        `${deadOwner} locks left by a dead owner (taken at once), ${ownerless} owner-less (30 s rule), ` +
+        `${deadOwner} locks left by a dead owner (taken at once), none without an owner, ` +
         `${leftovers.length} leftover files cleaned; slowest next post ${Math.max(...nextPostMs).toFixed(1)} ms`,
     );
   });

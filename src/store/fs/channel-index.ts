@@ -1,6 +1,7 @@
 import { existsSync, type FSWatcher, promises as fsp, watch } from "node:fs";
 import { join } from "node:path";
 import { seqOfFileName } from "../../core/message.js";
+import { LOCK_LEFTOVER_PREFIX } from "./seq-lock.js";
 
 /**
  * Which message files a channel folder holds, by seq, without re-reading the folder on every
@@ -87,9 +88,10 @@ export class ChannelIndex {
     this.bySeq.clear();
     this.leftovers = [];
     for (const name of names) {
-      // Temporary files and released locks a killed process could not finish removing.
-      if (name.startsWith(".tmp-") || name.startsWith(".seq.lock.")) this.leftovers.push(name);
-      else this.insert(name, false);
+      // Temporary files and lock owners a killed process could not finish removing.
+      if (name.startsWith(".tmp-") || name.startsWith(LOCK_LEFTOVER_PREFIX)) {
+        this.leftovers.push(name);
+      } else this.insert(name, false);
     }
     this.seqs = [...this.bySeq.keys()].sort((a, b) => a - b);
     if (this.bySeq.size !== before) this.version++;

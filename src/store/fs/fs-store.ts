@@ -46,7 +46,14 @@ import {
 import { abortError, timeoutError, Wakeup } from "../wakeup.js";
 import { createFileExclusive, tempName, writeFileAtomic, writeFileAtomicSync } from "./atomic.js";
 import { ChannelIndex } from "./channel-index.js";
-import { acquireSeqLock, LOCK_DIR, type LockOptions, lockHeld } from "./seq-lock.js";
+import {
+  abandonedLockLeftover,
+  acquireSeqLock,
+  LOCK_DIR,
+  LOCK_LEFTOVER_PREFIX,
+  type LockOptions,
+  lockHeld,
+} from "./seq-lock.js";
 import { formatTask, parseTaskFile, TASK_FILE } from "./tasks.js";
 
 export interface FsStoreOptions extends LockOptions {
@@ -728,8 +735,9 @@ export class FsStore implements Store {
   }
 
   /**
-   * Removes temporary files that crashed writers left behind. A live writer's temporary file
-   * lives for well under the lock timeout, so one older than a minute is abandoned.
+   * Removes what crashed writers left behind: temporary files (a live writer's lives for well
+   * under the lock timeout, so one older than a minute is abandoned) and the owner directories
+   * of sequence locks whose poster is dead.
    */
   async cleanLeftovers(channel: string): Promise<number> {
     validateName("channel", channel);
@@ -740,7 +748,11 @@ export class FsStore implements Store {
       const path = join(state.dir, name);
       try {
         const st = await fsp.lstat(path);
-        if (Date.now() - st.mtimeMs > LEFTOVER_AGE_MS) {
+        const ageMs = Date.now() - st.mtimeMs;
+        const abandoned = name.startsWith(LOCK_LEFTOVER_PREFIX)
+          ? abandonedLockLeftover(state.dir, name, ageMs)
+          : ageMs > LEFTOVER_AGE_MS;
+        if (abandoned) {
           await fsp.rm(path, { recursive: true, force: true });
           removed += 1;
         }

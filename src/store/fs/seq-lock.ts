@@ -1,30 +1,33 @@
 import { randomBytes } from "node:crypto";
 import {
-  closeSync,
+  lstatSync,
   mkdirSync,
-  openSync,
-  readdirSync,
+  readlinkSync,
   renameSync,
   rmdirSync,
   rmSync,
-  statSync,
+  symlinkSync,
   unlinkSync,
 } from "node:fs";
 import { hostname } from "node:os";
-import { basename, join } from "node:path";
+import { dirname, join } from "node:path";
 import { AgentChatError, wrapIoError } from "../../core/errors.js";
 
 /**
- * The channel's sequence lock: the directory `_seq.lock`, made with mkdir, exactly as the
- * reference `chat.py` takes it, so a `chat.py` posting into the same channel is excluded.
+ * The channel's sequence lock `_seq.lock`, the name the reference `chat.py` takes with mkdir, so
+ * that a `chat.py` posting into the same channel is excluded: its mkdir fails while ours exists.
  *
- * Unlike the reference we record an owner (host, pid, token) inside the directory, in the NAME of
- * an empty file (`owner.<pid>.<token>.<host>`): creating a file is one atomic step, so the owner
- * is never seen half-written. A lock whose owner is a dead process on this host is stale at once;
- * any other lock (another host's, or one without an owner such as the reference's) only after
- * {@link STALE_MS}. Stealing is race-free: a stealer must first create `steal/` inside the very
- * lock instance it judged stale (only one mkdir can win), and then checks that the instance is
- * still the one it judged.
+ * Ours is a symbolic link whose target names the owner, `.seq.lock.owner.<pid>.<token>.<host>`:
+ * creating a symlink is one atomic step that fails when the name exists, so our lock is never
+ * seen without its owner, even when its poster is killed between two system calls (a directory
+ * with an owner file inside took two, and a poster killed between them left a lock nobody could
+ * tell from a live `chat.py`'s, which only the 30 s rule cleared). The target is a real, empty
+ * directory made just before, so that a reference which stats the lock finds a fresh directory.
+ *
+ * A lock whose owner is a dead process on this host is stale at once; any other lock (another
+ * host's, or the reference's owner-less directory) only after {@link STALE_MS}. Stealing is
+ * race-free: a stealer must first create `steal/` inside the very lock instance it judged stale
+ * (only one mkdir can win), and then checks that the instance is still the one it judged.
  *
  * The calls are synchronous on purpose: each is a few microseconds, and not returning to the
  * event loop between them keeps the lock held as briefly as possible when many processes post.
@@ -32,10 +35,11 @@ import { AgentChatError, wrapIoError } from "../../core/errors.js";
 export const LOCK_DIR = "_seq.lock";
 export const STALE_MS = 30_000;
 export const LOCK_TIMEOUT_MS = 10_000;
-const OWNER_PREFIX = "owner.";
-/** Released and stolen locks are renamed to these dot-names before they are removed. */
-const RELEASED_PREFIX = ".seq.lock.released-";
-const STALE_PREFIX = ".seq.lock.stale-";
+/** Every name the lock leaves beside itself starts so (the store cleans up after the dead). */
+export const LOCK_LEFTOVER_PREFIX = ".seq.lock.";
+const OWNER_PREFIX = `${LOCK_LEFTOVER_PREFIX}owner.`;
+/** Locks being stolen are renamed to these dot-names before they are removed. */
+const STALE_PREFIX = `${LOCK_LEFTOVER_PREFIX}stale-`;
 const STEAL_DIR = "steal";
 const INSPECT_EVERY_MS = 100;
 const HOST = hostname();
@@ -63,21 +67,22 @@ export async function acquireSeqLock(
   channelDir: string,
   options: LockOptions = {},
 ): Promise<Release> {
-  const lockDir = join(channelDir, LOCK_DIR);
+  const lockPath = join(channelDir, LOCK_DIR);
   const timeoutMs = options.timeoutMs ?? LOCK_TIMEOUT_MS;
   const staleMs = options.staleMs ?? STALE_MS;
-  const token = randomBytes(8).toString("hex");
-  const ownerFile = join(lockDir, `${OWNER_PREFIX}${process.pid}.${token}.${HOST}`);
+  const ownerName = `${OWNER_PREFIX}${process.pid}.${randomBytes(8).toString("hex")}.${HOST}`;
+  const ownerDir = join(channelDir, ownerName);
+  makeOwnerDir(ownerDir, channelDir);
   const deadline = Date.now() + timeoutMs;
   let delay = 1;
   let nextInspection = 0;
   for (;;) {
-    if (tryTake(lockDir, ownerFile, channelDir)) {
+    if (tryTake(lockPath, ownerName, ownerDir)) {
       const acquiredAt = Date.now();
-      return () => releaseLock(lockDir, ownerFile, token, Date.now() - acquiredAt < staleMs);
+      return () => releaseLock(lockPath, ownerName, ownerDir, Date.now() - acquiredAt < staleMs);
     }
     // Whether the holder is stale changes slowly: look at most every INSPECT_EVERY_MS, so that
-    // many waiters woken by one release each cost a single mkdir, not three calls.
+    // many waiters woken by one release each cost a single symlink, not three calls.
     const now = Date.now();
     if (now < nextInspection && now < deadline) {
       await (options.pause ?? sleep)(delay * (0.5 + Math.random()));
@@ -85,14 +90,15 @@ export async function acquireSeqLock(
       continue;
     }
     nextInspection = now + INSPECT_EVERY_MS;
-    const seen = inspectLock(lockDir);
-    if (seen && isStale(seen, staleMs) && steal(lockDir, seen)) continue;
+    const seen = inspectLock(lockPath);
+    if (seen && isStale(seen, staleMs) && steal(lockPath, seen)) continue;
     if (Date.now() >= deadline) {
+      removeOwnerDir(ownerDir);
       const age = seen ? `, taken ${(seen.ageMs / 1000).toFixed(1)} s ago` : "";
       throw new AgentChatError(
         "LOCK_TIMEOUT",
-        `${lockDir} is held by ${describeOwner(seen?.owner)}${age}; waited ${timeoutMs / 1000} s. ` +
-          `If no poster is running, remove that directory`,
+        `${lockPath} is held by ${describeOwner(seen?.owner)}${age}; waited ${timeoutMs / 1000} s. ` +
+          `If no poster is running, remove it`,
       );
     }
     // Short, growing, jittered pauses: a post holds the lock for well under a millisecond.
@@ -101,83 +107,98 @@ export async function acquireSeqLock(
   }
 }
 
-/** mkdir the lock and name ourselves in it; false when someone else holds it. */
-function tryTake(lockDir: string, ownerFile: string, channelDir: string): boolean {
+function makeOwnerDir(ownerDir: string, channelDir: string): void {
   try {
-    mkdirSync(lockDir);
+    mkdirSync(ownerDir);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") return false;
-    if (code === "ENOENT") {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") {
       throw new AgentChatError("CHANNEL_NOT_FOUND", `channel folder ${channelDir} is gone`, {
         cause: err,
       });
     }
-    throw wrapIoError(err, `cannot take ${lockDir}`);
+    throw wrapIoError(err, `cannot take ${join(channelDir, LOCK_DIR)}`);
   }
+}
+
+/** Points the lock at our owner directory; false when someone else holds it. */
+function tryTake(lockPath: string, ownerName: string, ownerDir: string): boolean {
   try {
-    closeSync(openSync(ownerFile, "wx"));
+    symlinkSync(ownerName, lockPath);
+    return true;
   } catch (err) {
-    rmSync(lockDir, { recursive: true, force: true });
-    throw wrapIoError(err, `cannot take ${lockDir}`);
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    removeOwnerDir(ownerDir);
+    throw wrapIoError(err, `cannot take ${lockPath}`);
   }
-  return true;
 }
 
 /**
- * Held for less than the stale rule by a live process, the lock is still ours. It is released in
- * one step, by renaming it out of the way, so that a poster killed while releasing never leaves
- * a lock without its owner (which only the 30 s rule would clear); the grave is removed after.
- * Held longer, another host may have taken it over, so only a lock that still names our token is
- * removed.
+ * Held for less than the stale rule by a live process, the lock is still ours and is released
+ * in one step, by removing the link. Held longer, another host may have taken it over, so only
+ * a lock that still names us is removed.
  */
-function releaseLock(lockDir: string, ownerFile: string, token: string, surelyOurs: boolean): void {
-  if (surelyOurs || readOwner(lockDir)?.token === token) {
-    const grave = join(lockDir, "..", `${RELEASED_PREFIX}${token}`);
+function releaseLock(
+  lockPath: string,
+  ownerName: string,
+  ownerDir: string,
+  surelyOurs: boolean,
+): void {
+  if (surelyOurs || readTarget(lockPath) === ownerName) {
     try {
-      renameSync(lockDir, grave);
+      unlinkSync(lockPath);
     } catch {
-      return; // already gone
+      // Already gone (taken over as stale).
     }
-    try {
-      unlinkSync(join(grave, basename(ownerFile)));
-      rmdirSync(grave);
-    } catch {
-      rmSync(grave, { recursive: true, force: true });
-    }
+  }
+  removeOwnerDir(ownerDir);
+}
+
+function removeOwnerDir(ownerDir: string): void {
+  try {
+    rmdirSync(ownerDir);
+  } catch {
+    // A stealer's marker is inside, or it is gone already.
+    rmSync(ownerDir, { recursive: true, force: true });
   }
 }
 
 interface SeenLock {
   ino: number;
   ageMs: number;
+  /** Our lock's target (its owner directory's name); undefined for the reference's directory. */
+  target?: string;
   owner?: LockOwner;
 }
 
 /** A held lock's identity; undefined when it vanished meanwhile. */
-function inspectLock(lockDir: string): SeenLock | undefined {
-  const st = statSync(lockDir, { throwIfNoEntry: false });
+function inspectLock(lockPath: string): SeenLock | undefined {
+  const st = lstatSync(lockPath, { throwIfNoEntry: false });
   if (!st) return undefined;
   const seen: SeenLock = { ino: st.ino, ageMs: Date.now() - st.mtimeMs };
-  const owner = readOwner(lockDir);
-  if (owner) seen.owner = owner;
+  if (st.isSymbolicLink()) {
+    const target = readTarget(lockPath);
+    if (target === undefined) return undefined;
+    seen.target = target;
+    const owner = parseOwner(target);
+    if (owner) seen.owner = owner;
+  }
   return seen;
 }
 
-/** The owner named in a lock; undefined for the reference's lock (judged by its age). */
-function readOwner(lockDir: string): LockOwner | undefined {
-  let names: string[];
+function readTarget(lockPath: string): string | undefined {
   try {
-    names = readdirSync(lockDir);
+    return readlinkSync(lockPath);
   } catch {
     return undefined;
   }
-  for (const name of names) {
-    if (!name.startsWith(OWNER_PREFIX)) continue;
-    const [pid, token, ...host] = name.slice(OWNER_PREFIX.length).split(".");
-    if (pid && token && host.length > 0 && /^\d+$/.test(pid)) {
-      return { pid: Number(pid), token, host: host.join(".") };
-    }
+}
+
+/** The owner named by our lock's target; undefined for anything else (judged by its age). */
+function parseOwner(target: string): LockOwner | undefined {
+  if (!target.startsWith(OWNER_PREFIX)) return undefined;
+  const [pid, token, ...host] = target.slice(OWNER_PREFIX.length).split(".");
+  if (pid && token && host.length > 0 && /^\d+$/.test(pid)) {
+    return { pid: Number(pid), token, host: host.join(".") };
   }
   return undefined;
 }
@@ -196,30 +217,48 @@ function processAlive(pid: number): boolean {
   }
 }
 
-function steal(lockDir: string, seen: SeenLock): boolean {
-  const stealDir = join(lockDir, STEAL_DIR);
+/**
+ * Removes the lock instance `seen`. The `steal/` marker goes inside that instance (our lock's
+ * owner directory, or the reference's lock directory), so only one stealer can win it, and a
+ * stealer that judged an instance since released cannot touch its successor.
+ */
+function steal(lockPath: string, seen: SeenLock): boolean {
+  const channelDir = dirname(lockPath);
+  const instanceDir = seen.target === undefined ? lockPath : join(channelDir, seen.target);
+  const stealDir = join(instanceDir, STEAL_DIR);
   try {
     mkdirSync(stealDir);
   } catch {
     return false; // another stealer won this instance, or it is gone: retry from the top
   }
-  const now = inspectLock(lockDir);
-  if (!now || now.ino !== seen.ino || now.owner?.token !== seen.owner?.token) {
-    try {
-      rmdirSync(stealDir);
-    } catch {
-      // The instance is gone with our marker in it.
-    }
+  const now = inspectLock(lockPath);
+  if (!now || now.ino !== seen.ino || now.target !== seen.target) {
+    rmSync(stealDir, { recursive: true, force: true });
     return false;
   }
-  const grave = join(lockDir, "..", `${STALE_PREFIX}${randomBytes(6).toString("hex")}`);
+  const grave = join(channelDir, `${STALE_PREFIX}${randomBytes(6).toString("hex")}`);
   try {
-    renameSync(lockDir, grave);
+    renameSync(lockPath, grave);
   } catch {
+    rmSync(stealDir, { recursive: true, force: true });
     return false;
   }
   rmSync(grave, { recursive: true, force: true });
+  if (seen.target !== undefined) rmSync(instanceDir, { recursive: true, force: true });
   return true;
+}
+
+/**
+ * Whether `name`, a `.seq.lock.*` entry of `channelDir` that is `ageMs` old, was left by a
+ * poster that died (or was stolen from) and may be removed: an owner directory of a dead
+ * process on this host, or of another host after twice the stale rule, unless the lock still
+ * points to it; anything else of ours (a stolen lock's grave) after a minute.
+ */
+export function abandonedLockLeftover(channelDir: string, name: string, ageMs: number): boolean {
+  const owner = parseOwner(name);
+  if (!owner) return ageMs > 60_000;
+  if (readTarget(join(channelDir, LOCK_DIR)) === name) return false;
+  return owner.host === HOST ? !processAlive(owner.pid) : ageMs > 2 * STALE_MS;
 }
 
 /** Whether some live poster holds the lock right now (used to spot a file still being written). */
