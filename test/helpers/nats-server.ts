@@ -91,6 +91,18 @@ export class NatsServer {
     clearTimeout(timer);
   }
 
+  /**
+   * Freezes the server (SIGSTOP) for `ms`: connections stay open and what clients send waits in
+   * the socket, to be handled when it thaws, after the clients' requests have timed out.
+   */
+  async freeze(ms: number): Promise<void> {
+    const child = this.child;
+    if (!child) throw new Error("nats-server is not running");
+    child.kill("SIGSTOP");
+    await new Promise((r) => setTimeout(r, ms));
+    child.kill("SIGCONT");
+  }
+
   /** Stops and starts again on the same port with the same store directory. */
   async restart(): Promise<void> {
     await this.stop();

@@ -138,6 +138,26 @@ describe.skipIf(natsSkipReason !== undefined)(
       await Promise.all([waiter.close(), poster.close()]);
     }, 20_000);
 
+    it("a post whose publish landed but whose answer timed out is acknowledged once, not stored twice", async () => {
+      const url = server.url("frozen");
+      const store = await NatsStore.open(url, { timeoutMs: 600 });
+      await store.init("ch");
+      await store.post("ch", { from: "alice", body: "before" });
+      // The server freezes with the publish in its socket; the client gives up waiting for the
+      // answer after 600 ms and sends the same publish again; on thawing the server stores the
+      // first and must recognise the second as its duplicate.
+      const posting = store.post("ch", { from: "alice", body: "during the freeze" });
+      await server.freeze(900);
+      expect((await posting).seq).toBe(2);
+      const all = await store.read("ch", { as: "bob", all: true, peek: true });
+      expect(all.messages.map((m) => [m.seq, m.body])).toEqual([
+        [1, "before"],
+        [2, "during the freeze"],
+      ]);
+      expect((await store.post("ch", { from: "alice", body: "after" })).seq).toBe(3);
+      await store.close();
+    });
+
     it("a stream deleted under us gives clear errors to posters and waiters, no hang", async () => {
       const url = server.url(ns());
       const store = await NatsStore.open(url);

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
@@ -80,6 +81,7 @@ export class NatsStore implements Store {
   readonly namespace: string;
   private readonly feeds = new Map<string, ChannelFeed>();
   private readonly lastKnown = new Map<string, LastOf>();
+  private readonly existing = new Set<string>();
   private readonly tails = new Map<string, Promise<unknown>>();
   private readonly warned = new Set<string>();
   private readonly maxBodyBytes: number;
@@ -258,7 +260,12 @@ export class NatsStore implements Store {
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
     const draft = draftPost(channel, input, this.maxBodyBytes);
-    await this.roster(channel);
+    // Channels are never removed one by one (a deleted namespace ends the whole store), so a
+    // channel seen once needs no round trip per post to prove it exists.
+    if (!this.existing.has(channel)) {
+      await this.roster(channel);
+      this.existing.add(channel);
+    }
     // Posts from this connection to one channel go one at a time: no self-contention.
     const previous = this.tails.get(channel) ?? Promise.resolve();
     const run = previous.then(
@@ -272,19 +279,33 @@ export class NatsStore implements Store {
     return run;
   }
 
+  /**
+   * Publishes the post as seq = last + 1, with the expected-last-subject-sequence check, and on
+   * a lost race learns the new last message and tries the next seq. Every attempt carries one
+   * msgID: when the server goes away mid-publish the same attempt is sent again, and should the
+   * first copy have landed after all, JetStream answers the retry as a duplicate of it instead
+   * of storing the post twice.
+   */
   private async publishDraft(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
     const subject = this.subject(channel);
+    const msgID = randomUUID();
+    const giveUpAt = Date.now() + 2 * this.timeoutMs;
+    let pending: { last: LastOf | undefined; seq: number; file: string; text: string } | undefined;
     for (let attempt = 0; ; attempt++) {
-      const last = this.lastKnown.get(channel) ?? (await this.lastOf(channel));
-      const seq = (last?.seq ?? 0) + 1;
-      const file = messageFileName(seq, draft.from, draft.title);
-      const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
-      this.checkPayload(text);
       try {
+        if (!pending) {
+          const last = this.lastKnown.get(channel) ?? (await this.lastOf(channel));
+          const seq = (last?.seq ?? 0) + 1;
+          const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
+          this.checkPayload(text);
+          pending = { last, seq, file: messageFileName(seq, draft.from, draft.title), text };
+        }
+        const { last, seq, file, text } = pending;
         const ack = await this.guard(
           () =>
             this.js.publish(subject, text, {
+              msgID,
               headers: this.headers(seq, file),
               expect: { lastSubjectSequence: last?.streamSeq ?? 0 },
             }),
@@ -293,8 +314,13 @@ export class NatsStore implements Store {
         this.lastKnown.set(channel, { streamSeq: ack.seq, seq });
         return { seq, channel, file };
       } catch (err) {
+        if (this.isServerAway(err) && Date.now() < giveUpAt) {
+          await delay(AWAY_RETRY_MS);
+          continue;
+        }
         if (!isWrongLastSequence(err)) throw err;
         // Someone else took this seq: learn the new last message and try the next one.
+        pending = undefined;
         this.lastKnown.delete(channel);
         if (attempt > 3) await delay(Math.random() * Math.min(50, attempt * 2));
       }
