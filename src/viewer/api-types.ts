@@ -1,6 +1,6 @@
 /**
- * The JSON the viewer's server sends and the page reads. Shared by both sides (the page imports
- * these as types only), so that a change of shape fails the type check on both.
+ * The JSON the viewer's server sends and the page reads. Shared by both sides (the page bundles
+ * this file too: types and two constants), so that a change of shape fails the type check on both.
  */
 
 export interface MessageView {
@@ -15,6 +15,33 @@ export interface MessageView {
   file: string;
   extra: Record<string, string>;
 }
+
+/**
+ * `GET /api/channels/<ch>/messages[?before=<seq>][&limit=<n>]`: the newest `limit` messages of
+ * the channel (default MESSAGE_PAGE_DEFAULT, at most MESSAGE_PAGE_MAX) whose seq is below
+ * `before` (all of them without it), oldest first.
+ */
+export interface MessagesPage {
+  channel: string;
+  messages: MessageView[];
+  /** Messages older than the first one here exist: ask again with `before=<messages[0].seq>`. */
+  hasEarlier: boolean;
+  /** How many such older messages there are. */
+  earlierCount: number;
+  /** Messages in the whole channel. */
+  total: number;
+  /** Who wrote what a message here replies to, when that message is not on this page. */
+  replyTargets: ReplyTarget[];
+}
+
+export interface ReplyTarget {
+  seq: number;
+  from: string;
+  title: string;
+}
+
+export const MESSAGE_PAGE_DEFAULT = 200;
+export const MESSAGE_PAGE_MAX = 1000;
 
 export interface MemberView {
   name: string;

@@ -2,13 +2,16 @@ import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
 import type { ChannelInfo, Store } from "../store/types.js";
-import type {
-  ChannelView,
-  MemberView,
-  MessageView,
-  PanelView,
-  StateView,
-  TaskView,
+import {
+  type ChannelView,
+  MESSAGE_PAGE_DEFAULT,
+  type MemberView,
+  type MessagesPage,
+  type MessageView,
+  type PanelView,
+  type ReplyTarget,
+  type StateView,
+  type TaskView,
 } from "./api-types.js";
 import { type PanelProvider, panelProviders } from "./panels.js";
 
@@ -70,10 +73,38 @@ export class ViewerModel {
     return this.lastState!;
   }
 
-  async messages(channel: string): Promise<MessageView[]> {
+  /**
+   * One page of a channel: the newest `limit` messages below `before` (the newest of the
+   * channel without it). The page asks for more as the reader scrolls back; counts in `state()`
+   * always cover the whole channel.
+   */
+  async messages(
+    channel: string,
+    { before, limit = MESSAGE_PAGE_DEFAULT }: { before?: number; limit?: number } = {},
+  ): Promise<MessagesPage> {
     await this.store.roster(channel); // CHANNEL_NOT_FOUND for a channel that does not exist
-    const cache = await this.cache(channel);
-    return sorted(cache).map(messageView);
+    const all = sorted(await this.cache(channel));
+    const end = before === undefined ? all.length : firstIndexAtOrAbove(all, before);
+    const start = Math.max(0, end - limit);
+    const page = all.slice(start, end);
+    const onPage = new Set(page.map((m) => m.seq));
+    const bySeq = this.caches.get(channel)!.messages;
+    const replyTargets: ReplyTarget[] = [];
+    for (const m of page) {
+      if (m.replyTo === undefined || onPage.has(m.replyTo)) continue;
+      const target = bySeq.get(m.replyTo);
+      if (target && !replyTargets.some((t) => t.seq === target.seq)) {
+        replyTargets.push({ seq: target.seq, from: target.from, title: target.title });
+      }
+    }
+    return {
+      channel,
+      messages: page.map(messageView),
+      hasEarlier: start > 0,
+      earlierCount: start,
+      total: all.length,
+      replyTargets,
+    };
   }
 
   /** A post made through the page shows at once, before the watch reports it. */
@@ -280,6 +311,18 @@ export class ViewerModel {
 
 function sorted(cache: ChannelCache): Message[] {
   return [...cache.messages.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/** Index of the first message whose seq is `seq` or more (`messages` sorted by seq). */
+function firstIndexAtOrAbove(messages: Message[], seq: number): number {
+  let low = 0;
+  let high = messages.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (messages[mid]!.seq < seq) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }
 
 function maxSeq(cache: ChannelCache): number {

@@ -17,7 +17,13 @@ import {
   isWildcardHost,
   urlHost,
 } from "./address.js";
-import type { PanelAction, PanelActionRequest, PostRequest } from "./api-types.js";
+import {
+  MESSAGE_PAGE_DEFAULT,
+  MESSAGE_PAGE_MAX,
+  type PanelAction,
+  type PanelActionRequest,
+  type PostRequest,
+} from "./api-types.js";
 import { ViewerModel } from "./model.js";
 import { panelProviders } from "./panels.js";
 import {
@@ -134,7 +140,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
       if (m) {
         const channel = channelParam(m[1]!);
-        return sendJson(res, 200, { channel, messages: await model.messages(channel) });
+        return sendJson(res, 200, await model.messages(channel, pageParams(url.searchParams)));
       }
       return sendText(res, 404, "not found");
     }
@@ -317,6 +323,28 @@ function locateAssets(): string {
 
 function channelParam(raw: string): string {
   return validateName("channel", decodeURIComponent(raw));
+}
+
+/** `before` and `limit` of a messages request, checked: a bad value is refused, never guessed. */
+function pageParams(params: URLSearchParams): { before?: number; limit: number } {
+  const out: { before?: number; limit: number } = { limit: MESSAGE_PAGE_DEFAULT };
+  const before = params.get("before");
+  if (before !== null) {
+    out.before = wholeNumber(before, "before", 1, Number.MAX_SAFE_INTEGER, "a message number");
+  }
+  const limit = params.get("limit");
+  if (limit !== null) {
+    out.limit = wholeNumber(limit, "limit", 1, MESSAGE_PAGE_MAX, `from 1 to ${MESSAGE_PAGE_MAX}`);
+  }
+  return out;
+}
+
+function wholeNumber(raw: string, name: string, min: number, max: number, hint: string): number {
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new AgentChatError("INVALID_ARGUMENT", `invalid ${name} "${raw}": use ${hint}`);
+  }
+  return n;
 }
 
 function field(
