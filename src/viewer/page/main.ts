@@ -1,18 +1,21 @@
-import type {
-  ChannelView,
-  ErrorView,
-  MessageEvent,
-  MessageView,
-  PanelAction,
-  PanelActionRequest,
-  PanelActionResponse,
-  PanelView,
-  PostRequest,
-  RequestItem,
-  RequestsPanel,
-  StateView,
-  TreeNode,
-  TreePanel,
+import {
+  type ChannelView,
+  type ErrorView,
+  MESSAGE_PAGE_DEFAULT,
+  MESSAGE_PAGE_MAX,
+  type MessageEvent,
+  type MessagesPage,
+  type MessageView,
+  type PanelAction,
+  type PanelActionRequest,
+  type PanelActionResponse,
+  type PanelView,
+  type PostRequest,
+  type RequestItem,
+  type RequestsPanel,
+  type StateView,
+  type TreeNode,
+  type TreePanel,
 } from "../api-types.js";
 import { append, h, renderBlocks } from "./dom.js";
 import { parseMarkdown } from "./markdown.js";
@@ -24,7 +27,15 @@ const NAME_KEY = "agent-chat-viewer:name";
 interface PageState {
   data: StateView | undefined;
   channel: string | undefined;
+  /** The loaded part of the channel, oldest first: the newest page, pages shown since, live ones. */
   messages: MessageView[];
+  /** Messages of the channel older than `messages[0]` that are not loaded (as of the last page). */
+  earlierCount: number;
+  /** A "Show earlier" load in progress (one at a time). */
+  earlierLoad: Promise<boolean> | undefined;
+  earlierError: string;
+  /** Sender and title of loaded messages and of what they reply to, for the reply links. */
+  summaries: Map<number, { from: string; title: string }>;
   replyTo: MessageView | undefined;
   connected: boolean;
   /** The last refusal of a panel action, shown in the panel, by `<channel>\n<panel>`. */
@@ -35,6 +46,10 @@ const page: PageState = {
   data: undefined,
   channel: undefined,
   messages: [],
+  earlierCount: 0,
+  earlierLoad: undefined,
+  earlierError: "",
+  summaries: new Map(),
   replyTo: undefined,
   connected: false,
   panelErrors: new Map(),
@@ -82,27 +97,175 @@ async function onRoute(): Promise<void> {
     page.channel = name;
     page.replyTo = undefined;
     page.messages = [];
+    page.earlierCount = 0;
+    page.earlierError = "";
+    page.summaries = new Map();
     // Never show the previous channel's messages under this channel's name while loading.
     $("messages").replaceChildren(h("p", { class: "empty" }, "Loading…"));
     render();
     await loadMessages();
   }
-  if (target.seq !== undefined) jumpTo(target.seq);
+  if (target.seq !== undefined) await reveal(target.seq);
   else scrollToEnd();
 }
 
+function fetchPage(channel: string, query = ""): Promise<MessagesPage> {
+  return api<MessagesPage>(`/api/channels/${encodeURIComponent(channel)}/messages${query}`);
+}
+
+function noteSummaries(res: MessagesPage): void {
+  for (const t of res.replyTargets) page.summaries.set(t.seq, t);
+  for (const m of res.messages) page.summaries.set(m.seq, m);
+}
+
+/** Opens the channel on its newest page (older pages are loaded on request). */
 async function loadMessages(): Promise<void> {
   const channel = page.channel;
   if (!channel) return;
   try {
-    const res = await api<{ messages: MessageView[] }>(
-      `/api/channels/${encodeURIComponent(channel)}/messages`,
-    );
+    const res = await fetchPage(channel);
     if (channel !== page.channel) return;
-    page.messages = res.messages;
+    noteSummaries(res);
+    // Live messages that arrived while the page was on its way are kept.
+    const shown = new Set(res.messages.map((m) => m.seq));
+    const newest = res.messages.at(-1)?.seq ?? 0;
+    const live = page.messages.filter((m) => !shown.has(m.seq) && m.seq > newest);
+    page.messages = [...res.messages, ...live];
+    page.earlierCount = res.earlierCount;
     renderMessages();
   } catch (err) {
     $("messages").replaceChildren(h("p", { class: "empty" }, (err as Error).message));
+  }
+}
+
+/**
+ * Loads the page before the oldest loaded message and puts it above, leaving the message the
+ * reader is looking at where it is on screen. Resolves to false when nothing could be loaded.
+ */
+function loadEarlier(limit = MESSAGE_PAGE_DEFAULT): Promise<boolean> {
+  page.earlierLoad ??= (async () => {
+    const channel = page.channel;
+    const oldest = page.messages[0]?.seq;
+    if (!channel || oldest === undefined || page.earlierCount === 0) return false;
+    page.earlierError = "";
+    renderEarlier(true);
+    try {
+      const res = await fetchPage(channel, `?before=${oldest}&limit=${limit}`);
+      if (channel !== page.channel) return false;
+      noteSummaries(res);
+      const list = $("messages");
+      const firstShown = document.getElementById(`m-${oldest}`);
+      keepingPlace(() => {
+        page.messages = [...res.messages, ...page.messages];
+        page.earlierCount = res.earlierCount;
+        const nodes = document.createDocumentFragment();
+        for (const m of res.messages) nodes.appendChild(messageNode(m));
+        list.insertBefore(nodes, firstShown);
+        renderEarlier(false);
+      });
+      return res.messages.length > 0;
+    } catch (err) {
+      if (channel !== page.channel) return false;
+      page.earlierError = (err as Error).message;
+      renderEarlier(false);
+      return false;
+    }
+  })().finally(() => {
+    page.earlierLoad = undefined;
+  });
+  return page.earlierLoad;
+}
+
+/** Shows message `seq`, loading earlier pages until it is there (a link to an old message). */
+async function reveal(seq: number): Promise<void> {
+  const channel = page.channel;
+  while (!document.getElementById(`m-${seq}`) && page.earlierCount > 0) {
+    const oldest = page.messages[0]?.seq ?? 0;
+    if (oldest <= seq) break; // not in this channel (deleted, or not written yet)
+    // Seqs only grow, so this many messages reach back to `seq`, plus a few above it to read.
+    const wanted = Math.min(MESSAGE_PAGE_MAX, Math.max(MESSAGE_PAGE_DEFAULT, oldest - seq + 10));
+    if (!(await loadEarlier(wanted)) || channel !== page.channel) return;
+  }
+  jumpTo(seq);
+}
+
+/** The first message at least partly on screen (the one a reader is looking at). */
+function firstVisibleMessage(list: HTMLElement): HTMLElement | undefined {
+  const top = Math.max(list.getBoundingClientRect().top, 0);
+  const items = list.querySelectorAll<HTMLElement>("article.message");
+  let low = 0;
+  let high = items.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (items[mid]!.getBoundingClientRect().bottom <= top) low = mid + 1;
+    else high = mid;
+  }
+  return items[low];
+}
+
+/**
+ * Runs a change to the message list and scrolls so that the message on screen before it stays
+ * at the same place. The list scrolls on a computer; on a phone the window does.
+ */
+function keepingPlace(change: () => void): void {
+  const list = $("messages");
+  const anchor = firstVisibleMessage(list);
+  const before = anchor?.getBoundingClientRect().top;
+  change();
+  if (!anchor || before === undefined || !anchor.isConnected) return;
+  const shift = anchor.getBoundingClientRect().top - before;
+  if (shift !== 0) list.scrollTop += shift;
+  const left = anchor.getBoundingClientRect().top - before;
+  if (Math.abs(left) >= 1) window.scrollBy(0, left);
+}
+
+/**
+ * Adds messages that arrived live (or were missed while the stream was down) at their place.
+ * One older than the loaded part is left to its page, so the list never has a hole.
+ */
+function addMessages(incoming: MessageView[]): void {
+  const have = new Set(page.messages.map((m) => m.seq));
+  const oldest = page.messages[0]?.seq;
+  const fresh = incoming.filter(
+    (m) => !have.has(m.seq) && !(page.earlierCount > 0 && oldest !== undefined && m.seq < oldest),
+  );
+  if (fresh.length === 0) return;
+  const list = $("messages");
+  const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 80 || isPhone();
+  list.querySelector(":scope > .empty")?.remove();
+  keepingPlace(() => {
+    for (const m of fresh) {
+      page.summaries.set(m.seq, m);
+      let at = page.messages.length;
+      while (at > 0 && page.messages[at - 1]!.seq > m.seq) at -= 1;
+      page.messages.splice(at, 0, m);
+      const next = page.messages[at + 1];
+      list.insertBefore(messageNode(m), next ? document.getElementById(`m-${next.seq}`) : null);
+    }
+  });
+  if (atEnd) scrollToEnd();
+}
+
+/** After the stream was down: fetches what was missed, or starts again if that is a lot. */
+async function catchUp(): Promise<void> {
+  const channel = page.channel;
+  if (!channel) return;
+  const newest = page.messages.at(-1)?.seq ?? 0;
+  try {
+    const res = await fetchPage(channel, `?limit=${MESSAGE_PAGE_MAX}`);
+    if (channel !== page.channel) return;
+    noteSummaries(res);
+    const first = res.messages[0]?.seq ?? 0;
+    if (page.messages.length === 0 || (res.hasEarlier && first > newest)) {
+      page.messages = res.messages.slice(-MESSAGE_PAGE_DEFAULT);
+      page.earlierCount = res.earlierCount + res.messages.length - page.messages.length;
+      renderMessages();
+      scrollToEnd();
+    } else {
+      addMessages(res.messages);
+    }
+  } catch {
+    // The stream is back but the request failed: the next reconnection tries again.
   }
 }
 
@@ -115,7 +278,7 @@ function connect(): void {
     page.connected = true;
     renderLive();
     // After a reconnection, fetch what may have arrived while the stream was down.
-    if (wasDown && page.data) void loadMessages();
+    if (wasDown && page.data) void catchUp();
   });
   events.addEventListener("error", () => {
     page.connected = false;
@@ -131,19 +294,7 @@ function connect(): void {
     const { channel, message } = JSON.parse(
       (e as globalThis.MessageEvent<string>).data,
     ) as MessageEvent;
-    if (channel !== page.channel || page.messages.some((m) => m.seq === message.seq)) return;
-    const list = $("messages");
-    const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 80 || isPhone();
-    page.messages.push(message);
-    page.messages.sort((a, b) => a.seq - b.seq);
-    const last = page.messages.at(-1)?.seq === message.seq;
-    if (last) {
-      list.querySelector(".empty")?.remove();
-      list.appendChild(messageNode(message));
-      if (atEnd) scrollToEnd();
-    } else {
-      renderMessages();
-    }
+    if (channel === page.channel) addMessages([message]);
   });
 }
 
@@ -501,15 +652,41 @@ function renderMessages(): void {
     return;
   }
   list.replaceChildren(...page.messages.map(messageNode));
-  const target = route();
-  if (target.seq !== undefined && target.channel === page.channel) jumpTo(target.seq);
-  else scrollToEnd();
+  renderEarlier(false);
+}
+
+/** The "Show earlier messages" control at the top of the list, while older messages exist. */
+function renderEarlier(loading: boolean): void {
+  const list = $("messages");
+  const existing = document.getElementById("earlier");
+  if (page.earlierCount === 0 && !page.earlierError) {
+    existing?.remove();
+    return;
+  }
+  const button = h(
+    "button",
+    { type: "button", id: "show-earlier", disabled: loading },
+    loading ? "Loading…" : "Show earlier messages",
+  );
+  button.addEventListener("click", () => void loadEarlier());
+  const control = h(
+    "div",
+    { class: "earlier", id: "earlier" },
+    button,
+    h(
+      "span",
+      { class: "meta" },
+      `${page.earlierCount} earlier message${page.earlierCount === 1 ? "" : "s"}`,
+    ),
+    page.earlierError ? h("span", { class: "error", role: "alert" }, page.earlierError) : null,
+  );
+  if (existing) existing.replaceWith(control);
+  else list.prepend(control);
 }
 
 function messageNode(m: MessageView): HTMLElement {
   const channel = page.channel ?? "";
-  const replied =
-    m.replyTo !== undefined ? page.messages.find((x) => x.seq === m.replyTo) : undefined;
+  const replied = m.replyTo !== undefined ? page.summaries.get(m.replyTo) : undefined;
   const reply = h("button", { type: "button", class: "reply-button" }, "Reply");
   reply.addEventListener("click", () => startReply(m));
   const to =
