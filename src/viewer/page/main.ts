@@ -31,6 +31,8 @@ interface PageState {
   messages: MessageView[];
   /** Messages of the channel older than `messages[0]` that are not loaded (as of the last page). */
   earlierCount: number;
+  /** The load of the channel's newest page, when it was opened. */
+  opening: Promise<void>;
   /** A "Show earlier" load in progress (one at a time). */
   earlierLoad: Promise<boolean> | undefined;
   earlierError: string;
@@ -47,6 +49,7 @@ const page: PageState = {
   channel: undefined,
   messages: [],
   earlierCount: 0,
+  opening: Promise.resolve(),
   earlierLoad: undefined,
   earlierError: "",
   summaries: new Map(),
@@ -103,8 +106,12 @@ async function onRoute(): Promise<void> {
     // Never show the previous channel's messages under this channel's name while loading.
     $("messages").replaceChildren(h("p", { class: "empty" }, "Loading…"));
     render();
-    await loadMessages();
+    page.opening = loadMessages();
   }
+  // A link followed while the channel is still loading (the first event opened it) waits for
+  // the load, or it would look for its message in an empty list.
+  await page.opening;
+  if (name !== page.channel) return;
   if (target.seq !== undefined) await reveal(target.seq);
   else scrollToEnd();
 }
