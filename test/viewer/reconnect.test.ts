@@ -1,0 +1,85 @@
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FsStore } from "../../src/store/fs/fs-store.js";
+import { startViewer, type Viewer } from "../../src/viewer/server.js";
+import { tempDir } from "../helpers/tmp.js";
+import { launchChromium } from "./helpers.js";
+
+const TOKEN = "reconnect-test-token-0123456789";
+
+/**
+ * The viewer stops and starts again on the same port and token (as after a restart of
+ * `agent-chat serve`): the open page reconnects and fetches only what it missed, or starts again
+ * from the newest page when it missed more than one request can bring.
+ */
+describe("viewer page after the server was away", () => {
+  const tmp = tempDir("agent-chat-viewer-reconnect-");
+  let writer: FsStore;
+  let viewerStore: FsStore;
+  let viewer: Viewer;
+  let port: number;
+  let browser: Browser;
+  let page: Page;
+
+  const post = async (count: number) => {
+    for (let i = 0; i < count; i += 1) {
+      await writer.post("long", { from: "alice", body: `while away ${i}` });
+    }
+  };
+  const shownSeqs = () =>
+    page.evaluate<number[]>(
+      `[...document.querySelectorAll("article.message")].map((e) => Number(e.dataset.seq))`,
+    );
+  const range = (from: number, to: number) =>
+    Array.from({ length: to - from + 1 }, (_, k) => from + k);
+
+  async function restart(whileAway: () => Promise<void>): Promise<void> {
+    await viewer.close();
+    await viewerStore.close();
+    await expect.poll(() => page.locator("#live").textContent()).toBe("reconnecting…");
+    await whileAway();
+    viewerStore = new FsStore(tmp.dir);
+    viewer = await startViewer({ store: viewerStore, port, token: TOKEN });
+    await expect.poll(() => page.locator("#live").textContent(), { timeout: 10_000 }).toBe("live");
+  }
+
+  beforeAll(async () => {
+    writer = new FsStore(tmp.dir);
+    await writer.init("long", { topic: "restarts" });
+    await post(300);
+    viewerStore = new FsStore(tmp.dir);
+    viewer = await startViewer({ store: viewerStore, port: 0, token: TOKEN });
+    port = Number(new URL(viewer.url).port);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+    await page.goto(viewer.url);
+    await page.goto(`http://127.0.0.1:${port}/#/long`);
+    await page.waitForSelector('article.message[data-seq="300"]', { timeout: 15_000 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await viewer?.close();
+    await viewerStore?.close();
+    await writer?.close();
+    tmp.cleanup();
+  });
+
+  it("adds the few messages it missed below the ones it had", async () => {
+    expect(await shownSeqs()).toEqual(range(101, 300));
+    await restart(() => post(5));
+    await page.waitForSelector("#m-305", { timeout: 10_000 });
+    expect(await shownSeqs()).toEqual(range(101, 305));
+    expect(await page.locator("#earlier .meta").textContent()).toBe("100 earlier messages");
+  });
+
+  it("starts again from the newest page when it missed more than a request brings", async () => {
+    await restart(() => post(1100));
+    await page.waitForSelector("#m-1405", { timeout: 10_000 });
+    await expect.poll(shownSeqs).toEqual(range(1206, 1405));
+    expect(await page.locator("#earlier .meta").textContent()).toBe("1205 earlier messages");
+    await expect
+      .poll(() => page.locator(".channel-head .meta").textContent())
+      .toMatch(/^1405 messages/);
+  });
+});
