@@ -1,4 +1,4 @@
-import type { Browser, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import type { ErrorView, MessagesPage } from "../../src/viewer/api-types.js";
@@ -149,12 +149,22 @@ describe("viewer on a long channel: pages of messages", () => {
   });
 
   describe("the page", () => {
+    /** One context for every page, so the token is traded for the cookie once. */
+    let context: BrowserContext;
     let page: Page;
 
-    async function openLong(p: Page, hash = "#/long"): Promise<void> {
-      await p.goto(view.url);
+    /** A new page opened on `hash`, as a new document (a fresh tab, a shared link). */
+    async function open(hash: string, width = 1366, height = 800): Promise<Page> {
+      const p = await context.newPage();
+      await p.setViewportSize({ width, height });
       await p.goto(`${view.origin}/${hash}`);
+      return p;
+    }
+
+    async function openLong(width?: number, height?: number): Promise<Page> {
+      const p = await open("#/long", width, height);
       await p.waitForSelector(`article.message[data-seq="${TOTAL}"]`, { timeout: 15_000 });
+      return p;
     }
 
     const shownSeqs = (p: Page) =>
@@ -184,11 +194,16 @@ describe("viewer on a long channel: pages of messages", () => {
       })()`);
 
     beforeAll(async () => {
-      page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+      context = await browser.newContext();
+      const login = await context.newPage();
+      await login.goto(view.url);
+      await login.close();
     });
 
+    afterAll(() => context?.close());
+
     it("opens on the newest page, scrolled to the end, with counts for the whole channel", async () => {
-      await openLong(page);
+      page = await openLong();
       expect(await shownSeqs(page)).toEqual(range(TOTAL - PAGE + 1, TOTAL));
       await expect.poll(() => inViewport(page, TOTAL)).toBe(true);
       expect(await page.locator(".channel-head .meta").textContent()).toMatch(
@@ -255,9 +270,8 @@ describe("viewer on a long channel: pages of messages", () => {
     });
 
     it("follows a reply link to a message not loaded yet", async () => {
-      const fresh = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+      const fresh = await openLong();
       try {
-        await openLong(fresh);
         expect(await fresh.locator("article.message").count()).toBe(PAGE);
         const link = fresh.locator(`#m-${TOTAL} .reply-link`);
         expect(await link.textContent()).toBe(
@@ -280,24 +294,22 @@ describe("viewer on a long channel: pages of messages", () => {
     });
 
     it("opens a shared link to an old message at that message", async () => {
-      const fresh = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+      const target = TOTAL - PAGE - 50; // on the page before the newest
+      const fresh = await open(`#/long/${target}`);
       try {
-        await fresh.goto(view.url);
-        // A link opened as a new document, as when it was shared.
-        await fresh.goto("about:blank");
-        await fresh.goto(`${view.origin}/#/long/3`);
-        await fresh.waitForSelector("#m-3", { timeout: 15_000 });
-        await expect.poll(() => inViewport(fresh, 3)).toBe(true);
-        expect(await fresh.locator(`#m-${TOTAL + 1}`).count()).toBe(1);
+        await fresh.waitForSelector(`#m-${target}`, { timeout: 15_000 });
+        await expect.poll(() => inViewport(fresh, target)).toBe(true);
+        const shown = await shownSeqs(fresh);
+        expect(shown[0]).toBeLessThan(target);
+        expect(shown).toEqual(range(shown[0]!, TOTAL + 1));
       } finally {
         await fresh.close();
       }
     });
 
     it("on a phone, where the window scrolls, keeps the message in place too", async () => {
-      const phone = await browser.newPage({ viewport: { width: 390, height: 844 } });
+      const phone = await openLong(390, 844);
       try {
-        await openLong(phone);
         const oldest = TOTAL - PAGE + 2; // the newest page now ends at the live message
         expect((await shownSeqs(phone))[0]).toBe(oldest);
         await phone.evaluate("window.scrollTo(0, 0)");
