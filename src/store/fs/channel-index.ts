@@ -136,9 +136,14 @@ export class ChannelIndex {
     if (this.seqs[i] === seq) this.seqs.splice(i, 1);
   }
 
-  /** Adds a file this process has just written (its own watch event may still be queued). */
+  /**
+   * Adds a file this process has just written (its own watch event may still be queued), and
+   * tells this process's listeners at once: a waiter in the same process (a daemon's) then wakes
+   * without waiting for the watch to report it.
+   */
   add(name: string): void {
     this.insert(name, true);
+    this.notify(name);
   }
 
   private insert(name: string, keepOrder: boolean): void {
@@ -213,7 +218,7 @@ export class ChannelIndex {
           this.notify(undefined);
           return;
         }
-        this.add(name);
+        this.insert(name, true);
         for (const seen of this.seenDuringScans) seen.push(name);
         this.notify(name);
       });
