@@ -22,6 +22,7 @@ export class ChannelIndex {
   /** Counts changes to the set of message files, so that a poll can tell whether it found any. */
   version = 0;
   private watcher: FSWatcher | undefined;
+  private rescanning: Promise<void> | undefined;
   private fresh = false;
   private watching = false;
   private lastScanStartedAt = 0;
@@ -46,7 +47,13 @@ export class ChannelIndex {
       await drainEvents();
       if (this.fresh) return;
     }
-    await this.rescan();
+    if (!this.watching) return this.rescan();
+    // With the watch on, what happens after a readdir began is caught by the watch, so callers
+    // arriving meanwhile (thousands of waits starting at once) share that one readdir.
+    this.rescanning ??= this.rescan().finally(() => {
+      this.rescanning = undefined;
+    });
+    await this.rescanning;
   }
 
   /**
