@@ -12,7 +12,7 @@ import { CHANNEL_WORKSPACE_DIR, displayPath, KFolder, toTree } from "../../works
  */
 
 /** The channel's shared workspace (docs/workspace.md): its K-folder tree and focus. */
-export const workspacePanel: PanelProvider = {
+const workspacePanel: PanelProvider = {
   id: "workspace",
   async load({ store, channel }) {
     const dir = workspaceDir(store, channel);
