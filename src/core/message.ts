@@ -97,8 +97,28 @@ export function formatTo(to: string | readonly string[] | undefined): string {
 export function isRelevant(message: Pick<Message, "from" | "to">, agent: string): boolean {
   const me = identity(agent);
   if (identity(message.from) === me) return false;
-  const recipients = parseTo(message.to);
-  return recipients.broadcast || recipients.names.includes(me);
+  const recipients = recipientsOf(message.to);
+  return recipients === "broadcast" || recipients.has(me);
+}
+
+/**
+ * The recipients of recent `to` values, parsed once: a daemon holding thousands of waiters asks
+ * each of them about the same new message, whose `to` may name hundreds of agents.
+ */
+const recentRecipients = new Map<string, "broadcast" | ReadonlySet<string>>();
+const RECENT_RECIPIENTS = 64;
+
+function recipientsOf(to: string): "broadcast" | ReadonlySet<string> {
+  let recipients = recentRecipients.get(to);
+  if (recipients === undefined) {
+    const parsed = parseTo(to);
+    recipients = parsed.broadcast ? "broadcast" : new Set(parsed.names);
+    recentRecipients.set(to, recipients);
+    if (recentRecipients.size > RECENT_RECIPIENTS) {
+      recentRecipients.delete(recentRecipients.keys().next().value as string);
+    }
+  }
+  return recipients;
 }
 
 /** The seq of the message this one answers, when `reply_to` holds one. */

@@ -11,7 +11,6 @@ import type { PostInput, Store } from "../store/types.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks } from "./format.js";
 import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
-import { runWorkspaceTool, WORKSPACE_TOOL } from "./workspace.js";
 
 export interface McpServerOptions {
   store: Store;
@@ -23,6 +22,30 @@ export interface McpServerOptions {
   output: Writable;
   /** Stops the server (e.g. on SIGTERM). */
   signal?: AbortSignal;
+  /**
+   * Tools offered after the built-in chat_* tools, in this order. Other parts of agent-chat
+   * plug in here rather than being imported by the MCP server (DESIGN.md §3): the CLI adds
+   * chat_workspace (src/cli/plugins/mcp-tools.ts).
+   */
+  tools?: readonly McpTool[];
+}
+
+/** A tool plugged into the MCP server; its result text gets the same footer as every tool's. */
+export interface McpTool<S extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  description: string;
+  inputSchema: S;
+  annotations?: { readOnlyHint?: boolean };
+  /** Returns the result's text; an error becomes an `isError` result (see describeError). */
+  run(args: z.infer<z.ZodObject<S>>, context: McpToolContext): Promise<string>;
+}
+
+export interface McpToolContext {
+  store: Store;
+  /** Whose call this is. */
+  agent: string;
+  /** Aborted when the client cancels the call or the server stops. */
+  signal: AbortSignal;
 }
 
 /** Long enough to be useful, short enough for every client's default tool timeout (60 s). */
@@ -63,7 +86,7 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
 
   const stdio = new StdioServerTransport(options.input, options.output);
   const counter = new UnreadCounter(store, agent);
-  registerTools(server, store, agent, counter);
+  registerTools(server, store, agent, counter, options.tools ?? []);
   const transport = new FooterTransport(stdio, async () =>
     formatFooter(await counter.count(), options.footer),
   );
@@ -94,6 +117,7 @@ function registerTools(
   store: Store,
   agent: string,
   counter: UnreadCounter,
+  extraTools: readonly McpTool[],
 ): void {
   const tool = <S extends z.ZodRawShape>(
     name: string,
@@ -297,18 +321,15 @@ function registerTools(
     },
   );
 
-  tool(
-    "chat_workspace",
-    WORKSPACE_TOOL.description,
-    {
-      channel: z.string().describe(WORKSPACE_TOOL.channel),
-      action: z.enum(["turn", "tree", "confirm"]).optional().describe(WORKSPACE_TOOL.action),
-      kfile: z.string().optional().describe(WORKSPACE_TOOL.kfile),
-      request: z.string().optional().describe(WORKSPACE_TOOL.request),
-      content: z.string().optional().describe(WORKSPACE_TOOL.content),
-    },
-    (args) => runWorkspaceTool(store, agent, args),
-  );
+  for (const extra of extraTools) {
+    tool(
+      extra.name,
+      extra.description,
+      extra.inputSchema,
+      (args, { signal }) => extra.run(args, { store, agent, signal }),
+      extra.annotations,
+    );
+  }
 }
 
 /** Files that look like messages but do not parse are never delivered; the agent hears of them. */

@@ -61,7 +61,7 @@ export interface TaskView {
 }
 
 /**
- * Extra panels of a channel that other parts of agent-chat provide (src/viewer/panels.ts): the
+ * Extra panels of a channel that other parts of agent-chat provide (`PanelProvider`): the
  * workspace tree with its focus, pending governance requests. The page shows a panel only when a
  * provider returns one.
  */

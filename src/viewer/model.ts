@@ -13,7 +13,7 @@ import {
   type StateView,
   type TaskView,
 } from "./api-types.js";
-import { type PanelProvider, panelProviders } from "./panels.js";
+import type { PanelProvider } from "./panels.js";
 
 export type LiveEvent =
   | { type: "state"; state: StateView }
@@ -45,7 +45,10 @@ export class ViewerModel {
   private watchLoop: Promise<void> = Promise.resolve();
   private readonly panelWatches = new Map<string, () => void>();
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly panelProviders: readonly PanelProvider[],
+  ) {}
 
   async start(): Promise<void> {
     await this.refresh();
@@ -212,7 +215,7 @@ export class ViewerModel {
       return view;
     });
     const panels: PanelView[] = [];
-    for (const provider of panelProviders) {
+    for (const provider of this.panelProviders) {
       try {
         const panel = await provider.load({ store: this.store, channel: info.name, messages });
         if (panel) panels.push(panel);

@@ -1,19 +1,9 @@
-import { existsSync, watch } from "node:fs";
-import { join } from "node:path";
 import { decide } from "../client/governance.js";
 import { AgentChatError } from "../core/errors.js";
 import { governanceOf, openRequests, type Verdict } from "../core/governance.js";
-import { renderTree, type TreeFolder } from "../core/kfile.js";
 import type { Message } from "../core/message.js";
 import type { Store } from "../store/types.js";
-import { CHANNEL_WORKSPACE_DIR, displayPath, KFolder, toTree } from "../workspace/index.js";
-import type {
-  PanelAction,
-  PanelActionResponse,
-  PanelView,
-  RequestItem,
-  TreeNode,
-} from "./api-types.js";
+import type { PanelAction, PanelActionResponse, PanelView, RequestItem } from "./api-types.js";
 
 export interface PanelContext {
   store: Store;
@@ -23,7 +13,9 @@ export interface PanelContext {
 }
 
 /**
- * Where other parts of agent-chat plug a channel panel into the viewer. A provider returns
+ * Where other parts of agent-chat plug a channel panel into the viewer: whoever starts the viewer
+ * passes the providers (`ViewerOptions.panels`), so the viewer never imports the parts that
+ * provide them (DESIGN.md §3; the CLI composes them in src/cli/plugins/). A provider returns
  * undefined when the channel has no such data, and the page then shows nothing for it. Panels
  * are loaded again with the once-a-second refresh, whenever a message arrives, and whenever a
  * provider's own `watch` reports a change.
@@ -45,55 +37,6 @@ export interface PanelProvider {
     action: PanelAction,
     input: { as: string; note?: string },
   ): Promise<PanelActionResponse>;
-}
-
-/** The channel's shared workspace (docs/workspace.md): its K-folder tree and focus. */
-export const workspacePanel: PanelProvider = {
-  id: "workspace",
-  async load({ store, channel }) {
-    const dir = workspaceDir(store, channel);
-    // Only an existing workspace is shown; the viewer never creates one.
-    if (!dir || !existsSync(dir)) return undefined;
-    const snapshot = await new KFolder(dir).snapshot();
-    const tree = toTree(snapshot);
-    return {
-      id: "workspace",
-      kind: "tree",
-      title: "Workspace",
-      text: renderTree(tree, { files: true }),
-      focus: displayPath(snapshot.focus),
-      root: treeNode(tree),
-    };
-  },
-  watch(store, channel, onChange) {
-    const dir = workspaceDir(store, channel);
-    if (!dir || !existsSync(dir)) return undefined;
-    // Every change to the workspace renames a file into its top folder (`.kfile` on each turn,
-    // `.focus` when the focus moves), so watching that one folder sees them all.
-    try {
-      const watcher = watch(dir, { persistent: false }, () => onChange());
-      watcher.on("error", () => watcher.close());
-      return () => watcher.close();
-    } catch {
-      return undefined;
-    }
-  },
-};
-
-function workspaceDir(store: Store, channel: string): string | undefined {
-  return store.capabilities.specFolder
-    ? join(store.location, channel, CHANNEL_WORKSPACE_DIR)
-    : undefined;
-}
-
-function treeNode(folder: TreeFolder): TreeNode {
-  return {
-    name: folder.name,
-    description: folder.description,
-    focus: folder.focus,
-    files: [...folder.files].sort(),
-    children: folder.children.map(treeNode),
-  };
 }
 
 const VERDICT_OF: Record<PanelAction, Verdict> = {
@@ -143,4 +86,5 @@ export const governancePanel: PanelProvider = {
   },
 };
 
-export const panelProviders: PanelProvider[] = [workspacePanel, governancePanel];
+/** The panels the viewer shows when its starter names none: those built on core and client alone. */
+export const defaultPanels: readonly PanelProvider[] = [governancePanel];

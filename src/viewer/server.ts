@@ -25,7 +25,7 @@ import {
   type PostRequest,
 } from "./api-types.js";
 import { ViewerModel } from "./model.js";
-import { panelProviders } from "./panels.js";
+import { defaultPanels, type PanelProvider } from "./panels.js";
 import {
   bearer,
   cookieName,
@@ -46,6 +46,11 @@ export interface ViewerOptions {
   allowRemote?: boolean;
   /** Default: 32 random bytes. */
   token?: string;
+  /**
+   * The channel panels, in the order the page shows them. Default: the viewer's own
+   * (governance); the CLI adds the workspace panel (src/cli/plugins/viewer-panels.ts).
+   */
+  panels?: readonly PanelProvider[];
 }
 
 export interface Viewer {
@@ -90,7 +95,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     );
   }
   const assets = locateAssets();
-  const model = new ViewerModel(options.store);
+  const panels = options.panels ?? defaultPanels;
+  const model = new ViewerModel(options.store, panels);
   await model.start();
 
   const streams = new Set<ServerResponse>();
@@ -204,7 +210,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   ): Promise<void> {
     const channel = channelParam(rawChannel!);
     const panelId = decodeURIComponent(rawPanel!);
-    const provider = panelProviders.find((p) => p.id === panelId);
+    const provider = panels.find((p) => p.id === panelId);
     if (!provider?.act) {
       throw new AgentChatError("NOT_FOUND", `there is no panel ${panelId} to act on`);
     }

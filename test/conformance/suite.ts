@@ -317,8 +317,12 @@ export function storeConformance(name: string, makeBackend: () => Promise<Backen
         await store.post("ch", { from: "a", body: "old" });
         const ac = new AbortController();
         const seen: Message[] = [];
+        // Starting after #1 explicitly: "new" would otherwise mean "after whatever is newest
+        // when the subscription reaches the backend", which a loaded machine can delay past
+        // the first post below.
+        const watching = store.watch(["ch"], { signal: ac.signal, intervalMs: 100, after: 1 });
         const done = (async () => {
-          for await (const m of store.watch(["ch"], { signal: ac.signal, intervalMs: 100 })) {
+          for await (const m of watching) {
             seen.push(m);
             if (seen.length === 5) ac.abort();
           }
@@ -329,6 +333,25 @@ export function storeConformance(name: string, makeBackend: () => Promise<Backen
         await done;
         expect(bodies(seen)).toEqual(["n1", "n2", "n3", "n4", "n5"]);
         expect(seen.map((m) => m.seq)).toEqual([2, 3, 4, 5, 6]);
+      });
+
+      it("starts after the newest message when no start is given", async () => {
+        await store.init("ch");
+        await store.post("ch", { from: "a", body: "old" });
+        const ac = new AbortController();
+        const seen: Message[] = [];
+        const done = (async () => {
+          for await (const m of store.watch(["ch"], { signal: ac.signal, intervalMs: 100 })) {
+            seen.push(m);
+            ac.abort();
+          }
+        })();
+        // Generous: the subscription must reach the backend before the post for "new" to
+        // mean this post (the test above covers ordering with an explicit start).
+        await delay(500);
+        await (await another()).post("ch", { from: "b", body: "new" });
+        await done;
+        expect(bodies(seen)).toEqual(["new"]);
       });
     });
 

@@ -59,6 +59,38 @@ describe("wait wakes through the file watch, not the poll", () => {
     await polling.close();
   });
 
+  it("a waiter on the same store as the poster (a daemon's) wakes at once, without the watch or the poll", async () => {
+    // No watch and a 60 s poll: only the post telling its own store's waiters can wake this one.
+    const shared = new FsStore(tmp.dir, { watch: false });
+    const waiting = shared.wait(["ch"], { as: "bob", timeoutMs: 20_000, intervalMs: 60_000 });
+    await new Promise((r) => setTimeout(r, 30));
+    const t0 = performance.now();
+    await shared.post("ch", { from: "alice", body: "same process" });
+    const r = await waiting;
+    expect(r.messages.map((m) => m.body)).toEqual(["same process"]);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    await shared.close();
+  });
+
+  it("messages for others do not end a wait; the next one for the waiter does, with only it", async () => {
+    const poster = new FsStore(tmp.dir);
+    const waiting = store.wait(["ch"], { as: "bob", timeoutMs: 10_000 });
+    let done = false;
+    void waiting.then(() => {
+      done = true;
+    });
+    for (let i = 0; i < 5; i++)
+      await poster.post("ch", { from: "alice", to: "carol", body: `c${i}` });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(done).toBe(false);
+    await poster.post("ch", { from: "alice", to: "Bob,dave", body: "for bob" });
+    const r = await waiting;
+    expect(r.messages.map((m) => m.body)).toEqual(["for bob"]);
+    expect(r.cursors).toEqual({ ch: 6 });
+    expect(await store.cursor("ch", "bob")).toBe(6);
+    await poster.close();
+  });
+
   it("never misses a message posted between its scans: 200 posts, 1 waiter in a loop", async () => {
     const reader = new FsStore(tmp.dir);
     const got: number[] = [];

@@ -57,10 +57,12 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
         if (opts.b00t) await server.listen(ctx.b00tSocketPath, dirname(socketPath));
         if (http) {
           const { startViewer } = await import("../../viewer/server.js");
+          const { viewerPanels } = await import("../plugins/viewer-panels.js");
           viewer = await startViewer({
             store,
             ...http,
             allowRemote: opts.httpAllowRemote === true,
+            panels: viewerPanels,
           });
         }
       } catch (err) {

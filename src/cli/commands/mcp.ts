@@ -47,6 +47,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       const store = await ctx.open();
       // Loaded only here: the rest of the CLI never pays for the MCP SDK.
       const { runMcpServer } = await import("../../mcp/server.js");
+      const { mcpTools } = await import("../plugins/mcp-tools.js");
       await runMcpServer({
         store,
         agent,
@@ -55,6 +56,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         input: process.stdin,
         output: process.stdout,
         signal: ctx.abort.signal,
+        tools: mcpTools,
       });
     });
 

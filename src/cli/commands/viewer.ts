@@ -22,6 +22,7 @@ export function registerViewerCommands(program: Command, ctx: CliContext): void 
       // Loaded here so that the other commands never pay for the viewer.
       const { parseListenAddress } = await import("../../viewer/address.js");
       const { startViewer } = await import("../../viewer/server.js");
+      const { viewerPanels } = await import("../plugins/viewer-panels.js");
       const address = parseListenAddress(opts.http ?? "");
       const store = await ctx.open();
       const viewer = await startViewer({
@@ -29,6 +30,7 @@ export function registerViewerCommands(program: Command, ctx: CliContext): void 
         host: address.host,
         port: address.port,
         allowRemote: opts.httpAllowRemote === true,
+        panels: viewerPanels,
       });
       if (ctx.json) ctx.printJson({ url: viewer.url, token: viewer.token, root: store.location });
       else {

@@ -22,6 +22,7 @@ export class ChannelIndex {
   /** Counts changes to the set of message files, so that a poll can tell whether it found any. */
   version = 0;
   private watcher: FSWatcher | undefined;
+  private rescanning: Promise<void> | undefined;
   private fresh = false;
   private watching = false;
   private lastScanStartedAt = 0;
@@ -46,7 +47,13 @@ export class ChannelIndex {
       await drainEvents();
       if (this.fresh) return;
     }
-    await this.rescan();
+    if (!this.watching) return this.rescan();
+    // With the watch on, what happens after a readdir began is caught by the watch, so callers
+    // arriving meanwhile (thousands of waits starting at once) share that one readdir.
+    this.rescanning ??= this.rescan().finally(() => {
+      this.rescanning = undefined;
+    });
+    await this.rescanning;
   }
 
   /**
@@ -136,9 +143,14 @@ export class ChannelIndex {
     if (this.seqs[i] === seq) this.seqs.splice(i, 1);
   }
 
-  /** Adds a file this process has just written (its own watch event may still be queued). */
+  /**
+   * Adds a file this process has just written (its own watch event may still be queued), and
+   * tells this process's listeners at once: a waiter in the same process (a daemon's) then wakes
+   * without waiting for the watch to report it.
+   */
   add(name: string): void {
     this.insert(name, true);
+    this.notify(name);
   }
 
   private insert(name: string, keepOrder: boolean): void {
@@ -213,7 +225,7 @@ export class ChannelIndex {
           this.notify(undefined);
           return;
         }
-        this.add(name);
+        this.insert(name, true);
         for (const seen of this.seenDuringScans) seen.push(name);
         this.notify(name);
       });

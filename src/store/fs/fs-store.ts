@@ -500,9 +500,10 @@ export class FsStore implements Store {
     options.signal?.addEventListener("abort", onAbort, { once: true });
     try {
       if (options.signal?.aborted) throw abortError();
+      const looked = new Map<ChannelState, number>();
       for (;;) {
         stop.scanned();
-        const found = await this.scanForWait(states, options.as, stop);
+        const found = await this.scanForWait(states, options.as, stop, looked);
         if (found) return found;
         await wake.next();
       }
@@ -540,12 +541,36 @@ export class FsStore implements Store {
     };
   }
 
-  /** One pass over the channels; when something relevant exists, advances cursors and returns. */
+  /**
+   * One pass over the channels; when something relevant exists, advances cursors and returns.
+   * `looked` is how far this wait's earlier passes scanned each channel and found nothing for
+   * the agent: relevance does not depend on the cursor, so a pass first looks only at what came
+   * after, and reads cursors only when some of it is for the agent. Thousands of waiters woken
+   * by a post meant for a few then cost a look at one cached message each.
+   */
   private async scanForWait(
     states: Array<{ channel: string; state: ChannelState }>,
     agent: string,
     poll: { stalledOn(value: boolean): void },
+    looked: Map<ChannelState, number>,
   ): Promise<WaitResult | undefined> {
+    if (looked.size === states.length) {
+      let stalled = false;
+      let news = false;
+      for (const { state } of states) {
+        const scan = await this.scan(state, looked.get(state) ?? 0);
+        stalled ||= scan.stalled === true;
+        if (scan.messages.some((m) => isRelevant(m, agent))) {
+          news = true;
+          break;
+        }
+        looked.set(state, scan.scannedTo);
+      }
+      if (!news) {
+        poll.stalledOn(stalled);
+        return undefined;
+      }
+    }
     const scans = [];
     for (const { channel, state } of states) {
       const cursor = await this.cursor(channel, agent);
@@ -554,7 +579,10 @@ export class FsStore implements Store {
     }
     poll.stalledOn(scans.some(({ scan }) => scan.stalled));
     const messages = scans.flatMap(({ scan }) => scan.messages.filter((m) => isRelevant(m, agent)));
-    if (messages.length === 0) return undefined;
+    if (messages.length === 0) {
+      for (const { state, scan } of scans) looked.set(state, scan.scannedTo);
+      return undefined;
+    }
     const cursors: Record<string, number> = {};
     for (const { channel, state, cursor, scan } of scans) {
       cursors[channel] = Math.max(cursor, scan.scannedTo);

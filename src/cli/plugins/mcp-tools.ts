@@ -1,6 +1,9 @@
-import { AgentChatError } from "../core/errors.js";
-import { renderTree } from "../core/kfile.js";
-import type { Store } from "../store/types.js";
+import { z } from "zod";
+import { AgentChatError } from "../../core/errors.js";
+import { renderTree } from "../../core/kfile.js";
+import { describeError } from "../../mcp/format.js";
+import type { McpTool } from "../../mcp/server.js";
+import type { Store } from "../../store/types.js";
 import {
   channelWorkspace,
   displayPath,
@@ -9,14 +12,18 @@ import {
   runTurn,
   type TurnInput,
   toTree,
-} from "../workspace/index.js";
-import { describeError } from "./format.js";
+} from "../../workspace/index.js";
+
+/*
+ * The MCP server and the workspace are peers that must not import each other (DESIGN.md §3), so
+ * the chat_workspace tool is composed here, where both may be used, and handed to the server.
+ */
 
 /**
  * The texts of the `chat_workspace` tool. The description teaches the K-file's syntax in a few
  * lines, because in an MCP session the model writes the K-file itself (docs/workspace.md).
  */
-export const WORKSPACE_TOOL = {
+const WORKSPACE_TOOL = {
   description:
     "The channel's shared workspace: a folder tree with one focus. A turn applies a K-file you " +
     "write (three lines):\n" +
@@ -39,7 +46,25 @@ export const WORKSPACE_TOOL = {
   content: "What store-file/edit-file write, or the answer the Response shows",
 } as const;
 
-export interface WorkspaceArgs {
+const workspaceSchema = {
+  channel: z.string().describe(WORKSPACE_TOOL.channel),
+  action: z.enum(["turn", "tree", "confirm"]).optional().describe(WORKSPACE_TOOL.action),
+  kfile: z.string().optional().describe(WORKSPACE_TOOL.kfile),
+  request: z.string().optional().describe(WORKSPACE_TOOL.request),
+  content: z.string().optional().describe(WORKSPACE_TOOL.content),
+};
+
+const workspaceTool: McpTool<typeof workspaceSchema> = {
+  name: "chat_workspace",
+  description: WORKSPACE_TOOL.description,
+  inputSchema: workspaceSchema,
+  run: (args, { store, agent }) => runWorkspaceTool(store, agent, args),
+};
+
+/** The tools `agent-chat mcp` offers besides the built-in chat_* ones. */
+export const mcpTools: readonly McpTool[] = [workspaceTool];
+
+interface WorkspaceArgs {
   channel: string;
   action?: "turn" | "tree" | "confirm" | undefined;
   kfile?: string | undefined;
@@ -48,11 +73,7 @@ export interface WorkspaceArgs {
 }
 
 /** Runs one `chat_workspace` call for `agent`; returns the result's text. */
-export async function runWorkspaceTool(
-  store: Store,
-  agent: string,
-  args: WorkspaceArgs,
-): Promise<string> {
+async function runWorkspaceTool(store: Store, agent: string, args: WorkspaceArgs): Promise<string> {
   const action = args.action ?? "turn";
   const given = (["kfile", "request", "content"] as const).filter((k) => args[k] !== undefined);
   const dir = await channelWorkspace(store, args.channel);

@@ -1,0 +1,64 @@
+import { existsSync, watch } from "node:fs";
+import { join } from "node:path";
+import { renderTree, type TreeFolder } from "../../core/kfile.js";
+import type { Store } from "../../store/types.js";
+import type { TreeNode } from "../../viewer/api-types.js";
+import { governancePanel, type PanelProvider } from "../../viewer/panels.js";
+import { CHANNEL_WORKSPACE_DIR, displayPath, KFolder, toTree } from "../../workspace/index.js";
+
+/**
+ * The viewer and the workspace are peers that must not import each other (DESIGN.md §3), so the
+ * workspace panel is composed here, where both may be used, and handed to the viewer.
+ */
+
+/** The channel's shared workspace (docs/workspace.md): its K-folder tree and focus. */
+const workspacePanel: PanelProvider = {
+  id: "workspace",
+  async load({ store, channel }) {
+    const dir = workspaceDir(store, channel);
+    // Only an existing workspace is shown; the viewer never creates one.
+    if (!dir || !existsSync(dir)) return undefined;
+    const snapshot = await new KFolder(dir).snapshot();
+    const tree = toTree(snapshot);
+    return {
+      id: "workspace",
+      kind: "tree",
+      title: "Workspace",
+      text: renderTree(tree, { files: true }),
+      focus: displayPath(snapshot.focus),
+      root: treeNode(tree),
+    };
+  },
+  watch(store, channel, onChange) {
+    const dir = workspaceDir(store, channel);
+    if (!dir || !existsSync(dir)) return undefined;
+    // Every change to the workspace renames a file into its top folder (`.kfile` on each turn,
+    // `.focus` when the focus moves), so watching that one folder sees them all.
+    try {
+      const watcher = watch(dir, { persistent: false }, () => onChange());
+      watcher.on("error", () => watcher.close());
+      return () => watcher.close();
+    } catch {
+      return undefined;
+    }
+  },
+};
+
+function workspaceDir(store: Store, channel: string): string | undefined {
+  return store.capabilities.specFolder
+    ? join(store.location, channel, CHANNEL_WORKSPACE_DIR)
+    : undefined;
+}
+
+function treeNode(folder: TreeFolder): TreeNode {
+  return {
+    name: folder.name,
+    description: folder.description,
+    focus: folder.focus,
+    files: [...folder.files].sort(),
+    children: folder.children.map(treeNode),
+  };
+}
+
+/** The panels `agent-chat view` and `agent-chat serve --http` show, in page order. */
+export const viewerPanels: readonly PanelProvider[] = [workspacePanel, governancePanel];
