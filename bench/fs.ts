@@ -109,12 +109,13 @@ async function pollLatency(ctx: BenchContext, waiters: number, rounds: number): 
       list.push(await startWaiter(root, channel, false, 5000));
     }
     await setup.close();
-    // Spread the posts over the 5 s cycle, as real posts arrive at any moment.
-    await pause(Math.random() * 1000);
+    // Each post at its own random moment of the 5 s cycle, as real posts arrive at any moment.
+    // (An even spread can fall in step with the waiters' start-up times, which set their poll
+    // phases, and then measures the phase, not the poll.)
     const poster = new FsStore(root);
     await Promise.all(
-      list.map(async (waiter, w) => {
-        await pause((w / waiters) * 5000);
+      list.map(async (waiter) => {
+        await pause(Math.random() * 5000);
         const t0 = now();
         await poster.post(`poll-${round}-${w}`, { from: "alice", to: "bob", body: "ping" });
         out.push((await waiter.next()).at - t0);

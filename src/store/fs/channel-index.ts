@@ -41,9 +41,16 @@ export class ChannelIndex {
   ) {}
 
   /** Brings the index up to date with every change made before this call. */
-  async sync(): Promise<void> {
+  /**
+   * Brings the index up to date. `drain` first lets the watch deliver what it has queued, so
+   * that files other processes have just written are included (a seq allocation or a read
+   * needs that); a scan driven by the watch itself (a wait, a watch) can skip it, because what
+   * is still queued will wake it again.
+   */
+  async sync(options: { drain?: boolean } = {}): Promise<void> {
     if (this.useWatch && !this.watching) this.startWatch();
     if (this.watching && this.fresh) {
+      if (options.drain === false) return;
       await drainEvents();
       if (this.fresh) return;
     }

@@ -387,9 +387,10 @@ export class FsStore implements Store {
    * Well-formed messages after `after`, in seq order. A file that does not parse while a live
    * poster holds the lock may be a reference `chat.py` still writing it in place: the scan stops
    * before it and looks again next time. Otherwise it is reported once and passed over.
+   * `drain`: see {@link ChannelIndex.sync}; scans that a wake drives pass false.
    */
-  private async scan(state: ChannelState, after: number): Promise<Scan> {
-    await state.index.sync();
+  private async scan(state: ChannelState, after: number, drain = true): Promise<Scan> {
+    await state.index.sync({ drain });
     if (state.index.leftovers.length > 0) this.removeAbandoned(state);
     const messages: Message[] = [];
     const warnings: string[] = [];
@@ -558,7 +559,7 @@ export class FsStore implements Store {
       let stalled = false;
       let news = false;
       for (const { state } of states) {
-        const scan = await this.scan(state, looked.get(state) ?? 0);
+        const scan = await this.scan(state, looked.get(state) ?? 0, false);
         stalled ||= scan.stalled === true;
         if (scan.messages.some((m) => isRelevant(m, agent))) {
           news = true;
@@ -574,7 +575,7 @@ export class FsStore implements Store {
     const scans = [];
     for (const { channel, state } of states) {
       const cursor = await this.cursor(channel, agent);
-      const scan = await this.scan(state, cursor);
+      const scan = await this.scan(state, cursor, false);
       scans.push({ channel, state, cursor, scan });
     }
     poll.stalledOn(scans.some(({ scan }) => scan.stalled));
@@ -617,7 +618,7 @@ export class FsStore implements Store {
         poll.scanned();
         let stalled = false;
         for (const { channel, state } of states) {
-          const scan = await this.scan(state, positions.get(channel) ?? 0);
+          const scan = await this.scan(state, positions.get(channel) ?? 0, false);
           positions.set(channel, scan.scannedTo);
           stalled ||= scan.stalled === true;
           for (const message of scan.messages) yield message;
