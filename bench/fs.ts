@@ -114,7 +114,7 @@ async function pollLatency(ctx: BenchContext, waiters: number, rounds: number): 
     // phases, and then measures the phase, not the poll.)
     const poster = new FsStore(root);
     await Promise.all(
-      list.map(async (waiter) => {
+      list.map(async (waiter, w) => {
         await pause(Math.random() * 5000);
         const t0 = now();
         await poster.post(`poll-${round}-${w}`, { from: "alice", to: "bob", body: "ping" });

@@ -29,7 +29,7 @@ export interface BenchContext {
   quick: boolean;
   /** A fresh temporary folder, removed at the end of the run. */
   tmp(): string;
-  /** Path of the built CLI (dist/cli.js). */
+  /** Path of the built CLI (dist/cli.cjs). */
   cli: string;
 }
 

@@ -18,7 +18,7 @@ const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
 const temps: string[] = [];
 const ctx: BenchContext = {
   quick,
-  cli: new URL("../dist/cli.js", import.meta.url).pathname,
+  cli: new URL("../dist/cli.cjs", import.meta.url).pathname,
   tmp: () => {
     const dir = mkdtempSync(join(tmpdir(), "agent-chat-bench-"));
     temps.push(dir);

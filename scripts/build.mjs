@@ -1,4 +1,4 @@
-// Bundles the CLI into one file (an unbundled CLI starts ~55 ms slower) and the library entry,
+// Bundles the CLI (an unbundled CLI starts ~55 ms slower), its executable and the library entry,
 // then emits type declarations. Heavy optional parts stay separate chunks, loaded on demand.
 import { execFileSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -9,7 +9,7 @@ rmSync("dist", { recursive: true, force: true });
 const { version } = JSON.parse(readFileSync("package.json", "utf8"));
 
 await build({
-  entryPoints: { cli: "src/cli/main.ts", index: "src/index.ts" },
+  entryPoints: { main: "src/cli/main.ts", index: "src/index.ts" },
   outdir: "dist",
   bundle: true,
   splitting: true,
@@ -33,7 +33,28 @@ await build({
   },
   define: { __VERSION__: JSON.stringify(version) },
 });
-chmodSync("dist/cli.js", 0o755);
+
+// The executable: a few lines of CommonJS (which Node starts faster than an ES module) that load
+// either the full CLI above or, for the hook host tools run on every prompt, the hook alone in
+// one CommonJS file (one file to load instead of the CLI's chunks).
+const commonjs = { bundle: true, format: "cjs", platform: "node", target: "node20" };
+await build({
+  ...commonjs,
+  entryPoints: ["src/cli/bin.ts"],
+  outfile: "dist/cli.cjs",
+  external: ["./main.js", "./hook.cjs"],
+  banner: { js: "#!/usr/bin/env node" },
+  logLevel: "warning",
+});
+chmodSync("dist/cli.cjs", 0o755);
+await build({
+  ...commonjs,
+  entryPoints: ["src/cli/hook-entry.ts"],
+  outfile: "dist/hook.cjs",
+  // The hook never serves a NATS root (the executable sends those to the full CLI).
+  external: ["@nats-io/*"],
+  logLevel: "warning",
+});
 
 // The web viewer's page: one browser bundle and its static files, served from dist/viewer by
 // src/viewer/server.ts (nothing is fetched from a CDN at run time).

@@ -6,7 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const cli = new URL("../dist/cli.js", import.meta.url).pathname;
+const cli = new URL("../dist/cli.cjs", import.meta.url).pathname;
 const root = process.argv[2] ?? mkdtempSync(join(tmpdir(), "agent-chat-demo-"));
 const env = { ...process.env, AGENT_CHAT_ROOT: root };
 

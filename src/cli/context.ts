@@ -6,6 +6,9 @@ import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { isNatsUrl, type NatsConnectionOptions } from "../store/nats/options.js";
 import type { Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
+import { UsageError } from "./usage.js";
+
+export { UsageError };
 
 /** What every command needs from the outside world; the only place that reads `process.env`. */
 export interface GlobalOptions {
@@ -144,11 +147,6 @@ export class CliContext {
   async close(): Promise<void> {
     await this.store?.close();
   }
-}
-
-/** A mistake in how the command was called: exit 64. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
 }
 
 /** Seconds given on the command line, as milliseconds. */

@@ -143,7 +143,29 @@ describe("agent-chat hook", () => {
     expect((await hook(["prompt", "--as", "bob"], "{}")).stdout).toBe("");
   });
 
-  it("loads neither the MCP SDK nor zod: only the lazy server chunk imports them", () => {
+  it("the fast path and the full CLI print the same notice; the full CLI explains bad lines", async () => {
+    await post("review", "alice", "hello");
+    const fast = await hook(["prompt", "--as", "bob", "--format", "codex"], "{}");
+    // A global option the fast path does not take sends the same hook through the full CLI.
+    const full = await runCli(
+      ["--max-body", "1000", "hook", "prompt", "--as", "bob", "--format", "codex"],
+      { root, input: "{}" },
+    );
+    expect(fast).toMatchObject({ code: 0 });
+    expect(fast.stdout).toContain("1 unread");
+    expect(full.stdout).toBe(fast.stdout);
+    const help = await hook(["--help"]);
+    expect(help).toMatchObject({ code: 0 });
+    expect(help.stdout).toContain("--block");
+    const unknown = await hook(["prompt", "--as", "bob", "--bogus"], "{}");
+    expect(unknown.code).toBe(64);
+    expect(unknown.stderr).toContain("--bogus");
+  });
+
+  it("loads neither the MCP SDK nor zod: not the hook's bundle, not the CLI's start-up chunks", () => {
+    const dist = dirname(CLI);
+    const hookBundle = readFileSync(join(dist, "hook.cjs"), "utf8");
+    expect(hookBundle).not.toMatch(/@modelcontextprotocol|ZodError/);
     const seen = new Set<string>();
     const visit = (file: string) => {
       if (seen.has(file)) return;
@@ -154,12 +176,13 @@ describe("agent-chat hook", () => {
         visit(join(dirname(file), m[1]!));
       }
     };
-    visit(CLI);
-    const chunks = readdirSync(join(dirname(CLI), "chunks"));
+    visit(join(dist, "main.js"));
+    expect(seen.size).toBeGreaterThan(3);
+    const chunks = readdirSync(join(dist, "chunks"));
     const lazy = chunks.filter((c) =>
-      readFileSync(join(dirname(CLI), "chunks", c), "utf8").includes("@modelcontextprotocol/sdk"),
+      readFileSync(join(dist, "chunks", c), "utf8").includes("@modelcontextprotocol/sdk"),
     );
     expect(lazy.length).toBeGreaterThan(0);
-    for (const chunk of lazy) expect(seen.has(join(dirname(CLI), "chunks", chunk))).toBe(false);
+    for (const chunk of lazy) expect(seen.has(join(dist, "chunks", chunk))).toBe(false);
   });
 });

@@ -1,26 +1,17 @@
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { openStore } from "../../client/open.js";
-import {
-  detectFormat,
-  HOOK_EVENTS,
-  HOOK_FORMATS,
-  type HookEvent,
-  type HookFormat,
-  hookOutput,
-  parseHookInput,
-} from "../../mcp/hook.js";
+import { HOOK_EVENTS, HOOK_FORMATS } from "../../mcp/hook.js";
 import { applySetup, planSetup, SETUP_TOOLS, type SetupTool } from "../../mcp/setup.js";
-import { countUnread, FOOTER_STYLES } from "../../mcp/unread.js";
-import { type CliContext, UsageError } from "../context.js";
+import { FOOTER_STYLES } from "../../mcp/unread.js";
+import type { CliContext } from "../context.js";
+import { runHook } from "../hook.js";
+import { oneOf } from "../usage.js";
 
 declare const __VERSION__: string | undefined;
 const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
 /** Hooks give up reading stdin after this long: a host that never closes it must not stall. */
-const HOOK_STDIN_MS = 250;
-const HOOK_STDIN_MAX = 1024 * 1024;
 
 /** `mcp` (the server), `setup` (configuration for agent tools) and `hook` (their hooks). */
 export function registerMcpCommands(program: Command, ctx: CliContext): void {
@@ -129,65 +120,6 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         '  echo \'{"hook_event_name":"Stop"}\' | agent-chat hook stop --as bob --format claude',
     )
     .action(async (event: string, opts: { as?: string; format?: string; block?: boolean }) => {
-      try {
-        const input = parseHookInput(await readHookStdin());
-        const agent = opts.as ?? ctx.env.AGENT_CHAT_NAME;
-        if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
-        const format = opts.format
-          ? oneOf(opts.format, HOOK_FORMATS, "--format")
-          : detectFormat(input);
-        // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
-        const store = await openStore(ctx.root, { watch: false });
-        try {
-          const count = await countUnread(store, agent);
-          ctx.out(
-            hookOutput({
-              event: oneOf(event, HOOK_EVENTS, "event") as HookEvent,
-              format: format as HookFormat,
-              agent,
-              count,
-              input,
-              block: opts.block === true,
-            }),
-          );
-        } finally {
-          await store.close();
-        }
-      } catch (err) {
-        // A hook must never break the tool that runs it: say why on stderr, exit 0.
-        ctx.err(`agent-chat hook: ${(err as Error).message}\n`);
-      }
+      await runHook({ event, ...opts }, ctx);
     });
-}
-
-function oneOf<T extends string>(value: string, allowed: readonly T[], what: string): T {
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new UsageError(
-    `${what} must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`,
-  );
-}
-
-async function readHookStdin(): Promise<string> {
-  if (process.stdin.isTTY) return "";
-  return new Promise((resolveText) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = () => {
-      clearTimeout(timer);
-      process.stdin.off("data", onData);
-      process.stdin.off("end", done);
-      process.stdin.off("error", done);
-      process.stdin.pause();
-      resolveText(Buffer.concat(chunks).toString("utf8"));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > HOOK_STDIN_MAX) return done();
-      chunks.push(chunk);
-    };
-    const timer = setTimeout(done, HOOK_STDIN_MS);
-    process.stdin.on("data", onData);
-    process.stdin.once("end", done);
-    process.stdin.once("error", done);
-  });
 }

@@ -1,0 +1,17 @@
+import { homedir } from "node:os";
+import { resolveRoot } from "../client/open.js";
+import { runHook } from "./hook.js";
+import type { HookLine } from "./hook-line.js";
+
+/**
+ * The hook's own entry, bundled alone into `dist/hook.cjs`: `agent-chat hook …` runs on every
+ * prompt of an agent tool, so it loads one file instead of the full CLI.
+ */
+export async function run(line: HookLine): Promise<void> {
+  await runHook(line, {
+    root: resolveRoot({ flag: line.root, env: process.env.AGENT_CHAT_ROOT, home: homedir() }),
+    env: process.env,
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+  });
+}
