@@ -64,6 +64,27 @@ export async function sample(
   return out;
 }
 
+/**
+ * Times `a` and `b` `n` times each, alternating in blocks of `block`, so that a burst of load
+ * on the machine (this one is a shared VM) falls on both alike and their ratio stays honest.
+ */
+export async function samplePair(
+  n: number,
+  a: () => Promise<unknown> | unknown,
+  b: () => Promise<unknown> | unknown,
+  block = 50,
+): Promise<[number[], number[]]> {
+  const timesA: number[] = [];
+  const timesB: number[] = [];
+  for (let done = 0; done < n; done += block) {
+    const size = Math.min(block, n - done);
+    // A few untimed calls each time one takes over from the other.
+    timesA.push(...(await sample(size, a, done === 0 ? undefined : 3)));
+    timesB.push(...(await sample(size, b, done === 0 ? undefined : 3)));
+  }
+  return [timesA, timesB];
+}
+
 export function ratio(row: Row): number | undefined {
   if (row.ratio !== undefined) return row.ratio;
   if (!row.baseline) return undefined;
