@@ -41,16 +41,9 @@ export class ChannelIndex {
   ) {}
 
   /** Brings the index up to date with every change made before this call. */
-  /**
-   * Brings the index up to date. `drain` first lets the watch deliver what it has queued, so
-   * that files other processes have just written are included (a seq allocation or a read
-   * needs that); a scan driven by the watch itself (a wait, a watch) can skip it, because what
-   * is still queued will wake it again.
-   */
-  async sync(options: { drain?: boolean } = {}): Promise<void> {
+  async sync(): Promise<void> {
     if (this.useWatch && !this.watching) this.startWatch();
     if (this.watching && this.fresh) {
-      if (options.drain === false) return;
       await drainEvents();
       if (this.fresh) return;
     }
@@ -92,6 +85,11 @@ export class ChannelIndex {
     let names: string[];
     try {
       names = await fsp.readdir(this.dir);
+      // A file created while the readdir ran can be missing from it (a large folder is read in
+      // several calls) while its watch event is still queued. Letting the watch deliver what it
+      // has before the index is rebuilt keeps the index from holding a message without an
+      // earlier one that exists, which a scan would pass over for good.
+      if (this.watching) await drainEvents();
     } finally {
       this.seenDuringScans.delete(seenDuringScan);
     }

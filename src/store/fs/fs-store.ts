@@ -74,8 +74,13 @@ const HIGH_WATER = ".seq";
  * place; scans stop before it and look again (the watch or the poll wakes them).
  */
 const IN_PROGRESS_MS = 2_000;
-/** How many parsed messages each channel keeps, so that many readers of one post parse it once. */
+/**
+ * Each channel keeps its newest parsed messages, so that many readers of one post parse it once:
+ * at most this many, and this many bytes of files (messages can be large, and the cache must not
+ * grow with their size).
+ */
 const PARSED_CACHE = 2_048;
+const PARSED_CACHE_BYTES = 8 * 1024 * 1024;
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -93,6 +98,8 @@ interface ChannelState {
   cleanedAt: number;
   /** The newest parsed messages, by file name (insertion order: the oldest goes first). */
   parsed: Map<string, { message: Message; mtimeMs: number; size: number }>;
+  /** The file sizes of the messages in `parsed`. */
+  parsedBytes: number;
 }
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -312,6 +319,13 @@ export class FsStore implements Store {
     return mark + 1;
   }
 
+  private forgetParsed(state: ChannelState, name: string): void {
+    const entry = state.parsed.get(name);
+    if (!entry) return;
+    state.parsed.delete(name);
+    state.parsedBytes -= entry.size;
+  }
+
   /** Reads and parses one message file; undefined when it is gone or not a message. */
   private async parseFile(
     state: ChannelState,
@@ -341,7 +355,7 @@ export class FsStore implements Store {
       if (st && st.mtimeMs === cached.mtimeMs && st.size === cached.size) {
         return { message: { ...cached.message, extra: { ...cached.message.extra } } };
       }
-      state.parsed.delete(name);
+      this.forgetParsed(state, name);
     }
     let buf: Buffer;
     let mtimeMs: number;
@@ -375,8 +389,9 @@ export class FsStore implements Store {
       // Many waiters woken by one post each read it: parse it once. Messages are never edited
       // (SPEC §4), and the size and mtime check catches a file replaced by hand anyway.
       state.parsed.set(name, { message: parsed.message, mtimeMs, size: buf.length });
-      if (state.parsed.size > PARSED_CACHE) {
-        state.parsed.delete(state.parsed.keys().next().value as string);
+      state.parsedBytes += buf.length;
+      while (state.parsed.size > PARSED_CACHE || state.parsedBytes > PARSED_CACHE_BYTES) {
+        this.forgetParsed(state, state.parsed.keys().next().value as string);
       }
       return { message: { ...parsed.message, extra: { ...parsed.message.extra } } };
     }
@@ -387,10 +402,9 @@ export class FsStore implements Store {
    * Well-formed messages after `after`, in seq order. A file that does not parse while a live
    * poster holds the lock may be a reference `chat.py` still writing it in place: the scan stops
    * before it and looks again next time. Otherwise it is reported once and passed over.
-   * `drain`: see {@link ChannelIndex.sync}; scans that a wake drives pass false.
    */
-  private async scan(state: ChannelState, after: number, drain = true): Promise<Scan> {
-    await state.index.sync({ drain });
+  private async scan(state: ChannelState, after: number): Promise<Scan> {
+    await state.index.sync();
     if (state.index.leftovers.length > 0) this.removeAbandoned(state);
     const messages: Message[] = [];
     const warnings: string[] = [];
@@ -559,7 +573,7 @@ export class FsStore implements Store {
       let stalled = false;
       let news = false;
       for (const { state } of states) {
-        const scan = await this.scan(state, looked.get(state) ?? 0, false);
+        const scan = await this.scan(state, looked.get(state) ?? 0);
         stalled ||= scan.stalled === true;
         if (scan.messages.some((m) => isRelevant(m, agent))) {
           news = true;
@@ -575,7 +589,7 @@ export class FsStore implements Store {
     const scans = [];
     for (const { channel, state } of states) {
       const cursor = await this.cursor(channel, agent);
-      const scan = await this.scan(state, cursor, false);
+      const scan = await this.scan(state, cursor);
       scans.push({ channel, state, cursor, scan });
     }
     poll.stalledOn(scans.some(({ scan }) => scan.stalled));
@@ -618,7 +632,7 @@ export class FsStore implements Store {
         poll.scanned();
         let stalled = false;
         for (const { channel, state } of states) {
-          const scan = await this.scan(state, positions.get(channel) ?? 0, false);
+          const scan = await this.scan(state, positions.get(channel) ?? 0);
           positions.set(channel, scan.scannedTo);
           stalled ||= scan.stalled === true;
           for (const message of scan.messages) yield message;
@@ -813,6 +827,7 @@ export class FsStore implements Store {
         checked: false,
         cleanedAt: 0,
         parsed: new Map(),
+        parsedBytes: 0,
       };
       this.states.set(channel, state);
     }
