@@ -1,7 +1,7 @@
-import type { HookRequest } from "./hook.js";
+import type { HookArgs } from "./hook.js";
 
 /** A hook invocation the fast path serves: the request and the `--root` given, if any. */
-export interface HookLine extends HookRequest {
+export interface HookLine extends HookArgs {
   root?: string;
 }
 

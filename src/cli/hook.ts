@@ -15,7 +15,8 @@ import { oneOf, UsageError } from "./usage.js";
 const HOOK_STDIN_MS = 250;
 const HOOK_STDIN_MAX = 1024 * 1024;
 
-export interface HookRequest {
+/** The hook command as given on the command line (checked by `runHook`). */
+export interface HookArgs {
   event: string;
   as?: string | undefined;
   format?: string | undefined;
@@ -35,15 +36,15 @@ export interface HookIo {
  * nothing is unread. It never throws and never moves a cursor: a hook must not break the tool
  * that runs it, so a problem is said on stderr and the process still exits 0.
  */
-export async function runHook(request: HookRequest, io: HookIo): Promise<void> {
+export async function runHook(args: HookArgs, io: HookIo): Promise<void> {
   try {
     const input = parseHookInput(await readHookStdin());
-    const agent = request.as ?? io.env.AGENT_CHAT_NAME;
+    const agent = args.as ?? io.env.AGENT_CHAT_NAME;
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
-    const format = request.format
-      ? oneOf(request.format, HOOK_FORMATS, "--format")
+    const format = args.format
+      ? oneOf(args.format, HOOK_FORMATS, "--format")
       : detectFormat(input);
-    const event = oneOf(request.event, HOOK_EVENTS, "event") as HookEvent;
+    const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
     const store = await openStore(io.root, { watch: false });
     try {
@@ -55,7 +56,7 @@ export async function runHook(request: HookRequest, io: HookIo): Promise<void> {
           agent,
           count,
           input,
-          block: request.block === true,
+          block: args.block === true,
         }),
       );
     } finally {

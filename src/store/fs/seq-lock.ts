@@ -33,8 +33,8 @@ import { AgentChatError, wrapIoError } from "../../core/errors.js";
  * event loop between them keeps the lock held as briefly as possible when many processes post.
  */
 export const LOCK_DIR = "_seq.lock";
-export const STALE_MS = 30_000;
-export const LOCK_TIMEOUT_MS = 10_000;
+const STALE_MS = 30_000;
+const LOCK_TIMEOUT_MS = 10_000;
 /** Every name the lock leaves beside itself starts so (the store cleans up after the dead). */
 export const LOCK_LEFTOVER_PREFIX = ".seq.lock.";
 const OWNER_PREFIX = `${LOCK_LEFTOVER_PREFIX}owner.`;
@@ -44,7 +44,7 @@ const STEAL_DIR = "steal";
 const INSPECT_EVERY_MS = 100;
 const HOST = hostname();
 
-export interface LockOwner {
+interface LockOwner {
   host: string;
   pid: number;
   token: string;
