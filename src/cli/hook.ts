@@ -41,9 +41,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<void> {
     const input = parseHookInput(await readHookStdin());
     const agent = args.as ?? io.env.AGENT_CHAT_NAME;
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
-    const format = args.format
-      ? oneOf(args.format, HOOK_FORMATS, "--format")
-      : detectFormat(input);
+    const format = args.format ? oneOf(args.format, HOOK_FORMATS, "--format") : detectFormat(input);
     const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
     const store = await openStore(io.root, { watch: false });
