@@ -17,6 +17,8 @@ export type ErrorCode =
   | "ABORTED"
   | "LOCK_TIMEOUT"
   | "TOO_LARGE"
+  /** An entry of the root that is never followed or opened: a link, a FIFO, a device, ... */
+  | "UNSAFE_FILE"
   | "IO_ERROR"
   | "BACKEND_UNAVAILABLE"
   | "PROTOCOL_ERROR"

@@ -5,13 +5,13 @@ import {
   readlinkSync,
   renameSync,
   rmdirSync,
-  rmSync,
   symlinkSync,
   unlinkSync,
 } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import { AgentChatError, wrapIoError } from "../../core/errors.js";
+import { entryKind, removeFileEntry, removeOwnDir } from "../root-files.js";
 
 /**
  * The channel's sequence lock `_seq.lock`, the name the reference `chat.py` takes with mkdir, so
@@ -29,6 +29,12 @@ import { AgentChatError, wrapIoError } from "../../core/errors.js";
  * race-free: a stealer must first create `steal/` inside the very lock instance it judged stale
  * (only one mkdir can win), and then checks that the instance is still the one it judged.
  *
+ * The root is untrusted (DESIGN.md §10): a `_seq.lock` may be a link planted to point anywhere,
+ * a file, a FIFO. Only a link whose target is one of our owner names (no separator) and leads
+ * to a real directory is ours; only a real directory is the reference's. Anything else is
+ * foreign: judged by its own age, marked for stealing by a sibling named after its inode, and
+ * removed as the entry it is (unlink), never through it and never recursively.
+ *
  * The calls are synchronous on purpose: each is a few microseconds, and not returning to the
  * event loop between them keeps the lock held as briefly as possible when many processes post.
  */
@@ -40,7 +46,11 @@ export const LOCK_LEFTOVER_PREFIX = ".seq.lock.";
 const OWNER_PREFIX = `${LOCK_LEFTOVER_PREFIX}owner.`;
 /** Locks being stolen are renamed to these dot-names before they are removed. */
 const STALE_PREFIX = `${LOCK_LEFTOVER_PREFIX}stale-`;
+/** The steal marker of a foreign lock (which has no folder to hold one) sits beside it. */
+const FOREIGN_STEAL_PREFIX = `${LOCK_LEFTOVER_PREFIX}steal-`;
 const STEAL_DIR = "steal";
+/** What our owner names look like: `<prefix><pid>.<hex token>.<host>`, never a path. */
+const OWNER_NAME = /^\.seq\.lock\.owner\.(\d+)\.([A-Za-z0-9]+)\.([A-Za-z0-9_.-]+)$/;
 const INSPECT_EVERY_MS = 100;
 const HOST = hostname();
 
@@ -154,18 +164,19 @@ function releaseLock(
 }
 
 function removeOwnerDir(ownerDir: string): void {
-  try {
-    rmdirSync(ownerDir);
-  } catch {
-    // A stealer's marker is inside, or it is gone already.
-    rmSync(ownerDir, { recursive: true, force: true });
-  }
+  // A stealer's marker may be inside; nothing else ever is.
+  removeOwnDir(ownerDir, [STEAL_DIR]);
 }
 
 interface SeenLock {
   ino: number;
   ageMs: number;
-  /** Our lock's target (its owner directory's name); undefined for the reference's directory. */
+  /**
+   * `ours`: a link to one of our owner directories; `reference`: chat.py's real directory;
+   * `foreign`: anything else (a link elsewhere, a file, a FIFO), planted or corrupt.
+   */
+  kind: "ours" | "reference" | "foreign";
+  /** The link's target, for a link. */
   target?: string;
   owner?: LockOwner;
 }
@@ -174,15 +185,16 @@ interface SeenLock {
 function inspectLock(lockPath: string): SeenLock | undefined {
   const st = lstatSync(lockPath, { throwIfNoEntry: false });
   if (!st) return undefined;
-  const seen: SeenLock = { ino: st.ino, ageMs: Date.now() - st.mtimeMs };
-  if (st.isSymbolicLink()) {
-    const target = readTarget(lockPath);
-    if (target === undefined) return undefined;
-    seen.target = target;
-    const owner = parseOwner(target);
-    if (owner) seen.owner = owner;
-  }
-  return seen;
+  const ageMs = Date.now() - st.mtimeMs;
+  if (st.isDirectory()) return { ino: st.ino, ageMs, kind: "reference" };
+  if (!st.isSymbolicLink()) return { ino: st.ino, ageMs, kind: "foreign" };
+  const target = readTarget(lockPath);
+  if (target === undefined) return undefined;
+  const owner = parseOwner(target);
+  const ownerDir = join(dirname(lockPath), target);
+  if (owner && entryKind(ownerDir) === "dir")
+    return { ino: st.ino, ageMs, kind: "ours", target, owner };
+  return { ino: st.ino, ageMs, kind: "foreign", target };
 }
 
 function readTarget(lockPath: string): string | undefined {
@@ -195,12 +207,10 @@ function readTarget(lockPath: string): string | undefined {
 
 /** The owner named by our lock's target; undefined for anything else (judged by its age). */
 function parseOwner(target: string): LockOwner | undefined {
-  if (!target.startsWith(OWNER_PREFIX)) return undefined;
-  const [pid, token, ...host] = target.slice(OWNER_PREFIX.length).split(".");
-  if (pid && token && host.length > 0 && /^\d+$/.test(pid)) {
-    return { pid: Number(pid), token, host: host.join(".") };
-  }
-  return undefined;
+  const m = OWNER_NAME.exec(target);
+  if (!m) return undefined;
+  const pid = Number(m[1]);
+  return Number.isSafeInteger(pid) ? { pid, token: m[2]!, host: m[3]! } : undefined;
 }
 
 function isStale(seen: SeenLock, staleMs: number): boolean {
@@ -219,33 +229,57 @@ function processAlive(pid: number): boolean {
 
 /**
  * Removes the lock instance `seen`. The `steal/` marker goes inside that instance (our lock's
- * owner directory, or the reference's lock directory), so only one stealer can win it, and a
- * stealer that judged an instance since released cannot touch its successor.
+ * owner directory, or the reference's lock directory; beside a foreign one), so only one
+ * stealer can win it, and a stealer that judged an instance since released cannot touch its
+ * successor.
  */
 function steal(lockPath: string, seen: SeenLock): boolean {
   const channelDir = dirname(lockPath);
-  const instanceDir = seen.target === undefined ? lockPath : join(channelDir, seen.target);
-  const stealDir = join(instanceDir, STEAL_DIR);
+  const ownerDir = seen.kind === "ours" ? join(channelDir, seen.target!) : undefined;
+  const marker =
+    seen.kind === "ours"
+      ? join(ownerDir!, STEAL_DIR)
+      : seen.kind === "reference"
+        ? join(lockPath, STEAL_DIR)
+        : join(channelDir, `${FOREIGN_STEAL_PREFIX}${seen.ino}`);
   try {
-    mkdirSync(stealDir);
+    mkdirSync(marker);
   } catch {
     return false; // another stealer won this instance, or it is gone: retry from the top
   }
+  const dropMarker = () => rmdirSync(marker);
   const now = inspectLock(lockPath);
-  if (!now || now.ino !== seen.ino || now.target !== seen.target) {
-    rmSync(stealDir, { recursive: true, force: true });
+  if (!now || now.ino !== seen.ino || now.kind !== seen.kind || now.target !== seen.target) {
+    dropMarker();
     return false;
   }
   const grave = join(channelDir, `${STALE_PREFIX}${randomBytes(6).toString("hex")}`);
   try {
     renameSync(lockPath, grave);
   } catch {
-    rmSync(stealDir, { recursive: true, force: true });
+    dropMarker();
     return false;
   }
-  rmSync(grave, { recursive: true, force: true });
-  if (seen.target !== undefined) rmSync(instanceDir, { recursive: true, force: true });
+  // The grave is the lock entry itself: a link or file is unlinked, the reference's directory
+  // removed only while it holds nothing but our marker (else it stays, a dot-name nobody reads).
+  if (seen.kind === "reference") removeOwnDir(grave, [STEAL_DIR]);
+  else removeFileEntry(grave);
+  if (ownerDir) removeOwnDir(ownerDir, [STEAL_DIR]);
+  if (seen.kind === "foreign") dropMarker();
   return true;
+}
+
+/**
+ * Takes over the lock at once when it is ours and its owner is a dead process on this host, so
+ * that a reference `chat.py` never meets it: chat.py judges a lock by its age and, after 30 s,
+ * tries to rmdir it, which fails on our link and leaves it spinning. Parked waits, watches and
+ * the daemon call this on each poll; it costs one lstat when no lock is held.
+ */
+export function clearDeadOwnerLock(channelDir: string): boolean {
+  const lockPath = join(channelDir, LOCK_DIR);
+  const seen = inspectLock(lockPath);
+  if (seen?.kind !== "ours" || seen.owner!.host !== HOST) return false;
+  return !processAlive(seen.owner!.pid) && steal(lockPath, seen);
 }
 
 /**
@@ -261,10 +295,13 @@ export function abandonedLockLeftover(channelDir: string, name: string, ageMs: n
   return owner.host === HOST ? !processAlive(owner.pid) : ageMs > 2 * STALE_MS;
 }
 
-/** Whether some live poster holds the lock right now (used to spot a file still being written). */
-export function lockHeld(channelDir: string, staleMs = STALE_MS): boolean {
+/**
+ * Whether a reference `chat.py` holds the lock right now: it writes messages in place, so a
+ * file that does not parse may be one it is still writing. Ours never writes in place.
+ */
+export function referenceLockHeld(channelDir: string, staleMs = STALE_MS): boolean {
   const seen = inspectLock(join(channelDir, LOCK_DIR));
-  return seen !== undefined && !isStale(seen, staleMs);
+  return seen?.kind === "reference" && !isStale(seen, staleMs);
 }
 
 function describeOwner(owner: LockOwner | undefined): string {

@@ -1,0 +1,238 @@
+import { randomBytes } from "node:crypto";
+import {
+  closeSync,
+  constants,
+  promises as fsp,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  type Stats,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { AgentChatError } from "../core/errors.js";
+
+/**
+ * The one place that opens, writes and removes files inside a root (DESIGN.md §10). A root is
+ * shared: cloned from git, written by `chat.py`, an editor, another person. So every entry in
+ * it is someone else's input, and this module:
+ *
+ * - never follows a symbolic link: directories are checked with lstat, files are opened with
+ *   `O_NOFOLLOW` (and lstat first, so that nothing but a regular file is ever opened);
+ * - opens only regular files: a FIFO would block open(2) forever, a device could do anything;
+ *   `O_NONBLOCK` covers a FIFO swapped in between the lstat and the open;
+ * - caps what it reads, by the size fstat reports and by what read(2) returns (a file growing
+ *   meanwhile is cut off, not read to the end);
+ * - never writes through a link, symbolic or hard: data goes to a new temporary file that is
+ *   renamed (replace) or hard-linked (exclusive create) into place, which replaces or refuses the
+ *   directory entry and never touches what it pointed to;
+ * - removes only what it can prove is its own, and never recursively.
+ *
+ * Callers pass paths they built from validated names (no `..`, no separators), so a path can
+ * leave the root only through a link, and no link is ever followed.
+ */
+
+/** A refusal to touch an entry because of what it is (a link, a FIFO, a folder, ...). */
+export function unsafeEntry(path: string, what: string): AgentChatError {
+  return new AgentChatError("UNSAFE_FILE", `${path} ${what}; it is never followed or opened`);
+}
+
+export type EntryKind = "file" | "dir" | "link" | "other";
+
+function kindOf(st: Stats): EntryKind {
+  if (st.isSymbolicLink()) return "link";
+  if (st.isFile()) return "file";
+  if (st.isDirectory()) return "dir";
+  return "other";
+}
+
+function describe(kind: EntryKind): string {
+  switch (kind) {
+    case "link":
+      return "is a symbolic link";
+    case "dir":
+      return "is a folder, not a file";
+    case "other":
+      return "is not a regular file (a FIFO, socket or device)";
+    default:
+      return "is a file, not a folder";
+  }
+}
+
+/** What `path` is, without following a link; undefined when nothing is there. */
+export function entryKind(path: string): EntryKind | undefined {
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  return st ? kindOf(st) : undefined;
+}
+
+/** Throws UNSAFE_FILE unless `path` is a real directory (ENOENT when it is missing). */
+export function assertRealDir(path: string): void {
+  const kind = kindOf(lstatSync(path));
+  if (kind !== "dir") throw unsafeEntry(path, describe(kind));
+}
+
+/** Creates the real directory `path` unless it exists; throws UNSAFE_FILE if it is anything else. */
+export function ensureRealDir(path: string): void {
+  try {
+    // Not recursive: a recursive mkdir walks through a parent that is a link.
+    mkdirSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+  assertRealDir(path);
+}
+
+export interface RootFile {
+  data: Buffer;
+  mtimeMs: number;
+  size: number;
+}
+
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Reads the regular file `path`, at most `maxBytes` of it. Throws UNSAFE_FILE for a link, a
+ * folder, a FIFO, socket or device, TOO_LARGE past the cap, and the native error (ENOENT, ...)
+ * otherwise. Synchronous: files in a root are small, and a wake should not queue on the pool.
+ */
+export function readRootFileSync(path: string, maxBytes: number): RootFile {
+  const before = lstatSync(path);
+  if (!before.isFile()) throw unsafeEntry(path, describe(kindOf(before)));
+  tooLarge(path, before.size, maxBytes);
+  const fd = openSync(path, READ_FLAGS);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.ino !== before.ino) throw unsafeEntry(path, describe(kindOf(st)));
+    tooLarge(path, st.size, maxBytes);
+    const data = Buffer.allocUnsafe(Math.min(st.size, maxBytes) + 1);
+    let length = 0;
+    for (;;) {
+      const n = readSync(fd, data, length, data.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length === data.length) tooLarge(path, length, maxBytes);
+    }
+    return { data: data.subarray(0, length), mtimeMs: st.mtimeMs, size: length };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** {@link readRootFileSync} decoded as UTF-8 (invalid bytes become U+FFFD). */
+export function readRootTextSync(path: string, maxBytes: number): string {
+  return readRootFileSync(path, maxBytes).data.toString("utf8");
+}
+
+function tooLarge(path: string, size: number, maxBytes: number): void {
+  if (size > maxBytes) {
+    throw new AgentChatError(
+      "TOO_LARGE",
+      `${path} is larger than ${maxBytes} bytes; it is never read into memory`,
+    );
+  }
+}
+
+/** A name for a temporary file that every reader ignores (dot-files are never messages). */
+export function tempName(): string {
+  return `.tmp-${randomBytes(8).toString("hex")}`;
+}
+
+/** Writes a new temporary file in `dir` (exclusively: never through something planted there). */
+function writeTemp(dir: string, data: string | Buffer): string {
+  const tmp = join(dir, tempName());
+  writeFileSync(tmp, data, { flag: "wx", mode: 0o644 });
+  return tmp;
+}
+
+/**
+ * Replaces `dir/name` with `data` atomically: readers see the old or the new file, never half
+ * of one, and a link at `name` is replaced, not written through.
+ */
+export function replaceFileSync(dir: string, name: string, data: string | Buffer): void {
+  const tmp = writeTemp(dir, data);
+  try {
+    renameSync(tmp, join(dir, name));
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+/** {@link replaceFileSync} on the thread pool, for files that may be large. */
+export async function replaceFile(dir: string, name: string, data: string | Buffer): Promise<void> {
+  const tmp = join(dir, tempName());
+  try {
+    await fsp.writeFile(tmp, data, { flag: "wx", mode: 0o644 });
+    await fsp.rename(tmp, join(dir, name));
+  } catch (err) {
+    await fsp.rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+/**
+ * Creates `dir/name` with `data` atomically and only if no entry of that name exists, of any
+ * kind (EEXIST otherwise): `link` never replaces, unlike `rename`.
+ */
+export async function createFileExclusive(
+  dir: string,
+  name: string,
+  data: string | Buffer,
+): Promise<void> {
+  const tmp = join(dir, tempName());
+  await fsp.writeFile(tmp, data, { flag: "wx", mode: 0o644 });
+  try {
+    await fsp.link(tmp, join(dir, name));
+  } finally {
+    await fsp.rm(tmp, { force: true });
+  }
+}
+
+/** Moves the temporary file `tmp` to `dir/name` only if no entry of that name exists (EEXIST). */
+export function publishExclusiveSync(tmp: string, dir: string, name: string): void {
+  linkSync(tmp, join(dir, name));
+  unlinkSync(tmp);
+}
+
+/**
+ * Removes the real, empty directory `path` that this program made, and the listed empty
+ * sub-directories it may have made inside it. Never recursive, never through a link: anything
+ * else found there (planted by someone) makes it give up and return false.
+ */
+export function removeOwnDir(path: string, children: readonly string[] = []): boolean {
+  if (entryKind(path) !== "dir") return false;
+  for (const child of children) {
+    if (entryKind(join(path, child)) === "dir") {
+      try {
+        rmdirSync(join(path, child));
+      } catch {
+        return false;
+      }
+    }
+  }
+  try {
+    rmdirSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Removes a file or link entry (never what a link points to); false when it is a folder. */
+export function removeFileEntry(path: string): boolean {
+  const kind = entryKind(path);
+  if (kind === undefined || kind === "dir") return false;
+  try {
+    unlinkSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
