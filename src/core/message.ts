@@ -39,12 +39,25 @@ export const BROADCAST = "all";
 /** Matches a message file name: digits, `-`, anything, `.md`. The digits are the seq. */
 const MESSAGE_FILE = /^(\d+)-[^/\\]*\.md$/;
 
+/**
+ * The largest sequence number ever read or issued. Numbers come from file names and `.seq`,
+ * which anyone can write: one near 2^53 would leave no room to count on (and 2^53 + 1 is not a
+ * distinct double). A million years of a message a second stays below it.
+ */
+export const MAX_SEQ = 1e12;
+
 /** The seq encoded in a message file name, or undefined when the name is not a message's. */
 export function seqOfFileName(name: string): number | undefined {
   const m = MESSAGE_FILE.exec(name);
   if (!m) return undefined;
   const seq = Number(m[1]);
-  return Number.isSafeInteger(seq) ? seq : undefined;
+  return Number.isSafeInteger(seq) && seq <= MAX_SEQ ? seq : undefined;
+}
+
+/** Whether `name` looks like a message file but its number is beyond {@link MAX_SEQ}. */
+export function hasOversizedSeq(name: string): boolean {
+  const m = MESSAGE_FILE.exec(name);
+  return m !== null && !(Number(m[1]) <= MAX_SEQ);
 }
 
 export function messageFileName(seq: number, from: string, title: string): string {

@@ -21,11 +21,10 @@ export function parseMeta(text: string, channel: string): ChannelMeta {
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw new AgentChatError(
-      "CORRUPT_META",
-      `channel ${channel}: _meta.json is not valid JSON (${(err as Error).message})`,
-      { cause: err },
-    );
+    // Never the parser's own message: newer engines quote the text, which may be anything.
+    throw new AgentChatError("CORRUPT_META", `channel ${channel}: _meta.json is not valid JSON`, {
+      cause: err,
+    });
   }
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
     throw new AgentChatError("CORRUPT_META", `channel ${channel}: _meta.json is not a JSON object`);

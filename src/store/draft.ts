@@ -1,7 +1,15 @@
 import { AgentChatError } from "../core/errors.js";
-import { formatTo, oneLine, parseTo, serializeMessage, titleFromBody } from "../core/message.js";
+import {
+  formatTimestamp,
+  formatTo,
+  oneLine,
+  parseTo,
+  serializeMessage,
+  titleFromBody,
+} from "../core/message.js";
+import type { ChannelMeta } from "../core/meta.js";
 import { validateName } from "../core/names.js";
-import type { NewTask, PostInput } from "./types.js";
+import type { InitOptions, NewTask, PostInput } from "./types.js";
 
 /** Limits every backend enforces alike, so that a post accepted by one is accepted by all. */
 export const MAX_TITLE = 200;
@@ -65,6 +73,24 @@ export function draftPost(channel: string, input: PostInput, maxBodyBytes: numbe
   // Serialising once here rejects bad extra keys before any lock or network round trip.
   serializeMessage({ ...draft, seq: 0, ts: "" });
   return draft;
+}
+
+/**
+ * A new channel's `_meta.json`. Keys of ours come after the reference's and never replace them:
+ * an `extra` with `members: 5` (say, from a daemon client) would write a meta that no reader,
+ * chat.py included, could use.
+ */
+export function draftMeta(channel: string, options: InitOptions): ChannelMeta {
+  validateName("channel", channel);
+  const members = (options.members ?? []).map((m) => validateName("agent", m));
+  const { channel: _c, members: _m, topic: _t, created: _cr, ...extra } = options.extra ?? {};
+  return {
+    channel,
+    members,
+    topic: oneLine(options.topic ?? ""),
+    created: formatTimestamp(),
+    ...extra,
+  };
 }
 
 /** Validates a new task's sender and title; returns them normalised. */

@@ -1,12 +1,19 @@
 import { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
-import { parseMessage, seqOfFileName } from "../core/message.js";
+import { MAX_SEQ, parseMessage, seqOfFileName } from "../core/message.js";
 import { parseMeta } from "../core/meta.js";
 import { validateName } from "../core/names.js";
-import { createFileExclusive, writeFileAtomic } from "./fs/atomic.js";
 import { TASK_FILE } from "./fs/tasks.js";
 import type { ChannelDump, NatsStore } from "./nats/nats-store.js";
+import {
+  createFileExclusive,
+  ensureRealDir,
+  entryKind,
+  readRootTextSync,
+  replaceFile,
+} from "./root-files.js";
+import { DEFAULT_MAX_BODY_BYTES } from "./types.js";
 
 export interface TransferSummary {
   channels: number;
@@ -16,6 +23,9 @@ export interface TransferSummary {
   /** Files passed over (not well-formed messages, duplicate seqs). */
   warnings: string[];
 }
+
+/** The largest file an import reads: a message at the default body limit with its frontmatter. */
+const MAX_IMPORTED_FILE = DEFAULT_MAX_BODY_BYTES + 64 * 1024;
 
 function emptySummary(): TransferSummary {
   return { channels: 0, messages: 0, cursors: 0, tasks: 0, warnings: [] };
@@ -38,7 +48,8 @@ export async function exportNamespace(
     const dump = await store.dump(name);
     const chDir = join(dir, name);
     try {
-      await fsp.mkdir(chDir, { recursive: true });
+      await fsp.mkdir(dir, { recursive: true });
+      ensureRealDir(chDir); // never written through a link
       await createFileExclusive(chDir, "_meta.json", dump.metaText);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") {
@@ -51,16 +62,16 @@ export async function exportNamespace(
       throw wrapIoError(err, `cannot write ${chDir}`);
     }
     try {
-      for (const m of dump.messages) await writeFileAtomic(chDir, m.file, m.text);
+      for (const m of dump.messages) await replaceFile(chDir, m.file, m.text);
       const last = dump.messages.at(-1)?.seq;
       // The folder store's high-water mark, so that the folder continues the same numbering.
-      if (last !== undefined) await writeFileAtomic(chDir, ".seq", String(last));
+      if (last !== undefined) await replaceFile(chDir, ".seq", String(last));
       const cursors = Object.entries(dump.cursors);
-      if (cursors.length > 0) await fsp.mkdir(join(chDir, ".cursors"), { recursive: true });
+      if (cursors.length > 0) ensureRealDir(join(chDir, ".cursors"));
       for (const [agent, seq] of cursors) {
-        await writeFileAtomic(join(chDir, ".cursors"), `${agent}.txt`, String(seq));
+        await replaceFile(join(chDir, ".cursors"), `${agent}.txt`, String(seq));
       }
-      for (const t of dump.tasks) await writeFileAtomic(chDir, t.file, t.text);
+      for (const t of dump.tasks) await replaceFile(chDir, t.file, t.text);
     } catch (err) {
       throw wrapIoError(err, `cannot write ${chDir}`);
     }
@@ -115,9 +126,12 @@ async function readChannel(
   name: string,
   warnings: string[],
 ): Promise<ChannelDump | undefined> {
+  // The folder being imported is untrusted like any root: no links, no FIFOs, bounded reads.
+  const read = (path: string) => readRootTextSync(path, MAX_IMPORTED_FILE);
+  if (entryKind(chDir) !== "dir") return undefined;
   let metaText: string;
   try {
-    metaText = await fsp.readFile(join(chDir, "_meta.json"), "utf8");
+    metaText = read(join(chDir, "_meta.json"));
   } catch {
     return undefined; // not a channel
   }
@@ -128,12 +142,22 @@ async function readChannel(
   for (const file of files) {
     const seq = seqOfFileName(file);
     if (seq !== undefined) {
-      const text = await fsp.readFile(join(chDir, file), "utf8");
+      let text: string;
+      try {
+        text = read(join(chDir, file));
+      } catch (err) {
+        warnings.push(`${name}/${file}: ${(err as Error).message}, not imported`);
+        continue;
+      }
       const parsed = parseMessage(text, file, name);
       if (parsed.ok) messages.push({ seq, file, text });
       else warnings.push(`${name}/${file}: ${parsed.reason}, not imported`);
     } else if (TASK_FILE.test(file)) {
-      tasks.push({ file, text: await fsp.readFile(join(chDir, file), "utf8") });
+      try {
+        tasks.push({ file, text: read(join(chDir, file)) });
+      } catch (err) {
+        warnings.push(`${name}/${file}: ${(err as Error).message}, not imported`);
+      }
     }
   }
   messages.sort((a, b) => a.seq - b.seq || (a.file < b.file ? -1 : 1));
@@ -143,11 +167,18 @@ async function readChannel(
     return !duplicate;
   });
   const cursors: Record<string, number> = {};
-  const cursorFiles = await fsp.readdir(join(chDir, ".cursors")).catch(() => [] as string[]);
+  const cursorDir = join(chDir, ".cursors");
+  const cursorFiles =
+    entryKind(cursorDir) === "dir" ? await fsp.readdir(cursorDir) : ([] as string[]);
   for (const file of cursorFiles) {
     if (!file.endsWith(".txt") || file.startsWith(".")) continue;
-    const n = Number.parseInt(await fsp.readFile(join(chDir, ".cursors", file), "utf8"), 10);
-    if (Number.isSafeInteger(n) && n > 0) cursors[file.slice(0, -4)] = n;
+    let n = 0;
+    try {
+      n = Number.parseInt(read(join(cursorDir, file)), 10);
+    } catch {
+      continue; // not a plain file
+    }
+    if (Number.isSafeInteger(n) && n > 0 && n <= MAX_SEQ) cursors[file.slice(0, -4)] = n;
   }
   return { name, metaText, messages: unique, cursors, tasks };
 }

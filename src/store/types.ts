@@ -12,7 +12,7 @@ export interface Store {
   readonly location: string;
 
   init(channel: string, options?: InitOptions): Promise<ChannelMeta>;
-  channels(): Promise<ChannelInfo[]>;
+  channels(options?: ChannelsOptions): Promise<ChannelInfo[]>;
   roster(channel: string): Promise<ChannelMeta>;
   /** Allocates the next sequence number atomically and writes the message. */
   post(channel: string, input: PostInput): Promise<PostResult>;
@@ -58,6 +58,14 @@ export interface InitOptions {
   topic?: string;
   /** Keys of ours, written after the reference's keys in `_meta.json`. */
   extra?: Record<string, unknown>;
+}
+
+export interface ChannelsOptions {
+  /**
+   * Hears, once per store, why a channel was left out of the list (a corrupt `_meta.json`, a
+   * channel folder that is a link): one bad channel never hides the others.
+   */
+  onWarning?: (warning: string) => void;
 }
 
 export interface ChannelInfo {

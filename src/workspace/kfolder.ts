@@ -11,8 +11,8 @@ import {
   validateFileName,
   validateFolderName,
 } from "../core/kfile.js";
-import { writeFileAtomic } from "../store/fs/atomic.js";
 import { acquireSeqLock } from "../store/fs/seq-lock.js";
+import { replaceFile } from "../store/root-files.js";
 
 /**
  * The K-folder on disk. Each folder is a real directory (so the workspace can be browsed and
@@ -188,14 +188,14 @@ export class KFolder {
 
   async setFocus(path: string[]): Promise<void> {
     this.pathOf(path);
-    await writeFileAtomic(this.dir, FOCUS_FILE, path.join("/"));
+    await replaceFile(this.dir, FOCUS_FILE, path.join("/"));
   }
 
   async setDescription(path: string[], description: string): Promise<void> {
     validateDescription(description);
     const dir = this.pathOf(path);
     const meta = await this.readMeta(dir, path.length === 0);
-    await writeFileAtomic(dir, META_FILE, `${JSON.stringify({ ...meta, description })}\n`);
+    await replaceFile(dir, META_FILE, `${JSON.stringify({ ...meta, description })}\n`);
   }
 
   /** Renames or moves a folder (one atomic rename) and keeps the focus on it if it had it. */
@@ -229,7 +229,7 @@ export class KFolder {
   async writeFile(path: string[], file: string, content: string): Promise<void> {
     const target = this.filePath(path, file);
     await refuseLink(target);
-    await writeFileAtomic(this.pathOf(path), file, content);
+    await replaceFile(this.pathOf(path), file, content);
   }
 
   async readFile(path: string[], file: string): Promise<string> {
@@ -278,7 +278,7 @@ export class KFolder {
 
   /** Writes the K-file of the current turn where both sides can read it. */
   async writeKFile(text: string): Promise<void> {
-    await writeFileAtomic(this.dir, KFILE_FILE, text);
+    await replaceFile(this.dir, KFILE_FILE, text);
   }
 
   async readState(name: string): Promise<string | undefined> {
@@ -291,7 +291,7 @@ export class KFolder {
   }
 
   async writeState(name: string, text: string): Promise<void> {
-    await writeFileAtomic(this.dir, name, text);
+    await replaceFile(this.dir, name, text);
   }
 
   async removeState(name: string): Promise<void> {

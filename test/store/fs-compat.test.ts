@@ -193,13 +193,20 @@ describe("files dropped in by hand", () => {
     expect(r.messages).toEqual([]);
   });
 
-  it("never writes through a channel folder that is a symlink out of the root", async () => {
+  it("never reads or writes through a channel folder that is a symlink out of the root", async () => {
     const outside = tempDir();
     try {
       writeFileSync(join(outside.dir, "_meta.json"), '{"channel":"evil","members":[]}');
+      writeFileSync(
+        join(outside.dir, "0001-eve-secret.md"),
+        "---\nseq: 1\nfrom: eve\n---\nsecret\n",
+      );
       symlinkSync(outside.dir, join(tmp.dir, "evil"));
-      expect(await code(store.post("evil", { from: "alice", body: "x" }))).toBe("INVALID_NAME");
-      expect(readdirSync(outside.dir)).toEqual(["_meta.json"]);
+      expect(await code(store.post("evil", { from: "alice", body: "x" }))).toBe("UNSAFE_FILE");
+      expect(await code(store.read("evil", { as: "bob" }))).toBe("UNSAFE_FILE");
+      expect(await code(store.roster("evil"))).toBe("UNSAFE_FILE");
+      expect((await store.channels()).map((c) => c.name)).not.toContain("evil");
+      expect(readdirSync(outside.dir).sort()).toEqual(["0001-eve-secret.md", "_meta.json"]);
     } finally {
       outside.cleanup();
     }

@@ -1,6 +1,6 @@
 import { existsSync, type FSWatcher, promises as fsp, watch } from "node:fs";
 import { join } from "node:path";
-import { seqOfFileName } from "../../core/message.js";
+import { hasOversizedSeq, seqOfFileName } from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "./seq-lock.js";
 
 /**
@@ -34,6 +34,8 @@ export class ChannelIndex {
   private readonly listeners = new Set<(name: string | undefined) => void>();
   /** Dot-files left by crashed writers, seen by the last scan. */
   leftovers: string[] = [];
+  /** Names shaped like messages whose number is past MAX_SEQ: never messages, reported once. */
+  readonly outOfRange = new Set<string>();
 
   constructor(
     private readonly dir: string,
@@ -126,8 +128,9 @@ export class ChannelIndex {
     return this.after(after).reverse();
   }
 
-  has(seq: number, name: string): boolean {
-    return this.bySeq.get(seq)?.includes(name) ?? false;
+  /** Whether any file, well-formed or not, carries the number `seq`. */
+  holds(seq: number): boolean {
+    return this.bySeq.has(seq);
   }
 
   maxSeq(): number {
@@ -160,7 +163,10 @@ export class ChannelIndex {
 
   private insert(name: string, keepOrder: boolean): void {
     const seq = seqOfFileName(name);
-    if (seq === undefined) return;
+    if (seq === undefined) {
+      if (hasOversizedSeq(name)) this.outOfRange.add(name);
+      return;
+    }
     const names = this.bySeq.get(seq);
     if (names) {
       if (!names.includes(name)) {

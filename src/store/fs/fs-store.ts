@@ -1,33 +1,37 @@
-import {
-  closeSync,
-  constants,
-  promises as fsp,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { promises as fsp, lstatSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
   formatTimestamp,
   isRelevant,
+  MAX_SEQ,
   type Message,
   messageFileName,
-  oneLine,
   parseMessage,
   serializeMessage,
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, parseTaskId, validateName } from "../../core/names.js";
-import { compareTaskIds, draftPost, draftTask, type PostDraft } from "../draft.js";
+import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "../draft.js";
+import {
+  assertRealDir,
+  createFileExclusive,
+  ensureRealDir,
+  entryKind,
+  publishExclusiveSync,
+  type RootFile,
+  readRootFileSync,
+  readRootTextSync,
+  removeFileEntry,
+  removeOwnDir,
+  replaceFile,
+  replaceFileSync,
+  tempName,
+} from "../root-files.js";
 import {
   type Capabilities,
   type ChannelInfo,
+  type ChannelsOptions,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_WAIT_TIMEOUT_MS,
@@ -44,15 +48,15 @@ import {
   type WatchOptions,
 } from "../types.js";
 import { abortError, timeoutError, Wakeup } from "../wakeup.js";
-import { createFileExclusive, tempName, writeFileAtomic, writeFileAtomicSync } from "./atomic.js";
 import { ChannelIndex } from "./channel-index.js";
 import {
   abandonedLockLeftover,
   acquireSeqLock,
+  clearDeadOwnerLock,
   LOCK_DIR,
   LOCK_LEFTOVER_PREFIX,
   type LockOptions,
-  lockHeld,
+  referenceLockHeld,
 } from "./seq-lock.js";
 import { formatTask, parseTaskFile, TASK_FILE } from "./tasks.js";
 
@@ -81,6 +85,12 @@ const IN_PROGRESS_MS = 2_000;
  */
 const PARSED_CACHE = 2_048;
 const PARSED_CACHE_BYTES = 8 * 1024 * 1024;
+/** The largest `_meta.json` read (a governance profile included, it is a few KB). */
+const MAX_META_BYTES = 256 * 1024;
+/** What a message file may hold beyond its body: the frontmatter. Larger files are skipped. */
+const FRONTMATTER_HEADROOM = 64 * 1024;
+/** The largest task marker read; a task's text is a title and a short description. */
+const MAX_TASK_BYTES = 1024 * 1024;
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -126,19 +136,11 @@ export class FsStore implements Store {
   }
 
   async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
-    validateName("channel", channel);
-    const members = (options.members ?? []).map((m) => validateName("agent", m));
-    const meta: ChannelMeta = {
-      channel,
-      members,
-      topic: oneLine(options.topic ?? ""),
-      created: formatTimestamp(),
-      ...options.extra,
-    };
+    const meta = draftMeta(channel, options);
     const dir = join(this.location, channel);
     try {
-      await fsp.mkdir(dir, { recursive: true });
-      await this.assertRealDir(dir, channel);
+      await fsp.mkdir(this.location, { recursive: true });
+      ensureRealDir(dir);
       await createFileExclusive(dir, META, serializeMeta(meta));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") {
@@ -151,7 +153,11 @@ export class FsStore implements Store {
     return meta;
   }
 
-  async channels(): Promise<ChannelInfo[]> {
+  /**
+   * Every channel of the root. One that cannot be read (a corrupt `_meta.json`, a folder that is
+   * a link) never hides the others: it is left out, and `onWarning` hears why, once.
+   */
+  async channels(options: ChannelsOptions = {}): Promise<ChannelInfo[]> {
     let names: string[];
     try {
       names = await fsp.readdir(this.location);
@@ -172,7 +178,8 @@ export class FsStore implements Store {
         meta = await this.roster(name);
       } catch (err) {
         if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue;
-        throw err;
+        this.warnOnce(`channel ${name}: ${(err as Error).message}; skipped`, options.onWarning);
+        continue;
       }
       const state = this.state(name);
       await state.index.sync();
@@ -189,9 +196,11 @@ export class FsStore implements Store {
 
   async roster(channel: string): Promise<ChannelMeta> {
     validateName("channel", channel);
+    const dir = join(this.location, channel);
     let text: string;
     try {
-      text = await fsp.readFile(join(this.location, channel, META), "utf8");
+      assertRealDir(dir);
+      text = readRootTextSync(join(dir, META), MAX_META_BYTES);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") {
@@ -212,7 +221,6 @@ export class FsStore implements Store {
   ): Promise<ChannelMeta> {
     await this.roster(channel);
     const state = this.state(channel);
-    await this.assertRealDir(state.dir, channel);
     return this.withLock(state, async () => {
       const current = await this.roster(channel);
       const { channel: _c, members: _m, topic: _t, created: _cr, ...ours } = update(current);
@@ -224,7 +232,7 @@ export class FsStore implements Store {
         ...ours,
       };
       try {
-        await writeFileAtomic(state.dir, META, serializeMeta(next));
+        await replaceFile(state.dir, META, serializeMeta(next));
       } catch (err) {
         throw wrapIoError(err, `cannot update channel ${channel}`);
       }
@@ -237,7 +245,6 @@ export class FsStore implements Store {
     const state = this.state(channel);
     if (!state.checked) {
       await this.roster(channel);
-      await this.assertRealDir(state.dir, channel);
       state.checked = true;
     }
     const run = state.tail.then(
@@ -250,8 +257,8 @@ export class FsStore implements Store {
 
   /**
    * Writes the message to a temporary file under the seq this process expects, takes the lock,
-   * allocates the real seq (rewriting the file only if another writer got there first), renames
-   * it into place and records the high-water mark. Keeping the write outside the lock keeps the
+   * allocates the real seq (rewriting the file only if another writer got there first), links it
+   * into place and records the high-water mark. Keeping the write outside the lock keeps the
    * lock short when many processes post at once.
    */
   private async postLocked(state: ChannelState, draft: PostDraft): Promise<PostResult> {
@@ -262,25 +269,30 @@ export class FsStore implements Store {
     try {
       // Synchronous file calls from here on: each takes microseconds, and not yielding to the
       // event loop while holding the lock (but for the index's one drain) keeps the lock short.
-      writeFileSync(tmp, render(written));
+      writeFileSync(tmp, render(written), { flag: "wx" });
       const release = await acquireSeqLock(state.dir, this.lockOptions(state));
       try {
         let seq = await this.allocateSeq(state);
-        // Never replace a file already there (a malformed one dropped by hand): skip its number.
-        while (state.index.has(seq, messageFileName(seq, draft.from, draft.title))) seq += 1;
-        if (seq !== written) {
-          writeFileSync(tmp, render(seq));
-          written = seq;
+        for (;;) {
+          if (seq > MAX_SEQ) {
+            throw new AgentChatError("TOO_LARGE", `channel ${draft.channel} has no numbers left`);
+          }
+          // A number with any file already at it (a malformed one dropped by hand, say) is
+          // burned, never shared: a reader would otherwise meet two files with one number.
+          if (!state.index.holds(seq)) {
+            if (seq !== written) {
+              writeFileSync(tmp, render(seq));
+              written = seq;
+            }
+            const file = messageFileName(seq, draft.from, draft.title);
+            if (this.publish(tmp, state, file)) {
+              state.lastSeq = seq;
+              this.writeHighWater(state, seq);
+              return { seq, channel: draft.channel, file };
+            }
+          }
+          seq += 1;
         }
-        const file = messageFileName(seq, draft.from, draft.title);
-        renameSync(tmp, join(state.dir, file));
-        state.index.add(file);
-        state.lastSeq = seq;
-        // A plain write: a torn mark can only read lower, and the reconciliation with the
-        // largest message file covers that; only the number of a deleted newest message
-        // depends on the mark alone.
-        writeFileSync(join(state.dir, HIGH_WATER), String(seq));
-        return { seq, channel: draft.channel, file };
       } finally {
         release();
       }
@@ -298,25 +310,55 @@ export class FsStore implements Store {
   }
 
   /**
+   * Links the finished message into place under its final name, only if that name is free: an
+   * acknowledged message is never replaced. False when the name was taken (by a file the index
+   * did not know yet); the caller moves on to the next number.
+   */
+  private publish(tmp: string, state: ChannelState, file: string): boolean {
+    try {
+      publishExclusiveSync(tmp, state.dir, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      state.index.add(file);
+      return false;
+    }
+    state.index.add(file);
+    return true;
+  }
+
+  /**
+   * Records the high-water mark. Replaced, never written in place: `.seq` may be a link or a hard
+   * link planted to make every post overwrite a file elsewhere.
+   */
+  private writeHighWater(state: ChannelState, seq: number): void {
+    replaceFileSync(state.dir, HIGH_WATER, String(seq));
+  }
+
+  /**
    * The next seq, under the lock: one past the larger of the high-water mark and the largest
    * well-formed message file (a `chat.py` posting here never updates the mark). Files that do
    * not parse, such as a stray `2024-notes.md`, never move the sequence.
    */
   private async allocateSeq(state: ChannelState): Promise<number> {
     await state.index.sync();
-    let mark = 0;
-    try {
-      const n = Number.parseInt(readFileSync(join(state.dir, HIGH_WATER), "utf8"), 10);
-      if (Number.isSafeInteger(n) && n > 0) mark = n;
-    } catch {
-      // No mark yet (new channel, or one written only by the reference).
-    }
+    const mark = this.readHighWater(state);
     for (const [seq, names] of state.index.descending(mark)) {
       for (const name of names) {
         if ((await this.parseFile(state, name, seq)) !== undefined) return seq + 1;
       }
     }
     return mark + 1;
+  }
+
+  /** The high-water mark; 0 when missing, unreadable or not a sane number (anyone can write it). */
+  private readHighWater(state: ChannelState): number {
+    try {
+      const text = readRootTextSync(join(state.dir, HIGH_WATER), 32).trim();
+      const n = /^\d{1,13}$/.test(text) ? Number(text) : 0;
+      return n <= MAX_SEQ ? n : 0;
+    } catch {
+      return 0; // no mark yet (new channel, or one written only by the reference), or not a file
+    }
   }
 
   private forgetParsed(state: ChannelState, name: string): void {
@@ -339,9 +381,9 @@ export class FsStore implements Store {
   }
 
   /**
-   * One message file: its message, or why it is not one. `fresh` marks a file changed within
-   * the last {@link IN_PROGRESS_MS}: one that does not parse may still be being written in place
-   * (by the reference `chat.py`, an editor, a script) and deserves another look.
+   * One message file: its message, or why it is not one. `fresh` marks a file that does not
+   * parse and changed within the last {@link IN_PROGRESS_MS}: it may still be being written in
+   * place (by the reference `chat.py`, an editor, a script) and deserves another look.
    */
   private async readFile(
     state: ChannelState,
@@ -352,35 +394,28 @@ export class FsStore implements Store {
     const cached = state.parsed.get(name);
     if (cached) {
       const st = lstatSync(path, { throwIfNoEntry: false });
-      if (st && st.mtimeMs === cached.mtimeMs && st.size === cached.size) {
+      if (st?.isFile() && st.mtimeMs === cached.mtimeMs && st.size === cached.size) {
         return { message: { ...cached.message, extra: { ...cached.message.extra } } };
       }
       this.forgetParsed(state, name);
     }
-    let buf: Buffer;
-    let mtimeMs: number;
+    let file: RootFile;
     try {
-      // O_NOFOLLOW: a symlink planted in a channel never makes us read outside the root.
-      // Synchronous: a message file is small, and a wake should not wait on the thread pool.
-      const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-      try {
-        buf = readFileSync(fd);
-        mtimeMs = fstatSync(fd).mtimeMs;
-      } finally {
-        closeSync(fd);
-      }
+      // Never a link, a FIFO or a device, and never more than a message can hold.
+      file = readRootFileSync(path, this.maxBodyBytes + FRONTMATTER_HEADROOM);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT") {
         state.index.forget(seq, name);
         return {};
       }
-      return { problem: `${name}: cannot read (${code ?? err})` };
+      const why = isAgentChatError(err) ? err.message.replace(`${path} `, "") : (code ?? err);
+      return { problem: `${name}: ${why}, skipped` };
     }
-    const fresh = Date.now() - mtimeMs < IN_PROGRESS_MS;
+    const fresh = Date.now() - file.mtimeMs < IN_PROGRESS_MS;
     let text: string;
     try {
-      text = new TextDecoder("utf-8", { fatal: true }).decode(buf);
+      text = new TextDecoder("utf-8", { fatal: true }).decode(file.data);
     } catch {
       return { problem: `${name}: not UTF-8, skipped`, fresh };
     }
@@ -388,8 +423,8 @@ export class FsStore implements Store {
     if (parsed.ok) {
       // Many waiters woken by one post each read it: parse it once. Messages are never edited
       // (SPEC §4), and the size and mtime check catches a file replaced by hand anyway.
-      state.parsed.set(name, { message: parsed.message, mtimeMs, size: buf.length });
-      state.parsedBytes += buf.length;
+      state.parsed.set(name, { message: parsed.message, mtimeMs: file.mtimeMs, size: file.size });
+      state.parsedBytes += file.size;
       while (state.parsed.size > PARSED_CACHE || state.parsedBytes > PARSED_CACHE_BYTES) {
         this.forgetParsed(state, state.parsed.keys().next().value as string);
       }
@@ -399,48 +434,69 @@ export class FsStore implements Store {
   }
 
   /**
-   * Well-formed messages after `after`, in seq order. A file that does not parse while a live
-   * poster holds the lock may be a reference `chat.py` still writing it in place: the scan stops
-   * before it and looks again next time. Otherwise it is reported once and passed over.
+   * Well-formed messages after `after`, in seq order. A file that does not parse may be one that
+   * a reference `chat.py` (which writes in place) is still writing, while it holds the lock or
+   * for {@link IN_PROGRESS_MS} after a change: the scan stops before its number and looks again
+   * next time, returning nothing of that number, so that no message is ever returned twice.
+   * Otherwise it is reported once and passed over.
    */
   private async scan(state: ChannelState, after: number): Promise<Scan> {
     await state.index.sync();
     if (state.index.leftovers.length > 0) this.removeAbandoned(state);
     const messages: Message[] = [];
     const warnings: string[] = [];
+    for (const name of state.index.outOfRange) {
+      this.warnOnce(
+        `${name}: its number is beyond ${MAX_SEQ}, ignored`,
+        (w) => warnings.push(w),
+        state,
+      );
+    }
     let scannedTo = after;
     for (const [seq, names] of state.index.after(after)) {
+      const found: Message[] = [];
       for (const name of names) {
         const read = await this.readFile(state, name, seq);
         if (read.message) {
-          messages.push(read.message);
+          found.push(read.message);
           continue;
         }
         if (!read.problem) continue; // gone
-        if (read.fresh || lockHeld(state.dir, this.options.staleMs)) {
+        if (
+          read.fresh !== undefined &&
+          (read.fresh || referenceLockHeld(state.dir, this.options.staleMs))
+        ) {
           return { messages, scannedTo, warnings, stalled: true };
         }
-        const key = `${state.dir}/${read.problem}`;
-        if (!this.warned.has(key)) {
-          this.warned.add(key);
-          warnings.push(read.problem);
-        }
+        this.warnOnce(read.problem, (w) => warnings.push(w), state);
       }
+      messages.push(...found);
       scannedTo = seq;
     }
     return { messages, scannedTo, warnings };
   }
 
+  /** Reports `warning` through `report` the first time this store meets it. */
+  private warnOnce(
+    warning: string,
+    report: ((warning: string) => void) | undefined,
+    state?: ChannelState,
+  ): void {
+    const key = `${state?.dir ?? this.location}/${warning}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    report?.(warning);
+  }
+
   async cursor(channel: string, agent: string): Promise<number> {
     validateName("channel", channel);
     validateName("agent", agent);
+    const dir = join(this.location, channel, CURSORS);
     try {
-      const text = readFileSync(
-        join(this.location, channel, CURSORS, `${identity(agent)}.txt`),
-        "utf8",
-      );
-      const n = Number.parseInt(text.trim(), 10);
-      return Number.isSafeInteger(n) && n > 0 ? n : 0;
+      if (entryKind(dir) !== "dir") return 0; // none yet; a link is never followed
+      const text = readRootTextSync(join(dir, `${identity(agent)}.txt`), 32).trim();
+      const n = /^\d{1,13}$/.test(text) ? Number(text) : 0;
+      return n <= MAX_SEQ ? n : 0;
     } catch {
       return 0;
     }
@@ -449,14 +505,8 @@ export class FsStore implements Store {
   private async writeCursor(state: ChannelState, agent: string, seq: number): Promise<void> {
     const dir = join(state.dir, CURSORS);
     try {
-      mkdirSync(dir, { recursive: true });
-      if (lstatSync(dir).isSymbolicLink()) {
-        throw new AgentChatError(
-          "INVALID_NAME",
-          `${dir} is a symbolic link; cursors are never written through one`,
-        );
-      }
-      writeFileAtomicSync(dir, `${identity(agent)}.txt`, String(seq));
+      ensureRealDir(dir);
+      replaceFileSync(dir, `${identity(agent)}.txt`, String(seq));
     } catch (err) {
       throw wrapIoError(err, `cannot save the cursor of ${agent}`);
     }
@@ -540,6 +590,9 @@ export class FsStore implements Store {
     let versions = states.map((s) => s.index.version);
     let stalled = false;
     const timer = setInterval(() => {
+      // A poster of ours killed holding the lock is cleared long before chat.py, which spins
+      // on our link once it judges it stale, could meet it.
+      for (const state of states) clearDeadOwnerLock(state.dir);
       Promise.all(states.map((state) => state.index.rescanIfChanged().catch(() => {}))).then(() => {
         if (stalled || states.some((state, i) => state.index.version !== versions[i])) kick();
       });
@@ -658,7 +711,6 @@ export class FsStore implements Store {
     await this.roster(channel);
     const { from, title } = draftTask(task);
     const state = this.state(channel);
-    await this.assertRealDir(state.dir, channel);
     return this.withLock(state, async () => {
       const existing = await this.listTasks(state, channel);
       let id: string;
@@ -697,11 +749,13 @@ export class FsStore implements Store {
       const m = TASK_FILE.exec(file);
       if (!m) continue;
       const id = m[1]!;
-      let title = "";
+      let title: string;
       try {
-        title = parseTaskFile(await fsp.readFile(join(state.dir, file), "utf8")).title;
+        title = parseTaskFile(readRootTextSync(join(state.dir, file), MAX_TASK_BYTES)).title;
       } catch {
-        continue; // claimed or released between the listing and the read
+        // Claimed or released between the listing and the read; or not a marker at all (a link,
+        // a FIFO, a huge file), which is no task.
+        continue;
       }
       const info: TaskInfo = { id, channel, state: m[2] ? "claimed" : "open", title, file };
       if (m[2]) info.holder = m[2];
@@ -715,7 +769,6 @@ export class FsStore implements Store {
     validateName("agent", agent);
     await this.roster(channel);
     const state = this.state(channel);
-    await this.assertRealDir(state.dir, channel);
     const holder = identity(agent);
     return this.withLock(state, async () => {
       const open = `task-${id}.md`;
@@ -795,10 +848,9 @@ export class FsStore implements Store {
         const abandoned = name.startsWith(LOCK_LEFTOVER_PREFIX)
           ? abandonedLockLeftover(state.dir, name, ageMs)
           : ageMs > LEFTOVER_AGE_MS;
-        if (abandoned) {
-          await fsp.rm(path, { recursive: true, force: true });
-          removed += 1;
-        }
+        // Only what ours leaves: files and empty owner folders (with at most a steal marker).
+        // Anything else of the same name was put there by someone else and stays.
+        if (abandoned && (removeFileEntry(path) || removeOwnDir(path, ["steal"]))) removed += 1;
       } catch {
         // Renamed into place or removed meanwhile.
       }
@@ -844,19 +896,6 @@ export class FsStore implements Store {
       return await fn();
     } finally {
       release();
-    }
-  }
-
-  /** Writes never follow a channel folder that is a symlink (it could point outside the root). */
-  private async assertRealDir(dir: string, channel: string): Promise<void> {
-    const st = await fsp.lstat(dir).catch((err) => {
-      throw wrapIoError(err, `cannot open channel ${channel}`);
-    });
-    if (!st.isDirectory()) {
-      throw new AgentChatError(
-        "INVALID_NAME",
-        `channel ${channel} is not a plain folder (a symbolic link is never written through)`,
-      );
     }
   }
 }

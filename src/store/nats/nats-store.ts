@@ -8,12 +8,11 @@ import {
   isRelevant,
   type Message,
   messageFileName,
-  oneLine,
   serializeMessage,
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, parseTaskId, validateName } from "../../core/names.js";
-import { compareTaskIds, draftPost, draftTask, type PostDraft } from "../draft.js";
+import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "../draft.js";
 import { formatTask, parseTaskFile, TASK_FILE } from "../fs/tasks.js";
 import {
   type Capabilities,
@@ -192,15 +191,7 @@ export class NatsStore implements Store {
   }
 
   async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
-    validateName("channel", channel);
-    const members = (options.members ?? []).map((m) => validateName("agent", m));
-    const meta: ChannelMeta = {
-      channel,
-      members,
-      topic: oneLine(options.topic ?? ""),
-      created: formatTimestamp(),
-      ...options.extra,
-    };
+    const meta = draftMeta(channel, options);
     await this.createMeta(channel, serializeMeta(meta));
     return meta;
   }
