@@ -160,7 +160,7 @@ class IdentityGuard implements Store {
     if (cached && sameAgent(cached.name, agent)) return;
     let known: ChannelNames;
     try {
-      known = await this.refresh(channel);
+      known = await this.refresh(channel, agent);
     } catch {
       return;
     }
@@ -175,8 +175,11 @@ class IdentityGuard implements Store {
     }
   }
 
-  /** Reads the declared names from `_meta.json` and the senders of messages not yet scanned. */
-  private async refresh(channel: string): Promise<ChannelNames> {
+  /**
+   * Reads the declared names from `_meta.json`, then, unless they decide `agent` already, the
+   * senders of the messages not yet scanned.
+   */
+  private async refresh(channel: string, agent: string): Promise<ChannelNames> {
     const meta = await this.inner.roster(channel);
     let known = this.names.get(channel);
     if (!known) {
@@ -191,6 +194,7 @@ class IdentityGuard implements Store {
     const maintainer = meta[META_MAINTAINER];
     if (typeof maintainer === "string") declare(maintainer, "its maintainer");
     known.declared = declared;
+    if (declared.has(identity(agent))) return known;
     const newest = (await this.inner.peek(channel, 1))[0]?.seq ?? 0;
     if (newest > known.scanned) {
       const count = Math.min(KNOWN_SENDERS_WINDOW, newest - known.scanned);
