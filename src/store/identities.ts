@@ -2,7 +2,7 @@ import { AgentChatError } from "../core/errors.js";
 import { META_MAINTAINER } from "../core/governance.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
-import { assertDistinctAgents, identity, sameAgent } from "../core/names.js";
+import { assertDistinctAgents, identity, sameAgent, validateName } from "../core/names.js";
 import type {
   Capabilities,
   ChannelInfo,
@@ -154,7 +154,12 @@ class IdentityGuard implements Store {
    * stay what they are without the guard.
    */
   private async admit(channel: string, agent: string): Promise<void> {
-    if (typeof agent !== "string") return;
+    try {
+      validateName("channel", channel);
+      validateName("agent", agent);
+    } catch {
+      return;
+    }
     const cached = lookup(this.names.get(channel), agent);
     // A name this process already knows as the one with its key needs no new look.
     if (cached && sameAgent(cached.name, agent)) return;
