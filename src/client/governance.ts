@@ -21,7 +21,7 @@ import {
 } from "../core/governance.js";
 import { formatTimestamp, type Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
-import { identity, validateName } from "../core/names.js";
+import { assertDistinctAgents, sameAgent, validateName } from "../core/names.js";
 import { DEFAULT_WAIT_TIMEOUT_MS, type Store } from "../store/types.js";
 
 /**
@@ -48,11 +48,18 @@ export async function profileOf(store: Store, channel: string): Promise<Governan
   return profile;
 }
 
-/** Changes a channel's profile atomically (needs a store with `updateMeta`). */
+/**
+ * Changes a channel's profile atomically (needs a store with `updateMeta`). Once a maintainer is
+ * set, only a caller acting `as` that maintainer may change it (any of it: making an action
+ * `auto` bypasses the maintainer as surely as replacing them). The check runs inside the atomic
+ * update, against the profile being replaced. Names are not authenticated, so this refuses a
+ * mistake or a casual takeover, not a determined one (docs/governance.md, "Trust model").
+ */
 export async function govern(
   store: Store,
   channel: string,
   change: GovernanceChange,
+  as?: string,
 ): Promise<ChannelMeta> {
   if (!store.updateMeta) {
     throw new AgentChatError(
@@ -61,9 +68,23 @@ export async function govern(
         `give the profile to init instead`,
     );
   }
-  return store.updateMeta(channel, (meta) =>
-    withProfile(meta, changeProfile(governanceOf(meta), change, channel)),
-  );
+  return store.updateMeta(channel, (meta) => {
+    const current = governanceOf(meta);
+    const maintainer = current?.maintainer;
+    if (maintainer !== undefined && (as === undefined || !sameAgent(as, maintainer))) {
+      throw new AgentChatError(
+        "NOT_MAINTAINER",
+        as === undefined
+          ? `${channel} has a maintainer (${maintainer}); give --as ${maintainer} to change its governance profile`
+          : `${as} is not the maintainer of ${channel} (${maintainer} is); only ${maintainer} changes its governance profile`,
+      );
+    }
+    const next = changeProfile(current, change, channel);
+    if (next.maintainer !== undefined) {
+      assertDistinctAgents([...meta.members, next.maintainer], "member and maintainer");
+    }
+    return withProfile(meta, next);
+  });
 }
 
 export type GovernanceEvent =
@@ -276,7 +297,8 @@ export async function decide(
   validateName("agent", input.as);
   const profile = await profileOf(store, channel);
   const maintainer = profile.maintainer;
-  if (!maintainer || identity(maintainer) !== identity(input.as)) {
+  // The name itself, case aside: `alice.` shares alice's cursor key but is not alice.
+  if (!maintainer || !sameAgent(maintainer, input.as)) {
     throw new AgentChatError(
       "NOT_MAINTAINER",
       maintainer

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/fs-store.js";
+import { guardIdentities } from "../store/identities.js";
 import type { NatsConnectionOptions } from "../store/nats/options.js";
 import type { Store } from "../store/types.js";
 
@@ -12,7 +13,8 @@ export interface OpenOptions extends FsStoreOptions {
 /**
  * Opens the store behind a root: a folder path selects the embedded folder store, a
  * `nats://host:port/namespace` (or `tls://…`) URL the NATS JetStream store. Backends with heavy
- * dependencies are imported only when their URL is used.
+ * dependencies are imported only when their URL is used. Either comes behind the identity guard
+ * (src/store/identities.ts): a channel admits one name per cursor-file key.
  */
 export async function openStore(root: string, options: OpenOptions = {}): Promise<Store> {
   if (root.trim() === "") throw new AgentChatError("INVALID_ARGUMENT", "root is empty");
@@ -21,11 +23,13 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
     if (scheme === "nats" || scheme === "tls") {
       const { NatsStore } = await import("../store/nats/nats-store.js");
       const { nats, ...rest } = options;
-      return NatsStore.open(
-        root,
-        rest.maxBodyBytes === undefined
-          ? { ...nats }
-          : { ...nats, maxBodyBytes: rest.maxBodyBytes },
+      return guardIdentities(
+        await NatsStore.open(
+          root,
+          rest.maxBodyBytes === undefined
+            ? { ...nats }
+            : { ...nats, maxBodyBytes: rest.maxBodyBytes },
+        ),
       );
     }
     throw new AgentChatError(
@@ -33,7 +37,7 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
       `no backend for ${scheme}:// roots; use a folder path or nats://host:port/namespace`,
     );
   }
-  return new FsStore(root, options);
+  return guardIdentities(new FsStore(root, options));
 }
 
 export interface RootSources {

@@ -1,7 +1,7 @@
 import { AgentChatError } from "./errors.js";
 import type { Message } from "./message.js";
 import type { ChannelMeta } from "./meta.js";
-import { identity, validateName } from "./names.js";
+import { sameAgent, validateName } from "./names.js";
 
 /**
  * The optional governance profile (SPEC §9), layered on the core without changing it: a channel's
@@ -272,7 +272,10 @@ export function requestOf(message: Message): GovernanceRequest | undefined {
 /** What a reply means for a request. */
 export type ReplyJudgement =
   | { kind: "verdict"; verdict: Verdict; by: string; seq: number; note: string }
-  /** A verdict-looking reply from someone who is not the maintainer: it never counts. */
+  /**
+   * A verdict-looking reply whose sender is not the maintainer's name: it never counts. (Names
+   * are not authenticated: see docs/governance.md, "Trust model".)
+   */
   | { kind: "ignored"; status: string; by: string; seq: number; reason: string }
   /** The requester stopped waiting (expired or withdrawn). */
   | { kind: "closed"; status: string; by: string; seq: number }
@@ -289,7 +292,8 @@ export function judgeReply(
   const status = normalStatus(reply.status);
   const by = reply.from;
   if (VERDICTS.includes(status)) {
-    if (identity(by) === identity(maintainer)) {
+    // The name itself, case aside: `alice.` shares alice's cursor key but is not alice.
+    if (sameAgent(by, maintainer)) {
       return { kind: "verdict", verdict: status as Verdict, by, seq: reply.seq, note: reply.body };
     }
     return {
@@ -300,7 +304,7 @@ export function judgeReply(
       reason: `${by} is not the maintainer (${maintainer})`,
     };
   }
-  if (CLOSINGS.includes(status) && identity(by) === identity(request.from)) {
+  if (CLOSINGS.includes(status) && sameAgent(by, request.from)) {
     return { kind: "closed", status, by, seq: reply.seq };
   }
   return { kind: "comment", status, by, seq: reply.seq, title: reply.title };

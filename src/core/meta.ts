@@ -1,5 +1,5 @@
 import { AgentChatError } from "./errors.js";
-import { identity } from "./names.js";
+import { sameAgent } from "./names.js";
 
 /** `_meta.json`: the reference's keys first, in its order; keys of ours may follow. */
 export interface ChannelMeta {
@@ -46,9 +46,11 @@ export function parseMeta(text: string, channel: string): ChannelMeta {
   };
 }
 
-/** Open channels (no members) admit everyone; otherwise the agent must be listed. */
+/**
+ * Open channels (no members) admit everyone; otherwise the agent must be listed, case aside
+ * (`bob.x` is not the member `bob_x`, though both have one cursor key).
+ */
 export function isMember(meta: ChannelMeta, agent: string): boolean {
   if (meta.members.length === 0) return true;
-  const me = identity(agent);
-  return meta.members.some((m) => identity(m) === me);
+  return meta.members.some((m) => sameAgent(m, agent));
 }

@@ -65,12 +65,50 @@ export function slug(text: string): string {
 }
 
 /**
- * An agent's identity: the one key used for cursors AND relevance, so that `Bob` and `bob`
- * (which the reference gives one cursor file but different relevance) are the same agent.
- * It is the slug, because the reference already names cursor files by it.
+ * An agent's key: the slug, because the reference names cursor files (`.cursors/<slug>.txt`) and
+ * claim markers (`task-<id>.CLAIMED-<slug>.md`) by it; relevance uses it too, so that `Bob` and
+ * `bob` (which the reference gives one cursor file but different relevance) are one agent.
+ * Different names can share a key (`bob_x`, `bob-x`, `bob.x`, `alice.` and `alice`): the store
+ * admits only one of them per channel (see {@link collidingName}), and who someone IS is decided
+ * with {@link sameAgent}, never by the key.
  */
 export function identity(agent: string): string {
   return slug(agent.trim());
+}
+
+/**
+ * Whether two names are one agent: equal but for surrounding space and case (`Bob` is `bob`).
+ * Punctuation counts: `alice.` is not `alice`, though both have the key `alice`.
+ */
+export function sameAgent(a: string, b: string): boolean {
+  return a.trim().toLowerCase() === b.trim().toLowerCase();
+}
+
+/**
+ * The first of `known` that is a different agent with the same key as `name`, if any: two such
+ * names would share a cursor file, claim markers and relevance, so one may not act where the
+ * other is known.
+ */
+export function collidingName(name: string, known: Iterable<string>): string | undefined {
+  const key = identity(name);
+  for (const other of known) {
+    if (identity(other) === key && !sameAgent(other, name)) return other;
+  }
+  return undefined;
+}
+
+/** Refuses a list of names (a channel's members) in which two different agents share a key. */
+export function assertDistinctAgents(names: readonly string[], what: string): void {
+  names.forEach((name, i) => {
+    const other = collidingName(name, names.slice(0, i));
+    if (other !== undefined) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        `${what} ${JSON.stringify(other)} and ${JSON.stringify(name)} would be one identity ` +
+          `(both use the cursor file .cursors/${identity(name)}.txt); keep one of them`,
+      );
+    }
+  });
 }
 
 /** Accepts a task as the reference takes it (`task-12.md`), or `task-12`, or `12`. */

@@ -1,17 +1,19 @@
-import { FsStore } from "../../src/store/fs/fs-store.js";
+import { openStore } from "../../src/client/open.js";
 import { tempDir } from "../helpers/tmp.js";
 import { storeConformance } from "./suite.js";
 
+// Opened as every caller opens a root (openStore), so the suite covers what sits above the
+// backend there too (the identity guard).
 storeConformance("folder store (fs.watch)", async () => {
   const tmp = tempDir();
-  return { open: async () => new FsStore(tmp.dir), cleanup: async () => tmp.cleanup() };
+  return { open: () => openStore(tmp.dir), cleanup: async () => tmp.cleanup() };
 });
 
 // The SPEC requires wait to work where no file watch exists: the sleep-poll alone must pass too.
 storeConformance("folder store (poll only)", async () => {
   const tmp = tempDir();
   return {
-    open: async () => new FsStore(tmp.dir, { watch: false }),
+    open: () => openStore(tmp.dir, { watch: false }),
     cleanup: async () => tmp.cleanup(),
   };
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { NatsStore } from "../../src/store/nats/nats-store.js";
+import { openStore } from "../../src/client/open.js";
 import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";
 import { storeConformance } from "./suite.js";
 
@@ -23,7 +23,7 @@ if (skipReason) {
   storeConformance("nats", async () => {
     const url = server!.url(`conf${process.pid}-${++counter}`);
     return {
-      open: () => NatsStore.open(url),
+      open: () => openStore(url),
       // The server and its store directory go at the end of the file.
       cleanup: async () => {},
     };

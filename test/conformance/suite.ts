@@ -355,6 +355,86 @@ export function storeConformance(name: string, makeBackend: () => Promise<Backen
       });
     });
 
+    describe("names that share a cursor key (bob_x, bob-x, bob.x)", () => {
+      it("init refuses members that would be one identity, naming both", async () => {
+        const err = await expectCode(
+          store.init("ch", { members: ["bob_x", "alice", "bob-x"] }),
+          "INVALID_ARGUMENT",
+        );
+        expect(err.message).toContain('"bob_x" and "bob-x" would be one identity');
+        await expectCode(store.roster("ch"), "CHANNEL_NOT_FOUND");
+        await store.init("ch", { members: ["alice", "Bob"] });
+      });
+
+      it("a channel with members refuses a name that collides with one, in every operation", async () => {
+        await store.init("ch", { members: ["alice", "bob_x"] });
+        await store.addTask("ch", { id: "1", title: "t", from: "alice" });
+        await store.claim("ch", "1", "bob_x");
+        const other = await another();
+        for (const [s, name] of [
+          [store, "bob.x"],
+          [other, "bob-x"],
+          [other, "Bob.X"],
+        ] as const) {
+          const refusals = [
+            () => s.post("ch", { from: name, body: "hi" }),
+            () => s.read("ch", { as: name }),
+            () => s.wait(["ch"], { as: name, timeoutMs: 50 }),
+            () => s.claim("ch", "1", name),
+            () => s.release("ch", "1", name),
+            () => s.addTask("ch", { title: "t2", from: name }),
+          ];
+          for (const refused of refusals) {
+            const err = await expectCode(refused(), "NOT_A_MEMBER");
+            expect(err.message).toContain("collides with bob_x, a member of the channel");
+          }
+        }
+        // bob_x's claim and cursor are untouched; BOB_X is bob_x.
+        expect((await store.tasks("ch"))[0]).toMatchObject({ state: "claimed", holder: "bob-x" });
+        expect(await store.cursor("ch", "bob_x")).toBe(0);
+        await store.post("ch", { from: "BOB_X", body: "still me" });
+        expect((await other.release("ch", "1", "bob_x")).state).toBe("open");
+      });
+
+      it("an open channel refuses a name that collides with an earlier sender", async () => {
+        await store.init("ch");
+        await store.post("ch", { from: "bob_x", body: "first" });
+        await store.addTask("ch", { id: "1", title: "t", from: "alice" });
+        await store.claim("ch", "1", "bob_x");
+        // Another connection knows bob_x only from the channel itself.
+        const other = await another();
+        const err = await expectCode(
+          other.post("ch", { from: "bob.x", body: "me too" }),
+          "NOT_A_MEMBER",
+        );
+        expect(err.message).toContain("collides with bob_x, who posted #1");
+        await expectCode(other.release("ch", "1", "bob-x"), "NOT_A_MEMBER");
+        await expectCode(other.read("ch", { as: "bob-x" }), "NOT_A_MEMBER");
+        expect((await other.read("ch", { as: "Bob_X", all: true })).messages).toEqual([]);
+        await other.post("ch", { from: "bob", body: "another key: fine" });
+        expect((await store.peek("ch", 5)).map((m) => m.from)).toEqual(["bob_x", "bob"]);
+      });
+
+      it("the maintainer in _meta.json is a known name too", async () => {
+        await store.init("ch", { extra: { maintainer: "alice" } });
+        const err = await expectCode(
+          store.post("ch", {
+            from: "alice.",
+            to: "bob",
+            replyTo: 1,
+            status: "approved",
+            body: "ok",
+          }),
+          "NOT_A_MEMBER",
+        );
+        expect(err.message).toContain("collides with alice, its maintainer");
+        await expectCode(
+          store.init("ch2", { members: ["alice"], extra: { maintainer: "alice." } }),
+          "INVALID_ARGUMENT",
+        );
+      });
+    });
+
     describe("tasks and claims", () => {
       beforeEach(async () => {
         await store.init("ch");

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
-import { identity, parseTaskId, slug, validateName } from "../../src/core/names.js";
+import {
+  assertDistinctAgents,
+  collidingName,
+  identity,
+  parseTaskId,
+  sameAgent,
+  slug,
+  validateName,
+} from "../../src/core/names.js";
 
 describe("slug (the reference's rule)", () => {
   it.each([
@@ -24,6 +32,28 @@ describe("identity", () => {
     expect(identity("Bob")).toBe("bob");
     expect(identity(" bob ")).toBe("bob");
     expect(identity("Front.End_Agent")).toBe("front-end-agent");
+  });
+
+  it("says who someone is by case only: Bob is bob, but alice. is not alice", () => {
+    expect(sameAgent("Bob", "bob")).toBe(true);
+    expect(sameAgent(" bob ", "BOB")).toBe(true);
+    expect(sameAgent("alice.", "alice")).toBe(false);
+    expect(sameAgent("bob_x", "bob-x")).toBe(false);
+    expect(identity("alice.")).toBe(identity("alice"));
+  });
+
+  it("finds a different agent that shares a name's cursor key", () => {
+    expect(collidingName("bob.x", ["alice", "bob_x"])).toBe("bob_x");
+    expect(collidingName("alice.", ["alice"])).toBe("alice");
+    expect(collidingName("BOB_X", ["bob_x"])).toBeUndefined();
+    expect(collidingName("bob", ["bob_x"])).toBeUndefined();
+  });
+
+  it("refuses a member list in which two names share a key, naming both", () => {
+    expect(() => assertDistinctAgents(["alice", "Bob", "bob"], "members")).not.toThrow();
+    expect(() => assertDistinctAgents(["bob_x", "alice", "bob-x"], "members")).toThrow(
+      'members "bob_x" and "bob-x" would be one identity (both use the cursor file .cursors/bob-x.txt)',
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
+import { openStore } from "../../src/client/open.js";
 import { DaemonClient } from "../../src/daemon/client.js";
 import { DaemonServer } from "../../src/daemon/server.js";
-import { FsStore } from "../../src/store/fs/fs-store.js";
 import { storeConformance } from "../conformance/suite.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -9,7 +9,7 @@ import { tempDir } from "../helpers/tmp.js";
 // daemon (in this process, on a real Unix socket) that owns a folder store.
 storeConformance("daemon client", async () => {
   const tmp = tempDir();
-  const store = new FsStore(join(tmp.dir, "root"));
+  const store = await openStore(join(tmp.dir, "root"));
   const daemon = new DaemonServer({ store, root: store.location, version: "test" });
   const socket = join(tmp.dir, "run", "d.sock");
   await daemon.listen(socket);

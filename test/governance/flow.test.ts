@@ -107,6 +107,36 @@ describe("governed requests across processes", () => {
     expect((await req.done).code).toBe(0);
   });
 
+  it("a name that only shares the maintainer's cursor key never decides", async () => {
+    const req = request("merge", "--timeout", "120");
+    await req.posted;
+    const approve = await cli(["--json", "approve", "review", "1", "--as", "alice."]);
+    expect(approve.code).toBe(1);
+    expect(JSON.parse(approve.stdout).error.code).toBe("NOT_MAINTAINER");
+    const post = await cli(
+      ["--json", "post", "review", "--from", "alice.", "--reply", "1"].concat([
+        "--status",
+        "approved",
+        "--body",
+        "lgtm",
+      ]),
+    );
+    expect(post.code).toBe(1);
+    expect(JSON.parse(post.stdout).error.code).toBe("NOT_A_MEMBER");
+    expect(post.stderr).toContain("the name collides with alice, its maintainer");
+    // chat.py takes any sender: its `alice.` verdict is ignored and reported, not obeyed.
+    await referenceReply(join(root, "review"), {
+      from: "alice.",
+      to: "bob",
+      replyTo: 1,
+      status: "approved",
+      body: "lookalike",
+    });
+    await stderrContains(req.child, "alice. is not the maintainer (alice)");
+    await cli(["approve", "review", "1", "--as", "alice", "--reject"]);
+    expect((await req.done).code).toBe(4);
+  });
+
   it("a verdict the reference chat.py wrote counts like ours", async () => {
     const req = request("merge");
     await req.posted;

@@ -99,7 +99,7 @@ describe("the profile in _meta.json (init, govern)", () => {
     for (const key of REFERENCE_KEYS) expect(after[key]).toEqual(before[key]);
 
     const json = JSON.parse(
-      (await cli(["--json", "govern", "review", "--remove-band", "merge"])).stdout,
+      (await cli(["--json", "govern", "review", "--as", "alice", "--remove-band", "merge"])).stdout,
     );
     expect(json).toEqual({
       channel: "review",
@@ -108,6 +108,57 @@ describe("the profile in _meta.json (init, govern)", () => {
       bands: { "*": "auto" },
       veto_window_seconds: 60,
     });
+  });
+
+  it("once a maintainer is set, only the maintainer changes the profile", async () => {
+    await cli(["init", "review", "--members", "alice,bob", "--maintainer", "alice"]);
+    const before = readFileSync(metaPath(), "utf8");
+    const takeover = await cli([
+      "--json",
+      "govern",
+      "review",
+      "--as",
+      "bob",
+      "--maintainer",
+      "bob",
+    ]);
+    expect(takeover.code).toBe(1);
+    expect(JSON.parse(takeover.stdout).error.code).toBe("NOT_MAINTAINER");
+    expect(takeover.stderr).toContain(
+      "bob is not the maintainer of review (alice is); only alice changes its governance profile",
+    );
+    // Bands too: making merge auto would bypass the maintainer as surely as replacing them.
+    const bypass = await cli(["govern", "review", "--as", "bob", "--band", "merge=auto"]);
+    expect(bypass.code).toBe(1);
+    // A name that only shares alice's cursor key is not alice; no name at all is nobody.
+    const lookalike = await cli(["govern", "review", "--as", "alice.", "--maintainer", "bob"]);
+    expect(lookalike.stderr).toContain("alice. is not the maintainer of review (alice is)");
+    const anonymous = await cli(["govern", "review", "--maintainer", "bob"]);
+    expect(anonymous.code).toBe(1);
+    expect(anonymous.stderr).toContain("review has a maintainer (alice); give --as alice");
+    expect(readFileSync(metaPath(), "utf8")).toBe(before);
+
+    const handover = await cli(["govern", "review", "--as", "Alice", "--maintainer", "bob"]);
+    expect(handover.code).toBe(0);
+    expect(handover.stdout).toContain("maintainer: bob");
+  });
+
+  it("a maintainer or members that would share one identity are refused", async () => {
+    const twins = await cli(["--json", "init", "review", "--members", "bob_x,alice,bob-x"]);
+    expect(twins.code).toBe(1);
+    expect(JSON.parse(twins.stdout).error.code).toBe("INVALID_ARGUMENT");
+    expect(twins.stderr).toContain(
+      'members "bob_x" and "bob-x" would be one identity (both use the cursor file .cursors/bob-x.txt)',
+    );
+    expect(existsSync(metaPath())).toBe(false);
+    const lookalike = await cli(["init", "review", "--members", "alice", "--maintainer", "alice."]);
+    expect(lookalike.code).toBe(1);
+    expect(existsSync(metaPath())).toBe(false);
+
+    await cli(["init", "review", "--members", "alice,bob"]);
+    const govern = await cli(["govern", "review", "--maintainer", "alice."]);
+    expect(govern.code).toBe(1);
+    expect(govern.stderr).toContain('"alice" and "alice." would be one identity');
   });
 
   it("bad band names, bad actions and unknown actions give clear errors", async () => {
@@ -170,7 +221,7 @@ describe("the profile in _meta.json (init, govern)", () => {
         b.post("review", { from: "bob", body: `m${i}` }),
       );
       const changes = ["merge", "deploy", "ship", "tag"].map((action) =>
-        govern(a, "review", { maintainer: "alice", bands: { [action]: "approval" } }),
+        govern(a, "review", { maintainer: "alice", bands: { [action]: "approval" } }, "alice"),
       );
       const seqs = (await Promise.all(posts)).map((p) => p.seq).sort((x, y) => x - y);
       await Promise.all(changes);

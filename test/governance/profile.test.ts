@@ -199,6 +199,25 @@ describe("verdicts", () => {
     });
   });
 
+  it("a name that only shares the maintainer's cursor key is not the maintainer", () => {
+    const judge = (fields: Partial<Message>) => judgeReply(msg(6, fields), request, "alice");
+    // `alice.`, `Alice_` and (written by chat.py, which takes any sender) `-alice` all have the
+    // cursor file .cursors/alice.txt; none of them is alice.
+    for (const from of ["alice.", "Alice_", "-alice"]) {
+      expect(judge({ from, replyTo: 5, status: "approved" })).toMatchObject({
+        kind: "ignored",
+        reason: `${from} is not the maintainer (alice)`,
+      });
+    }
+    // Nor does `bob.` close bob's request.
+    expect(judge({ from: "bob.", replyTo: 5, status: "withdrawn" })).toMatchObject({
+      kind: "comment",
+    });
+    expect(judge({ from: "BOB", replyTo: 5, status: "withdrawn" })).toMatchObject({
+      kind: "closed",
+    });
+  });
+
   it("open requests: undecided, not expired, inside their veto window", () => {
     const now = Date.parse("2026-07-17T14:10:00+07:00");
     const messages = [

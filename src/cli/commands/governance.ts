@@ -82,33 +82,48 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       .argument("<channel>"),
   )
     .option("--remove-band <action>", "drop an action's band (repeatable)", collect)
+    .option(
+      "--as <name>",
+      "who changes it: the current maintainer, once one is set (default: $AGENT_CHAT_NAME)",
+    )
     .addHelpText(
       "after",
       "\nWith no change it prints the profile. The profile is kept in _meta.json after the\n" +
-        "reference's keys, so chat.py still reads the channel.\n\nExamples:\n" +
+        "reference's keys, so chat.py still reads the channel. Once a maintainer is set, only\n" +
+        "they change it (--as). Names are not authenticated: see docs/governance.md.\n\nExamples:\n" +
         "  agent-chat govern review\n" +
-        "  agent-chat govern review --maintainer alice --band merge=approval --band deploy=approval \\\n" +
+        "  agent-chat govern review --as alice --maintainer alice --band merge=approval --band deploy=approval \\\n" +
         "      --band refactor=notify --band '*'=auto --veto-window 120\n" +
-        "  agent-chat govern review --remove-band refactor",
+        "  agent-chat govern review --as alice --remove-band refactor",
     )
-    .action(async (channel: string, opts: GovernanceFlags & { removeBand?: string[] }) => {
-      const change = governanceChange(opts, opts.removeBand ?? []);
-      const store = await ctx.open();
-      const changed = Object.keys(change).length > 0;
-      const meta = changed ? await govern(store, channel, change) : await store.roster(channel);
-      const profile = governanceOf(meta);
-      if (ctx.json) {
-        return ctx.printJson({ channel, governed: profile !== undefined, ...profileJson(profile) });
-      }
-      if (!profile) {
-        ctx.out(
-          `channel ${channel} has no governance profile\n` +
-            `(set one with: agent-chat govern ${channel} --maintainer NAME --band ACTION=approval)\n`,
-        );
-        return;
-      }
-      ctx.out(formatProfile(channel, profile));
-    });
+    .action(
+      async (channel: string, opts: GovernanceFlags & { removeBand?: string[]; as?: string }) => {
+        const change = governanceChange(opts, opts.removeBand ?? []);
+        const store = await ctx.open();
+        const changed = Object.keys(change).length > 0;
+        // Optional: a channel without a maintainer yet may be governed by anyone.
+        const as = opts.as ?? (ctx.env.AGENT_CHAT_NAME || undefined);
+        const meta = changed
+          ? await govern(store, channel, change, as)
+          : await store.roster(channel);
+        const profile = governanceOf(meta);
+        if (ctx.json) {
+          return ctx.printJson({
+            channel,
+            governed: profile !== undefined,
+            ...profileJson(profile),
+          });
+        }
+        if (!profile) {
+          ctx.out(
+            `channel ${channel} has no governance profile\n` +
+              `(set one with: agent-chat govern ${channel} --maintainer NAME --band ACTION=approval)\n`,
+          );
+          return;
+        }
+        ctx.out(formatProfile(channel, profile));
+      },
+    );
 
   program
     .command("request")
