@@ -22,6 +22,10 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .option("--b00t", "also listen at ~/.b00t/chat.channel.socket for unmodified b00t clients")
     .option("--no-auto-create", "refuse envelopes for channels that do not exist")
     .option("--max-line <bytes>", "longest accepted line (default 1048576)")
+    .option(
+      "--max-input <bytes>",
+      "most bytes of unfinished lines held across all connections (default 67108864)",
+    )
     .option("--http [address]", "also serve the web viewer at [HOST:]PORT (default 127.0.0.1:7391)")
     .option("--http-allow-remote", "let the viewer listen on a non-loopback address")
     .addHelpText(
@@ -45,6 +49,9 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       };
       if (opts.maxLine !== undefined) {
         serverOptions.maxLineBytes = parsePositiveInt(opts.maxLine, "--max-line");
+      }
+      if (opts.maxInput !== undefined) {
+        serverOptions.maxBufferedBytes = parsePositiveInt(opts.maxInput, "--max-input");
       }
       const http =
         opts.http === undefined
@@ -199,6 +206,7 @@ interface ServeFlags {
   b00t?: boolean;
   autoCreate: boolean;
   maxLine?: string;
+  maxInput?: string;
   http?: string | true;
   httpAllowRemote?: boolean;
 }
