@@ -461,6 +461,7 @@ class Connection {
         return store.read(request.channel, {
           as: request.as,
           all: request.all === true,
+          everyone: request.everyone === true,
           peek: request.peek === true,
         });
       case "peek":

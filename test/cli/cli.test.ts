@@ -122,6 +122,16 @@ describe("the reference's commands, output and exit codes", () => {
     expect(r.stderr).toMatch(message);
   });
 
+  it("read --all shows the whole channel from #1, whoever each message is for (as chat.py)", async () => {
+    await cli(["post", "review", "--from", "alice", "--to", "carol", "--body", "for carol"]);
+    await cli(["post", "review", "--from", "bob", "--body", "own"]);
+    await cli(["post", "review", "--from", "alice", "--to", "bob", "--body", "for bob"]);
+    const r = await cli(["--json", "read", "review", "--as", "bob", "--all"]);
+    const out = JSON.parse(r.stdout) as { cursor: number; messages: Array<{ body: string }> };
+    expect(out.messages.map((m) => m.body)).toEqual(["for carol", "own", "for bob"]);
+    expect(out.cursor).toBe(3);
+  });
+
   it("with --json, every usage error is one JSON error on stdout, exit 64", async () => {
     for (const args of [
       ["--json", "bogus"],
