@@ -1,6 +1,6 @@
 import { homedir, tmpdir, userInfo } from "node:os";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
-import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import { isAgentChatError } from "../core/errors.js";
 import { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { isNatsUrl, type NatsConnectionOptions } from "../store/nats/options.js";
@@ -41,13 +41,11 @@ export class CliContext {
   }
 
   get maxBodyBytes(): number | undefined {
-    const raw = this.globals().maxBody ?? this.env.AGENT_CHAT_MAX_BODY;
-    if (raw === undefined || raw === "") return undefined;
-    const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n <= 0) {
-      throw new AgentChatError("INVALID_ARGUMENT", `--max-body must be a positive number of bytes`);
-    }
-    return n;
+    const flag = this.globals().maxBody;
+    if (flag !== undefined) return parsePositiveInt(flag, "--max-body");
+    const env = this.env.AGENT_CHAT_MAX_BODY;
+    if (env === undefined || env === "") return undefined;
+    return parsePositiveInt(env, "AGENT_CHAT_MAX_BODY");
   }
 
   /**
@@ -149,17 +147,31 @@ export class CliContext {
   }
 }
 
-/** Seconds given on the command line, as milliseconds. */
+/** The longest wait a timer can hold (2^31 - 1 ms, about 24.8 days), in whole seconds. */
+export const MAX_SECONDS = 2_147_483;
+
+/**
+ * Seconds given on the command line, as milliseconds: plain decimal (`30`, `1.5`); no sign,
+ * exponent, hex or blank, which `Number()` would take (`1e3`, `0x10`, `""` as 0).
+ */
 export function parseSeconds(value: string, flag: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new UsageError(`${flag} must be a number of seconds`);
+  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n <= MAX_SECONDS)) {
+    throw new UsageError(
+      `${flag} must be a number of seconds like 30 or 1.5, at most ${MAX_SECONDS} (got ${JSON.stringify(value)})`,
+    );
+  }
   return Math.round(n * 1000);
 }
 
+/** A count or size given on the command line: decimal digits only, at least 1. */
 export function parsePositiveInt(value: string, flag: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n <= 0)
-    throw new UsageError(`${flag} must be a positive integer`);
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new UsageError(
+      `${flag} must be a positive integer in decimal digits (got ${JSON.stringify(value)})`,
+    );
+  }
   return n;
 }
 

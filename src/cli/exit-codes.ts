@@ -5,7 +5,8 @@ import type { ErrorCode } from "../core/errors.js";
  * 3 claim lost, 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the
  * reference's 2, so that a script can tell a typo from a timeout. Ours: 4, a governed request
  * that the maintainer rejected or vetoed (docs/governance.md); 5, `serve` found a live daemon
- * already owning the root.
+ * already owning the root; 141 (128 + SIGPIPE, what a shell reports for a program killed by a
+ * closed pipe), stdout was closed before all the output was written (`… | head -1`).
  */
 export const EXIT = {
   OK: 0,
@@ -16,6 +17,7 @@ export const EXIT = {
   DAEMON_RUNNING: 5,
   USAGE: 64,
   INTERRUPTED: 130,
+  BROKEN_PIPE: 141,
 } as const;
 
 export function exitCodeFor(code: ErrorCode | "USAGE"): number {

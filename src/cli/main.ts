@@ -59,7 +59,20 @@ function commandName(argv: readonly string[]): string | undefined {
 declare const __VERSION__: string | undefined;
 const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
+/**
+ * A reader that closes our stdout early (`agent-chat … | head -1`) is not an error to report:
+ * exit at once, quietly, with the status a shell gives a program killed by SIGPIPE, so that a
+ * script with `set -o pipefail` still sees that the output was cut.
+ */
+function exitQuietlyOnBrokenPipe(): void {
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(EXIT.BROKEN_PIPE);
+    throw err;
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
+  exitQuietlyOnBrokenPipe();
   const program = new Command();
   const ctx = new CliContext(() => program.opts<GlobalOptions>());
   program
@@ -81,7 +94,8 @@ export async function main(argv: string[]): Promise<number> {
     .addHelpText(
       "after",
       "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
-        "5 a daemon already serves this root, 64 usage error, 130 interrupted.\n" +
+        "5 a daemon already serves this root, 64 usage error, 130 interrupted,\n" +
+        "141 stdout closed early (e.g. by head).\n" +
         "\nExamples:\n  agent-chat init review --members alice,bob\n" +
         "  agent-chat post review --from alice --to bob --title 'Hi' --body 'Ready?'\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
@@ -101,7 +115,7 @@ export async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv, { from: "user" });
     return ctx.exitCode ?? EXIT.OK;
   } catch (err) {
-    return report(err, ctx);
+    return report(err, ctx, argv);
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
@@ -109,10 +123,14 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-function report(err: unknown, ctx: CliContext): number {
+function report(err: unknown, ctx: CliContext, argv: readonly string[]): number {
   if (err instanceof CommanderError) {
     if (err.exitCode === 0) return EXIT.OK; // --help, --version
-    return EXIT.USAGE; // commander has already printed the message
+    // Commander has already printed the message on stderr; --json gets it on stdout too.
+    if (wantsJson(ctx, argv)) {
+      ctx.printJson({ error: { code: "USAGE", message: err.message.replace(/^error: /, "") } });
+    }
+    return EXIT.USAGE;
   }
   let code: number;
   let kind: string;
@@ -130,12 +148,15 @@ function report(err: unknown, ctx: CliContext): number {
     kind = "INTERNAL";
     message = err instanceof Error ? (err.stack ?? err.message) : String(err);
   }
-  if (safeJson(ctx)) ctx.printJson({ error: { code: kind, message } });
+  if (wantsJson(ctx, argv)) ctx.printJson({ error: { code: kind, message } });
   process.stderr.write(`agent-chat: ${message}\n`);
   return code;
 }
 
-function safeJson(ctx: CliContext): boolean {
+/** Whether `--json` was asked for, even when parsing stopped before commander set it. */
+function wantsJson(ctx: CliContext, argv: readonly string[]): boolean {
+  const end = argv.indexOf("--");
+  if ((end === -1 ? argv : argv.slice(0, end)).includes("--json")) return true;
   try {
     return ctx.json;
   } catch {

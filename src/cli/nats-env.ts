@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { NatsConnectionOptions } from "../store/nats/options.js";
-import { UsageError } from "./context.js";
+import { parseSeconds, UsageError } from "./context.js";
 
 /**
  * NATS connection options from the environment, and optionally from a JSON file named by
@@ -34,11 +34,10 @@ export function natsOptionsFromEnv(env: NodeJS.ProcessEnv): NatsConnectionOption
     if (key !== undefined) options.tls.keyFile = key;
   }
   if (timeout !== undefined) {
-    const seconds = Number(timeout);
-    if (!Number.isFinite(seconds) || seconds <= 0) {
+    const ms = parseSeconds(timeout, "AGENT_CHAT_NATS_TIMEOUT");
+    if (ms <= 0)
       throw new UsageError("AGENT_CHAT_NATS_TIMEOUT must be a positive number of seconds");
-    }
-    options.timeoutMs = Math.round(seconds * 1000);
+    options.timeoutMs = ms;
   }
   return options;
 }

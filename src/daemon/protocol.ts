@@ -12,6 +12,12 @@
  */
 export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 
+/**
+ * Unfinished lines held across all connections, at most (default 64 MiB): the line limit bounds
+ * one connection, this bounds the many (400 connections each 1 MiB short of a newline).
+ */
+export const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
+
 /** JSON nested deeper than this is refused before it reaches the parser. */
 export const MAX_JSON_DEPTH = 32;
 
@@ -58,6 +64,10 @@ export interface DaemonInfo {
   version: string;
   sockets: string[];
   maxLineBytes: number;
+  /** The most bytes of unfinished lines held across all connections. */
+  maxBufferedBytes: number;
+  /** Bytes of unfinished lines held now. */
+  bufferedBytes: number;
   autoCreate: boolean;
   startedAt: string;
   connections: number;

@@ -46,6 +46,7 @@ export const requestSchema = z.discriminatedUnion("op", [
     channel,
     as: z.string(),
     all: z.boolean().optional(),
+    everyone: z.boolean().optional(),
     peek: z.boolean().optional(),
   }),
   z.strictObject({ ...base, op: z.literal("peek"), channel, count: count.optional() }),

@@ -6,6 +6,7 @@ import type { Store } from "../store/types.js";
 import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
 import {
   type DaemonInfo,
+  DEFAULT_MAX_BUFFERED_BYTES,
   DEFAULT_MAX_LINE_BYTES,
   MAX_JSON_DEPTH,
   nestsDeeperThan,
@@ -21,6 +22,11 @@ export interface DaemonOptions {
   version: string;
   /** The longest accepted line in bytes, newline excluded (default 1 MiB). */
   maxLineBytes?: number;
+  /**
+   * The most bytes of unfinished lines held across all connections (default 64 MiB); past it,
+   * the connection holding the largest one is refused with TOO_LARGE and closed.
+   */
+  maxBufferedBytes?: number;
   /** Envelopes naming a channel that does not exist create it, open to everyone (default true). */
   autoCreate?: boolean;
 }
@@ -40,11 +46,15 @@ export class DaemonServer {
   private readonly connections = new Set<Connection>();
   private readonly startedAt = new Date().toISOString();
   readonly maxLineBytes: number;
+  readonly maxBufferedBytes: number;
   readonly autoCreate: boolean;
+  /** Bytes of unfinished lines held by all connections together. */
+  private bufferedBytes = 0;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: DaemonOptions) {
     this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.autoCreate = options.autoCreate ?? true;
   }
 
@@ -77,6 +87,8 @@ export class DaemonServer {
       version: this.options.version,
       sockets: this.sockets,
       maxLineBytes: this.maxLineBytes,
+      maxBufferedBytes: this.maxBufferedBytes,
+      bufferedBytes: this.bufferedBytes,
       autoCreate: this.autoCreate,
       startedAt: this.startedAt,
       connections: this.connections.size,
@@ -111,6 +123,23 @@ export class DaemonServer {
     socket.once("close", () => this.connections.delete(connection));
   }
 
+  /**
+   * Counts `bytes` more (or fewer) of unfinished lines. Past the global limit, the connections
+   * holding the largest unfinished lines are closed until the rest fit: the one flooding the
+   * daemon goes, clients with short lines (every ordinary client) are not touched.
+   */
+  holdBuffered(bytes: number): void {
+    this.bufferedBytes += bytes;
+    while (this.bufferedBytes > this.maxBufferedBytes) {
+      let largest: Connection | undefined;
+      for (const c of this.connections) {
+        if (c.pendingBytes > (largest?.pendingBytes ?? 0)) largest = c;
+      }
+      if (!largest) break;
+      largest.refuseOverBudget(this.bufferedBytes, this.maxBufferedBytes);
+    }
+  }
+
   /** An envelope is an ordinary post; its channel is created (open) when missing. */
   async postEnvelope(value: unknown) {
     const envelope = validateEnvelope(value);
@@ -132,7 +161,8 @@ export class DaemonServer {
 /** One client connection: splits lines, runs requests, streams subscriptions. */
 class Connection {
   private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /** Bytes of the unfinished line held in `pending` (counted in the daemon's total too). */
+  pendingBytes = 0;
   private queue: Promise<void> = Promise.resolve();
   private queued = 0;
   /** `wait` and `subscribe` in progress, by request id, so `cancel` and shutdown can end them. */
@@ -156,7 +186,7 @@ class Connection {
     socket.on("end", () => void this.finish());
     socket.on("close", () => {
       this.closed = true;
-      this.pending = [];
+      this.dropPending();
       for (const { abort } of this.running.values()) abort.abort();
     });
   }
@@ -169,7 +199,7 @@ class Connection {
 
   /** The client has sent everything: answer it all, let its waits finish, then end our side. */
   private async finish(): Promise<void> {
-    this.pending = [];
+    this.dropPending();
     await this.queue;
     await Promise.allSettled([...this.longRunning]);
     if (!this.closed) this.socket.end();
@@ -206,34 +236,56 @@ class Connection {
       const piece = chunk.subarray(start, nl);
       const line =
         this.pending.length === 0 ? piece : Buffer.concat([...this.pending, piece], size);
-      this.pending = [];
-      this.pendingBytes = 0;
+      this.dropPending();
       this.onLine(line);
       start = nl + 1;
     }
     if (start < chunk.length && !this.closed) {
       const rest = chunk.subarray(start);
-      this.pendingBytes += rest.length;
       // Refuse as soon as the limit is passed, not when (if ever) the newline comes.
-      if (this.pendingBytes > this.daemon.maxLineBytes) {
-        this.tooLong(this.pendingBytes);
+      if (this.pendingBytes + rest.length > this.daemon.maxLineBytes) {
+        this.tooLong(this.pendingBytes + rest.length);
         return;
       }
       this.pending.push(Buffer.from(rest));
+      this.pendingBytes += rest.length;
+      this.daemon.holdBuffered(rest.length);
     }
   }
 
-  private tooLong(size: number): void {
-    this.socket.pause();
+  private dropPending(): void {
+    if (this.pendingBytes > 0) this.daemon.holdBuffered(-this.pendingBytes);
     this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  private tooLong(size: number): void {
     const limit = this.daemon.maxLineBytes;
-    this.respondError(
-      null,
+    this.closeWith(
       new AgentChatError(
         "TOO_LARGE",
         `line is longer than ${limit} bytes (${size} bytes before the newline); closing the connection`,
       ),
     );
+  }
+
+  /** Called by the daemon when unfinished lines pass its global limit and ours is the largest. */
+  refuseOverBudget(total: number, limit: number): void {
+    const mine = this.pendingBytes;
+    this.closeWith(
+      new AgentChatError(
+        "TOO_LARGE",
+        `the daemon holds ${total} bytes of unfinished lines across its connections (limit ` +
+          `${limit}); this connection's (${mine} bytes, no newline yet) is the largest; closing it`,
+      ),
+    );
+  }
+
+  /** Sends one last error line, drops what we hold and closes (for good after a second). */
+  private closeWith(error: AgentChatError): void {
+    this.socket.pause();
+    this.dropPending();
+    this.respondError(null, error);
     this.closed = true;
     this.socket.end();
     setTimeout(() => this.socket.destroy(), 1000).unref();
@@ -409,6 +461,7 @@ class Connection {
         return store.read(request.channel, {
           as: request.as,
           all: request.all === true,
+          everyone: request.everyone === true,
           peek: request.peek === true,
         });
       case "peek":

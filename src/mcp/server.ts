@@ -1,6 +1,5 @@
 import type { Readable, Writable } from "node:stream";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
@@ -10,6 +9,7 @@ import { validateName } from "../core/names.js";
 import type { PostInput, Store } from "../store/types.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks } from "./format.js";
+import { BoundedStdioTransport } from "./stdio-transport.js";
 import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
 
 export interface McpServerOptions {
@@ -22,6 +22,10 @@ export interface McpServerOptions {
   output: Writable;
   /** Stops the server (e.g. on SIGTERM). */
   signal?: AbortSignal;
+  /** The longest JSON-RPC line accepted (default 8 MiB); a longer one gets a JSON-RPC error. */
+  maxMessageBytes?: number;
+  /** Told about input the server refused (the CLI prints it on stderr). */
+  warn?: (message: string) => void;
   /**
    * Tools offered after the built-in chat_* tools, in this order. Other parts of agent-chat
    * plug in here rather than being imported by the MCP server (DESIGN.md §3): the CLI adds
@@ -84,7 +88,10 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
     },
   );
 
-  const stdio = new StdioServerTransport(options.input, options.output);
+  const stdio = new BoundedStdioTransport(options.input, options.output, {
+    ...(options.maxMessageBytes !== undefined ? { maxMessageBytes: options.maxMessageBytes } : {}),
+    ...(options.warn ? { warn: options.warn } : {}),
+  });
   const counter = new UnreadCounter(store, agent);
   registerTools(server, store, agent, counter, options.tools ?? []);
   const transport = new FooterTransport(stdio, async () =>

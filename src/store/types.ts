@@ -101,6 +101,11 @@ export interface ReadOptions {
   as: string;
   /** Start from the beginning instead of the cursor. */
   all?: boolean;
+  /**
+   * Every message, whoever it is for, instead of only those relevant to `as` (the reference's
+   * `read --all` shows the whole channel). The cursor moves as for any read.
+   */
+  everyone?: boolean;
   /** Do not advance the cursor. */
   peek?: boolean;
 }

@@ -122,6 +122,70 @@ describe("the reference's commands, output and exit codes", () => {
     expect(r.stderr).toMatch(message);
   });
 
+  it("read --all shows the whole channel from #1, whoever each message is for (as chat.py)", async () => {
+    await cli(["post", "review", "--from", "alice", "--to", "carol", "--body", "for carol"]);
+    await cli(["post", "review", "--from", "bob", "--body", "own"]);
+    await cli(["post", "review", "--from", "alice", "--to", "bob", "--body", "for bob"]);
+    const r = await cli(["--json", "read", "review", "--as", "bob", "--all"]);
+    const out = JSON.parse(r.stdout) as { cursor: number; messages: Array<{ body: string }> };
+    expect(out.messages.map((m) => m.body)).toEqual(["for carol", "own", "for bob"]);
+    expect(out.cursor).toBe(3);
+  });
+
+  it("with --json, every usage error is one JSON error on stdout, exit 64", async () => {
+    for (const args of [
+      ["--json", "bogus"],
+      ["--json", "read", "review"],
+      ["--json", "read", "review", "--as", "bob", "--bogus"],
+      ["read", "review", "--json"],
+      ["--json", "init"],
+      ["--json", "--max-body", "abc", "channels"],
+    ]) {
+      const r = await cli(args);
+      expect(r.code, args.join(" ")).toBe(64);
+      const out = JSON.parse(r.stdout) as { error: { code: string; message: string } };
+      expect(out.error.code, args.join(" ")).toBe("USAGE");
+      expect(out.error.message.length).toBeGreaterThan(5);
+      expect(out.error.message).not.toMatch(/^error:/);
+    }
+  });
+
+  it.each([
+    ["--max-body", ["--max-body", "{}", "channels"]],
+    ["--timeout", ["wait", "review", "--as", "bob", "--timeout", "{}"]],
+    ["--interval", ["wait", "review", "--as", "bob", "--interval", "{}"]],
+    ["-n", ["peek", "review", "-n", "{}"]],
+    ["--reply", ["post", "review", "--from", "a", "--body", "x", "--reply", "{}"]],
+    ["--max-line", ["serve", "--max-line", "{}"]],
+    ["--veto-window", ["init", "gov", "--maintainer", "m", "--veto-window", "{}"]],
+  ])(
+    "%s refuses abc, 1e3, 0x10, -5 and empty alike: a usage error, exit 64",
+    async (flag, template) => {
+      for (const bad of ["abc", "1e3", "0x10", "-5", ""]) {
+        const r = await cli(template.map((a) => (a === "{}" ? bad : a)));
+        expect(r.code, `${flag} ${JSON.stringify(bad)}: ${r.stderr}`).toBe(64);
+        expect(r.stderr).toContain(`${flag} must be`);
+        expect(r.stderr).toContain(JSON.stringify(bad));
+      }
+    },
+  );
+
+  it("a reader closing stdout early ends the command quietly with 141, no stack trace", async () => {
+    // Far more output than a pipe holds, so the command is still writing when the reader goes.
+    const { openStore } = await import("../../src/client/open.js");
+    const store = await openStore(tmp.dir, { watch: false });
+    for (let i = 0; i < 200; i++) {
+      await store.post("review", { from: "alice", body: `${i} ${"y".repeat(2000)}` });
+    }
+    await store.close();
+    const child = startCli(["peek", "review", "-n", "200"], { root: tmp.dir });
+    await new Promise<void>((resolve) => child.stdout!.once("data", () => resolve()));
+    child.stdout!.destroy();
+    const r = await collect(child);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(141);
+  });
+
   it("names that could escape the root are refused with exit 1 and what is allowed", async () => {
     for (const bad of ["../x", "a/b", ".hidden", "_x"]) {
       const r = await cli(["init", bad]);

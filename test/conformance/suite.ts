@@ -225,6 +225,19 @@ export function storeConformance(name: string, makeBackend: () => Promise<Backen
         ]);
       });
 
+      it("everyone reads every message, whoever it is for, and moves the cursor like a read", async () => {
+        await store.post("ch", { from: "alice", to: "carol", body: "for carol" });
+        await store.post("ch", { from: "bob", body: "own" });
+        await store.post("ch", { from: "alice", to: "bob", body: "for bob" });
+        expect(bodies((await store.read("ch", { as: "bob", all: true })).messages)).toEqual([
+          "for bob",
+        ]);
+        const r = await store.read("ch", { as: "bob", all: true, everyone: true });
+        expect(bodies(r.messages)).toEqual(["for carol", "own", "for bob"]);
+        expect(r.cursor).toBe(3);
+        expect(await store.cursor("ch", "bob")).toBe(3);
+      });
+
       it("treats Bob and bob as one identity for cursors and relevance alike", async () => {
         await store.post("ch", { from: "Bob", body: "from Bob" });
         await store.post("ch", { from: "alice", to: "BOB", body: "to BOB" });

@@ -1,5 +1,6 @@
-import { existsSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { createServer } from "node:net";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { daemonFixture, envelope, RawClient } from "./harness.js";
 
@@ -48,5 +49,83 @@ describe("send and info without a daemon", () => {
     expect((await w.cli(["post", "ops", "--from", "a", "--body", "direct"])).stdout).toMatch(
       /posted #1/,
     );
+  });
+});
+
+/** A stand-in for b00t's own listener: records every byte each connection sends. */
+async function foreignListener(path: string, behaviour: "silent" | "closes") {
+  mkdirSync(dirname(path), { recursive: true });
+  const received: string[] = [];
+  const server = createServer((socket) => {
+    const i = received.push("") - 1;
+    socket.setEncoding("utf8");
+    socket.on("error", () => {});
+    socket.on("data", (d: string) => {
+      received[i] += d;
+      if (behaviour === "closes" && received[i]!.includes("\n")) socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  return {
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe("send to a socket that is not an agent-chat daemon", () => {
+  it.each(["silent", "closes"] as const)(
+    "writes exactly one bare b00t envelope line to a listener that %s",
+    async (behaviour) => {
+      const w = world();
+      const path = join(w.env.HOME, ".b00t", "chat.channel.socket");
+      const listener = await foreignListener(path, behaviour);
+      try {
+        const r = await w.cli([
+          "--json",
+          "send",
+          "--socket",
+          path,
+          "--channel",
+          "mission.delta",
+          "--sender",
+          "ci",
+          "--message",
+          "artifact staged",
+          "--metadata",
+          '{"ticket":"OPS-123"}',
+        ]);
+        expect(r.code, r.stderr).toBe(0);
+        expect(JSON.parse(r.stdout)).toMatchObject({ socket: path, acknowledged: false });
+        const deadline = Date.now() + 5000;
+        while (!listener.received.join("").includes("\n")) {
+          if (Date.now() > deadline) throw new Error("the listener received no line");
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        expect(listener.received).toHaveLength(1);
+        const lines = listener.received[0]!.split("\n");
+        expect(lines).toHaveLength(2);
+        expect(lines[1]).toBe("");
+        const sent = JSON.parse(lines[0]!) as Record<string, unknown>;
+        expect(Object.keys(sent)).toEqual(["channel", "sender", "body", "metadata", "timestamp"]);
+        expect(sent).toMatchObject({
+          channel: "mission.delta",
+          sender: "ci",
+          body: "artifact staged",
+          metadata: { ticket: "OPS-123" },
+        });
+      } finally {
+        await listener.close();
+      }
+    },
+  );
+
+  it("goes through the daemon's request path (with an acknowledgement) on a socket that is ours", async () => {
+    const w = world();
+    const d = await serve(w, ["--b00t"]);
+    for (const socket of d.sockets) {
+      const r = await w.cli(["send", "--socket", socket, "--channel", "ops", "--message", "hi"]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^sent #\d+ to ops \(/);
+    }
   });
 });

@@ -145,3 +145,25 @@ describe("start and stop", () => {
     await c.closed;
   });
 });
+
+describe("a frozen daemon", () => {
+  it("info calls a stopped daemon's socket not responding, and serve agrees it is taken (exit 5)", async () => {
+    const w = world();
+    const d = await serve(w);
+    const pid = d.child.pid!;
+    process.kill(pid, "SIGSTOP");
+    try {
+      const human = await w.cli(["info"]);
+      expect(human.stdout).toMatch(/daemon: +not responding \(.*kill -CONT/);
+      expect(human.stdout).not.toContain("stale");
+      const json = JSON.parse((await w.cli(["--json", "info"])).stdout) as Record<string, unknown>;
+      expect(json).toMatchObject({ live: false, state: "not-responding", daemon: null });
+      const second = await w.cli(["serve"]);
+      expect(second.code).toBe(5);
+    } finally {
+      // The fixture SIGKILLs it after the test; resuming first lets it die like any process.
+      process.kill(pid, "SIGCONT");
+    }
+    expect(existsSync(d.socket)).toBe(true);
+  });
+});

@@ -151,6 +151,26 @@ describe("b00t envelopes", () => {
     expect(direct.stdout).toContain("handoff complete");
   });
 
+  it("an envelope's unknown top-level fields are ignored (as documented), while a request's are refused", async () => {
+    const c = await RawClient.connect(daemon.socket);
+    c.send(
+      envelope({ channel: "extra.fields", body: "with a thread", thread: "t-1", priority: 2 }),
+    );
+    expect(await c.request({ id: 1, op: "peek", channel: "extra.fields" })).toMatchObject({
+      id: 1,
+      ok: true,
+      result: [{ body: "with a thread" }],
+    });
+    expect(
+      await c.request({ id: 2, op: "peek", channel: "extra.fields", thread: "t" }),
+    ).toMatchObject({
+      id: 2,
+      ok: false,
+      error: { code: "INVALID_ARGUMENT", message: 'peek: unknown field "thread"' },
+    });
+    c.close();
+  });
+
   it("a client that sends its lines and shuts its side (nc -N) gets every answer, in line order", async () => {
     const script =
       "import socket, sys\n" +

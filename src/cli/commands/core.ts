@@ -111,11 +111,13 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .description("print the messages for you since your cursor, then advance it")
     .argument("<channel>")
     .option("--as <name>", "reader (default: $AGENT_CHAT_NAME)")
-    .option("--all", "from the beginning, not from the cursor")
+    .option("--all", "the whole channel from the start, every message whoever it is for")
     .option("--peek", "do not advance the cursor")
     .addHelpText(
       "after",
-      "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek",
+      "\n--all is the reference chat.py's: every message from #1, not only those for you; the\n" +
+        "cursor still moves to the end unless --peek.\n" +
+        "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek",
     )
     .action(async (channel: string, opts: { as?: string; all?: boolean; peek?: boolean }) => {
       const as = ctx.agent(opts.as);
@@ -123,6 +125,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       const result = await store.read(channel, {
         as,
         all: opts.all === true,
+        everyone: opts.all === true,
         peek: opts.peek === true,
       });
       for (const w of result.warnings) ctx.warn(`${channel}: ${w}`);

@@ -1,7 +1,8 @@
-import { dirname } from "node:path";
+import { connect } from "node:net";
+import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { type B00tEnvelope, validateEnvelope } from "../../core/envelope.js";
-import { AgentChatError } from "../../core/errors.js";
+import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { DaemonClient } from "../../daemon/client.js";
 import { probeSocket, type SocketState } from "../../daemon/listen.js";
 import { canonicalRoot } from "../../daemon/paths.js";
@@ -22,6 +23,10 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .option("--b00t", "also listen at ~/.b00t/chat.channel.socket for unmodified b00t clients")
     .option("--no-auto-create", "refuse envelopes for channels that do not exist")
     .option("--max-line <bytes>", "longest accepted line (default 1048576)")
+    .option(
+      "--max-input <bytes>",
+      "most bytes of unfinished lines held across all connections (default 67108864)",
+    )
     .option("--http [address]", "also serve the web viewer at [HOST:]PORT (default 127.0.0.1:7391)")
     .option("--http-allow-remote", "let the viewer listen on a non-loopback address")
     .addHelpText(
@@ -45,6 +50,9 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       };
       if (opts.maxLine !== undefined) {
         serverOptions.maxLineBytes = parsePositiveInt(opts.maxLine, "--max-line");
+      }
+      if (opts.maxInput !== undefined) {
+        serverOptions.maxBufferedBytes = parsePositiveInt(opts.maxInput, "--max-input");
       }
       const http =
         opts.http === undefined
@@ -135,10 +143,28 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
         throw new UsageError(`--transport must be local or nats, not ${opts.transport}`);
       }
       const socket = opts.socket ?? ctx.socketPath;
+      if (!(await isOurSocket(ctx, socket))) {
+        // b00t's own listener (or any other program's): it takes bare envelope lines, as
+        // b00t-cli writes them, and answers nothing, so nothing else may be written to it.
+        await writeEnvelopeLine(socket, envelope);
+        if (ctx.json) {
+          return ctx.printJson({
+            transport: "local",
+            socket,
+            channel: envelope.channel,
+            acknowledged: false,
+          });
+        }
+        return ctx.out(
+          `sent to ${envelope.channel} via ${socket} (not an agent-chat daemon: no acknowledgement)\n`,
+        );
+      }
       const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
       try {
         const result = await client.envelope(envelope);
-        if (ctx.json) return ctx.printJson({ transport: "local", socket, ...result });
+        if (ctx.json) {
+          return ctx.printJson({ transport: "local", socket, ...result, acknowledged: true });
+        }
         ctx.out(`sent #${result.seq} to ${result.channel} (${result.file})\n`);
       } finally {
         await client.close();
@@ -154,14 +180,16 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       const socket = opts.socket ?? ctx.socketPath;
       const b00t = ctx.b00tSocketPath;
       let daemon: DaemonInfo | undefined;
-      let state: SocketState = await probeSocket(socket);
+      let state: SocketState | "not-responding" = await probeSocket(socket);
       if (state === "live") {
         try {
           const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
           daemon = await client.info();
           await client.close();
         } catch {
-          state = "dead";
+          // Something accepts connections there (so `serve` refuses the path, exit 5) but does
+          // not answer as our daemon: a stopped or hung daemon, or another program's socket.
+          state = "not-responding";
         }
       }
       const b00tState = await probeSocket(b00t).catch(() => "absent" as const);
@@ -183,9 +211,13 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       }
       const live = daemon
         ? `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`
-        : state === "dead"
-          ? "no daemon (stale socket file; the next serve removes it)"
-          : "no daemon (start one with: agent-chat serve)";
+        : state === "not-responding"
+          ? "not responding (a process accepts connections but did not answer within 1 s: a " +
+            "stopped or hung daemon, or another program's socket; serve refuses to start until " +
+            `it is gone: resume it with kill -CONT, or stop it; fuser ${socket} names it)`
+          : state === "dead"
+            ? "no daemon (stale socket file; the next serve removes it)"
+            : "no daemon (start one with: agent-chat serve)";
       ctx.out(
         `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${live}\n` +
           `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
@@ -199,6 +231,7 @@ interface ServeFlags {
   b00t?: boolean;
   autoCreate: boolean;
   maxLine?: string;
+  maxInput?: string;
   http?: string | true;
   httpAllowRemote?: boolean;
 }
@@ -211,6 +244,55 @@ interface SendFlags {
   transport: string;
   natsUrl?: string;
   socket?: string;
+}
+
+/**
+ * Whether `socket` is one of our daemons' (and so speaks our request protocol): the root's own
+ * socket, any socket in our private socket folder, or one the root's daemon says it listens on
+ * (`serve --b00t`). Decided without writing a byte to `socket`.
+ */
+async function isOurSocket(ctx: CliContext, socket: string): Promise<boolean> {
+  const own = ctx.socketPath;
+  const target = resolve(socket);
+  if (target === resolve(own) || dirname(target) === dirname(resolve(own))) return true;
+  let client: DaemonClient;
+  try {
+    client = await DaemonClient.connect(own, { timeoutMs: 1000 });
+  } catch (err) {
+    if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) return false;
+    throw err;
+  }
+  try {
+    return (await client.info()).sockets.some((path) => resolve(path) === target);
+  } finally {
+    await client.close();
+  }
+}
+
+/** Writes one bare envelope line, as b00t-cli does, and closes; there is no answer to wait for. */
+function writeEnvelopeLine(path: string, envelope: B00tEnvelope): Promise<void> {
+  // b00t's field order (seed 002): channel, sender, body, metadata, timestamp.
+  const { channel, sender, body, metadata, timestamp } = envelope;
+  const line = `${JSON.stringify({ channel, sender, body, metadata, timestamp })}\n`;
+  return new Promise((resolvePromise, reject) => {
+    const socket = connect(path);
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(
+        new AgentChatError("BACKEND_UNAVAILABLE", `cannot send the envelope to ${path} (${why})`),
+      );
+    };
+    const timer = setTimeout(() => fail("no connection within 1000 ms"), 1000);
+    socket.once("error", (err: NodeJS.ErrnoException) => fail(err.code ?? err.message));
+    socket.once("connect", () => {
+      clearTimeout(timer);
+      socket.end(line, () => {
+        socket.destroy();
+        resolvePromise();
+      });
+    });
+  });
 }
 
 function parseMetadata(text: string): Record<string, unknown> {

@@ -39,6 +39,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       // Loaded only here: the rest of the CLI never pays for the MCP SDK.
       const { runMcpServer } = await import("../../mcp/server.js");
       const { mcpTools } = await import("../plugins/mcp-tools.js");
+      const { DEFAULT_MAX_MESSAGE_BYTES } = await import("../../mcp/stdio-transport.js");
+      // A body at --max-body, every byte escaped as \u00XX, must still fit in one line.
+      const maxBody = ctx.maxBodyBytes;
       await runMcpServer({
         store,
         agent,
@@ -48,6 +51,11 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         output: process.stdout,
         signal: ctx.abort.signal,
         tools: mcpTools,
+        maxMessageBytes:
+          maxBody === undefined
+            ? DEFAULT_MAX_MESSAGE_BYTES
+            : Math.max(DEFAULT_MAX_MESSAGE_BYTES, 6 * maxBody + 65536),
+        warn: (message) => ctx.warn(message),
       });
     });
 

@@ -518,7 +518,9 @@ export class FsStore implements Store {
     const state = this.state(channel);
     const cursor = await this.cursor(channel, options.as);
     const scan = await this.scan(state, options.all ? 0 : cursor);
-    const messages = scan.messages.filter((m) => isRelevant(m, options.as));
+    const messages = options.everyone
+      ? scan.messages
+      : scan.messages.filter((m) => isRelevant(m, options.as));
     let next = cursor;
     if (!options.peek && scan.scannedTo > cursor) {
       next = scan.scannedTo;

@@ -393,7 +393,9 @@ export class NatsStore implements Store {
     const feed = await this.feed(channel);
     const cursor = await this.cursor(channel, options.as);
     const scan = feed.scan(options.all ? 0 : cursor);
-    const messages = scan.messages.filter((m) => isRelevant(m, options.as));
+    const messages = options.everyone
+      ? scan.messages
+      : scan.messages.filter((m) => isRelevant(m, options.as));
     let next = cursor;
     if (!options.peek && scan.scannedTo > cursor) {
       next = scan.scannedTo;

@@ -1,0 +1,146 @@
+import type { Readable, Writable } from "node:stream";
+import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+/** The longest JSON-RPC line accepted by default: a 1 MiB body, escaped, with room to spare. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
+/** How much of an oversized line is kept to find its `id`. */
+const HEAD_BYTES = 4096;
+
+export interface BoundedStdioOptions {
+  maxMessageBytes?: number;
+  /** Told about each refused line (the CLI prints it on stderr). */
+  warn?: (message: string) => void;
+}
+
+/**
+ * The stdio transport of the MCP server, framing lines itself instead of the SDK's
+ * `StdioServerTransport`: that one holds a line of up to 10 MB, then gives up on the whole
+ * session and closes, so one oversized message ended the server with status 0 and no word. Here
+ * a line longer than the limit is answered at once with a JSON-RPC error (carrying its `id` when
+ * the first bytes give it away), the rest of it is dropped as it arrives without being kept, and
+ * the session goes on. A line that is not JSON gets the JSON-RPC parse error.
+ */
+export class BoundedStdioTransport implements Transport {
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: ((message: JSONRPCMessage) => void) | undefined;
+  private readonly maxBytes: number;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Set while the rest of an oversized line is being dropped. */
+  private skipping = false;
+
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    private readonly options: BoundedStdioOptions = {},
+  ) {
+    this.maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  }
+
+  async start(): Promise<void> {
+    this.input.on("data", this.onData);
+    this.input.on("error", this.onInputError);
+  }
+
+  async close(): Promise<void> {
+    this.input.off("data", this.onData);
+    this.input.off("error", this.onInputError);
+    this.input.pause();
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.onclose?.();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.output.write(serializeMessage(message))) resolve();
+      else this.output.once("drain", resolve);
+    });
+  }
+
+  private readonly onInputError = (error: Error) => this.onerror?.(error);
+
+  private readonly onData = (data: Buffer | string) => {
+    const chunk = typeof data === "string" ? Buffer.from(data) : data;
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(0x0a, start);
+      const piece = chunk.subarray(start, nl === -1 ? chunk.length : nl);
+      if (!this.skipping) {
+        if (this.pendingBytes + piece.length > this.maxBytes) this.refuse(piece);
+        else {
+          this.pending.push(piece);
+          this.pendingBytes += piece.length;
+        }
+      }
+      if (nl === -1) return;
+      if (this.skipping) this.skipping = false;
+      else this.onLine(Buffer.concat(this.pending, this.pendingBytes));
+      this.pending = [];
+      this.pendingBytes = 0;
+      start = nl + 1;
+    }
+  };
+
+  /** Answers an oversized line as soon as it passes the limit; its rest is dropped unread. */
+  private refuse(piece: Buffer): void {
+    const head = Buffer.concat([...this.pending, piece.subarray(0, HEAD_BYTES)]).subarray(
+      0,
+      HEAD_BYTES,
+    );
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.skipping = true;
+    const message = `message refused: longer than ${this.maxBytes} bytes (the longest line this server accepts)`;
+    this.options.warn?.(message);
+    void this.sendError(topLevelId(head.toString("utf8")), -32600, message);
+  }
+
+  private onLine(raw: Buffer): void {
+    const text = raw.toString("utf8").replace(/\r$/, "");
+    if (text.trim() === "") return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(text);
+    } catch (err) {
+      if (err instanceof SyntaxError) {
+        void this.sendError(null, -32700, `parse error: ${err.message}`);
+      } else this.onerror?.(err as Error);
+      return;
+    }
+    this.onmessage?.(message);
+  }
+
+  private sendError(id: string | number | null, code: number, message: string): Promise<void> {
+    // The SDK's message type has no response with a null id, though JSON-RPC has one.
+    return this.send({ jsonrpc: "2.0", id, error: { code, message } } as JSONRPCMessage);
+  }
+}
+
+/**
+ * The `id` of a JSON-RPC object from the first bytes of its text: the value of an `"id"` key at
+ * the top level, when it is a number or a short string; else null.
+ */
+export function topLevelId(head: string): string | number | null {
+  let depth = 0;
+  for (let i = 0; i < head.length; i++) {
+    const c = head[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < head.length && head[j] !== '"') j += head[j] === "\\" ? 2 : 1;
+      if (j >= head.length) return null;
+      const isIdKey = depth === 1 && head.slice(i, j + 1) === '"id"';
+      i = j;
+      if (isIdKey) {
+        const m = /^\s*:\s*(-?\d{1,15}|"(?:[^"\\]|\\.){0,200}")\s*[,}]/.exec(head.slice(i + 1));
+        if (m) return JSON.parse(m[1]!) as string | number;
+      }
+    } else if (c === "{" || c === "[") depth++;
+    else if (c === "}" || c === "]") depth--;
+  }
+  return null;
+}
