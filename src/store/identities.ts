@@ -6,6 +6,7 @@ import { assertDistinctAgents, identity, sameAgent, validateName } from "../core
 import type {
   Capabilities,
   ChannelInfo,
+  ChannelsOptions,
   InitOptions,
   NewTask,
   PostInput,
@@ -19,45 +20,29 @@ import type {
   WatchOptions,
 } from "./types.js";
 
-/**
- * How many of a channel's newest messages name its senders for the collision rule. Reading them
- * costs one parse per message in a fresh process (every CLI command is one), so the window is
- * bounded: a sender whose last message is older than this is no longer known by name.
- */
-export const KNOWN_SENDERS_WINDOW = 500;
-
-/** A name a channel already knows, and how it came to know it (for the refusal message). */
+/** A name a channel declares, and how (for the refusal message). */
 interface Known {
   name: string;
   how: string;
 }
 
-/** Per channel: key → the name known with that key, and the newest seq scanned for senders. */
-interface ChannelNames {
-  /** Members and maintainer, from the channel's `_meta.json` as last read. */
-  declared: Map<string, Known>;
-  /** The first sender of each key, oldest message first. */
-  senders: Map<string, Known>;
-  scanned: number;
-}
-
-function lookup(known: ChannelNames | undefined, agent: string): Known | undefined {
-  const key = identity(agent);
-  return known?.declared.get(key) ?? known?.senders.get(key);
-}
+/** Key → the name declared with that key: the members, then the maintainer. */
+type ChannelNames = Map<string, Known>;
 
 /**
  * The one rule that keeps names that share a key apart, above every backend. The reference
  * names cursor files and claim markers by `slug(agent)`, so `bob_x`, `bob-x` and `bob.x` would
  * share a cursor, claims and relevance. A channel therefore admits one name per key: an agent
- * may not post, read, wait, claim, release or add a task in a channel that already knows a
- * different name with its key. Known, in this order: the declared members, the maintainer, the
- * senders of the channel's last {@link KNOWN_SENDERS_WINDOW} messages (oldest first). `init`
- * refuses members that collide with each other or with the maintainer.
+ * may not post, read, wait, claim, release or add a task in a channel that declares a different
+ * name with its key, as a member or as its maintainer. `init` refuses members that collide with
+ * each other or with the maintainer.
+ *
+ * Only declared names count. The senders of an open channel would need its messages read on
+ * every command's first operation (500 of them cost a fresh CLI process ~50 ms): a team that
+ * wants names kept apart declares its members.
  *
  * This is a guard against confusion, not authentication: any local user can still act under
- * any name that is not refused (see docs/governance.md, "Trust model"). Two processes that use
- * two colliding names for the first time at the same moment can both pass it.
+ * any name that is not refused (see docs/governance.md, "Trust model").
  */
 export function guardIdentities(store: Store): Store {
   return new IdentityGuard(store);
@@ -87,8 +72,8 @@ class IdentityGuard implements Store {
     return this.inner.init(channel, options);
   }
 
-  channels(): Promise<ChannelInfo[]> {
-    return this.inner.channels();
+  channels(options?: ChannelsOptions): Promise<ChannelInfo[]> {
+    return this.inner.channels(options);
   }
 
   roster(channel: string): Promise<ChannelMeta> {
@@ -97,9 +82,7 @@ class IdentityGuard implements Store {
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
     await this.admit(channel, input.from);
-    const result = await this.inner.post(channel, input);
-    this.learn(channel, input.from, `who posted #${result.seq}`);
-    return result;
+    return this.inner.post(channel, input);
   }
 
   async read(channel: string, options: ReadOptions): Promise<ReadResult> {
@@ -149,7 +132,7 @@ class IdentityGuard implements Store {
   }
 
   /**
-   * Refuses `agent` (NOT_A_MEMBER) when the channel knows a different name with its key. Any
+   * Refuses `agent` (NOT_A_MEMBER) when the channel declares a different name with its key. Any
    * other problem (a bad name, a missing channel) is left to the backend, so that its errors
    * stay what they are without the guard.
    */
@@ -160,16 +143,17 @@ class IdentityGuard implements Store {
     } catch {
       return;
     }
-    const cached = lookup(this.names.get(channel), agent);
+    const cached = this.names.get(channel)?.get(identity(agent));
     // A name this process already knows as the one with its key needs no new look.
     if (cached && sameAgent(cached.name, agent)) return;
-    let known: ChannelNames;
+    let declared: ChannelNames;
     try {
-      known = await this.refresh(channel, agent);
+      declared = declaredNames(await this.inner.roster(channel));
     } catch {
       return;
     }
-    const first = lookup(known, agent);
+    this.names.set(channel, declared);
+    const first = declared.get(identity(agent));
     if (first && !sameAgent(first.name, agent)) {
       throw new AgentChatError(
         "NOT_A_MEMBER",
@@ -179,43 +163,15 @@ class IdentityGuard implements Store {
       );
     }
   }
+}
 
-  /**
-   * Reads the declared names from `_meta.json`, then, unless they decide `agent` already, the
-   * senders of the messages not yet scanned.
-   */
-  private async refresh(channel: string, agent: string): Promise<ChannelNames> {
-    const meta = await this.inner.roster(channel);
-    let known = this.names.get(channel);
-    if (!known) {
-      known = { declared: new Map(), senders: new Map(), scanned: 0 };
-      this.names.set(channel, known);
-    }
-    const declared = new Map<string, Known>();
-    const declare = (name: string, how: string) => {
-      if (!declared.has(identity(name))) declared.set(identity(name), { name, how });
-    };
-    for (const member of meta.members) declare(member, "a member of the channel");
-    const maintainer = meta[META_MAINTAINER];
-    if (typeof maintainer === "string") declare(maintainer, "its maintainer");
-    known.declared = declared;
-    if (declared.has(identity(agent))) return known;
-    const newest = (await this.inner.peek(channel, 1))[0]?.seq ?? 0;
-    if (newest > known.scanned) {
-      const count = Math.min(KNOWN_SENDERS_WINDOW, newest - known.scanned);
-      for (const message of await this.inner.peek(channel, count)) {
-        if (message.seq <= known.scanned) continue;
-        this.learn(channel, message.from, `who posted #${message.seq}`);
-      }
-      known.scanned = newest;
-    }
-    return known;
-  }
-
-  /** Records a sender unless its key is known already (the first name keeps it). */
-  private learn(channel: string, name: string, how: string): void {
-    const known = this.names.get(channel);
-    if (!known || known.senders.has(identity(name))) return;
-    known.senders.set(identity(name), { name, how });
-  }
+function declaredNames(meta: ChannelMeta): ChannelNames {
+  const declared: ChannelNames = new Map();
+  const declare = (name: string, how: string) => {
+    if (!declared.has(identity(name))) declared.set(identity(name), { name, how });
+  };
+  for (const member of meta.members) declare(member, "a member of the channel");
+  const maintainer = meta[META_MAINTAINER];
+  if (typeof maintainer === "string") declare(maintainer, "its maintainer");
+  return declared;
 }

@@ -130,6 +130,16 @@ export function readRootTextSync(path: string, maxBytes: number): string {
   return readRootFileSync(path, maxBytes).data.toString("utf8");
 }
 
+/**
+ * A small file that only this program writes, always by replacing it (`.seq`, a cursor), so it
+ * never has a second name: one that does was hard-linked to a file elsewhere by someone else,
+ * and is not ours to read.
+ */
+export function readOwnTextSync(path: string, maxBytes: number): string {
+  if (lstatSync(path).nlink > 1) throw unsafeEntry(path, "has another name (a hard link)");
+  return readRootTextSync(path, maxBytes);
+}
+
 function tooLarge(path: string, size: number, maxBytes: number): void {
   if (size > maxBytes) {
     throw new AgentChatError(

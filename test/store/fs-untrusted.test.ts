@@ -151,10 +151,10 @@ describe("files planted under our own names are replaced, never written through"
     expect(readFileSync(join(chDir(), ".seq"), "utf8")).toBe("2");
   });
 
-  it(".seq as a hard link to a file outside", async () => {
+  it(".seq as a hard link to a file outside: neither read nor written", async () => {
     linkSync(join(outside, "count.txt"), join(chDir(), ".seq"));
     const before = sentinel();
-    await store.post("ch", { from: "alice", body: "one" });
+    expect((await store.post("ch", { from: "alice", body: "one" })).seq).toBe(1);
     expect(sentinel()).toBe(before);
     expect(readFileSync(join(outside, "count.txt"), "utf8")).toBe("5");
   });

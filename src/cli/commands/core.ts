@@ -49,8 +49,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .addHelpText("after", "\nExamples:\n  agent-chat channels\n  agent-chat --json channels")
     .action(async () => {
       const store = await ctx.open();
-      const list = await store.channels();
-      if (ctx.json) return ctx.printJson({ root: store.location, channels: list });
+      const warnings: string[] = [];
+      const list = await store.channels({ onWarning: (w) => warnings.push(w) });
+      if (ctx.json) return ctx.printJson({ root: store.location, channels: list, warnings });
+      for (const warning of warnings) ctx.warn(warning);
       if (list.length === 0) {
         ctx.err(`no channels in ${store.location} (create one with: agent-chat init NAME)\n`);
         return;

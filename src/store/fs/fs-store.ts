@@ -20,6 +20,7 @@ import {
   entryKind,
   publishExclusiveSync,
   type RootFile,
+  readOwnTextSync,
   readRootFileSync,
   readRootTextSync,
   removeFileEntry,
@@ -353,7 +354,7 @@ export class FsStore implements Store {
   /** The high-water mark; 0 when missing, unreadable or not a sane number (anyone can write it). */
   private readHighWater(state: ChannelState): number {
     try {
-      const text = readRootTextSync(join(state.dir, HIGH_WATER), 32).trim();
+      const text = readOwnTextSync(join(state.dir, HIGH_WATER), 32).trim();
       const n = /^\d{1,13}$/.test(text) ? Number(text) : 0;
       return n <= MAX_SEQ ? n : 0;
     } catch {
@@ -494,7 +495,7 @@ export class FsStore implements Store {
     const dir = join(this.location, channel, CURSORS);
     try {
       if (entryKind(dir) !== "dir") return 0; // none yet; a link is never followed
-      const text = readRootTextSync(join(dir, `${identity(agent)}.txt`), 32).trim();
+      const text = readOwnTextSync(join(dir, `${identity(agent)}.txt`), 32).trim();
       const n = /^\d{1,13}$/.test(text) ? Number(text) : 0;
       return n <= MAX_SEQ ? n : 0;
     } catch {
