@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import { validateName } from "../core/names.js";
-import type { PostInput, Store } from "../store/types.js";
+import type { Store } from "../store/types.js";
 import {
   DEFAULT_VIEWER_HOST,
   DEFAULT_VIEWER_PORT,
@@ -17,15 +17,10 @@ import {
   isWildcardHost,
   urlHost,
 } from "./address.js";
-import {
-  MESSAGE_PAGE_DEFAULT,
-  MESSAGE_PAGE_MAX,
-  type PanelAction,
-  type PanelActionRequest,
-  type PostRequest,
-} from "./api-types.js";
+import { MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX, type PanelAction } from "./api-types.js";
 import { ViewerModel } from "./model.js";
 import { defaultPanels, type PanelProvider } from "./panels.js";
+import { parsePanelActionRequest, parsePostRequest } from "./requests.js";
 import {
   bearer,
   cookieName,
@@ -178,25 +173,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   }
 
   async function postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
-    const request = body as Partial<PostRequest>;
-    const input: PostInput = {
-      from: field(request, "from", true, "your name (from)")!,
-      body: field(request, "body", true, "a message body")!,
-    };
-    const title = field(request, "title");
-    if (title) input.title = title;
-    const to = field(request, "to");
-    if (to) input.to = to;
-    const status = field(request, "status");
-    if (status) input.status = status;
-    const reply = request.replyTo;
-    if (reply !== undefined && reply !== null && String(reply).trim() !== "") {
-      const n = Number(reply);
-      if (!Number.isSafeInteger(n) || n <= 0) {
-        throw new AgentChatError("INVALID_ARGUMENT", "reply to must be a message number");
-      }
-      input.replyTo = n;
-    }
+    const input = parsePostRequest(body);
     const result = await options.store.post(channel, input);
     const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
     if (written) model.noteMessage(written);
@@ -209,21 +186,17 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     body: unknown,
   ): Promise<void> {
     const channel = channelParam(rawChannel!);
-    const panelId = decodeURIComponent(rawPanel!);
+    const panelId = pathPart(rawPanel!, "panel");
     const provider = panels.find((p) => p.id === panelId);
     if (!provider?.act) {
       throw new AgentChatError("NOT_FOUND", `there is no panel ${panelId} to act on`);
     }
-    const request = body as Partial<PanelActionRequest>;
-    const as = field(request, "as", true, "your name (the From box)")!;
-    validateName("agent", as);
-    const input: { as: string; note?: string } = { as };
-    const note = field(request, "note");
-    if (note) input.note = note;
+    const input = parsePanelActionRequest(body);
+    validateName("agent", input.as);
     const result = await provider.act(
       options.store,
       channel,
-      decodeURIComponent(rawItem!),
+      pathPart(rawItem!, "item"),
       action as PanelAction,
       input,
     );
@@ -328,7 +301,19 @@ function locateAssets(): string {
 }
 
 function channelParam(raw: string): string {
-  return validateName("channel", decodeURIComponent(raw));
+  return validateName("channel", pathPart(raw, "channel"));
+}
+
+/** One part of a request's path, decoded; malformed percent-encoding is the caller's error. */
+function pathPart(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `the ${what} in the address is not valid percent-encoding (UTF-8): ${raw.slice(0, 60)}`,
+    );
+  }
 }
 
 /** `before` and `limit` of a messages request, checked: a bad value is refused, never guessed. */
@@ -351,23 +336,6 @@ function wholeNumber(raw: string, name: string, min: number, max: number, hint: 
     throw new AgentChatError("INVALID_ARGUMENT", `invalid ${name} "${raw}": use ${hint}`);
   }
   return n;
-}
-
-function field(
-  body: unknown,
-  key: string,
-  required = false,
-  label: string = key,
-): string | undefined {
-  const value = (body as Record<string, unknown> | null)?.[key];
-  if (value === undefined || value === null || value === "") {
-    if (required) throw new AgentChatError("INVALID_ARGUMENT", `${label} is required`);
-    return undefined;
-  }
-  if (typeof value !== "string") {
-    throw new AgentChatError("INVALID_ARGUMENT", `${label} must be text`);
-  }
-  return value;
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
