@@ -31,6 +31,12 @@ import {
   SECURITY_HEADERS,
   sameToken,
 } from "./security.js";
+import {
+  DEFAULT_STREAM_LIMITS,
+  EventStreams,
+  type StreamLimits,
+  type StreamStats,
+} from "./streams.js";
 
 export interface ViewerOptions {
   store: Store;
@@ -46,18 +52,23 @@ export interface ViewerOptions {
    * (governance); the CLI adds the workspace panel (src/cli/plugins/viewer-panels.ts).
    */
   panels?: readonly PanelProvider[];
+  /** What the event streams may hold back for slow readers (DEFAULT_STREAM_LIMITS). */
+  streamLimits?: Partial<StreamLimits>;
 }
 
 export interface Viewer {
   /** The page's address with the access token. */
   url: string;
   token: string;
+  /** The event streams' figures: open, unsent bytes, closed for falling behind, refused. */
+  streamStats(): StreamStats;
   close(): Promise<void>;
 }
 
 /** Largest POST body accepted: a maximal message body plus room for JSON escaping. */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
+const KEEP_ALIVE = Buffer.from(": keep-alive\n\n");
 
 const ASSETS: Record<string, string> = {
   "/app.js": "text/javascript; charset=utf-8",
@@ -94,7 +105,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   const model = new ViewerModel(options.store, panels);
   await model.start();
 
-  const streams = new Set<ServerResponse>();
+  const streams = new EventStreams({ ...DEFAULT_STREAM_LIMITS, ...options.streamLimits });
   let hostPolicy: HostPolicy | undefined;
   let cookie = "";
 
@@ -137,7 +148,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       const type = ASSETS[path];
       if (type) return sendFile(res, assets, path.slice(1), type);
       if (path === "/api/state") return sendJson(res, 200, await model.state());
-      if (path === "/api/events") return openStream(req, res);
+      if (path === "/api/events") return openStream(res);
       const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
       if (m) {
         const channel = channelParam(m[1]!);
@@ -205,33 +216,22 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     sendJson(res, 200, result);
   }
 
-  function openStream(req: IncomingMessage, res: ServerResponse): void {
+  function openStream(res: ServerResponse): void {
+    if (!streams.add(res)) {
+      // The page tries again on its own (src/viewer/page/main.ts).
+      res.setHeader("Retry-After", "5");
+      return sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
+    }
     res.writeHead(200, {
       ...SECURITY_HEADERS,
       "Content-Type": "text/event-stream; charset=utf-8",
       Connection: "keep-alive",
     });
     res.write("retry: 1000\n\n");
-    streams.add(res);
-    const send = (event: string, data: unknown) => {
-      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    };
-    const unsubscribe = model.subscribe((event) => {
-      if (event.type === "state") send("state", event.state);
-      else send("message", { channel: event.channel, message: event.message });
-    });
     model.state().then(
-      (state) => send("state", state),
+      (state) => streams.send(res, eventChunk("state", state)),
       () => {},
     );
-    const heartbeat = setInterval(() => res.write(": keep-alive\n\n"), HEARTBEAT_MS);
-    const end = () => {
-      clearInterval(heartbeat);
-      unsubscribe();
-      streams.delete(res);
-    };
-    req.on("close", end);
-    res.on("close", end);
   }
 
   try {
@@ -257,6 +257,15 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       cause: err,
     });
   }
+  // Each event is serialised once, whoever is listening.
+  const unsubscribe = model.subscribe((event) => {
+    streams.broadcast(
+      event.type === "state"
+        ? eventChunk("state", event.state)
+        : eventChunk("message", { channel: event.channel, message: event.message }),
+    );
+  });
+  const heartbeat = setInterval(() => streams.broadcast(KEEP_ALIVE), HEARTBEAT_MS);
   const port = (server.address() as AddressInfo).port;
   hostPolicy = new HostPolicy(host, port);
   cookie = cookieName(port);
@@ -267,9 +276,12 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   return {
     url,
     token,
+    streamStats: () => streams.stats(),
     close() {
       closing ??= (async () => {
-        for (const res of streams) res.end();
+        clearInterval(heartbeat);
+        unsubscribe();
+        streams.endAll();
         await model.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
@@ -298,6 +310,11 @@ function locateAssets(): string {
     );
   }
   return found;
+}
+
+/** One server-sent event; its data is one line, since JSON text never holds a raw line break. */
+function eventChunk(event: string, data: unknown): Buffer {
+  return Buffer.from(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
 function channelParam(raw: string): string {
