@@ -220,7 +220,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     if (!streams.add(res)) {
       // The page tries again on its own (src/viewer/page/main.ts).
       res.setHeader("Retry-After", "5");
-      return sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
+      sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
+      return;
     }
     res.writeHead(200, {
       ...SECURITY_HEADERS,
