@@ -189,7 +189,11 @@ export class ViewerModel {
       try {
         channels.push(await this.channelView(info));
       } catch (err) {
-        if (!isAgentChatError(err, "CHANNEL_NOT_FOUND")) throw err;
+        if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue; // removed meanwhile
+        // One channel whose files cannot be read (a hand-edited task, an odd file) must not
+        // take the whole list down: it is listed with what the store told about it, and
+        // opening it shows the error.
+        channels.push(brokenChannelView(info));
       }
     }
     const state: StateView = { root: this.store.location, channels };
@@ -310,6 +314,20 @@ export class ViewerModel {
       }
     });
   }
+}
+
+function brokenChannelView(info: ChannelInfo): ChannelView {
+  return {
+    name: info.name,
+    topic: info.topic,
+    created: info.created,
+    open: info.members.length === 0,
+    members: [],
+    messageCount: 0,
+    lastSeq: info.lastSeq,
+    tasks: [],
+    panels: [],
+  };
 }
 
 function sorted(cache: ChannelCache): Message[] {

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import { validateName } from "../core/names.js";
-import type { PostInput, Store } from "../store/types.js";
+import type { Store } from "../store/types.js";
 import {
   DEFAULT_VIEWER_HOST,
   DEFAULT_VIEWER_PORT,
@@ -17,15 +17,10 @@ import {
   isWildcardHost,
   urlHost,
 } from "./address.js";
-import {
-  MESSAGE_PAGE_DEFAULT,
-  MESSAGE_PAGE_MAX,
-  type PanelAction,
-  type PanelActionRequest,
-  type PostRequest,
-} from "./api-types.js";
+import { MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX, type PanelAction } from "./api-types.js";
 import { ViewerModel } from "./model.js";
 import { defaultPanels, type PanelProvider } from "./panels.js";
+import { parsePanelActionRequest, parsePostRequest } from "./requests.js";
 import {
   bearer,
   cookieName,
@@ -36,6 +31,12 @@ import {
   SECURITY_HEADERS,
   sameToken,
 } from "./security.js";
+import {
+  DEFAULT_STREAM_LIMITS,
+  EventStreams,
+  type StreamLimits,
+  type StreamStats,
+} from "./streams.js";
 
 export interface ViewerOptions {
   store: Store;
@@ -51,18 +52,23 @@ export interface ViewerOptions {
    * (governance); the CLI adds the workspace panel (src/cli/plugins/viewer-panels.ts).
    */
   panels?: readonly PanelProvider[];
+  /** What the event streams may hold back for slow readers (DEFAULT_STREAM_LIMITS). */
+  streamLimits?: Partial<StreamLimits>;
 }
 
 export interface Viewer {
   /** The page's address with the access token. */
   url: string;
   token: string;
+  /** The event streams' figures: open, unsent bytes, closed for falling behind, refused. */
+  streamStats(): StreamStats;
   close(): Promise<void>;
 }
 
 /** Largest POST body accepted: a maximal message body plus room for JSON escaping. */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
+const KEEP_ALIVE = Buffer.from(": keep-alive\n\n");
 
 const ASSETS: Record<string, string> = {
   "/app.js": "text/javascript; charset=utf-8",
@@ -99,7 +105,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   const model = new ViewerModel(options.store, panels);
   await model.start();
 
-  const streams = new Set<ServerResponse>();
+  const streams = new EventStreams({ ...DEFAULT_STREAM_LIMITS, ...options.streamLimits });
   let hostPolicy: HostPolicy | undefined;
   let cookie = "";
 
@@ -142,7 +148,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       const type = ASSETS[path];
       if (type) return sendFile(res, assets, path.slice(1), type);
       if (path === "/api/state") return sendJson(res, 200, await model.state());
-      if (path === "/api/events") return openStream(req, res);
+      if (path === "/api/events") return openStream(res);
       const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
       if (m) {
         const channel = channelParam(m[1]!);
@@ -178,25 +184,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   }
 
   async function postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
-    const request = body as Partial<PostRequest>;
-    const input: PostInput = {
-      from: field(request, "from", true, "your name (from)")!,
-      body: field(request, "body", true, "a message body")!,
-    };
-    const title = field(request, "title");
-    if (title) input.title = title;
-    const to = field(request, "to");
-    if (to) input.to = to;
-    const status = field(request, "status");
-    if (status) input.status = status;
-    const reply = request.replyTo;
-    if (reply !== undefined && reply !== null && String(reply).trim() !== "") {
-      const n = Number(reply);
-      if (!Number.isSafeInteger(n) || n <= 0) {
-        throw new AgentChatError("INVALID_ARGUMENT", "reply to must be a message number");
-      }
-      input.replyTo = n;
-    }
+    const input = parsePostRequest(body);
     const result = await options.store.post(channel, input);
     const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
     if (written) model.noteMessage(written);
@@ -209,21 +197,17 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     body: unknown,
   ): Promise<void> {
     const channel = channelParam(rawChannel!);
-    const panelId = decodeURIComponent(rawPanel!);
+    const panelId = pathPart(rawPanel!, "panel");
     const provider = panels.find((p) => p.id === panelId);
     if (!provider?.act) {
       throw new AgentChatError("NOT_FOUND", `there is no panel ${panelId} to act on`);
     }
-    const request = body as Partial<PanelActionRequest>;
-    const as = field(request, "as", true, "your name (the From box)")!;
-    validateName("agent", as);
-    const input: { as: string; note?: string } = { as };
-    const note = field(request, "note");
-    if (note) input.note = note;
+    const input = parsePanelActionRequest(body);
+    validateName("agent", input.as);
     const result = await provider.act(
       options.store,
       channel,
-      decodeURIComponent(rawItem!),
+      pathPart(rawItem!, "item"),
       action as PanelAction,
       input,
     );
@@ -232,33 +216,23 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     sendJson(res, 200, result);
   }
 
-  function openStream(req: IncomingMessage, res: ServerResponse): void {
+  function openStream(res: ServerResponse): void {
+    if (!streams.add(res)) {
+      // The page tries again on its own (src/viewer/page/main.ts).
+      res.setHeader("Retry-After", "5");
+      sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
+      return;
+    }
     res.writeHead(200, {
       ...SECURITY_HEADERS,
       "Content-Type": "text/event-stream; charset=utf-8",
       Connection: "keep-alive",
     });
     res.write("retry: 1000\n\n");
-    streams.add(res);
-    const send = (event: string, data: unknown) => {
-      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    };
-    const unsubscribe = model.subscribe((event) => {
-      if (event.type === "state") send("state", event.state);
-      else send("message", { channel: event.channel, message: event.message });
-    });
     model.state().then(
-      (state) => send("state", state),
+      (state) => streams.send(res, eventChunk("state", state)),
       () => {},
     );
-    const heartbeat = setInterval(() => res.write(": keep-alive\n\n"), HEARTBEAT_MS);
-    const end = () => {
-      clearInterval(heartbeat);
-      unsubscribe();
-      streams.delete(res);
-    };
-    req.on("close", end);
-    res.on("close", end);
   }
 
   try {
@@ -284,6 +258,15 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       cause: err,
     });
   }
+  // Each event is serialised once, whoever is listening.
+  const unsubscribe = model.subscribe((event) => {
+    streams.broadcast(
+      event.type === "state"
+        ? eventChunk("state", event.state)
+        : eventChunk("message", { channel: event.channel, message: event.message }),
+    );
+  });
+  const heartbeat = setInterval(() => streams.broadcast(KEEP_ALIVE), HEARTBEAT_MS);
   const port = (server.address() as AddressInfo).port;
   hostPolicy = new HostPolicy(host, port);
   cookie = cookieName(port);
@@ -294,9 +277,12 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   return {
     url,
     token,
+    streamStats: () => streams.stats(),
     close() {
       closing ??= (async () => {
-        for (const res of streams) res.end();
+        clearInterval(heartbeat);
+        unsubscribe();
+        streams.endAll();
         await model.close();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
@@ -327,8 +313,25 @@ function locateAssets(): string {
   return found;
 }
 
+/** One server-sent event; its data is one line, since JSON text never holds a raw line break. */
+function eventChunk(event: string, data: unknown): Buffer {
+  return Buffer.from(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
 function channelParam(raw: string): string {
-  return validateName("channel", decodeURIComponent(raw));
+  return validateName("channel", pathPart(raw, "channel"));
+}
+
+/** One part of a request's path, decoded; malformed percent-encoding is the caller's error. */
+function pathPart(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `the ${what} in the address is not valid percent-encoding (UTF-8): ${raw.slice(0, 60)}`,
+    );
+  }
 }
 
 /** `before` and `limit` of a messages request, checked: a bad value is refused, never guessed. */
@@ -351,23 +354,6 @@ function wholeNumber(raw: string, name: string, min: number, max: number, hint: 
     throw new AgentChatError("INVALID_ARGUMENT", `invalid ${name} "${raw}": use ${hint}`);
   }
   return n;
-}
-
-function field(
-  body: unknown,
-  key: string,
-  required = false,
-  label: string = key,
-): string | undefined {
-  const value = (body as Record<string, unknown> | null)?.[key];
-  if (value === undefined || value === null || value === "") {
-    if (required) throw new AgentChatError("INVALID_ARGUMENT", `${label} is required`);
-    return undefined;
-  }
-  if (typeof value !== "string") {
-    throw new AgentChatError("INVALID_ARGUMENT", `${label} must be text`);
-  }
-  return value;
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {

@@ -1,6 +1,9 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  type Block,
   type Inline,
+  MARKDOWN_LIMIT,
   parseInline,
   parseMarkdown,
   safeHref,
@@ -87,5 +90,111 @@ describe("the page's markdown subset", () => {
       const shown = text(parseInline(source));
       expect(shown.replace(/\\/g, ""), source).toBe(source.replace(/\\/g, ""));
     }
+  });
+});
+
+/** Every node of a tree, depth first. */
+function* nodes(blocks: Block[]): Generator<Block | Inline> {
+  for (const b of blocks) {
+    yield b;
+    if (b.type === "quote") yield* nodes(b.children);
+    else if (b.type === "paragraph" || b.type === "heading") yield* inlineNodes(b.children);
+    else if (b.type === "list") for (const item of b.items) yield* inlineNodes(item);
+  }
+}
+function* inlineNodes(inlines: Inline[]): Generator<Inline> {
+  for (const i of inlines) {
+    yield i;
+    if ("children" in i) yield* inlineNodes(i.children);
+  }
+}
+
+const BLOCK_TYPES = new Set(["paragraph", "heading", "code", "list", "quote", "rule", "text"]);
+const INLINE_TYPES = new Set(["text", "code", "strong", "em", "del", "link", "image", "br"]);
+
+/** Repetitions that made the old parser rescan the rest of the text at every character. */
+const ADVERSARIAL = [
+  "_a",
+  "*a",
+  "a_",
+  "[",
+  "![",
+  "[a](",
+  "(",
+  "`",
+  "``a",
+  "**",
+  "**a",
+  "__a",
+  "~~a",
+  "*",
+  ">",
+  "> ",
+  "- ",
+  "  - a\n",
+  "1. a\n   ",
+  "    a\n\n",
+  "# a #",
+  "#",
+  "   ",
+  "\\",
+  "http://a.",
+  "(http://a",
+  ".",
+  "\u2028",
+  "a",
+  "\n",
+];
+
+describe("the page's markdown on hostile bodies", () => {
+  const MiB = 1024 * 1024;
+  const BUDGET_MS = 500;
+
+  it("renders 1 MiB of any adversarial repetition within the budget, as text-only nodes", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...ADVERSARIAL), { minLength: 1, maxLength: 3 }),
+        fc.string({ maxLength: 8 }),
+        (units, noise) => {
+          const unit = units.join("") + noise;
+          const body = unit.repeat(Math.ceil(MiB / unit.length)).slice(0, MiB);
+          const t0 = performance.now();
+          const blocks = parseMarkdown(body);
+          const ms = performance.now() - t0;
+          expect(ms, `${JSON.stringify(unit)}: ${ms.toFixed(0)} ms`).toBeLessThan(BUDGET_MS);
+          // Only the renderer's own node types, and links only to URLs it allows.
+          const odd = [...nodes(blocks)].filter(
+            (node) =>
+              !(BLOCK_TYPES.has(node.type) || INLINE_TYPES.has(node.type)) ||
+              ((node.type === "link" || node.type === "image") &&
+                safeHref(node.href) !== node.href),
+          );
+          expect(odd).toEqual([]);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it("renders each single repetition at 1 MiB within the budget", () => {
+    for (const unit of ADVERSARIAL) {
+      const body = unit.repeat(Math.ceil(MiB / unit.length)).slice(0, MiB);
+      const t0 = performance.now();
+      parseMarkdown(body);
+      const ms = performance.now() - t0;
+      expect(ms, `${JSON.stringify(unit)}: ${ms.toFixed(0)} ms`).toBeLessThan(BUDGET_MS);
+    }
+  });
+
+  it("renders the first 64 KiB as markdown and the rest as plain text, losing nothing", () => {
+    const source = `${"**bold** and _em_\n\n".repeat(4000)}tail *not em*`; // 76,013 characters
+    const blocks = parseMarkdown(source);
+    const last = blocks.at(-1)!;
+    expect(last.type).toBe("text");
+    // Cut at the last line end within the limit, so no markdown line is split, and everything
+    // after it is shown as it is.
+    const paragraphs = Math.floor(MARKDOWN_LIMIT / 19);
+    expect(blocks.filter((b) => b.type === "paragraph")).toHaveLength(paragraphs);
+    expect(last.type === "text" && last.text).toBe(source.slice(paragraphs * 19));
   });
 });

@@ -83,3 +83,58 @@ describe("viewer page after the server was away", () => {
       .toMatch(/^1405 messages/);
   });
 });
+
+/**
+ * The server cuts the event stream of a page that falls behind (here: any unsent byte at all
+ * when the next event comes). The page reconnects, fetches what it missed and shows every
+ * message, in order, once.
+ */
+describe("viewer page whose event stream was cut for falling behind", () => {
+  const tmp = tempDir("agent-chat-viewer-cut-");
+  let writer: FsStore;
+  let viewerStore: FsStore;
+  let viewer: Viewer;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    writer = new FsStore(tmp.dir);
+    await writer.init("burst", { topic: "big posts" });
+    viewerStore = new FsStore(tmp.dir);
+    viewer = await startViewer({
+      store: viewerStore,
+      port: 0,
+      token: TOKEN,
+      streamLimits: { streamBytes: 1, totalBytes: 1 },
+    });
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
+    await page.goto(viewer.url);
+    await page.goto(`${new URL(viewer.url).origin}/#/burst`);
+    await page.locator("#live", { hasText: /^live$/ }).waitFor({ timeout: 10_000 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await viewer?.close();
+    await viewerStore?.close();
+    await writer?.close();
+    tmp.cleanup();
+  });
+
+  it("reconnects and shows every message it was not sent", async () => {
+    const POSTS = 40;
+    for (let i = 0; i < POSTS; i += 1) {
+      await writer.post("burst", { from: "alice", body: `${i} ${"z".repeat(500_000)}` });
+    }
+    await page.waitForSelector(`#m-${POSTS}`, { timeout: 30_000 });
+    expect(viewer.streamStats().closedBehind).toBeGreaterThan(0);
+    await expect
+      .poll(() =>
+        page.evaluate<number[]>(
+          `[...document.querySelectorAll("article.message")].map((e) => Number(e.dataset.seq))`,
+        ),
+      )
+      .toEqual(Array.from({ length: POSTS }, (_, k) => k + 1));
+  }, 60_000);
+});

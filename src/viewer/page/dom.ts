@@ -55,6 +55,8 @@ function renderBlock(block: Block): Node {
       return h("blockquote", {}, renderBlocks(block.children));
     case "rule":
       return h("hr");
+    case "text":
+      return h("div", { class: "plain" }, block.text);
   }
 }
 

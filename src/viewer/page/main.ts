@@ -23,6 +23,7 @@ import { parseMarkdown } from "./markdown.js";
 /** The page: channels on the left, the conversation in the middle, tasks and cursors beside. */
 
 const NAME_KEY = "agent-chat-viewer:name";
+const RETRY_REFUSED_MS = 5000;
 
 interface PageState {
   data: StateView | undefined;
@@ -290,6 +291,12 @@ function connect(): void {
   events.addEventListener("error", () => {
     page.connected = false;
     renderLive();
+    // A stream the server cut (this page fell too far behind) is reconnected by the browser;
+    // one it refused (503: too many streams open) is not, so try again a little later.
+    if (events.readyState === EventSource.CLOSED) {
+      events.close();
+      setTimeout(connect, RETRY_REFUSED_MS);
+    }
   });
   events.addEventListener("state", (e) => {
     const first = page.data === undefined;

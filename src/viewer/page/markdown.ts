@@ -6,7 +6,17 @@
  * Blocks: paragraphs, `#` headings, fenced and indented code, `-`/`*`/`+` and `1.` lists,
  * `>` quotes, `---` rules. Inline: `code`, **strong**, *emphasis*, ~~strike~~, [links](url),
  * bare http(s) URLs, backslash escapes; a line break inside a paragraph is kept (chat style).
+ *
+ * A body is input from anyone who can write a file in the root, so the parser is linear in the
+ * length of what it renders (no construct rescans the rest of the text once per character),
+ * nests quotes and inline markup only so deep, and renders only the first MARKDOWN_LIMIT
+ * characters as markdown: the rest of a longer body is shown as plain text.
  */
+
+/** Characters of a body rendered as markdown; the rest is plain text. */
+export const MARKDOWN_LIMIT = 64 * 1024;
+/** Deeper quotes and inline markup are shown as the text they contain. */
+const MAX_DEPTH = 8;
 
 export type Inline =
   | { type: "text"; text: string }
@@ -22,7 +32,9 @@ export type Block =
   | { type: "code"; lang: string; text: string }
   | { type: "list"; ordered: boolean; start: number; items: Inline[][] }
   | { type: "quote"; children: Block[] }
-  | { type: "rule" };
+  | { type: "rule" }
+  /** Text shown as it is, line breaks kept: the part of a long body past MARKDOWN_LIMIT. */
+  | { type: "text"; text: string };
 
 /** Only these schemes become links; anything else (javascript:, data:, …) stays text. */
 export function safeHref(href: string): string | undefined {
@@ -31,7 +43,7 @@ export function safeHref(href: string): string | undefined {
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+-]*)/;
-const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
+const HEADING = /^ {0,3}(#{1,6})\s+(.*)$/;
 const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
 const BULLET = /^ {0,3}[-*+]\s+(.*)$/;
 const ORDERED = /^ {0,3}(\d{1,9})[.)]\s+(.*)$/;
@@ -39,6 +51,18 @@ const QUOTE = /^ {0,3}>\s?(.*)$/;
 const INDENTED = /^( {4}|\t)(.*)$/;
 
 export function parseMarkdown(source: string): Block[] {
+  if (source.length <= MARKDOWN_LIMIT) return parseBlocks(source, 0);
+  // Cut after the last line end within the limit (inside a line only if it has none), and never
+  // between the two halves of a surrogate pair.
+  let cut = source.lastIndexOf("\n", MARKDOWN_LIMIT - 1) + 1;
+  if (cut === 0) {
+    cut = MARKDOWN_LIMIT;
+    if (/[\uD800-\uDBFF]/.test(source[cut - 1]!)) cut -= 1;
+  }
+  return [...parseBlocks(source.slice(0, cut), 0), { type: "text", text: source.slice(cut) }];
+}
+
+function parseBlocks(source: string, depth: number): Block[] {
   const lines = source.replace(/\r\n?/g, "\n").split("\n");
   const blocks: Block[] = [];
   let i = 0;
@@ -66,7 +90,7 @@ export function parseMarkdown(source: string): Block[] {
       blocks.push({
         type: "heading",
         level: heading[1]!.length,
-        children: parseInline(heading[2]!),
+        children: parseInline(headingText(heading[2]!), depth),
       });
       i += 1;
       continue;
@@ -82,7 +106,14 @@ export function parseMarkdown(source: string): Block[] {
         inner.push(QUOTE.exec(lines[i]!)![1]!);
         i += 1;
       }
-      blocks.push({ type: "quote", children: parseMarkdown(inner.join("\n")) });
+      const text = inner.join("\n");
+      blocks.push({
+        type: "quote",
+        children:
+          depth + 1 < MAX_DEPTH
+            ? parseBlocks(text, depth + 1)
+            : [{ type: "paragraph", children: parseInline(text, MAX_DEPTH) }],
+      });
       continue;
     }
     const bullet = BULLET.exec(line);
@@ -95,7 +126,7 @@ export function parseMarkdown(source: string): Block[] {
         const m = pattern.exec(current);
         if (m) {
           items.push([bullet ? m[1]! : m[2]!]);
-        } else if (current.trim() !== "" && /^\s+/.test(current) && items.length > 0) {
+        } else if (current.trim() !== "" && /^\s/.test(current) && items.length > 0) {
           items.at(-1)!.push(current.trim()); // a continuation line of the item
         } else {
           break;
@@ -106,7 +137,7 @@ export function parseMarkdown(source: string): Block[] {
         type: "list",
         ordered: !bullet,
         start: ordered ? Number(ordered[1]) : 1,
-        items: items.map((item) => parseInline(item.join("\n"))),
+        items: items.map((item) => parseInline(item.join("\n"), depth)),
       });
       continue;
     }
@@ -116,7 +147,8 @@ export function parseMarkdown(source: string): Block[] {
         body.push(lines[i]!.replace(/^( {4}|\t)/, ""));
         i += 1;
       }
-      blocks.push({ type: "code", lang: "", text: body.join("\n").replace(/\n+$/, "") });
+      while (body.length > 0 && body.at(-1) === "") body.pop();
+      blocks.push({ type: "code", lang: "", text: body.join("\n") });
       continue;
     }
     const para: string[] = [];
@@ -134,14 +166,31 @@ export function parseMarkdown(source: string): Block[] {
       para.push(current);
       i += 1;
     }
-    blocks.push({ type: "paragraph", children: parseInline(para.join("\n")) });
+    blocks.push({ type: "paragraph", children: parseInline(para.join("\n"), depth) });
   }
   return blocks;
 }
 
+/** A heading's text without its optional closing `#`s (`## Title ##`). */
+function headingText(raw: string): string {
+  const text = raw.trimEnd();
+  let end = text.length;
+  while (end > 0 && text[end - 1] === "#") end -= 1;
+  return end === 0 || /\s/.test(text[end - 1]!) ? text.slice(0, end).trimEnd() : text;
+}
+
 const URL_START = /https?:\/\/[^\s<>"]+/y;
 
-export function parseInline(text: string): Inline[] {
+/**
+ * Inline markup of `text`. Every search for a closing marker is remembered for the rest of the
+ * call (a search that found nothing is not repeated from a later position, brackets and
+ * parentheses are matched once per line), so each level of nesting reads the text a bounded
+ * number of times.
+ */
+export function parseInline(text: string, depth = 0): Inline[] {
+  if (depth >= MAX_DEPTH) return plainInline(text);
+  let finder: Finder | undefined; // made on first use: most nested texts need none
+  const find = () => (finder ??= new Finder(text));
   const out: Inline[] = [];
   let buffer = "";
   const flush = () => {
@@ -163,25 +212,26 @@ export function parseInline(text: string): Inline[] {
       continue;
     }
     if (c === "`") {
-      const run = /^`+/.exec(text.slice(i))![0];
-      const close = text.indexOf(run, i + run.length);
+      let run = 1;
+      while (text[i + run] === "`") run += 1;
+      const close = find().backticks(i + run, run);
       if (close > 0) {
         flush();
-        out.push({ type: "code", text: text.slice(i + run.length, close).trim() || " " });
-        i = close + run.length;
+        out.push({ type: "code", text: text.slice(i + run, close).trim() || " " });
+        i = close + run;
         continue;
       }
-      buffer += run;
-      i += run.length;
+      buffer += text.slice(i, i + run);
+      i += run;
       continue;
     }
     const pair = text.slice(i, i + 2);
     if (pair === "**" || pair === "__" || pair === "~~") {
-      const close = text.indexOf(pair, i + 2);
+      const close = find().pair(pair, i + 2);
       if (close > i + 2) {
         flush();
         const type = pair === "~~" ? "del" : "strong";
-        out.push({ type, children: parseInline(text.slice(i + 2, close)) });
+        out.push({ type, children: parseInline(text.slice(i + 2, close), depth + 1) });
         i = close + 2;
         continue;
       }
@@ -191,17 +241,17 @@ export function parseInline(text: string): Inline[] {
     }
     if ((c === "*" || c === "_") && text[i + 1] !== undefined && !/\s/.test(text[i + 1]!)) {
       const wordBefore = i > 0 && /\w/.test(text[i - 1]!);
-      const close = findEmphasisEnd(text, i + 1, c);
-      if (close > 0 && !(c === "_" && wordBefore)) {
+      const close = c === "_" && wordBefore ? -1 : find().emphasisEnd(i + 1, c);
+      if (close > 0) {
         flush();
-        out.push({ type: "em", children: parseInline(text.slice(i + 1, close)) });
+        out.push({ type: "em", children: parseInline(text.slice(i + 1, close), depth + 1) });
         i = close + 1;
         continue;
       }
     }
     if (c === "[" || (c === "!" && text[i + 1] === "[")) {
       const image = c === "!";
-      const link = parseLink(text, image ? i + 1 : i);
+      const link = parseLink(text, image ? i + 1 : i, find());
       if (link) {
         flush();
         const href = safeHref(link.href);
@@ -210,9 +260,9 @@ export function parseInline(text: string): Inline[] {
             href ? { type: "image", href, alt: link.label } : { type: "text", text: link.label },
           );
         } else if (href) {
-          out.push({ type: "link", href, children: parseInline(link.label) });
+          out.push({ type: "link", href, children: parseInline(link.label, depth + 1) });
         } else {
-          out.push(...parseInline(link.label));
+          out.push(...parseInline(link.label, depth + 1));
         }
         i = link.end;
         continue;
@@ -222,7 +272,7 @@ export function parseInline(text: string): Inline[] {
       URL_START.lastIndex = i;
       const m = URL_START.exec(text);
       if (m) {
-        const url = m[0].replace(/[.,;:!?)]+$/, "");
+        const url = trimUrlEnd(m[0]);
         flush();
         out.push({ type: "link", href: url, children: [{ type: "text", text: url }] });
         i += url.length;
@@ -236,54 +286,106 @@ export function parseInline(text: string): Inline[] {
   return out;
 }
 
-function findEmphasisEnd(text: string, from: number, marker: string): number {
-  for (let j = from + 1; j < text.length; j += 1) {
-    if (text[j] === "\n") return -1;
-    if (text[j] === marker && !/\s/.test(text[j - 1]!) && text[j + 1] !== marker) {
-      if (marker === "_" && j + 1 < text.length && /\w/.test(text[j + 1]!)) continue;
-      return j;
-    }
+/** Text too deeply nested to parse further: shown as it is, line breaks kept. */
+function plainInline(text: string): Inline[] {
+  const out: Inline[] = [];
+  text.split("\n").forEach((line, k) => {
+    if (k > 0) out.push({ type: "br" });
+    if (line !== "") out.push({ type: "text", text: line });
+  });
+  return out;
+}
+
+/** A bare URL without the punctuation that usually ends the sentence around it. */
+function trimUrlEnd(url: string): string {
+  let end = url.length;
+  while (end > 0 && ".,;:!?)".includes(url[end - 1]!)) end -= 1;
+  return url.slice(0, end);
+}
+
+/** The closing-marker searches of one `parseInline` call, each remembered. */
+class Finder {
+  /** A search for this pair from this position or later finds nothing. */
+  private readonly noPairFrom = new Map<string, number>();
+  /** Backtick runs of at least this length have no closing run from this position on. */
+  private readonly noRunFrom = new Map<number, number>();
+  /** No closing emphasis marker from `from` up to `until` (the end of its line). */
+  private readonly noEmphasis = new Map<string, { from: number; until: number }>();
+  /** The matching `]` of each `[`, and `)` of each `(`, on the line last looked at. */
+  private readonly matches = new Map<number, number>();
+  private lineStart = -1;
+  private lineEnd = -1;
+
+  constructor(private readonly text: string) {}
+
+  pair(pair: string, from: number): number {
+    if (from >= (this.noPairFrom.get(pair) ?? Number.POSITIVE_INFINITY)) return -1;
+    const close = this.text.indexOf(pair, from);
+    if (close < 0) this.noPairFrom.set(pair, from);
+    return close;
   }
-  return -1;
+
+  backticks(from: number, run: number): number {
+    for (const [length, noneFrom] of this.noRunFrom) {
+      if (run >= length && from >= noneFrom) return -1;
+    }
+    const close = this.text.indexOf("`".repeat(run), from);
+    if (close < 0) this.noRunFrom.set(run, from);
+    return close;
+  }
+
+  /** The `marker` closing an emphasis opened just before `from`, on the same line; -1 if none. */
+  emphasisEnd(from: number, marker: string): number {
+    const known = this.noEmphasis.get(marker);
+    if (known && from >= known.from && from < known.until) return -1;
+    const text = this.text;
+    let j = from + 1;
+    for (; j < text.length && text[j] !== "\n"; j += 1) {
+      if (text[j] === marker && !/\s/.test(text[j - 1]!) && text[j + 1] !== marker) {
+        if (marker === "_" && j + 1 < text.length && /\w/.test(text[j + 1]!)) continue;
+        return j;
+      }
+    }
+    this.noEmphasis.set(marker, { from, until: j });
+    return -1;
+  }
+
+  /** The `]` matching the `[` at `open` on its line, or the `)` matching a `(`; -1 if none. */
+  matching(open: number): number {
+    const text = this.text;
+    // Positions only grow within a call, so each line is matched once.
+    if (open < this.lineStart || open >= this.lineEnd) {
+      this.matches.clear();
+      this.lineStart = text.lastIndexOf("\n", open) + 1;
+      const brackets: number[] = [];
+      const parens: number[] = [];
+      let j = this.lineStart;
+      for (; j < text.length && text[j] !== "\n"; j += 1) {
+        const ch = text[j];
+        if (ch === "[") brackets.push(j);
+        else if (ch === "(") parens.push(j);
+        else if (ch === "]" && brackets.length > 0) this.matches.set(brackets.pop()!, j);
+        else if (ch === ")" && parens.length > 0) this.matches.set(parens.pop()!, j);
+      }
+      this.lineEnd = j;
+    }
+    return this.matches.get(open) ?? -1;
+  }
 }
 
 function parseLink(
   text: string,
   open: number,
+  find: Finder,
 ): { label: string; href: string; end: number } | undefined {
-  let depth = 0;
-  for (let j = open; j < text.length; j += 1) {
-    const ch = text[j];
-    if (ch === "\n") return undefined;
-    if (ch === "[") depth += 1;
-    else if (ch === "]") {
-      depth -= 1;
-      if (depth === 0) {
-        if (text[j + 1] !== "(") return undefined;
-        const close = closingParen(text, j + 1);
-        if (close < 0) return undefined;
-        const href =
-          text
-            .slice(j + 2, close)
-            .trim()
-            .split(/\s+/)[0] ?? "";
-        return { label: text.slice(open + 1, j), href, end: close + 1 };
-      }
-    }
-  }
-  return undefined;
-}
-
-/** The `)` matching the `(` at `open`, counting nested pairs (URLs may hold them). */
-function closingParen(text: string, open: number): number {
-  let depth = 0;
-  for (let j = open; j < text.length; j += 1) {
-    if (text[j] === "\n") return -1;
-    if (text[j] === "(") depth += 1;
-    else if (text[j] === ")") {
-      depth -= 1;
-      if (depth === 0) return j;
-    }
-  }
-  return -1;
+  const close = find.matching(open);
+  if (close < 0 || text[close + 1] !== "(") return undefined;
+  const end = find.matching(close + 1);
+  if (end < 0) return undefined;
+  const href =
+    text
+      .slice(close + 2, end)
+      .trim()
+      .split(/\s+/)[0] ?? "";
+  return { label: text.slice(open + 1, close), href, end: end + 1 };
 }
