@@ -22,9 +22,13 @@ export function parseMeta(text: string, channel: string): ChannelMeta {
     data = JSON.parse(text);
   } catch (err) {
     // Never the parser's own message: newer engines quote the text, which may be anything.
-    throw new AgentChatError("CORRUPT_META", `channel ${channel}: _meta.json is not valid JSON`, {
-      cause: err,
-    });
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    const where = at === undefined ? "" : ` (at character ${at})`;
+    throw new AgentChatError(
+      "CORRUPT_META",
+      `channel ${channel}: _meta.json is not valid JSON${where}`,
+      { cause: err },
+    );
   }
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
     throw new AgentChatError("CORRUPT_META", `channel ${channel}: _meta.json is not a JSON object`);

@@ -378,7 +378,9 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   INVALID_ARGUMENT: 400,
   INVALID_NAME: 400,
-  CORRUPT_META: 500,
+  // The root's files, not the server, are at fault: a channel nobody can use as it is.
+  CORRUPT_META: 422,
+  UNSAFE_FILE: 422,
   CHANNEL_NOT_FOUND: 404,
   TASK_NOT_FOUND: 404,
   NOT_A_MEMBER: 403,

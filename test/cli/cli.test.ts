@@ -206,7 +206,7 @@ describe("the reference's commands, output and exit codes", () => {
     const corrupt = await cli(["roster", "review"]);
     expect(corrupt.code).toBe(1);
     expect(corrupt.stderr).toMatch(
-      /^agent-chat: channel review: _meta.json is not valid JSON .*\n$/,
+      /^agent-chat: channel review: _meta.json is not valid JSON( \(at character \d+\))?\n$/,
     );
     expect(corrupt.stderr.split("\n")).toHaveLength(2);
   });
