@@ -229,6 +229,20 @@ describe("FIFOs in the workspace", () => {
   });
 });
 
+describe("state files written by someone else", () => {
+  it("a pending confirmation that is not JSON counts as nothing waiting, and is replaced", async () => {
+    const ws = join(tmp, "ws");
+    await runTurn(ws, { kfile: k('create-folder([root]/[blog], "the article")') });
+    writeFileSync(join(ws, ".pending-user.json"), "{ not json");
+    const yes = await runTurn(ws, { request: "yes" });
+    expect(yes.applied).toBe(false);
+    expect(yes.reason).toBe("nothing is waiting for a confirmation");
+    const del = await runTurn(ws, { request: "delete the blog folder" });
+    expect(del.pending).toBe(true);
+    expect((await runTurn(ws, { request: "yes" })).applied).toBe(true);
+  });
+});
+
 describe("names the K-folder rules do not allow", () => {
   it("a folder named c++ is skipped with one warning; the rest of the tree is shown", async () => {
     const ws = join(tmp, "ws");
