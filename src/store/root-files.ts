@@ -8,6 +8,7 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readSync,
   renameSync,
   rmdirSync,
@@ -87,6 +88,30 @@ export function ensureRealDir(path: string): void {
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
   }
   assertRealDir(path);
+}
+
+export interface RootEntry {
+  name: string;
+  kind: EntryKind;
+}
+
+/**
+ * The entries of the real directory `path` and what each is, without following any link
+ * (UNSAFE_FILE when `path` itself is not a real directory, ENOENT when it is missing).
+ */
+export function listRealDir(path: string): RootEntry[] {
+  assertRealDir(path);
+  return readdirSync(path, { withFileTypes: true }).map((e) => {
+    let kind: EntryKind;
+    if (e.isSymbolicLink()) kind = "link";
+    else if (e.isFile()) kind = "file";
+    else if (e.isDirectory()) kind = "dir";
+    // A file system that does not report types leaves them all false: ask lstat.
+    else if (e.isFIFO() || e.isSocket() || e.isCharacterDevice() || e.isBlockDevice()) {
+      kind = "other";
+    } else kind = entryKind(join(path, e.name)) ?? "other";
+    return { name: e.name, kind };
+  });
 }
 
 export interface RootFile {
@@ -245,4 +270,20 @@ export function removeFileEntry(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Removes the real directory `path` and what is really inside it, for a tree the caller has
+ * made its own (renamed out of the way under a private name first): a sub-directory is entered
+ * only when lstat says it is a real directory, and a link, FIFO or file is removed as an entry,
+ * never followed, so nothing outside the tree is ever removed. Throws UNSAFE_FILE when `path`
+ * is not a real directory.
+ */
+export function removeTreeSync(path: string): void {
+  for (const entry of listRealDir(path)) {
+    const child = join(path, entry.name);
+    if (entry.kind === "dir") removeTreeSync(child);
+    else unlinkSync(child);
+  }
+  rmdirSync(path);
 }

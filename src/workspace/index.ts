@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 import { formatUpdate } from "../core/kfile.js";
+import { assertRealDir, entryKind } from "../store/root-files.js";
 import type { PostResult, Store } from "../store/types.js";
 import type { TurnResult } from "./turn.js";
 
@@ -22,19 +23,30 @@ export {
   KFILE_FILE,
   KFolder,
   resolveFolder,
+  type Skipped,
   type Snapshot,
   toTree,
 } from "./kfolder.js";
 export { type Normalized, normalize, splitRequest } from "./normalize.js";
 export { formatResponse, type Response, renderResponse } from "./render.js";
-export { runNormalizer, runTurn, type TurnInput, type TurnResult } from "./turn.js";
+export {
+  runNormalizer,
+  runTurn,
+  skippedWarnings,
+  type TurnInput,
+  type TurnResult,
+} from "./turn.js";
 
 /** The folder that holds a channel's workspace; `_` keeps the reference chat.py away from it. */
 export const CHANNEL_WORKSPACE_DIR = "_workspace";
 /** The sender of the K-file and Response messages a recorded turn posts. */
 export const WORKSPACE_SENDER = "workspace";
 
-/** The workspace folder of an existing channel of a folder store. */
+/**
+ * The workspace folder of an existing channel of a folder store. The channel folder is checked
+ * by the store; the workspace folder, when it exists, must be a real directory too (UNSAFE_FILE
+ * for a link: a root is untrusted, DESIGN.md §10).
+ */
 export async function channelWorkspace(store: Store, channel: string): Promise<string> {
   await store.roster(channel);
   if (!store.capabilities.specFolder) {
@@ -43,7 +55,9 @@ export async function channelWorkspace(store: Store, channel: string): Promise<s
       "a channel workspace needs the folder store; use --workspace DIR with this backend",
     );
   }
-  return join(store.location, channel, CHANNEL_WORKSPACE_DIR);
+  const dir = join(store.location, channel, CHANNEL_WORKSPACE_DIR);
+  if (entryKind(dir) !== undefined) assertRealDir(dir);
+  return dir;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { constants, promises as fsp } from "node:fs";
-import { join, resolve, sep } from "node:path";
-import { AgentChatError, wrapIoError } from "../core/errors.js";
+import { promises as fsp, mkdirSync, renameSync } from "node:fs";
+import { dirname, join, resolve, sep } from "node:path";
+import { AgentChatError, isAgentChatError, wrapIoError } from "../core/errors.js";
 import {
   type FolderRef,
   formatFolderRef,
@@ -12,7 +12,22 @@ import {
   validateFolderName,
 } from "../core/kfile.js";
 import { acquireSeqLock } from "../store/fs/seq-lock.js";
-import { replaceFile } from "../store/root-files.js";
+import {
+  assertRealDir,
+  createFileExclusive,
+  type EntryKind,
+  ensureRealDir,
+  entryKind,
+  listRealDir,
+  publishExclusiveSync,
+  readRootTextSync,
+  removeFileEntry,
+  removeOwnDir,
+  removeTreeSync,
+  replaceFile,
+  tempName,
+  unsafeEntry,
+} from "../store/root-files.js";
 
 /**
  * The K-folder on disk. Each folder is a real directory (so the workspace can be browsed and
@@ -29,12 +44,22 @@ import { replaceFile } from "../store/root-files.js";
  * lock, so concurrent turns from several processes never see or leave a half-done tree. A
  * folder is created by renaming a fully prepared directory into place, and deleted by renaming
  * it out of the tree before removing it.
+ *
+ * A workspace in a channel is part of a shared root, so everything in it is untrusted input
+ * (DESIGN.md §10): all file access goes through `store/root-files`, which never follows a link
+ * and opens only regular files. The workspace folder and every folder on a path must be real
+ * directories (UNSAFE_FILE otherwise); an entry the tree cannot hold (a link, a FIFO, a name the
+ * K-folder rules refuse, like `c++`) is skipped and reported in `Snapshot.skipped`.
  */
 export const META_FILE = ".kfolder.json";
 export const FOCUS_FILE = ".focus";
 export const KFILE_FILE = ".kfile";
 export const DEFAULT_ROOT_DESCRIPTION = "shared workspace";
 const MAX_DEPTH = 32;
+/** `.kfolder.json` and `.focus` hold a line or two; anything bigger was not written by us. */
+const MAX_META_BYTES = 64 * 1024;
+/** A stored file, or a pending K-file with its content: far above any message body. */
+export const MAX_WORKSPACE_FILE_BYTES = 16 * 1024 * 1024;
 
 export interface Folder {
   name: string;
@@ -46,10 +71,19 @@ export interface Folder {
   children: Folder[];
 }
 
+/** An entry on disk that is not part of the tree, and why. */
+export interface Skipped {
+  /** From the workspace folder: `blog/c++`. */
+  path: string;
+  reason: string;
+}
+
 export interface Snapshot {
   root: Folder;
   /** The focused folder's path; a focus on a folder that no longer exists reads as the root. */
   focus: string[];
+  /** Entries with a tree name that the tree cannot hold (links, FIFOs, invalid names). */
+  skipped: Skipped[];
 }
 
 export type Resolution =
@@ -69,13 +103,24 @@ export class KFolder {
     this.dir = resolve(dir);
   }
 
-  /** Creates the workspace folder (and its root description) when it does not exist yet. */
+  /**
+   * Creates the workspace folder (and its root description) when it does not exist yet; throws
+   * UNSAFE_FILE when it is a link or anything but a real directory.
+   */
   async ensure(): Promise<void> {
     try {
-      await fsp.mkdir(this.dir, { recursive: true });
-      const meta: FolderMeta = { description: DEFAULT_ROOT_DESCRIPTION, created: 0 };
-      await fsp.writeFile(join(this.dir, META_FILE), `${JSON.stringify(meta)}\n`, { flag: "wx" });
+      // The parents are the caller's (a channel folder the store checked, or --workspace DIR);
+      // the workspace folder itself is created alone, so that it is never made through a link.
+      mkdirSync(dirname(this.dir), { recursive: true });
+      ensureRealDir(this.dir);
     } catch (err) {
+      throw wrapIoError(err, `cannot create workspace ${this.dir}`);
+    }
+    const meta: FolderMeta = { description: DEFAULT_ROOT_DESCRIPTION, created: 0 };
+    try {
+      await createFileExclusive(this.dir, META_FILE, `${JSON.stringify(meta)}\n`);
+    } catch (err) {
+      // Any entry of that name, even a link or a FIFO, is left alone: it is never written through.
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") {
         throw wrapIoError(err, `cannot create workspace ${this.dir}`);
       }
@@ -95,59 +140,66 @@ export class KFolder {
 
   async snapshot(): Promise<Snapshot> {
     await this.ensure();
-    const root = await this.readFolder([], ROOT_NAME, 0);
+    const skipped: Skipped[] = [];
+    const root = this.readFolder([], ROOT_NAME, 0, skipped);
     let focus: string[] = [];
-    try {
-      const text = (await fsp.readFile(join(this.dir, FOCUS_FILE), "utf8")).trim();
-      const path = text === "" ? [] : text.split("/");
+    const text = readSmall(join(this.dirOf([]), FOCUS_FILE), MAX_META_BYTES)?.trim();
+    if (text) {
+      const path = text.split("/");
       if (findByPath(root, path)) focus = path;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
-        throw wrapIoError(err, "cannot read the workspace focus");
-      }
     }
-    return { root, focus };
+    return { root, focus, skipped };
   }
 
-  private async readFolder(path: string[], name: string, depth: number): Promise<Folder> {
-    const dir = this.pathOf(path);
-    const meta = await this.readMeta(dir, path.length === 0);
+  private readFolder(path: string[], name: string, depth: number, skipped: Skipped[]): Folder {
+    const dir = join(this.dir, ...path);
+    const meta = this.readMeta(dir, path.length === 0);
     const folder: Folder = { name, path, files: [], children: [], ...meta };
-    let entries: import("node:fs").Dirent[];
+    let entries: ReturnType<typeof listRealDir>;
     try {
-      entries = await fsp.readdir(dir, { withFileTypes: true });
+      entries = listRealDir(dir);
     } catch (err) {
-      // A folder removed by someone else between two reads is simply not there any more.
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return folder;
+      // A sub-folder removed (or swapped for a link) by someone else between two reads is
+      // simply not there any more; the workspace folder itself must be real.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (path.length > 0 && (code === "ENOENT" || isAgentChatError(err, "UNSAFE_FILE"))) {
+        return folder;
+      }
       throw wrapIoError(err, `cannot list ${dir}`);
     }
     for (const e of entries) {
       if (!isTreeName(e.name)) continue;
-      // Symbolic links are never followed: nothing outside the workspace is part of it.
-      if (e.isDirectory() && depth < MAX_DEPTH) {
-        folder.children.push(await this.readFolder([...path, e.name], e.name, depth + 1));
-      } else if (e.isFile()) {
+      const problem = unusable(e.name, e.kind, depth);
+      if (problem) {
+        skipped.push({ path: [...path, e.name].join("/"), reason: problem });
+      } else if (e.kind === "dir") {
+        folder.children.push(this.readFolder([...path, e.name], e.name, depth + 1, skipped));
+      } else {
         folder.files.push(e.name);
       }
     }
     folder.files.sort();
     folder.children.sort((a, b) => a.created - b.created || (a.name < b.name ? -1 : 1));
+    if (depth === 0) skipped.sort((a, b) => (a.path < b.path ? -1 : 1));
     return folder;
   }
 
-  private async readMeta(dir: string, isRoot: boolean): Promise<FolderMeta> {
+  private readMeta(dir: string, isRoot: boolean): FolderMeta {
     const fallback: FolderMeta = {
       description: isRoot ? DEFAULT_ROOT_DESCRIPTION : "",
       created: Number.MAX_SAFE_INTEGER,
     };
     try {
-      const data = JSON.parse(await fsp.readFile(join(dir, META_FILE), "utf8")) as FolderMeta;
+      // A directory made by hand (no meta), or a meta that is a link, a FIFO or not JSON, is
+      // still a folder: listed last, without description.
+      const text = readSmall(join(dir, META_FILE), MAX_META_BYTES);
+      if (text === undefined) return fallback;
+      const data = JSON.parse(text) as { description?: unknown; created?: unknown } | null;
       return {
-        description: typeof data.description === "string" ? data.description : "",
-        created: typeof data.created === "number" ? data.created : fallback.created,
+        description: typeof data?.description === "string" ? data.description : "",
+        created: Number.isSafeInteger(data?.created) ? (data?.created as number) : fallback.created,
       };
     } catch {
-      // A directory made by hand (no meta) is still a folder, listed last, without description.
       return fallback;
     }
   }
@@ -158,6 +210,28 @@ export class KFolder {
     const full = resolve(this.dir, ...path);
     if (full !== this.dir && !full.startsWith(this.dir + sep)) {
       throw new AgentChatError("INVALID_NAME", `${path.join("/")} is outside the workspace`);
+    }
+    return full;
+  }
+
+  /**
+   * The directory of an existing folder, each level of it checked to be a real directory (never
+   * a link): UNSAFE_FILE otherwise, NOT_FOUND when it is missing.
+   */
+  private dirOf(path: readonly string[]): string {
+    const full = this.pathOf(path);
+    let dir = this.dir;
+    try {
+      assertRealDir(dir);
+      for (const seg of path) {
+        dir = join(dir, seg);
+        assertRealDir(dir);
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        throw new AgentChatError("NOT_FOUND", `no folder ${displayPath(path)} in the workspace`);
+      }
+      throw wrapIoError(err, `cannot open ${full}`);
     }
     return full;
   }
@@ -173,39 +247,41 @@ export class KFolder {
   async createFolder(parent: string[], name: string, description: string): Promise<void> {
     validateFolderName(name);
     validateDescription(description);
-    const parentDir = this.pathOf(parent);
-    const staging = join(parentDir, `.tmp-${randomBytes(8).toString("hex")}`);
+    const parentDir = this.dirOf(parent);
+    const staging = join(parentDir, tempName());
     try {
-      await fsp.mkdir(staging);
+      mkdirSync(staging);
       const meta: FolderMeta = { description, created: Date.now() };
-      await fsp.writeFile(join(staging, META_FILE), `${JSON.stringify(meta)}\n`);
-      await fsp.rename(staging, join(parentDir, name));
+      await createFileExclusive(staging, META_FILE, `${JSON.stringify(meta)}\n`);
+      renameSync(staging, join(parentDir, name));
     } catch (err) {
-      await fsp.rm(staging, { recursive: true, force: true });
+      removeFileEntry(join(staging, META_FILE));
+      removeOwnDir(staging);
       throw wrapIoError(err, `cannot create folder ${[...parent, name].join("/")}`);
     }
   }
 
   async setFocus(path: string[]): Promise<void> {
-    this.pathOf(path);
-    await replaceFile(this.dir, FOCUS_FILE, path.join("/"));
+    this.dirOf(path);
+    await replaceFile(this.dirOf([]), FOCUS_FILE, path.join("/"));
   }
 
   async setDescription(path: string[], description: string): Promise<void> {
     validateDescription(description);
-    const dir = this.pathOf(path);
-    const meta = await this.readMeta(dir, path.length === 0);
+    const dir = this.dirOf(path);
+    const meta = this.readMeta(dir, path.length === 0);
     await replaceFile(dir, META_FILE, `${JSON.stringify({ ...meta, description })}\n`);
   }
 
   /** Renames or moves a folder (one atomic rename) and keeps the focus on it if it had it. */
   async relocateFolder(from: string[], to: string[], focus: string[]): Promise<void> {
-    const src = this.pathOf(from);
-    const dst = this.pathOf(to);
-    if (await exists(dst)) {
+    const src = this.dirOf(from);
+    const dst = join(this.dirOf(to.slice(0, -1)), validateFolderName(to[to.length - 1]!));
+    if (entryKind(dst) !== undefined) {
       throw new AgentChatError("INVALID_ARGUMENT", `${to.join("/")} already exists`);
     }
     try {
+      // rename(2) moves the entry itself: a link is never followed at either end.
       await fsp.rename(src, dst);
     } catch (err) {
       throw wrapIoError(err, `cannot move ${from.join("/")} to ${to.join("/")}`);
@@ -213,33 +289,42 @@ export class KFolder {
     if (startsWith(focus, from)) await this.setFocus([...to, ...focus.slice(from.length)]);
   }
 
-  /** Takes the folder out of the tree in one rename, then removes it; the focus falls back. */
+  /**
+   * Takes the folder out of the tree in one rename, then removes what is really inside it (a
+   * link inside is removed as a link; a folder that is itself a link loses only the link). The
+   * focus falls back to the parent.
+   */
   async deleteFolder(path: string[], focus: string[]): Promise<void> {
     if (path.length === 0) throw new AgentChatError("INVALID_ARGUMENT", "cannot delete the root");
-    const grave = join(this.dir, `.trash-${randomBytes(8).toString("hex")}`);
+    const target = join(this.dirOf(path.slice(0, -1)), validateFolderName(path[path.length - 1]!));
+    const grave = join(this.dirOf([]), `.trash-${randomBytes(8).toString("hex")}`);
     try {
-      await fsp.rename(this.pathOf(path), grave);
+      await fsp.rename(target, grave);
     } catch (err) {
       throw wrapIoError(err, `cannot delete ${path.join("/")}`);
     }
     if (startsWith(focus, path)) await this.setFocus(path.slice(0, -1));
-    await fsp.rm(grave, { recursive: true, force: true });
+    try {
+      if (entryKind(grave) === "dir") removeTreeSync(grave);
+      else removeFileEntry(grave);
+    } catch (err) {
+      throw wrapIoError(err, `cannot remove ${path.join("/")} (left as ${grave})`);
+    }
   }
 
   async writeFile(path: string[], file: string, content: string): Promise<void> {
-    const target = this.filePath(path, file);
-    await refuseLink(target);
-    await replaceFile(this.pathOf(path), file, content);
+    const dir = this.dirOf(path);
+    const target = join(dir, validateFileName(file));
+    refuseUnlessFile(target, entryKind(target));
+    await replaceFile(dir, file, content);
   }
 
   async readFile(path: string[], file: string): Promise<string> {
-    const target = this.filePath(path, file);
-    let fh: import("node:fs/promises").FileHandle;
+    const target = join(this.dirOf(path), validateFileName(file));
     try {
-      fh = await fsp.open(target, constants.O_RDONLY | constants.O_NOFOLLOW);
+      return readRootTextSync(target, MAX_WORKSPACE_FILE_BYTES);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ELOOP") {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         throw new AgentChatError(
           "NOT_FOUND",
           `no file ${[...path, file].join("/")} in the workspace`,
@@ -247,56 +332,102 @@ export class KFolder {
       }
       throw wrapIoError(err, `cannot read ${target}`);
     }
-    try {
-      return await fh.readFile("utf8");
-    } finally {
-      await fh.close();
-    }
   }
 
+  /** Moves a file without ever replacing what is at the destination (EEXIST is refused). */
   async renameFile(path: string[], file: string, toPath: string[], toFile: string): Promise<void> {
-    const src = this.filePath(path, file);
-    const dst = this.filePath(toPath, toFile);
-    await refuseLink(src);
-    if (await exists(dst)) {
-      throw new AgentChatError("INVALID_ARGUMENT", `${[...toPath, toFile].join("/")} exists`);
+    const src = join(this.dirOf(path), validateFileName(file));
+    const dstDir = this.dirOf(toPath);
+    validateFileName(toFile);
+    const kind = entryKind(src);
+    if (kind === undefined) {
+      throw new AgentChatError(
+        "NOT_FOUND",
+        `no file ${[...path, file].join("/")} in the workspace`,
+      );
     }
+    refuseUnlessFile(src, kind);
     try {
-      await fsp.rename(src, dst);
+      publishExclusiveSync(src, dstDir, toFile);
     } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+        throw new AgentChatError("INVALID_ARGUMENT", `${[...toPath, toFile].join("/")} exists`);
+      }
       throw wrapIoError(err, `cannot move ${[...path, file].join("/")}`);
     }
   }
 
+  /** Removes a file entry (a link is removed as a link, never what it points to). */
   async deleteFile(path: string[], file: string): Promise<void> {
-    try {
-      await fsp.unlink(this.filePath(path, file));
-    } catch (err) {
-      throw wrapIoError(err, `cannot delete ${[...path, file].join("/")}`);
+    if (!removeFileEntry(join(this.dirOf(path), validateFileName(file)))) {
+      throw new AgentChatError("NOT_FOUND", `no file ${[...path, file].join("/")} to delete`);
     }
   }
 
   /** Writes the K-file of the current turn where both sides can read it. */
   async writeKFile(text: string): Promise<void> {
-    await replaceFile(this.dir, KFILE_FILE, text);
+    await replaceFile(this.dirOf([]), KFILE_FILE, text);
   }
 
+  /** A state file's text; undefined when it is missing or not a regular file (never ours). */
   async readState(name: string): Promise<string | undefined> {
     try {
-      return await fsp.readFile(join(this.dir, name), "utf8");
+      return readSmall(join(this.dirOf([]), name), MAX_WORKSPACE_FILE_BYTES);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw wrapIoError(err, `cannot read ${name}`);
     }
   }
 
   async writeState(name: string, text: string): Promise<void> {
-    await replaceFile(this.dir, name, text);
+    await replaceFile(this.dirOf([]), name, text);
   }
 
   async removeState(name: string): Promise<void> {
-    await fsp.rm(join(this.dir, name), { force: true });
+    removeFileEntry(join(this.dirOf([]), name));
   }
+}
+
+/**
+ * The text of a small file of the workspace's own; undefined when it is missing or is not a
+ * regular file (a link or FIFO planted there is never followed or opened, just ignored).
+ */
+function readSmall(path: string, maxBytes: number): string | undefined {
+  try {
+    return readRootTextSync(path, maxBytes);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" || isAgentChatError(err, "UNSAFE_FILE")) {
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+/** Why an entry with a tree name cannot be part of the tree; undefined when it can. */
+function unusable(name: string, kind: EntryKind, depth: number): string | undefined {
+  if (kind === "link") return "is a symbolic link; it is never followed";
+  if (kind === "other")
+    return "is not a regular file (a FIFO, socket or device); it is never opened";
+  try {
+    if (kind === "dir") validateFolderName(name);
+    else validateFileName(name);
+  } catch (err) {
+    const why = (err as Error).message.replace(/^invalid (folder|file) name "[^"]*": /, "");
+    return `is not a valid ${kind === "dir" ? "folder" : "file"} name (${why})`;
+  }
+  if (kind === "dir" && depth >= MAX_DEPTH) return `is deeper than ${MAX_DEPTH} folders`;
+  return undefined;
+}
+
+function refuseUnlessFile(path: string, kind: EntryKind | undefined): void {
+  if (kind === undefined || kind === "file") return;
+  throw unsafeEntry(
+    path,
+    kind === "link"
+      ? "is a symbolic link"
+      : kind === "dir"
+        ? "is a folder"
+        : "is not a regular file",
+  );
 }
 
 /** Only names a user could have given are part of the tree; `.x` and `_x` are the workspace's. */
@@ -310,25 +441,6 @@ function startsWith(path: readonly string[], prefix: readonly string[]): boolean
 
 export function isInside(path: readonly string[], ancestor: readonly string[]): boolean {
   return startsWith(path, ancestor);
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await fsp.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function refuseLink(path: string): Promise<void> {
-  try {
-    if ((await fsp.lstat(path)).isSymbolicLink()) {
-      throw new AgentChatError("INVALID_NAME", `${path} is a symbolic link; it is not followed`);
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-  }
 }
 
 export function findByPath(root: Folder, path: readonly string[]): Folder | undefined {

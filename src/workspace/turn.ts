@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { AgentChatError } from "../core/errors.js";
 import {
   type FolderRef,
+  formatFolderRef,
   formatKFile,
   type KFile,
   parseKFile,
@@ -65,6 +66,8 @@ export interface TurnResult {
   response: Response;
   responseText: string;
   tree: string;
+  /** Entries of the workspace the tree cannot hold (links, FIFOs, invalid names), one a line. */
+  warnings: string[];
 }
 
 const CONFIRM =
@@ -111,25 +114,24 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
   if (input.kfile !== undefined) {
     kfile = typeof input.kfile === "string" ? parseKFile(input.kfile) : input.kfile;
     if (input.guarded) {
-      const pendingText = await ws.readState(pendingName);
-      if (pendingText) {
+      const pending = await readPending(ws, pendingName);
+      if (pending) {
         cancelled = true;
-        cancelledWhat = parseKFile((JSON.parse(pendingText) as Pending).kfile).update;
+        cancelledWhat = pending.update;
       }
       confirmDestructive = true;
     }
   } else {
     const request = input.request!;
-    const pendingText = await ws.readState(pendingName);
-    const pending = pendingText ? (JSON.parse(pendingText) as Pending) : undefined;
+    const pending = await readPending(ws, pendingName);
     if (pending && CONFIRM.test(request)) {
-      kfile = { ...parseKFile(pending.kfile), clarify: "none" };
+      kfile = { ...pending.kfile, clarify: "none" };
       if (pending.content !== undefined) content = pending.content;
       confirmed = true;
     } else {
       if (pending) {
         cancelled = true;
-        cancelledWhat = parseKFile(pending.kfile).update;
+        cancelledWhat = pending.update;
       }
       if (pending && NEGATE.test(request)) {
         kfile = { response: "acknowledge", update: { action: "none" }, clarify: "none" };
@@ -213,11 +215,40 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
       response,
       responseText: formatResponse(response),
       tree: renderTree(toTree(after)),
+      warnings: skippedWarnings(after),
     };
     if (input.request !== undefined) result.request = input.request;
     if (reason !== undefined && kfile.clarify !== "none") result.reason = reason;
     return result;
   });
+}
+
+/**
+ * The K-file waiting for `who`'s confirmation. The file is in a shared folder, so one that does
+ * not parse (written by hand, cut short) counts as nothing waiting rather than blocking every
+ * turn; the next turn replaces it.
+ */
+async function readPending(
+  ws: KFolder,
+  name: string,
+): Promise<{ kfile: KFile; update: UpdateAction; content?: string } | undefined> {
+  const text = await ws.readState(name);
+  if (!text) return undefined;
+  try {
+    const record = JSON.parse(text) as Partial<Pending> | null;
+    if (typeof record?.kfile !== "string") return undefined;
+    const kfile = parseKFile(record.kfile);
+    return typeof record.content === "string"
+      ? { kfile, update: kfile.update, content: record.content }
+      : { kfile, update: kfile.update };
+  } catch {
+    return undefined;
+  }
+}
+
+/** One line per entry of the workspace that is not part of the tree. */
+export function skippedWarnings(snapshot: Snapshot): string[] {
+  return snapshot.skipped.map((s) => `workspace entry ${s.path} ${s.reason}; skipped`);
 }
 
 function isStoring(update: UpdateAction): boolean {
@@ -268,7 +299,14 @@ function plan(snap: Snapshot, update: UpdateAction, content: string | undefined)
   }
   const find = (ref: FolderRef): Folder | { reason: string } => {
     const r = resolveFolder(snap.root, ref);
-    return r.kind === "found" ? r.folder : { reason: r.reason };
+    if (r.kind === "found") return r.folder;
+    // "no folder [blog]" would be a puzzle when blog is on disk: say why it is not usable.
+    const last = ref.segments[ref.segments.length - 1];
+    const skipped = snap.skipped.find((s) => s.path.split("/").pop() === last);
+    if (r.kind === "missing" && skipped) {
+      return { reason: `${formatFolderRef({ segments: [last!] })} ${skipped.reason}` };
+    }
+    return { reason: r.reason };
   };
   const target = (f: Folder | { reason: string }) =>
     "reason" in f ? { clarify: "ask-target" as const, reason: f.reason } : undefined;

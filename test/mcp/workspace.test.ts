@@ -1,4 +1,12 @@
-import { existsSync, readFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/client/open.js";
@@ -260,5 +268,38 @@ describe("chat_workspace", () => {
     // bob sees the turn as news in his footer, as any other message.
     const seen = await bob.call("chat_channels");
     expect(footerJson(seen.footer).chat.channels[ch]).toBe(5);
+  });
+
+  it("refuses a _workspace that is a link out of the root, and names what the tree cannot hold", async () => {
+    const outside = `${root}-outside`;
+    mkdirSync(join(outside, "photos"), { recursive: true });
+    writeFileSync(join(outside, "photos", "beach.jpg"), "jpeg");
+    const linked = await freshChannel();
+    symlinkSync(outside, wsDir(linked));
+    for (const args of [
+      { channel: linked, action: "tree" },
+      { channel: linked, kfile: kfile('create-folder([root]/[x], "planted")') },
+      { channel: linked, kfile: kfile("delete-folder([photos])") },
+      { channel: linked, action: "confirm" },
+    ]) {
+      const r = await alice.call("chat_workspace", args);
+      expect(r.isError).toBe(true);
+      expect(r.text).toMatch(
+        /^Error UNSAFE_FILE: .*_workspace is a symbolic link; it is never followed/,
+      );
+    }
+    expect(readdirSync(outside)).toEqual(["photos"]);
+    expect(readdirSync(join(outside, "photos"))).toEqual(["beach.jpg"]);
+    rmSync(outside, { recursive: true });
+
+    const ch = await freshChannel();
+    await alice.call("chat_workspace", { channel: ch, kfile: CREATE_BLOG });
+    mkdirSync(join(wsDir(ch), "c++"));
+    const tree = await alice.call("chat_workspace", { channel: ch, action: "tree" });
+    expect(tree.isError).toBe(false);
+    expect(tree.text).toBe(
+      "Focus: [root]\n[root]-shared workspace [focus]\n└── [blog]-article about the protocol\n" +
+        "Not shown: workspace entry c++ is not a valid folder name (use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit (nothing may leave the workspace)); skipped",
+    );
   });
 });

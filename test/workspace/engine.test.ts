@@ -321,9 +321,9 @@ describe("names that would leave the workspace", () => {
     expect(await tree()).toBe("[root]-shared workspace [focus]\n");
     await expect(
       runTurn(dir, { kfile: k('store-file([root], "link.md")'), content: "overwrite" }),
-    ).rejects.toThrow(/link.md is a symbolic link; it is not followed/);
+    ).rejects.toThrow(/link.md is a symbolic link; it is never followed/);
     await expect(new KFolder(dir).readFile([], "link.md")).rejects.toSatisfy((e) =>
-      isAgentChatError(e, "NOT_FOUND"),
+      isAgentChatError(e, "UNSAFE_FILE"),
     );
     expect(readFileSync(join(outside, "secret.md"), "utf8")).toBe("secret");
   });

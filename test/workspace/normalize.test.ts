@@ -29,6 +29,7 @@ const base: Snapshot = {
     ],
   ),
   focus: [],
+  skipped: [],
 };
 
 /** Two folders named blog: [root]/[blog] and [root]/[protocol]/[blog]. */
@@ -43,6 +44,7 @@ const twoBlogs: Snapshot = {
     ],
   ),
   focus: [],
+  skipped: [],
 };
 
 const focusedOnBlog: Snapshot = { ...base, focus: ["blog"] };

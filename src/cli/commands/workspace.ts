@@ -17,6 +17,8 @@ import {
   recordTurn,
   resolveFolder,
   runTurn,
+  type Snapshot,
+  skippedWarnings,
   type TurnInput,
   type TurnResult,
   toTree,
@@ -127,7 +129,7 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
     )
     .action(async (opts: TargetFlags & { files?: boolean }) => {
       const kf = new KFolder(await workspaceDir(ctx, opts));
-      const snapshot = await kf.snapshot();
+      const snapshot = await snapshotOf(ctx, kf);
       const tree = renderTree(toTree(snapshot), { files: opts.files === true });
       if (ctx.json) {
         return ctx.printJson({
@@ -135,6 +137,7 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
           focus: displayPath(snapshot.focus),
           tree,
           root: folderJson(snapshot.root),
+          skipped: snapshot.skipped,
         });
       }
       ctx.out(tree);
@@ -153,7 +156,7 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
     .action(async (folder: string | undefined, opts: TargetFlags) => {
       if (folder === undefined) {
         const kf = new KFolder(await workspaceDir(ctx, opts));
-        const snapshot = await kf.snapshot();
+        const snapshot = await snapshotOf(ctx, kf);
         const path = displayPath(snapshot.focus);
         if (ctx.json) return ctx.printJson({ workspace: kf.dir, focus: path });
         ctx.out(`${path}\n`);
@@ -179,7 +182,7 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
     )
     .action(async (file: string, opts: TargetFlags) => {
       const kf = new KFolder(await workspaceDir(ctx, opts));
-      const snapshot = await kf.snapshot();
+      const snapshot = await snapshotOf(ctx, kf);
       const slash = file.lastIndexOf("/");
       const name = file.slice(slash + 1);
       let folder: Folder;
@@ -220,6 +223,13 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
     });
 }
 
+/** The workspace as it is now; what the tree cannot hold is said once, on stderr. */
+async function snapshotOf(ctx: CliContext, kf: KFolder): Promise<Snapshot> {
+  const snapshot = await kf.snapshot();
+  for (const w of skippedWarnings(snapshot)) ctx.warn(w);
+  return snapshot;
+}
+
 function withTarget(cmd: Command): Command {
   return cmd
     .option("--workspace <dir>", "the workspace folder")
@@ -251,6 +261,7 @@ async function turn(ctx: CliContext, opts: TurnFlags, input: TurnInput): Promise
   if (as !== undefined) input.as = as;
   const dir = await workspaceDir(ctx, opts);
   const result = await runTurn(dir, input);
+  for (const w of result.warnings) ctx.warn(w);
   let recorded: number[] = [];
   if (opts.channel !== undefined) {
     recorded = (await recordTurn(await ctx.open(), opts.channel, as!, result)).map((p) => p.seq);
@@ -280,6 +291,7 @@ function turnJson(r: TurnResult, recorded: number[]) {
     response: r.response,
     responseText: r.responseText,
     tree: r.tree,
+    warnings: r.warnings,
     recorded,
   };
 }

@@ -10,6 +10,7 @@ import {
   KFolder,
   recordTurn,
   runTurn,
+  skippedWarnings,
   type TurnInput,
   toTree,
 } from "../../workspace/index.js";
@@ -81,9 +82,11 @@ async function runWorkspaceTool(store: Store, agent: string, args: WorkspaceArgs
   if (action === "tree") {
     refuse(action, given);
     const snapshot = await new KFolder(dir).snapshot();
+    const skipped = skippedWarnings(snapshot).map((w) => `\nNot shown: ${w}`);
     return (
       `Focus: ${displayPath(snapshot.focus)}\n` +
-      renderTree(toTree(snapshot), { files: true }).trimEnd()
+      renderTree(toTree(snapshot), { files: true }).trimEnd() +
+      skipped.join("")
     );
   }
 
@@ -110,6 +113,7 @@ async function runWorkspaceTool(store: Store, agent: string, args: WorkspaceArgs
     turn.responseText.trimEnd(),
     `K-folder:\n${turn.tree.trimEnd()}`,
   ];
+  if (turn.warnings.length > 0) parts.push(`Not shown:\n${turn.warnings.join("\n")}`);
   if (turn.pending) {
     parts.push(
       'Waiting for confirmation: ask the user, then call chat_workspace with action "confirm"; any other turn cancels it.',

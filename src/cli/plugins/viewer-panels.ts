@@ -1,6 +1,7 @@
-import { existsSync, watch } from "node:fs";
+import { watch } from "node:fs";
 import { join } from "node:path";
 import { renderTree, type TreeFolder } from "../../core/kfile.js";
+import { entryKind } from "../../store/root-files.js";
 import type { Store } from "../../store/types.js";
 import type { TreeNode } from "../../viewer/api-types.js";
 import { governancePanel, type PanelProvider } from "../../viewer/panels.js";
@@ -17,7 +18,7 @@ const workspacePanel: PanelProvider = {
   async load({ store, channel }) {
     const dir = workspaceDir(store, channel);
     // Only an existing workspace is shown; the viewer never creates one.
-    if (!dir || !existsSync(dir)) return undefined;
+    if (!dir) return undefined;
     const snapshot = await new KFolder(dir).snapshot();
     const tree = toTree(snapshot);
     return {
@@ -31,7 +32,7 @@ const workspacePanel: PanelProvider = {
   },
   watch(store, channel, onChange) {
     const dir = workspaceDir(store, channel);
-    if (!dir || !existsSync(dir)) return undefined;
+    if (!dir) return undefined;
     // Every change to the workspace renames a file into its top folder (`.kfile` on each turn,
     // `.focus` when the focus moves), so watching that one folder sees them all.
     try {
@@ -44,10 +45,14 @@ const workspacePanel: PanelProvider = {
   },
 };
 
+/**
+ * The channel's workspace folder when there is one: a real directory. A `_workspace` that is a
+ * link (to anywhere outside the root) is not a workspace, never read and never watched.
+ */
 function workspaceDir(store: Store, channel: string): string | undefined {
-  return store.capabilities.specFolder
-    ? join(store.location, channel, CHANNEL_WORKSPACE_DIR)
-    : undefined;
+  if (!store.capabilities.specFolder) return undefined;
+  const dir = join(store.location, channel, CHANNEL_WORKSPACE_DIR);
+  return entryKind(dir) === "dir" ? dir : undefined;
 }
 
 function treeNode(folder: TreeFolder): TreeNode {
