@@ -4,6 +4,7 @@ import {
   constants,
   promises as fsp,
   fstatSync,
+  ftruncateSync,
   linkSync,
   lstatSync,
   mkdirSync,
@@ -16,6 +17,7 @@ import {
   type Stats,
   unlinkSync,
   writeFileSync,
+  writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
@@ -118,6 +120,8 @@ export interface RootFile {
   data: Buffer;
   mtimeMs: number;
   size: number;
+  /** How many names the file has (more than one: it is hard-linked somewhere). */
+  nlink: number;
 }
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
@@ -144,7 +148,7 @@ export function readRootFileSync(path: string, maxBytes: number): RootFile {
       length += n;
       if (length === data.length) tooLarge(path, length, maxBytes);
     }
-    return { data: data.subarray(0, length), mtimeMs: st.mtimeMs, size: length };
+    return { data: data.subarray(0, length), mtimeMs: st.mtimeMs, size: length, nlink: st.nlink };
   } finally {
     closeSync(fd);
   }
@@ -161,8 +165,42 @@ export function readRootTextSync(path: string, maxBytes: number): string {
  * and is not ours to read.
  */
 export function readOwnTextSync(path: string, maxBytes: number): string {
-  if (lstatSync(path).nlink > 1) throw unsafeEntry(path, "has another name (a hard link)");
-  return readRootTextSync(path, maxBytes);
+  const file = readRootFileSync(path, maxBytes);
+  if (file.nlink > 1) throw unsafeEntry(path, "has another name (a hard link)");
+  return file.data.toString("utf8");
+}
+
+const OVERWRITE_FLAGS =
+  constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Overwrites the small file `dir/name` that only this program writes, in place when it is a
+ * plain file with no other name (the common case: no new inode, no rename), else by replacing
+ * the entry ({@link replaceFileSync}): a link, a hard link or a FIFO planted under the name is
+ * never written through. A reader may see it torn; use it only where a torn value is harmless.
+ */
+export function overwriteOwnFileSync(dir: string, name: string, data: string): void {
+  const path = join(dir, name);
+  let fd: number;
+  try {
+    fd = openSync(path, OVERWRITE_FLAGS, 0o644);
+  } catch {
+    // A link (ELOOP), a FIFO without a reader (ENXIO), ...
+    replaceFileSync(dir, name, data);
+    return;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (st.isFile() && st.nlink === 1) {
+      const bytes = Buffer.from(data);
+      writeSync(fd, bytes, 0, bytes.length, 0);
+      if (st.size > bytes.length) ftruncateSync(fd, bytes.length);
+      return;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  replaceFileSync(dir, name, data);
 }
 
 function tooLarge(path: string, size: number, maxBytes: number): void {

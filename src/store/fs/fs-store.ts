@@ -18,6 +18,7 @@ import {
   createFileExclusive,
   ensureRealDir,
   entryKind,
+  overwriteOwnFileSync,
   publishExclusiveSync,
   type RootFile,
   readOwnTextSync,
@@ -328,11 +329,13 @@ export class FsStore implements Store {
   }
 
   /**
-   * Records the high-water mark. Replaced, never written in place: `.seq` may be a link or a hard
-   * link planted to make every post overwrite a file elsewhere.
+   * Records the high-water mark, never through a link or a hard link planted as `.seq` to make
+   * every post overwrite a file elsewhere. Written in place otherwise: a torn mark can only read
+   * lower, and the reconciliation with the largest message file covers that; only the number of
+   * a deleted newest message depends on the mark alone.
    */
   private writeHighWater(state: ChannelState, seq: number): void {
-    replaceFileSync(state.dir, HIGH_WATER, String(seq));
+    overwriteOwnFileSync(state.dir, HIGH_WATER, String(seq));
   }
 
   /**
