@@ -1,4 +1,5 @@
-import { writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
@@ -7,18 +8,29 @@ import { tempDir } from "../helpers/tmp.js";
 
 describe("agent-chat slash (built CLI)", () => {
   let root: string;
+  let home: ReturnType<typeof tempDir>;
   let cleanup: () => void;
+  /** The user's own config file, where the allowlist lives. */
+  const userConfig = () => join(home.dir, "agent-chat", "config.json");
   const cli = (args: string[], env: Record<string, string | undefined> = {}) =>
-    runCli(args, { root, env: { AGENT_CHAT_CONFIG: undefined, ...env } });
+    runCli(args, {
+      root,
+      env: { AGENT_CHAT_CONFIG: undefined, XDG_CONFIG_HOME: home.dir, ...env },
+    });
 
   beforeEach(async () => {
     ({ dir: root, cleanup } = tempDir("agent-chat-slash-"));
+    home = tempDir("agent-chat-home-");
+    mkdirSync(join(home.dir, "agent-chat"));
     const store = new FsStore(root, { watch: false });
     await store.init("review", { members: ["alice", "bob"] });
     await store.addTask("review", { title: "Docs", from: "alice" });
     await store.close();
   });
-  afterEach(() => cleanup());
+  afterEach(() => {
+    cleanup();
+    home.cleanup();
+  });
 
   it("prints the parsed command and its argv, as text and as JSON", async () => {
     const text = await cli(["slash", "/b00t model unload llava"]);
@@ -64,15 +76,13 @@ describe("agent-chat slash (built CLI)", () => {
     ]);
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.stdout).error.code).toBe("NOT_ALLOWED");
-    expect(refused.stderr).toContain(
-      `not in the slash.exec allowlist of ${join(root, "_config.json")}`,
-    );
+    expect(refused.stderr).toContain(`not in the slash.exec allowlist of ${userConfig()}`);
     const tasks = JSON.parse((await cli(["--json", "tasks", "review"])).stdout);
     expect(tasks.tasks[0].state).toBe("open");
   });
 
-  it("--exec runs an allowed /chat command from <root>/_config.json and passes its exit code", async () => {
-    writeFileSync(join(root, "_config.json"), JSON.stringify({ slash: { exec: ["chat claim"] } }));
+  it("--exec runs an allowed /chat command from the user's config and passes its exit code", async () => {
+    writeFileSync(userConfig(), JSON.stringify({ slash: { exec: ["chat claim"] } }));
     const ran = await cli([
       "slash",
       "/chat claim 1",
@@ -97,9 +107,25 @@ describe("agent-chat slash (built CLI)", () => {
       "--exec",
     ]);
     expect(lost.code).toBe(3);
-    // _config.json is not a channel.
-    const channels = JSON.parse((await cli(["--json", "channels"])).stdout);
-    expect(channels.channels.map((c: { name: string }) => c.name)).toEqual(["review"]);
+  });
+
+  it("never takes the allowlist from the root, whose files anyone who posts can write", async () => {
+    writeFileSync(join(root, "_config.json"), JSON.stringify({ slash: { exec: ["*"] } }));
+    const refused = await cli([
+      "slash",
+      "/chat claim 1",
+      "--channel",
+      "review",
+      "--as",
+      "bob",
+      "--exec",
+    ]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`not in the slash.exec allowlist of ${userConfig()}`);
+    execFileSync("mkfifo", [userConfig()]);
+    const fifo = await cli(["slash", "/chat read", "--channel", "review", "--exec"]);
+    expect(fifo.code).toBe(1);
+    expect(fifo.stderr).toContain("is not a regular file");
   });
 
   it("$AGENT_CHAT_CONFIG names another config file", async () => {
@@ -127,7 +153,7 @@ describe("agent-chat slash (built CLI)", () => {
   });
 
   it("read --json describes a message's slash line and never runs it", async () => {
-    writeFileSync(join(root, "_config.json"), JSON.stringify({ slash: { exec: ["*"] } }));
+    writeFileSync(userConfig(), JSON.stringify({ slash: { exec: ["*"] } }));
     await cli(["post", "review", "--from", "alice", "--body", "/chat claim 1"]);
     await cli(["post", "review", "--from", "alice", "--body", "/usr/bin is a folder"]);
     const read = await cli(["--json", "read", "review", "--as", "bob"]);

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { promises as fsp } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
@@ -39,7 +40,9 @@ export function registerSlashCommands(program: Command, ctx: CliContext): void {
       "\n/b00t follows b00t: /b00t (= model list), /b00t model list|ls, install|add|load|download M,\n" +
         "remove|rm|unload M (adds --yes), env|export [M], serve [M], stop [C], /b00t model M (download).\n" +
         `\n/chat sub-commands (a first argument #CHANNEL names the channel):\n${verbs}\n` +
-        "\n--exec reads the allowlist from $AGENT_CHAT_CONFIG, else <root>/_config.json:\n" +
+        "\n--exec reads the allowlist from $AGENT_CHAT_CONFIG, else ~/.config/agent-chat/config.json\n" +
+        "($XDG_CONFIG_HOME/agent-chat/config.json), never from the root (whoever writes messages can\n" +
+        "write the root):\n" +
         '  {"slash": {"exec": ["chat read", "chat claim", "b00t model list"]}}\n' +
         'An entry admits every command that starts with its words ("chat" admits all /chat).\n' +
         "Nothing is ever run from a message: read --json only describes a message's slash line.\n" +
@@ -69,44 +72,61 @@ export function registerSlashCommands(program: Command, ctx: CliContext): void {
     });
 }
 
-/** The config file: `$AGENT_CHAT_CONFIG`, else `_config.json` in a folder root. */
-function configPath(ctx: CliContext): string | undefined {
+/**
+ * The config file: `$AGENT_CHAT_CONFIG`, else the user's own, `$XDG_CONFIG_HOME/agent-chat/
+ * config.json` (`~/.config/...`). Never a file in the root: the allowlist decides which lines
+ * from messages may run, and the root is written by the same people who write the messages.
+ */
+function configPath(ctx: CliContext): string {
   const fromEnv = ctx.env.AGENT_CHAT_CONFIG;
   if (fromEnv && fromEnv.trim() !== "") return fromEnv;
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(ctx.root)) return undefined;
-  return join(ctx.root, "_config.json");
+  const xdg = ctx.env.XDG_CONFIG_HOME;
+  const base = xdg && xdg.trim() !== "" ? xdg : join(ctx.env.HOME || homedir(), ".config");
+  return join(base, "agent-chat", "config.json");
 }
 
 async function assertAllowed(ctx: CliContext, command: SlashCommand): Promise<void> {
   const path = configPath(ctx);
+  const text = await readConfig(path);
   let allowlist: string[] = [];
-  if (path !== undefined) {
-    let text: string | undefined;
+  if (text !== undefined) {
+    let config: unknown;
     try {
-      text = await fsp.readFile(path, "utf8");
+      config = JSON.parse(text);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") {
-        throw new AgentChatError("IO_ERROR", `cannot read ${path}`, { cause: err });
-      }
+      throw new AgentChatError("INVALID_ARGUMENT", `${path} is not valid JSON`, { cause: err });
     }
-    if (text !== undefined) {
-      let config: unknown;
-      try {
-        config = JSON.parse(text);
-      } catch (err) {
-        throw new AgentChatError("INVALID_ARGUMENT", `${path} is not valid JSON`, { cause: err });
-      }
-      allowlist = slashAllowlist(config, path);
-    }
+    allowlist = slashAllowlist(config, path);
   }
   if (isAllowed(command, allowlist)) return;
   const key = commandKey(command);
   throw new AgentChatError(
     "NOT_ALLOWED",
-    `${key} may not be run: it is not in the slash.exec allowlist` +
-      (path === undefined ? " (set $AGENT_CHAT_CONFIG)" : ` of ${path}`) +
-      ` (add "${key}" there to allow it)`,
+    `${key} may not be run: it is not in the slash.exec allowlist of ${path} ` +
+      `(add "${key}" there to allow it)`,
   );
+}
+
+/** The largest config file read: an allowlist is a few lines. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/**
+ * Reads the config (undefined when there is none), never a FIFO (which would block for good)
+ * and never more than the cap.
+ */
+async function readConfig(path: string): Promise<string | undefined> {
+  const st = await fsp.stat(path).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return undefined;
+    throw new AgentChatError("IO_ERROR", `cannot read ${path}`, { cause: err });
+  });
+  if (st === undefined) return undefined;
+  if (!st.isFile()) {
+    throw new AgentChatError("INVALID_ARGUMENT", `${path} is not a regular file`);
+  }
+  if (st.size > MAX_CONFIG_BYTES) {
+    throw new AgentChatError("TOO_LARGE", `${path} is larger than ${MAX_CONFIG_BYTES} bytes`);
+  }
+  return fsp.readFile(path, "utf8");
 }
 
 /** Runs the program with the terminal's stdio and resolves with its exit code. */
