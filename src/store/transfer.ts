@@ -45,7 +45,8 @@ export async function exportNamespace(
   const summary = emptySummary();
   const names = only ?? (await store.channels()).map((c) => c.name);
   for (const name of names) {
-    const dump = await store.dump(name);
+    validateName("channel", name);
+    const dump = checkDump(await store.dump(name));
     const chDir = join(dir, name);
     try {
       await fsp.mkdir(dir, { recursive: true });
@@ -119,6 +120,33 @@ export async function importFolder(
     summary.tasks += dump.tasks.length;
   }
   return summary;
+}
+
+/** Agent names as cursor files carry them (the reference's slug, or a name of ours). */
+const CURSOR_AGENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/**
+ * Refuses a dump whose file names are not what the SPEC folder holds: a namespace is shared,
+ * and a peer could store a task holder such as `../../x` to make the export write outside it.
+ */
+function checkDump(dump: ChannelDump): ChannelDump {
+  const names: Array<[string, boolean]> = [
+    ...dump.messages.map((m): [string, boolean] => [m.file, seqOfFileName(m.file) !== undefined]),
+    ...dump.tasks.map((t): [string, boolean] => [t.file, TASK_FILE.test(t.file)]),
+    ...Object.keys(dump.cursors).map((agent): [string, boolean] => [
+      agent,
+      CURSOR_AGENT.test(agent),
+    ]),
+  ];
+  const bad = names.find(([, ok]) => !ok);
+  if (bad) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `channel ${dump.name} holds ${JSON.stringify(bad[0])}, which is not a SPEC folder name ` +
+        "(a peer may have stored it to write outside the export); nothing of the channel was exported",
+    );
+  }
+  return dump;
 }
 
 async function readChannel(
