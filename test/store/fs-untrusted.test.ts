@@ -9,6 +9,7 @@ import {
   readFileSync,
   symlinkSync,
   truncateSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { hostname } from "node:os";
@@ -141,7 +142,33 @@ describe("a planted _seq.lock never makes a post remove or write anything outsid
   });
 });
 
+describe("a planted lock never blocks a channel for good", () => {
+  it("a reference lock folder committed with a steal/ inside, hours old: taken over", async () => {
+    mkdirSync(join(chDir(), "_seq.lock", "steal"), { recursive: true });
+    writeFileSync(join(chDir(), "_seq.lock", "steal", "x"), "x");
+    ageLink(join(chDir(), "_seq.lock"), 7200);
+    expect((await store.post("ch", { from: "alice", body: "hello" })).seq).toBe(1);
+  });
+
+  it("a lock dated in the future is stale, not held for ever", async () => {
+    symlinkSync("nowhere", join(chDir(), "_seq.lock"));
+    ageLink(join(chDir(), "_seq.lock"), -3600 * 24 * 365);
+    expect((await store.post("ch", { from: "alice", body: "hello" })).seq).toBe(1);
+  });
+});
+
 describe("files planted under our own names are replaced, never written through", () => {
+  it("a folder planted as .seq: the post still succeeds once, never twice", async () => {
+    mkdirSync(join(chDir(), ".seq", "x"), { recursive: true });
+    writeFileSync(join(chDir(), ".seq", "x", "keep"), "keep");
+    expect((await store.post("ch", { from: "alice", title: "hi", body: "one" })).seq).toBe(1);
+    expect((await store.post("ch", { from: "alice", title: "hi", body: "two" })).seq).toBe(2);
+    expect(readdirSync(chDir()).filter((n) => n.endsWith(".md"))).toEqual([
+      "0001-alice-hi.md",
+      "0002-alice-hi.md",
+    ]);
+  });
+
   it(".seq as a symbolic link to a file outside", async () => {
     symlinkSync(join(outside, "count.txt"), join(chDir(), ".seq"));
     const before = sentinel();
@@ -269,6 +296,18 @@ describe("a malformed file never costs a message, and no message is returned twi
     expect(readdirSync(chDir()).filter((n) => n.startsWith("0002"))).toEqual(["0002-notes.md"]);
   });
 
+  it("a malformed file dated in the future never stalls the readers behind it", async () => {
+    await store.post("ch", { from: "alice", body: "one" });
+    const bad = join(chDir(), "0002-x-y.md");
+    writeFileSync(bad, "garbage\n");
+    const future = Date.now() / 1000 + 3600 * 24 * 365;
+    utimesSync(bad, future, future);
+    await store.post("ch", { from: "alice", body: "three" });
+    const read = await store.read("ch", { as: "bob" });
+    expect(read.messages.map((m) => m.seq)).toEqual([1, 3]);
+    expect(read.cursor).toBe(3);
+  });
+
   it("a fresh malformed file beside a message of its number: three reads, each message once", async () => {
     await store.post("ch", { from: "alice", body: "one" });
     // Dropped by another tool under our next name's number, a moment before our post.
@@ -282,6 +321,29 @@ describe("a malformed file never costs a message, and no message is returned twi
       seen.push(...(await store.read("ch", { as: "bob" })).messages.map((m) => m.seq));
     }
     expect(seen).toEqual([1]);
+  });
+});
+
+describe("a channel folder that becomes a link while a store is open (a git pull)", () => {
+  it("is never followed by the next post, read or parked wait of a long-running store", async () => {
+    await store.post("ch", { from: "alice", body: "one" });
+    expect((await store.read("ch", { as: "bob" })).messages.map((m) => m.seq)).toEqual([1]);
+    const parked = store.wait(["ch"], { as: "bob", intervalMs: 50 });
+    const moved = join(tmp.dir, "work", "old-ch");
+    execFileSync("mv", [chDir(), moved]);
+    mkdirSync(join(outside, "chan"));
+    writeFileSync(join(outside, "chan", "_meta.json"), '{"channel":"ch","members":[]}');
+    writeFileSync(
+      join(outside, "chan", "0002-eve-x.md"),
+      `---\nseq: 2\nfrom: eve\nto: all\nchannel: ch\nts: x\nstatus: s\ntitle: t\n---\n${SECRET}\n`,
+    );
+    symlinkSync(join(outside, "chan"), chDir());
+    const before = sentinel();
+    expect(await within(3000, code(parked))).toBe("UNSAFE_FILE");
+    expect(await code(store.post("ch", { from: "alice", body: "two" }))).toBe("UNSAFE_FILE");
+    expect(await code(store.read("ch", { as: "bob" }))).toBe("UNSAFE_FILE");
+    expect(await code(store.wait(["ch"], { as: "bob", timeoutMs: 500 }))).toBe("UNSAFE_FILE");
+    expect(sentinel()).toBe(before);
   });
 });
 

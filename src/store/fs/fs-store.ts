@@ -87,6 +87,8 @@ const IN_PROGRESS_MS = 2_000;
  */
 const PARSED_CACHE = 2_048;
 const PARSED_CACHE_BYTES = 8 * 1024 * 1024;
+/** How far in the future a file's time may be and still count as just written (coarse clocks). */
+const CLOCK_SLACK_MS = 1_000;
 /** The largest `_meta.json` read (a governance profile included, it is a few KB). */
 const MAX_META_BYTES = 256 * 1024;
 /** What a message file may hold beyond its body: the frontmatter. Larger files are skipped. */
@@ -269,6 +271,9 @@ export class FsStore implements Store {
     const tmp = join(state.dir, tempName());
     let written = Math.max(state.lastSeq, state.index.maxSeq()) + 1;
     try {
+      // Every time, not once: a long-running daemon or viewer must not follow a channel folder
+      // that became a link since (a `git pull` can do that).
+      assertRealDir(state.dir);
       // Synchronous file calls from here on: each takes microseconds, and not yielding to the
       // event loop while holding the lock (but for the index's one drain) keeps the lock short.
       writeFileSync(tmp, render(written), { flag: "wx" });
@@ -277,7 +282,11 @@ export class FsStore implements Store {
         let seq = await this.allocateSeq(state);
         for (;;) {
           if (seq > MAX_SEQ) {
-            throw new AgentChatError("TOO_LARGE", `channel ${draft.channel} has no numbers left`);
+            throw new AgentChatError(
+              "TOO_LARGE",
+              `channel ${draft.channel} has no numbers left: .seq or a message file name holds ` +
+                `${MAX_SEQ}, the largest number; if it was planted, remove it`,
+            );
           }
           // A number with any file already at it (a malformed one dropped by hand, say) is
           // burned, never shared: a reader would otherwise meet two files with one number.
@@ -335,7 +344,12 @@ export class FsStore implements Store {
    * a deleted newest message depends on the mark alone.
    */
   private writeHighWater(state: ChannelState, seq: number): void {
-    overwriteOwnFileSync(state.dir, HIGH_WATER, String(seq));
+    try {
+      overwriteOwnFileSync(state.dir, HIGH_WATER, String(seq));
+    } catch {
+      // The message is published, so the post succeeded: failing it now would make its retry a
+      // duplicate. The mark is advisory (a folder planted as `.seq`, say, leaves it unwritten).
+    }
   }
 
   /**
@@ -416,7 +430,10 @@ export class FsStore implements Store {
       const why = isAgentChatError(err) ? err.message.replace(`${path} `, "") : (code ?? err);
       return { problem: `${name}: ${why}, skipped` };
     }
-    const fresh = Date.now() - file.mtimeMs < IN_PROGRESS_MS;
+    // A time in the future (a file from a tarball, a skewed clock) is not "just written": it
+    // would stall every reader behind the file for good.
+    const age = Date.now() - file.mtimeMs;
+    const fresh = age > -CLOCK_SLACK_MS && age < IN_PROGRESS_MS;
     let text: string;
     try {
       text = new TextDecoder("utf-8", { fatal: true }).decode(file.data);
@@ -445,6 +462,7 @@ export class FsStore implements Store {
    * Otherwise it is reported once and passed over.
    */
   private async scan(state: ChannelState, after: number): Promise<Scan> {
+    assertRealDir(state.dir); // it may have become a link since the wait or watch began
     await state.index.sync();
     if (state.index.leftovers.length > 0) this.removeAbandoned(state);
     const messages: Message[] = [];
@@ -844,6 +862,7 @@ export class FsStore implements Store {
   async cleanLeftovers(channel: string): Promise<number> {
     validateName("channel", channel);
     const state = this.state(channel);
+    assertRealDir(state.dir);
     await state.index.rescan();
     let removed = 0;
     for (const name of state.index.leftovers) {

@@ -46,12 +46,15 @@ export const LOCK_LEFTOVER_PREFIX = ".seq.lock.";
 const OWNER_PREFIX = `${LOCK_LEFTOVER_PREFIX}owner.`;
 /** Locks being stolen are renamed to these dot-names before they are removed. */
 const STALE_PREFIX = `${LOCK_LEFTOVER_PREFIX}stale-`;
-/** The steal marker of a foreign lock (which has no folder to hold one) sits beside it. */
-const FOREIGN_STEAL_PREFIX = `${LOCK_LEFTOVER_PREFIX}steal-`;
-const STEAL_DIR = "steal";
+/** A stealer's marker, beside the lock and named after the lock instance's inode. */
+const STEAL_PREFIX = `${LOCK_LEFTOVER_PREFIX}steal-`;
+/** Where earlier versions put the marker: inside the lock instance's folder. */
+const LEGACY_STEAL_DIR = "steal";
 /** What our owner names look like: `<prefix><pid>.<hex token>.<host>`, never a path. */
 const OWNER_NAME = /^\.seq\.lock\.owner\.(\d+)\.([A-Za-z0-9]+)\.([A-Za-z0-9_.-]+)$/;
 const INSPECT_EVERY_MS = 100;
+/** How far in the future a lock's time may be before it counts as stale. */
+const FUTURE_SLACK_MS = 60_000;
 const HOST = hostname();
 
 interface LockOwner {
@@ -164,12 +167,14 @@ function releaseLock(
 }
 
 function removeOwnerDir(ownerDir: string): void {
-  // A stealer's marker may be inside; nothing else ever is.
-  removeOwnDir(ownerDir, [STEAL_DIR]);
+  // An earlier version's stealer may have left its marker inside; nothing else ever is.
+  removeOwnDir(ownerDir, [LEGACY_STEAL_DIR]);
 }
 
 interface SeenLock {
   ino: number;
+  /** With the inode, what tells this instance from a successor that reused its inode number. */
+  mtimeMs: number;
   ageMs: number;
   /**
    * `ours`: a link to one of our owner directories; `reference`: chat.py's real directory;
@@ -185,16 +190,15 @@ interface SeenLock {
 function inspectLock(lockPath: string): SeenLock | undefined {
   const st = lstatSync(lockPath, { throwIfNoEntry: false });
   if (!st) return undefined;
-  const ageMs = Date.now() - st.mtimeMs;
-  if (st.isDirectory()) return { ino: st.ino, ageMs, kind: "reference" };
-  if (!st.isSymbolicLink()) return { ino: st.ino, ageMs, kind: "foreign" };
+  const id = { ino: st.ino, mtimeMs: st.mtimeMs, ageMs: Date.now() - st.mtimeMs };
+  if (st.isDirectory()) return { ...id, kind: "reference" };
+  if (!st.isSymbolicLink()) return { ...id, kind: "foreign" };
   const target = readTarget(lockPath);
   if (target === undefined) return undefined;
   const owner = parseOwner(target);
   const ownerDir = join(dirname(lockPath), target);
-  if (owner && entryKind(ownerDir) === "dir")
-    return { ino: st.ino, ageMs, kind: "ours", target, owner };
-  return { ino: st.ino, ageMs, kind: "foreign", target };
+  if (owner && entryKind(ownerDir) === "dir") return { ...id, kind: "ours", target, owner };
+  return { ...id, kind: "foreign", target };
 }
 
 function readTarget(lockPath: string): string | undefined {
@@ -215,7 +219,8 @@ function parseOwner(target: string): LockOwner | undefined {
 
 function isStale(seen: SeenLock, staleMs: number): boolean {
   if (seen.owner && seen.owner.host === HOST && !processAlive(seen.owner.pid)) return true;
-  return seen.ageMs > staleMs;
+  // A lock dated in the future (planted, or a badly skewed clock) would otherwise never age.
+  return seen.ageMs > staleMs || seen.ageMs < -FUTURE_SLACK_MS;
 }
 
 function processAlive(pid: number): boolean {
@@ -228,45 +233,48 @@ function processAlive(pid: number): boolean {
 }
 
 /**
- * Removes the lock instance `seen`. The `steal/` marker goes inside that instance (our lock's
- * owner directory, or the reference's lock directory; beside a foreign one), so only one
- * stealer can win it, and a stealer that judged an instance since released cannot touch its
- * successor.
+ * Removes the lock instance `seen`. The stealer first creates the marker
+ * `.seq.lock.steal-<inode>` beside it (only one mkdir can win an instance), then checks that
+ * the lock is still that instance, so a stealer that judged an instance since released cannot
+ * touch its successor. The marker sits beside the lock, not inside it: a `steal/` committed
+ * inside a lock folder would otherwise block every stealer for good.
  */
 function steal(lockPath: string, seen: SeenLock): boolean {
   const channelDir = dirname(lockPath);
-  const ownerDir = seen.kind === "ours" ? join(channelDir, seen.target!) : undefined;
-  const marker =
-    seen.kind === "ours"
-      ? join(ownerDir!, STEAL_DIR)
-      : seen.kind === "reference"
-        ? join(lockPath, STEAL_DIR)
-        : join(channelDir, `${FOREIGN_STEAL_PREFIX}${seen.ino}`);
+  const marker = join(channelDir, `${STEAL_PREFIX}${seen.ino}`);
   try {
     mkdirSync(marker);
   } catch {
     return false; // another stealer won this instance, or it is gone: retry from the top
   }
-  const dropMarker = () => rmdirSync(marker);
-  const now = inspectLock(lockPath);
-  if (!now || now.ino !== seen.ino || now.kind !== seen.kind || now.target !== seen.target) {
-    dropMarker();
-    return false;
-  }
-  const grave = join(channelDir, `${STALE_PREFIX}${randomBytes(6).toString("hex")}`);
   try {
-    renameSync(lockPath, grave);
-  } catch {
-    dropMarker();
-    return false;
+    const now = inspectLock(lockPath);
+    if (!sameInstance(now, seen)) return false;
+    const grave = join(channelDir, `${STALE_PREFIX}${randomBytes(6).toString("hex")}`);
+    try {
+      renameSync(lockPath, grave);
+    } catch {
+      return false;
+    }
+    // The grave is the lock entry itself: a link or file is unlinked, the reference's folder
+    // removed only while empty (else it stays, a dot-name nobody reads), never recursively.
+    if (seen.kind === "reference") removeOwnDir(grave, [LEGACY_STEAL_DIR]);
+    else removeFileEntry(grave);
+    if (seen.kind === "ours") removeOwnerDir(join(channelDir, seen.target!));
+    return true;
+  } finally {
+    rmdirSync(marker);
   }
-  // The grave is the lock entry itself: a link or file is unlinked, the reference's directory
-  // removed only while it holds nothing but our marker (else it stays, a dot-name nobody reads).
-  if (seen.kind === "reference") removeOwnDir(grave, [STEAL_DIR]);
-  else removeFileEntry(grave);
-  if (ownerDir) removeOwnDir(ownerDir, [STEAL_DIR]);
-  if (seen.kind === "foreign") dropMarker();
-  return true;
+}
+
+function sameInstance(now: SeenLock | undefined, seen: SeenLock): boolean {
+  return (
+    now !== undefined &&
+    now.ino === seen.ino &&
+    now.mtimeMs === seen.mtimeMs &&
+    now.kind === seen.kind &&
+    now.target === seen.target
+  );
 }
 
 /**
