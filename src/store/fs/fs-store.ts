@@ -462,7 +462,7 @@ export class FsStore implements Store {
    * Otherwise it is reported once and passed over.
    */
   private async scan(state: ChannelState, after: number): Promise<Scan> {
-    assertRealDir(state.dir); // it may have become a link since the wait or watch began
+    this.assertChannelDir(state); // it may have become a link since the wait or watch began
     await state.index.sync();
     if (state.index.leftovers.length > 0) this.removeAbandoned(state);
     const messages: Message[] = [];
@@ -862,7 +862,7 @@ export class FsStore implements Store {
   async cleanLeftovers(channel: string): Promise<number> {
     validateName("channel", channel);
     const state = this.state(channel);
-    assertRealDir(state.dir);
+    this.assertChannelDir(state);
     await state.index.rescan();
     let removed = 0;
     for (const name of state.index.leftovers) {
@@ -909,6 +909,18 @@ export class FsStore implements Store {
       this.states.set(channel, state);
     }
     return state;
+  }
+
+  /** The channel folder is still a real folder: UNSAFE_FILE for a link, gone when missing. */
+  private assertChannelDir(state: ChannelState): void {
+    try {
+      assertRealDir(state.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      throw new AgentChatError("CHANNEL_NOT_FOUND", `channel ${state.name} is gone`, {
+        cause: err,
+      });
+    }
   }
 
   private lockOptions(state: ChannelState): LockOptions {
