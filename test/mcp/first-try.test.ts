@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type Agent, agentFixture, footerJson } from "./client.js";
 
@@ -78,6 +80,21 @@ describe("agent-chat mcp works on the first try", () => {
     const woke = await waiting;
     expect(woke.isError).toBe(false);
     expect(woke.text).toContain("welcome, carol");
+  });
+
+  it("cancelling a wait over every channel reads nothing and moves no cursor", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    const abort = new AbortController();
+    const waiting = bob.call("chat_wait", { timeout_seconds: 30 }, abort.signal);
+    await bob.call("chat_channels");
+    abort.abort("user pressed Esc");
+    await expect(waiting).rejects.toThrow();
+    await alice.call("chat_post", { channel: "review", body: "after the cancel" });
+    // A wait still running would read this; the next call proves the server is idle and well.
+    const listed = await bob.call("chat_channels");
+    expect(footerJson(listed.footer).chat.msgs).toBe(1);
+    expect(existsSync(join(fixture.root(), "review", ".cursors", "bob.txt"))).toBe(false);
+    expect(bob.stderr()).toBe("");
   });
 
   it("a wait on a channel that does not exist names it and the tool that creates it", async () => {
