@@ -8,13 +8,14 @@ import type {
   RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 
-import { normaliseSdkError } from "./format.js";
+import { defuseFooters, normaliseSdkError } from "./format.js";
 
 /**
  * Wraps the stdio transport so that EVERY `tools/call` result leaves with the unread footer as
  * its last content block: our own results, and also the error results the SDK builds itself
  * (unknown tool, arguments that fail the input schema), which never pass through our handlers
- * and are reworded here into our error form.
+ * and are reworded here into our error form. Every text before the footer is defused first
+ * (defuseFooters), so that the footer is the only one an agent can find.
  */
 export class FooterTransport implements Transport {
   onclose?: (() => void) | undefined;
@@ -49,6 +50,11 @@ export class FooterTransport implements Transport {
       const result = message.result as { content?: unknown; isError?: boolean };
       if (Array.isArray(result.content)) {
         if (result.isError) normaliseSdkError(result.content[0]);
+        for (const block of result.content as Array<{ type?: unknown; text?: unknown }>) {
+          if (block?.type === "text" && typeof block.text === "string") {
+            block.text = defuseFooters(block.text);
+          }
+        }
         result.content.push({ type: "text", text: await this.footerOrNote() });
       }
     }

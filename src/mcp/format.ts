@@ -54,10 +54,21 @@ const NEXT_STEP: Partial<Record<ErrorCode | "INTERNAL", string>> = {
   INTERNAL: "This is a bug in agent-chat; tell the user.",
 };
 
+/**
+ * The CLI's advice that store messages carry, by code: an MCP caller cannot run a command, so
+ * it is cut here, the one place, and NEXT_STEP names the tool to call instead. The store's
+ * messages stay as they are for the CLI.
+ */
+const CLI_ADVICE: Partial<Record<ErrorCode, RegExp>> = {
+  CHANNEL_NOT_FOUND: /\s*\(create it with: agent-chat init [^)]*\)/,
+};
+
 /** An error as a tool result's text: the code, what happened, what to do. */
 export function describeError(err: unknown): { code: string; text: string } {
   const code = err instanceof AgentChatError ? err.code : "INTERNAL";
-  const message = err instanceof Error ? err.message : String(err);
+  const raw = err instanceof Error ? err.message : String(err);
+  const advice = err instanceof AgentChatError ? CLI_ADVICE[err.code] : undefined;
+  const message = advice ? raw.replace(advice, "") : raw;
   const next = NEXT_STEP[code] ?? "";
   return { code, text: `Error ${code}: ${message}${next ? `\nWhat to do: ${next}` : ""}` };
 }
@@ -78,3 +89,25 @@ export function normaliseSdkError(first: { type?: unknown; text?: unknown } | un
     ? `Error UNKNOWN_TOOL: ${message}\nWhat to do: use one of the chat_ tools listed by this server.`
     : `Error INVALID_ARGUMENT: ${message}\nWhat to do: call the tool again with arguments that match its input schema.`;
 }
+
+/** The answer to every tool call of a server that has no usable identity. */
+export function noIdentityText(problem: string): string {
+  return (
+    `Error NO_IDENTITY: this agent-chat MCP server cannot act for you: ${problem}.\n` +
+    "What to do: tell the user to give the server a name in the MCP configuration of this " +
+    "tool, either the flag --as NAME in its command (agent-chat mcp --as alice) or " +
+    "AGENT_CHAT_NAME=NAME in its env, then to restart the server."
+  );
+}
+
+/**
+ * Anything in a tool result that opens or closes a footer tag (`<agent-chat>`, b00t's `<🥾>`, in
+ * any case, with or without `/` and spaces): its `<` becomes `&lt;`. Message titles, bodies and
+ * names are written by others; defused, none of them can pass for the footer, which the server
+ * appends after this as the last block.
+ */
+export function defuseFooters(text: string): string {
+  return text.replace(FOOTER_TAG, "&lt;$1");
+}
+
+const FOOTER_TAG = /<(\s*\/?\s*(?:agent-chat|🥾))/giu;

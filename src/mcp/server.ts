@@ -1,6 +1,6 @@
 import type { Readable, Writable } from "node:stream";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
@@ -8,14 +8,19 @@ import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
 import type { PostInput, Store } from "../store/types.js";
 import { FooterTransport } from "./footer-transport.js";
-import { describeError, formatMessages, formatTasks } from "./format.js";
+import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";
 import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
+import { memberChannels, waitEverywhere } from "./wait-all.js";
 
 export interface McpServerOptions {
   store: Store;
-  /** Whose cursors, relevance and claims these are. */
-  agent: string;
+  /**
+   * Whose cursors, relevance and claims these are. Without one (or with an invalid name) the
+   * server still starts, and every tool call answers how to set it (see noIdentityText): a
+   * server that exits is shown by hosts only as "Failed to connect".
+   */
+  agent: string | undefined;
   footer: FooterStyle;
   version: string;
   input: Readable;
@@ -39,7 +44,8 @@ export interface McpTool<S extends z.ZodRawShape = z.ZodRawShape> {
   name: string;
   description: string;
   inputSchema: S;
-  annotations?: { readOnlyHint?: boolean };
+  /** Required and truthful: Codex asks approval for a tool without them (see TOOL_HINTS). */
+  annotations: ToolAnnotations;
   /** Returns the result's text; an error becomes an `isError` result (see describeError). */
   run(args: z.infer<z.ZodObject<S>>, context: McpToolContext): Promise<string>;
 }
@@ -51,6 +57,23 @@ export interface McpToolContext {
   /** Aborted when the client cancels the call or the server stops. */
   signal: AbortSignal;
 }
+
+/**
+ * The annotations of the tools. Codex runs a tool unasked only when it is read-only, or declares
+ * itself neither destructive nor open-world; under `codex exec` an approval request fails the
+ * call. Every tool touches only the agent-chat root, hence never open-world.
+ */
+export const TOOL_HINTS = {
+  /** Changes nothing at all: no message, cursor, claim or file. */
+  readOnly: { readOnlyHint: true, openWorldHint: false },
+  /** Adds (a message, a channel, a claim) or moves the caller's own cursor; removes nothing. */
+  additive: {
+    readOnlyHint: false,
+    destructiveHint: false,
+    idempotentHint: false,
+    openWorldHint: false,
+  },
+} as const satisfies Record<string, ToolAnnotations>;
 
 /** Long enough to be useful, short enough for every client's default tool timeout (60 s). */
 export const DEFAULT_WAIT_SECONDS = 50;
@@ -75,16 +98,20 @@ interface ToolExtra {
 
 /** Runs the MCP server over the given streams until the input ends or the signal aborts. */
 export async function runMcpServer(options: McpServerOptions): Promise<void> {
-  const { store, agent } = options;
-  validateName("agent", agent);
+  const { store } = options;
+  const problem = identityProblem(options.agent);
+  // Without a usable identity no handler runs (each call is refused with `problem` first).
+  const agent = problem === undefined ? (options.agent ?? "") : "";
   const server = new McpServer(
     { name: "agent-chat", version: options.version },
     {
       instructions:
-        `You are "${agent}" in agent-chat: channels of messages shared with other agents and people. ` +
-        "Every tool result ends with a footer counting your unread messages. One channel per topic; " +
-        "claim a task before you work on it; use chat_wait to wait for an answer instead of " +
-        "checking again and again; reply with a new message (reply_to) rather than editing.",
+        problem !== undefined
+          ? noIdentityText(problem)
+          : `You are "${agent}" in agent-chat: channels of messages shared with other agents and people. ` +
+            "Every tool result ends with a footer counting your unread messages. One channel per topic; " +
+            "claim a task before you work on it; use chat_wait to wait for an answer instead of " +
+            "checking again and again; reply with a new message (reply_to) rather than editing.",
     },
   );
 
@@ -93,10 +120,12 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
     ...(options.warn ? { warn: options.warn } : {}),
   });
   const counter = new UnreadCounter(store, agent);
-  registerTools(server, store, agent, counter, options.tools ?? []);
-  const transport = new FooterTransport(stdio, async () =>
-    formatFooter(await counter.count(), options.footer),
-  );
+  registerTools(server, store, agent, counter, options.tools ?? [], problem);
+  const transport = new FooterTransport(stdio, async () => {
+    // Becomes the footer's note "(agent-chat: unread count unavailable: …)".
+    if (problem !== undefined) throw new Error("no identity");
+    return formatFooter(await counter.count(), options.footer);
+  });
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();
   });
@@ -125,18 +154,22 @@ function registerTools(
   agent: string,
   counter: UnreadCounter,
   extraTools: readonly McpTool[],
+  problem: string | undefined,
 ): void {
   const tool = <S extends z.ZodRawShape>(
     name: string,
     description: string,
     inputSchema: S,
+    annotations: ToolAnnotations,
     handler: Handler<z.infer<z.ZodObject<S>>>,
-    annotations: { readOnlyHint?: boolean } = {},
   ) => {
     server.registerTool(name, { description, inputSchema, annotations }, (async (
       args: z.infer<z.ZodObject<S>>,
       extra: ToolExtra,
     ): Promise<CallToolResult> => {
+      if (problem !== undefined) {
+        return { content: [{ type: "text", text: noIdentityText(problem) }], isError: true };
+      }
       try {
         return { content: [{ type: "text", text: await handler(args, extra) }] };
       } catch (err) {
@@ -153,6 +186,8 @@ function registerTools(
     "chat_channels",
     "List the channels with your unread count in each, their members and topic.",
     {},
+    // Counts unread with peeks: moves no cursor, writes nothing.
+    TOOL_HINTS.readOnly,
     async () => {
       const list = await store.channels();
       if (list.length === 0) {
@@ -168,7 +203,6 @@ function registerTools(
         })
         .join("\n");
     },
-    { readOnlyHint: true },
   );
 
   tool(
@@ -182,6 +216,8 @@ function registerTools(
         .describe("Who may take part; omit for a channel open to everyone"),
       topic: z.string().optional().describe("What the channel is for, one line"),
     },
+    // Again with the same name: CHANNEL_EXISTS, and the channel stays as it was.
+    { ...TOOL_HINTS.additive, idempotentHint: true },
     async ({ name, members, topic }) => {
       const meta = await store.init(name, { members: members ?? [], topic: topic ?? "" });
       const who = meta.members.length > 0 ? meta.members.join(", ") : "everyone";
@@ -203,6 +239,8 @@ function registerTools(
         .optional()
         .describe("discussion (default), proposal, question, ack, done, blocked…"),
     },
+    // Each call adds one more message: additive, not idempotent.
+    TOOL_HINTS.additive,
     async (args) => {
       const input: PostInput = { from: agent, body: args.body };
       if (args.title !== undefined) input.title = args.title;
@@ -223,6 +261,9 @@ function registerTools(
       all: z.boolean().optional().describe("From the beginning, not from your cursor"),
       peek: z.boolean().optional().describe("Do not advance your cursor"),
     },
+    // Not read-only: it advances the agent's cursor (unless peek). Nothing is lost (all=true
+    // reads again), but a retried call no longer returns what the first one delivered.
+    TOOL_HINTS.additive,
     async (args) => {
       const names = args.channel ? [args.channel] : await memberChannels(store, agent);
       const messages: Message[] = [];
@@ -249,7 +290,7 @@ function registerTools(
       channels: z
         .array(z.string())
         .optional()
-        .describe("Channels to watch; omit for every channel you belong to"),
+        .describe("Channels to watch; omit for all yours, new ones included"),
       timeout_seconds: z
         .number()
         .min(1)
@@ -257,29 +298,27 @@ function registerTools(
         .optional()
         .describe(`Give up after this long (default ${DEFAULT_WAIT_SECONDS})`),
     },
+    // Reads what arrives and advances the cursor, as chat_read does.
+    TOOL_HINTS.additive,
     async (args, extra) => {
-      const names =
-        args.channels && args.channels.length > 0
-          ? args.channels
-          : await memberChannels(store, agent);
-      if (names.length === 0) {
-        throw new AgentChatError(
-          "INVALID_ARGUMENT",
-          "you belong to no channel, so there is nothing to wait on",
-        );
-      }
+      const given = args.channels && args.channels.length > 0 ? args.channels : undefined;
       const seconds = args.timeout_seconds ?? DEFAULT_WAIT_SECONDS;
+      const timeoutMs = Math.round(seconds * 1000);
       const stopProgress = reportProgress(extra, seconds);
       try {
-        const result = await store.wait(names, {
-          as: agent,
-          timeoutMs: Math.round(seconds * 1000),
-          signal: extra.signal,
-        });
+        const result = given
+          ? await store.wait(given, { as: agent, timeoutMs, signal: extra.signal })
+          : await waitEverywhere(store, agent, { timeoutMs, signal: extra.signal });
         return withWarnings(formatMessages(result.messages), result.warnings);
       } catch (err) {
         if (isAgentChatError(err, "TIMEOUT")) {
-          return `TIMEOUT: no message for you in ${names.join(", ")} within ${seconds} s. Call chat_wait again, or carry on with other work.`;
+          const names = given ?? (await memberChannels(store, agent));
+          const where = names.length > 0 ? ` in ${names.join(", ")}` : "";
+          const none =
+            names.length > 0
+              ? ""
+              : " You belong to no channel yet: create one with chat_create_channel, or wait for someone to add you.";
+          return `TIMEOUT: no message for you${where} within ${seconds} s.${none} Call chat_wait again, or carry on with other work.`;
         }
         throw err;
       } finally {
@@ -299,6 +338,9 @@ function registerTools(
       title: z.string().optional().describe("For add: what is to be done"),
       body: z.string().optional().describe("For add: details, markdown"),
     },
+    // add creates a task, claim marks it; release gives back only the caller's own claim and
+    // the task stays: nothing of anyone else's is removed.
+    TOOL_HINTS.additive,
     async (args) => {
       switch (args.action) {
         case "list":
@@ -329,12 +371,8 @@ function registerTools(
   );
 
   for (const extra of extraTools) {
-    tool(
-      extra.name,
-      extra.description,
-      extra.inputSchema,
-      (args, { signal }) => extra.run(args, { store, agent, signal }),
-      extra.annotations,
+    tool(extra.name, extra.description, extra.inputSchema, extra.annotations, (args, { signal }) =>
+      extra.run(args, { store, agent, signal }),
     );
   }
 }
@@ -352,10 +390,15 @@ function requireTask(args: { action: string; task?: string | undefined }): strin
   return args.task;
 }
 
-async function memberChannels(store: Store, agent: string): Promise<string[]> {
-  return (await store.channels())
-    .filter((c) => isMember({ ...c, channel: c.name }, agent))
-    .map((c) => c.name);
+/** Why this server cannot act, or undefined when its identity is a valid name. */
+function identityProblem(agent: string | undefined): string | undefined {
+  if (!agent) return "it was started without an identity (no --as, no AGENT_CHAT_NAME)";
+  try {
+    validateName("agent", agent);
+    return undefined;
+  } catch (err) {
+    return `its identity is not a valid name: ${(err as Error).message}`;
+  }
 }
 
 /** Progress notifications keep clients that reset their timeout on progress from giving up. */

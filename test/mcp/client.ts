@@ -20,15 +20,18 @@ export interface ToolReply {
   blocks: number;
 }
 
-/** Starts the built `agent-chat mcp` as a subprocess, as an agent tool does, and connects. */
+/**
+ * Starts the built `agent-chat mcp` as a subprocess, as an agent tool does, and connects.
+ * `name` null starts it without an identity (no --as, no $AGENT_CHAT_NAME).
+ */
 export async function connectAgent(
   root: string,
-  name: string,
+  name: string | null,
   extraArgs: string[] = [],
 ): Promise<Agent> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [CLI, "mcp", "--as", name, ...extraArgs],
+    args: [CLI, "mcp", ...(name === null ? [] : ["--as", name]), ...extraArgs],
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AGENT_CHAT_ROOT: root },
     stderr: "pipe",
   });
@@ -36,7 +39,7 @@ export async function connectAgent(
   transport.stderr?.on("data", (d: Buffer) => {
     stderr += d.toString();
   });
-  const client = new Client({ name: `test-${name}`, version: "1.0.0" });
+  const client = new Client({ name: `test-${name ?? "nameless"}`, version: "1.0.0" });
   await client.connect(transport);
   return {
     client,
@@ -87,7 +90,7 @@ export async function initChannels(
  */
 export function agentFixture(): {
   root: () => string;
-  agent: (name: string, extra?: string[]) => Promise<Agent>;
+  agent: (name: string | null, extra?: string[]) => Promise<Agent>;
 } {
   let root = "";
   let cleanup: () => void = () => {};

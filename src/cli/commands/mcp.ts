@@ -18,7 +18,10 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
   program
     .command("mcp")
     .description("run the MCP server over stdio for one agent identity")
-    .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
+    .option(
+      "--as <name>",
+      "the agent's identity (default: $AGENT_CHAT_NAME; without one, tools say how to set it)",
+    )
     .option(
       "--footer <style>",
       `unread footer on every tool result: ${FOOTER_STYLES.join(" | ")}`,
@@ -33,7 +36,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         "  claude mcp add agent-chat -- agent-chat mcp --as bob",
     )
     .action(async (opts: { as?: string; footer: string }) => {
-      const agent = ctx.agent(opts.as);
+      // Started anyway without one: every tool call then says how to set it, where exiting
+      // would show only "Failed to connect" in the agent tool.
+      const agent = opts.as || ctx.env.AGENT_CHAT_NAME || undefined;
       const footer = oneOf(opts.footer, FOOTER_STYLES, "--footer");
       const store = await ctx.open();
       // Loaded only here: the rest of the CLI never pays for the MCP SDK.

@@ -59,6 +59,14 @@ const workspaceTool: McpTool<typeof workspaceSchema> = {
   name: "chat_workspace",
   description: WORKSPACE_TOOL.description,
   inputSchema: workspaceSchema,
+  // delete-folder/delete-file and an overwriting store-file or edit-file remove content (after
+  // a confirm turn): destructive, however guarded. Only the channel's _workspace/ is touched.
+  annotations: {
+    readOnlyHint: false,
+    destructiveHint: true,
+    idempotentHint: false,
+    openWorldHint: false,
+  },
   run: (args, { store, agent }) => runWorkspaceTool(store, agent, args),
 };
 

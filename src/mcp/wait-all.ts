@@ -1,0 +1,119 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import { isMember } from "../core/meta.js";
+import type { Store, WaitResult } from "../store/types.js";
+
+/** How often a wait over every channel looks for channels created (or joined) since it began. */
+export const CHANNEL_POLL_MS = 1_000;
+
+/** The channels `agent` belongs to: listed as a member, or open to everyone. */
+export async function memberChannels(store: Store, agent: string): Promise<string[]> {
+  return (await store.channels())
+    .filter((c) => isMember({ ...c, channel: c.name }, agent))
+    .map((c) => c.name);
+}
+
+export interface WaitEverywhereOptions {
+  timeoutMs: number;
+  signal: AbortSignal;
+  pollMs?: number;
+}
+
+/**
+ * `Store.wait` over every channel `agent` belongs to, those that appear while it waits included.
+ * The store waits on a list fixed when the wait starts (src/store/types.ts), and no backend
+ * tells of new channels, so this waits on today's list while it compares `store.channels()`
+ * with it every `pollMs`; when the list changes it stops that wait and starts one over the new
+ * list. With no channel at all it waits for the first one. Built on the contract alone, so it
+ * works the same over every backend. Rejects with `TIMEOUT` or `ABORTED` as `Store.wait` does.
+ */
+export async function waitEverywhere(
+  store: Store,
+  agent: string,
+  options: WaitEverywhereOptions,
+): Promise<WaitResult> {
+  const deadline = Date.now() + options.timeoutMs;
+  const pollMs = options.pollMs ?? CHANNEL_POLL_MS;
+  for (;;) {
+    if (options.signal.aborted) throw new AgentChatError("ABORTED", "wait was cancelled");
+    const names = await memberChannels(store, agent);
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) {
+      throw new AgentChatError(
+        "TIMEOUT",
+        `no relevant message within ${options.timeoutMs / 1000} s`,
+      );
+    }
+    // Ends this round's wait and poll: on a change of the list, on return, on the caller's abort.
+    const round = new AbortController();
+    const onAbort = () => round.abort();
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const changed = listChanges(store, agent, names, pollMs, round.signal);
+      if (names.length === 0) {
+        // Nothing to wait on yet: wait for the first channel, or for the deadline (checked above).
+        await Promise.race([changed, sleep(remaining, undefined, { signal: round.signal })]);
+        continue;
+      }
+      const waiting = store.wait(names, {
+        as: agent,
+        timeoutMs: remaining,
+        signal: round.signal,
+      });
+      const first = await Promise.race([
+        waiting.then(
+          (result) => ({ result }),
+          (error: unknown) => ({ error }),
+        ),
+        changed.then(() => ({ changed: true as const })),
+      ]);
+      if ("result" in first) return first.result;
+      if ("error" in first) {
+        // A channel deleted under the wait: wait again over the channels that are left.
+        if (isAgentChatError(first.error, "CHANNEL_NOT_FOUND")) continue;
+        throw first.error;
+      }
+      round.abort();
+      try {
+        // The wait may have read messages (and moved cursors) just before it was stopped:
+        // those are delivered, never dropped.
+        return await waiting;
+      } catch (err) {
+        if (options.signal.aborted || !isAgentChatError(err, "ABORTED")) throw err;
+      }
+    } catch (err) {
+      // The sleep of a round with no channel, stopped by the caller's abort.
+      if ((err as Error).name === "AbortError") {
+        throw new AgentChatError("ABORTED", "wait was cancelled", { cause: err });
+      }
+      throw err;
+    } finally {
+      round.abort();
+      options.signal.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+/** Resolves when the agent's channel list differs from `names`; never, once `signal` aborts. */
+async function listChanges(
+  store: Store,
+  agent: string,
+  names: readonly string[],
+  pollMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  const before = [...names].sort().join("\n");
+  for (;;) {
+    try {
+      await sleep(pollMs, undefined, { signal });
+    } catch {
+      return new Promise<void>(() => {});
+    }
+    try {
+      const now = (await memberChannels(store, agent)).sort().join("\n");
+      if (now !== before && !signal.aborted) return;
+    } catch {
+      // A failed listing changes nothing: the wait in progress goes on, the next poll retries.
+    }
+  }
+}
