@@ -1,14 +1,19 @@
 import { openStore } from "../client/open.js";
 import {
+  contextWasReset,
   detectFormat,
   HOOK_EVENTS,
   HOOK_FORMATS,
   type HookEvent,
   type HookFormat,
+  type HookInput,
+  hasNewSince,
   hookOutput,
   parseHookInput,
 } from "../mcp/hook.js";
-import { countUnread } from "../mcp/unread.js";
+import { countUnread, type UnreadCount } from "../mcp/unread.js";
+import type { Store } from "../store/types.js";
+import { loadSeen, saveSeen } from "./hook-state.js";
 import { oneOf, UsageError } from "./usage.js";
 
 /** How long a hook waits for its host's JSON on stdin, and how much of it it reads. */
@@ -27,6 +32,8 @@ export interface HookArgs {
 export interface HookIo {
   readonly root: string;
   readonly env: NodeJS.ProcessEnv;
+  /** Where each session's "already told" marks are kept (see hook-state.ts). */
+  readonly stateDir: string;
   out(text: string): void;
   err(text: string): void;
 }
@@ -47,6 +54,11 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<void> {
     const store = await openStore(io.root, { watch: false });
     try {
       const count = await countUnread(store, agent);
+      if (count.msgs === 0) return;
+      if (input.session_id !== undefined) {
+        const fresh = await firstTelling(store, io, { agent, event, input, count });
+        if (!fresh) return;
+      }
       io.out(
         hookOutput({
           event,
@@ -63,6 +75,34 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<void> {
   } catch (err) {
     io.err(`agent-chat hook: ${(err as Error).message}\n`);
   }
+}
+
+/**
+ * Whether this session has not yet been told of the newest unread messages; if not, records that
+ * it now is. The model's context (session start, prompts) and the user (stop) are told apart.
+ */
+async function firstTelling(
+  store: Store,
+  io: HookIo,
+  {
+    agent,
+    event,
+    input,
+    count,
+  }: { agent: string; event: HookEvent; input: HookInput; count: UnreadCount },
+): Promise<boolean> {
+  const sessionId = input.session_id as string;
+  const lastSeqs: Record<string, number> = {};
+  for (const info of await store.channels()) {
+    if (info.name in count.channels) lastSeqs[info.name] = info.lastSeq;
+  }
+  const seen = await loadSeen(io.stateDir, agent, sessionId, io.root);
+  const audience = event === "stop" ? "stop" : "context";
+  if (contextWasReset(event, input)) seen.context = {};
+  if (!hasNewSince(count, lastSeqs, seen[audience])) return false;
+  seen[audience] = { ...seen[audience], ...lastSeqs };
+  await saveSeen(io.stateDir, agent, sessionId, seen);
+  return true;
 }
 
 async function readHookStdin(): Promise<string> {

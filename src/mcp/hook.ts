@@ -10,6 +10,10 @@ export interface HookInput {
   hook_event_name?: string;
   /** Claude Code and Codex (Stop), Gemini CLI (AfterAgent): already continuing because of a stop hook. */
   stop_hook_active?: boolean;
+  /** The host's session (all three tools send one): a notice is said once per session. */
+  session_id?: string;
+  /** Claude Code's SessionStart: `startup`, `resume`, `clear` or `compact`. */
+  source?: string;
 }
 
 /** Tolerates no input, invalid JSON and non-objects: a hook must never fail its host. */
@@ -22,6 +26,8 @@ export function parseHookInput(text: string): HookInput {
     const input: HookInput = {};
     if (typeof v.hook_event_name === "string") input.hook_event_name = v.hook_event_name;
     if (v.stop_hook_active === true) input.stop_hook_active = true;
+    if (typeof v.session_id === "string" && v.session_id !== "") input.session_id = v.session_id;
+    if (typeof v.source === "string") input.source = v.source;
     return input;
   } catch {
     return {};
@@ -84,4 +90,25 @@ export function hookOutput(request: HookRequest): string {
   }
   if (format === "claude") return `${notice}\n`;
   return `${JSON.stringify({ hookSpecificOutput: { hookEventName: hostEvent, additionalContext: notice } })}\n`;
+}
+
+/**
+ * Whether any channel with unread messages has one newer than what this session was last told
+ * (`told`: each channel's last seq at the previous notice). A count that only went down (the
+ * agent read some) is nothing new.
+ */
+export function hasNewSince(
+  unread: UnreadCount,
+  lastSeqs: Record<string, number>,
+  told: Record<string, number>,
+): boolean {
+  return Object.keys(unread.channels).some((ch) => (lastSeqs[ch] ?? 0) > (told[ch] ?? 0));
+}
+
+/**
+ * The session's context was emptied (Claude Code's /clear, or a compaction), so what the model
+ * was told is gone and the next notice must be said again.
+ */
+export function contextWasReset(event: HookEvent, input: HookInput): boolean {
+  return event === "session-start" && (input.source === "clear" || input.source === "compact");
 }

@@ -1,5 +1,6 @@
 import { promises as fsp } from "node:fs";
 import { dirname, join } from "node:path";
+import { parse as parseToml } from "smol-toml";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { validateName } from "../core/names.js";
 import { HOOK_EVENTS, type HookEvent, type HookFormat, hostEventName } from "./hook.js";
@@ -18,7 +19,19 @@ export interface SetupOptions {
   projectDir: string;
   /** Codex's home (`$CODEX_HOME`, default `~/.codex`). */
   codexHome: string;
+  /** Gemini CLI's user folder (`$GEMINI_CLI_HOME/.gemini`, default `~/.gemini`). */
+  geminiDir: string;
+  /** Gemini CLI's trusted folders (`$GEMINI_CLI_TRUSTED_FOLDERS_PATH`, default in geminiDir). */
+  geminiTrustedFolders: string;
+  /** Gemini CLI: also mark projectDir as trusted (the user asked, with `--trust`). */
+  trust?: boolean;
+  /** Codex: `default_tools_approval_mode` for the agent-chat server (unset: Codex's default). */
+  toolsApproval?: CodexToolsApproval;
 }
+
+/** Codex's `AppToolApproval` values (codex-rs/config/src/mcp_types.rs). */
+export type CodexToolsApproval = "auto" | "prompt" | "approve";
+export const CODEX_TOOLS_APPROVALS: readonly CodexToolsApproval[] = ["auto", "prompt", "approve"];
 
 export interface SetupFile {
   path: string;
@@ -27,6 +40,8 @@ export interface SetupFile {
   snippet: string;
   /** The file's new text, given its current text (undefined when it does not exist). */
   merge(existing: string | undefined): string;
+  /** Only edited when it already exists (a shared file we clean up, never create). */
+  onlyIfExists?: boolean;
 }
 
 export interface SetupPlan {
@@ -35,6 +50,8 @@ export interface SetupPlan {
   /** The tool's own one-command way to add the server, when it has one. */
   oneCommand: string;
   notes: string[];
+  /** What the user must still do after `--write`, in order. */
+  todo: string[];
 }
 
 /** The MCP server's name in every tool's configuration. */
@@ -56,9 +73,13 @@ export function planSetup(options: SetupOptions): SetupPlan {
   }
 }
 
-/** Writes every file of the plan, merging into what is there; returns the paths written. */
+/**
+ * Writes every file of the plan, merging into what is there; returns the paths written. Every
+ * merge is made (and checked) before anything is written, so a file that does not parse leaves
+ * all of them as they were.
+ */
 export async function applySetup(plan: SetupPlan): Promise<string[]> {
-  const written: string[] = [];
+  const changes: { path: string; text: string }[] = [];
   for (const file of plan.files) {
     let existing: string | undefined;
     try {
@@ -68,21 +89,24 @@ export async function applySetup(plan: SetupPlan): Promise<string[]> {
         throw wrapIoError(err, `cannot read ${file.path}`);
       }
     }
+    if (existing === undefined && file.onlyIfExists) continue;
     const text = file.merge(existing);
-    if (text === existing) continue;
-    try {
-      await fsp.mkdir(dirname(file.path), { recursive: true });
-      const tmp = join(dirname(file.path), `.${SERVER_NAME}-${process.pid}-${Date.now()}.tmp`);
-      await fsp.writeFile(tmp, text, { mode: 0o644 });
-      await fsp.rename(tmp, file.path);
-    } catch (err) {
-      throw wrapIoError(err, `cannot write ${file.path}`);
-    }
-    written.push(file.path);
+    if (text !== existing) changes.push({ path: file.path, text });
   }
-  return written;
+  for (const { path, text } of changes) {
+    try {
+      await fsp.mkdir(dirname(path), { recursive: true });
+      const tmp = join(dirname(path), `.${SERVER_NAME}-${process.pid}-${Date.now()}.tmp`);
+      await fsp.writeFile(tmp, text, { mode: 0o644 });
+      await fsp.rename(tmp, path);
+    } catch (err) {
+      throw wrapIoError(err, `cannot write ${path}`);
+    }
+  }
+  return changes.map((c) => c.path);
 }
 
+/** The server line with the identity, for files that belong to one user. */
 function serverArgs(o: SetupOptions): string[] {
   return ["mcp", "--as", o.agent];
 }
@@ -138,38 +162,99 @@ function isOurHook(entry: unknown): boolean {
     : false;
 }
 
-/**
- * Merges into a settings file: replaces our server entry and our hook entries, keeps everything
- * else (other servers, other hooks of the same events, unrelated settings) as it was.
- */
-function mergeSettings(
-  path: string,
-  existing: string | undefined,
-  server: { key: string; entry: Json } | undefined,
-  hooks: HookGroups | undefined,
-): string {
-  const doc = parseJsonFile(path, existing);
-  if (server) {
-    const servers = objectAt(doc, server.key, path);
-    doc[server.key] = { ...servers, [SERVER_NAME]: server.entry };
+/** Each event's hook groups without ours; events left with nothing are dropped. */
+function withoutOurHooks(current: Json): Json {
+  const next: Json = {};
+  for (const [event, value] of Object.entries(current)) {
+    if (!Array.isArray(value)) {
+      next[event] = value;
+      continue;
+    }
+    const kept = (value as Json[])
+      .map((group) => {
+        const list = Array.isArray(group?.hooks) ? (group.hooks as unknown[]) : undefined;
+        if (!list) return group;
+        return { ...group, hooks: list.filter((h) => !isOurHook(h)) };
+      })
+      .filter((group) => !Array.isArray(group?.hooks) || (group.hooks as unknown[]).length > 0);
+    if (kept.length > 0 || value.length === 0) next[event] = kept;
   }
-  if (hooks) {
-    const current = objectAt(doc, "hooks", path);
-    const next: Json = { ...current };
-    for (const [event, groups] of Object.entries(hooks)) {
-      const before = Array.isArray(current[event]) ? (current[event] as Json[]) : [];
-      const kept = before
-        .map((group) => {
-          const list = Array.isArray(group?.hooks) ? (group.hooks as unknown[]) : undefined;
-          if (!list) return group;
-          return { ...group, hooks: list.filter((h) => !isOurHook(h)) };
-        })
-        .filter((group) => !Array.isArray(group?.hooks) || (group.hooks as unknown[]).length > 0);
+  return next;
+}
+
+/** What one settings file gets from us; every other key of the file stays as it was. */
+interface SettingsEdit {
+  server?: { key: string; entry: Json };
+  hooks?: HookGroups;
+  /** Claude Code's `env`: set in the process of the tool, its servers and its hooks. */
+  env?: Record<string, string>;
+  /** Claude Code's per-user approval of a project `.mcp.json` server. */
+  enableMcpjsonServer?: boolean;
+}
+
+function mergeSettings(path: string, existing: string | undefined, edit: SettingsEdit): string {
+  const doc = parseJsonFile(path, existing);
+  if (edit.server) {
+    const servers = objectAt(doc, edit.server.key, path);
+    doc[edit.server.key] = { ...servers, [SERVER_NAME]: edit.server.entry };
+  }
+  if (edit.env) doc.env = { ...objectAt(doc, "env", path), ...edit.env };
+  if (edit.enableMcpjsonServer) {
+    const list = Array.isArray(doc.enabledMcpjsonServers) ? doc.enabledMcpjsonServers : [];
+    if (!list.includes(SERVER_NAME)) doc.enabledMcpjsonServers = [...list, SERVER_NAME];
+  }
+  if (edit.hooks) {
+    const next = withoutOurHooks(objectAt(doc, "hooks", path));
+    for (const [event, groups] of Object.entries(edit.hooks)) {
+      const kept = Array.isArray(next[event]) ? (next[event] as Json[]) : [];
       next[event] = [...kept, ...groups];
     }
     doc.hooks = next;
   }
   return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/** Whether a server entry names one person (an earlier setup wrote `mcp --as NAME`). */
+function namesSomeone(entry: unknown): boolean {
+  const e = entry as { args?: unknown; env?: unknown };
+  const args = Array.isArray(e?.args) ? e.args : [];
+  const env = typeof e?.env === "object" && e.env !== null ? (e.env as Json) : {};
+  return args.includes("--as") || "AGENT_CHAT_NAME" in env;
+}
+
+/**
+ * Takes out of a shared (committed) settings file what an earlier setup put there for one
+ * person: our hooks (they carry `--as` and an absolute root) and a server entry that names
+ * someone. Nothing else changes; a file that needs nothing is left byte for byte.
+ */
+function sharedFileCleanup(path: string, serverKey: string | undefined): SetupFile {
+  return {
+    path,
+    format: "json",
+    snippet: "",
+    onlyIfExists: true,
+    merge: (existing) => {
+      const doc = parseJsonFile(path, existing);
+      let changed = false;
+      const servers = serverKey ? doc[serverKey] : undefined;
+      if (serverKey && typeof servers === "object" && servers !== null) {
+        const entry = (servers as Json)[SERVER_NAME];
+        if (entry !== undefined && namesSomeone(entry)) {
+          const { [SERVER_NAME]: _ours, ...others } = servers as Json;
+          doc[serverKey] = others;
+          changed = true;
+        }
+      }
+      if (typeof doc.hooks === "object" && doc.hooks !== null && !Array.isArray(doc.hooks)) {
+        const next = withoutOurHooks(doc.hooks as Json);
+        if (JSON.stringify(next) !== JSON.stringify(doc.hooks)) {
+          doc.hooks = next;
+          changed = true;
+        }
+      }
+      return changed ? `${JSON.stringify(doc, null, 2)}\n` : (existing as string);
+    },
+  };
 }
 
 function hookGroups(
@@ -186,29 +271,29 @@ function hookGroups(
   return groups;
 }
 
-function jsonFile(
-  path: string,
-  server: { key: string; entry: Json } | undefined,
-  hooks: HookGroups | undefined,
-): SetupFile {
+function jsonFile(path: string, edit: SettingsEdit): SetupFile {
   const snippet: Json = {};
-  if (server) snippet[server.key] = { [SERVER_NAME]: server.entry };
-  if (hooks) snippet.hooks = hooks;
+  if (edit.server) snippet[edit.server.key] = { [SERVER_NAME]: edit.server.entry };
+  if (edit.env) snippet.env = edit.env;
+  if (edit.enableMcpjsonServer) snippet.enabledMcpjsonServers = [SERVER_NAME];
+  if (edit.hooks) snippet.hooks = edit.hooks;
   return {
     path,
     format: "json",
     snippet: `${JSON.stringify(snippet, null, 2)}\n`,
-    merge: (existing) => mergeSettings(path, existing, server, hooks),
+    merge: (existing) => mergeSettings(path, existing, edit),
   };
 }
 
+/**
+ * Claude Code: the team's `.mcp.json` names the server only (`agent-chat mcp`, no identity, no
+ * root), so it can be committed; who the agent is and where the channels are go in
+ * `.claude/settings.local.json`, the per-checkout file Claude Code keeps out of git: its `env`
+ * reaches the server and the hooks, `enabledMcpjsonServers` approves the project server (else
+ * `claude mcp list` shows it "Pending approval"), and the hooks carry the identity themselves.
+ */
 function claudePlan(o: SetupOptions): SetupPlan {
-  const entry = {
-    type: "stdio",
-    command: o.command,
-    args: serverArgs(o),
-    env: { AGENT_CHAT_ROOT: o.root },
-  };
+  const entry = { type: "stdio", command: o.command, args: ["mcp"] };
   const hooks = hookGroups(o, "claude", (_event, command) => ({
     type: "command",
     command,
@@ -217,24 +302,39 @@ function claudePlan(o: SetupOptions): SetupPlan {
   return {
     tool: "claude-code",
     files: [
-      jsonFile(join(o.projectDir, ".mcp.json"), { key: "mcpServers", entry }, undefined),
-      jsonFile(join(o.projectDir, ".claude", "settings.json"), undefined, hooks),
+      jsonFile(join(o.projectDir, ".mcp.json"), { server: { key: "mcpServers", entry } }),
+      jsonFile(join(o.projectDir, ".claude", "settings.local.json"), {
+        env: { AGENT_CHAT_NAME: o.agent, AGENT_CHAT_ROOT: o.root },
+        enableMcpjsonServer: true,
+        hooks,
+      }),
+      sharedFileCleanup(join(o.projectDir, ".claude", "settings.json"), undefined),
     ],
     oneCommand: [
       "claude mcp add",
       SERVER_NAME,
-      "--scope project",
+      "--scope local",
+      `--env ${shellQuote(`AGENT_CHAT_NAME=${o.agent}`)}`,
       `--env ${shellQuote(`AGENT_CHAT_ROOT=${o.root}`)}`,
       "--",
-      ...[o.command, ...serverArgs(o)].map(shellQuote),
+      ...[o.command, "mcp"].map(shellQuote),
     ].join(" "),
     notes: [
-      "Claude Code asks once to approve project servers from .mcp.json.",
+      ".mcp.json names no one and can be committed; the identity, the root, the approval and the hooks are in .claude/settings.local.json (not committed).",
       "Hooks: SessionStart and UserPromptSubmit add the unread notice to the model's context; Stop tells you (add --block to the stop hook to make the agent read instead).",
+    ],
+    todo: [
+      `Claude Code: start \`claude\` in ${o.projectDir} and accept its "trust this folder" question (servers and hooks wait for it); \`claude mcp list\` then shows agent-chat connected.`,
     ],
   };
 }
 
+/**
+ * Gemini CLI: the server and the hooks go in the user's settings (they name the agent), never in
+ * a project `.gemini/settings.json` a team commits. Gemini CLI runs neither in a folder it does
+ * not trust; `--trust` adds the folder to its trustedFolders.json (`{ "/abs": "TRUST_FOLDER" }`,
+ * gemini-cli packages/core/src/utils/trust.ts).
+ */
 function geminiPlan(o: SetupOptions): SetupPlan {
   const entry = {
     command: o.command,
@@ -248,13 +348,16 @@ function geminiPlan(o: SetupOptions): SetupPlan {
     command,
     timeout: HOOK_TIMEOUT_SECONDS * 1000,
   }));
+  const files = [
+    jsonFile(join(o.geminiDir, "settings.json"), { server: { key: "mcpServers", entry }, hooks }),
+    sharedFileCleanup(join(o.projectDir, ".gemini", "settings.json"), "mcpServers"),
+  ];
+  if (o.trust) files.push(trustedFolderFile(o.geminiTrustedFolders, o.projectDir));
   return {
     tool: "gemini",
-    files: [
-      jsonFile(join(o.projectDir, ".gemini", "settings.json"), { key: "mcpServers", entry }, hooks),
-    ],
+    files,
     oneCommand: [
-      "gemini mcp add --scope project",
+      "gemini mcp add --scope user",
       `-e ${shellQuote(`AGENT_CHAT_NAME=${o.agent}`)}`,
       `-e ${shellQuote(`AGENT_CHAT_ROOT=${o.root}`)}`,
       SERVER_NAME,
@@ -262,20 +365,53 @@ function geminiPlan(o: SetupOptions): SetupPlan {
       "mcp",
     ].join(" "),
     notes: [
+      "The server and hooks are in your user settings (they name you); a project's .gemini/settings.json is left to the team.",
       "The one command adds the server only; hooks (SessionStart, BeforeAgent, AfterAgent) come with --write or by pasting the JSON.",
     ],
+    todo: o.trust
+      ? [`Gemini CLI: start \`gemini\` in ${o.projectDir}; \`gemini mcp list\` shows agent-chat.`]
+      : [
+          `Gemini CLI: trust ${o.projectDir} (Gemini runs no server or hook in an untrusted folder): answer its trust question, or run setup again with --trust.`,
+        ],
   };
 }
 
+function trustedFolderFile(path: string, folder: string): SetupFile {
+  return {
+    path,
+    format: "json",
+    snippet: `${JSON.stringify({ [folder]: "TRUST_FOLDER" }, null, 2)}\n`,
+    merge: (existing) => {
+      const doc = parseJsonFile(path, existing);
+      // A folder already trusted, through itself or a parent, keeps what the user chose.
+      if (doc[folder] === "TRUST_FOLDER" || doc[folder] === "TRUST_PARENT") {
+        return existing as string;
+      }
+      doc[folder] = "TRUST_FOLDER";
+      return `${JSON.stringify(doc, null, 2)}\n`;
+    },
+  };
+}
+
+/**
+ * Codex: everything goes in the user's `$CODEX_HOME` (config.toml and hooks.json). No
+ * `[features]` line: hooks are the stable feature `hooks`, on by default (codex-rs/features/src/
+ * lib.rs, `FeatureSpec { id: CodexHooks, key: "hooks", stage: Stable, default_enabled: true }`),
+ * and the old key `codex_hooks` makes Codex warn on every run, so a `codex_hooks = true` an
+ * earlier setup wrote is taken out. `default_tools_approval_mode` is a per-server key of
+ * codex-rs/config/src/mcp_types.rs (`auto` | `prompt` | `approve`).
+ */
 function codexPlan(o: SetupOptions): SetupPlan {
   const configPath = join(o.codexHome, "config.toml");
-  const table = [
+  const lines = [
     `[mcp_servers.${SERVER_NAME}]`,
     `command = ${tomlString(o.command)}`,
     `args = [${serverArgs(o).map(tomlString).join(", ")}]`,
     `env = { AGENT_CHAT_ROOT = ${tomlString(o.root)} }`,
     `tool_timeout_sec = ${TOOL_TIMEOUT_SECONDS}`,
-  ].join("\n");
+  ];
+  if (o.toolsApproval) lines.push(`default_tools_approval_mode = ${tomlString(o.toolsApproval)}`);
+  const table = lines.join("\n");
   const hooks = hookGroups(o, "codex", (_event, command) => ({
     type: "command",
     command,
@@ -287,10 +423,10 @@ function codexPlan(o: SetupOptions): SetupPlan {
       {
         path: configPath,
         format: "toml",
-        snippet: `${table}\n\n[features]\ncodex_hooks = true\n`,
-        merge: (existing) => mergeCodexToml(existing ?? "", table),
+        snippet: `${table}\n`,
+        merge: (existing) => mergeCodexToml(existing ?? "", table, configPath),
       },
-      jsonFile(join(o.codexHome, "hooks.json"), undefined, hooks),
+      jsonFile(join(o.codexHome, "hooks.json"), { hooks }),
     ],
     oneCommand: [
       "codex mcp add",
@@ -301,7 +437,10 @@ function codexPlan(o: SetupOptions): SetupPlan {
     ].join(" "),
     notes: [
       "The one command keeps Codex's 60 s tool timeout: chat_wait then waits at most 50 s per call.",
-      "[features] codex_hooks = true turns hooks on in Codex versions where they are still off by default.",
+      "--tools-approval approve lets `codex exec` call agent-chat's tools without asking.",
+    ],
+    todo: [
+      "Codex: start `codex`, open /hooks and trust agent-chat's hooks (Codex runs no hook until you do); `codex mcp get agent-chat` shows the server.",
     ],
   };
 }
@@ -313,11 +452,26 @@ function tomlString(value: string): string {
 
 const TABLE_HEADER = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/;
 
+function checkToml(path: string, text: string, what: string): void {
+  try {
+    parseToml(text);
+  } catch (err) {
+    const first = (err as Error).message.split("\n")[0];
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `${path} ${what} (${first}); fix it or move it away, then run setup again (nothing was written)`,
+    );
+  }
+}
+
 /**
  * Replaces our `[mcp_servers.agent-chat]` table (and any sub-table of it) or appends it, and
- * makes sure `[features]` turns hooks on; every other line of the file stays as it was.
+ * takes out a `codex_hooks = true` of `[features]`; every other line of the file, comments
+ * included, stays as it was. The file must parse before, and the result must parse after (an
+ * agent-chat entry written some other way, such as a dotted key, would be defined twice).
  */
-export function mergeCodexToml(existing: string, table: string): string {
+export function mergeCodexToml(existing: string, table: string, path = "config.toml"): string {
+  checkToml(path, existing, "is not valid TOML");
   const lines = existing === "" ? [] : existing.replace(/\n$/, "").split("\n");
   const ours = (key: string) => {
     const k = key.replaceAll('"', "").replaceAll("'", "").replaceAll(" ", "");
@@ -325,13 +479,16 @@ export function mergeCodexToml(existing: string, table: string): string {
   };
   const out: string[] = [];
   let skipping = false;
+  let inFeatures = false;
   let insertAt = -1;
   for (const line of lines) {
     const header = TABLE_HEADER.exec(line);
     if (header) {
       skipping = ours(header[1]!);
+      inFeatures = header[1] === "features";
       if (skipping && insertAt < 0) insertAt = out.length;
     }
+    if (inFeatures && /^\s*codex_hooks\s*=\s*true\s*(#.*)?$/.test(line)) continue;
     if (!skipping) out.push(line);
   }
   const block = table.split("\n");
@@ -341,19 +498,7 @@ export function mergeCodexToml(existing: string, table: string): string {
     if (out.length > 0 && out[out.length - 1]!.trim() !== "") out.push("");
     out.push(...block);
   }
-  ensureHooksFeature(out);
-  return `${out.join("\n").replace(/\n+$/, "")}\n`;
-}
-
-function ensureHooksFeature(lines: string[]): void {
-  const start = lines.findIndex((line) => TABLE_HEADER.exec(line)?.[1] === "features");
-  if (start < 0) {
-    if (lines.length > 0 && lines[lines.length - 1]!.trim() !== "") lines.push("");
-    lines.push("[features]", "codex_hooks = true");
-    return;
-  }
-  for (let i = start + 1; i < lines.length && !TABLE_HEADER.test(lines[i]!); i++) {
-    if (/^\s*(codex_hooks|hooks)\s*=/.test(lines[i]!)) return;
-  }
-  lines.splice(start + 1, 0, "codex_hooks = true");
+  const text = `${out.join("\n").replace(/\n+$/, "")}\n`;
+  checkToml(path, text, `already defines ${SERVER_NAME} in a form setup cannot replace`);
+  return text;
 }

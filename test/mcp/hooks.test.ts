@@ -8,12 +8,18 @@ import { initChannels } from "./client.js";
 
 let root: string;
 let cleanup: () => void;
+let state: string;
+let cleanupState: () => void;
 
 beforeEach(async () => {
   ({ dir: root, cleanup } = tempDir("agent-chat-hook-"));
+  ({ dir: state, cleanup: cleanupState } = tempDir("agent-chat-hook-state-"));
   await initChannels(root, { review: ["alice", "bob"], ops: ["alice"] });
 });
-afterEach(() => cleanup());
+afterEach(() => {
+  cleanup();
+  cleanupState();
+});
 
 async function post(channel: string, from: string, body: string, to?: string): Promise<void> {
   const store = await openStore(root, { watch: false });
@@ -25,7 +31,7 @@ async function post(channel: string, from: string, body: string, to?: string): P
 function hook(args: string[], stdin?: unknown) {
   const input =
     stdin === undefined ? "" : typeof stdin === "string" ? stdin : JSON.stringify(stdin);
-  return runCli(["hook", ...args], { root, input });
+  return runCli(["hook", ...args], { root, input, env: { XDG_STATE_HOME: state } });
 }
 
 const claudeSession = {
@@ -59,10 +65,46 @@ describe("agent-chat hook", () => {
     );
     const prompt = await hook(["prompt", "--as", "bob"], {
       ...claudeSession,
+      session_id: "another session",
       hook_event_name: "UserPromptSubmit",
       prompt: "carry on",
     });
     expect(prompt.stdout).toBe(start.stdout);
+  });
+
+  it("says a thing once per session: not again on the first prompt, again only for a new message", async () => {
+    await post("review", "alice", "first");
+    const prompt = { ...claudeSession, hook_event_name: "UserPromptSubmit", prompt: "go" };
+    const start = await hook(["session-start", "--as", "bob", "--format", "claude"], claudeSession);
+    expect(start.stdout).toContain("1 unread agent-chat message for bob (review: 1)");
+    for (let i = 0; i < 2; i++) {
+      const again = await hook(["prompt", "--as", "bob", "--format", "claude"], prompt);
+      expect(again).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    }
+    // The user at stop has not been told yet; then not again either.
+    const stop = { ...claudeSession, hook_event_name: "Stop" };
+    expect((await hook(["stop", "--as", "bob"], stop)).stdout).toContain("1 unread");
+    expect((await hook(["stop", "--as", "bob"], stop)).stdout).toBe("");
+    // Another session of the same agent is told on its own.
+    const other = await hook(["prompt", "--as", "bob"], { ...prompt, session_id: "xyz" });
+    expect(other.stdout).toContain("1 unread");
+
+    await post("review", "alice", "second");
+    const told = await hook(["prompt", "--as", "bob", "--format", "claude"], prompt);
+    expect(told.stdout).toContain("2 unread agent-chat messages for bob (review: 2)");
+    expect((await hook(["prompt", "--as", "bob"], prompt)).stdout).toBe("");
+    // Reading some is no news.
+    await runCli(["read", "review", "--as", "bob", "--limit", "1"], { root });
+    expect((await hook(["prompt", "--as", "bob"], prompt)).stdout).toBe("");
+    // /clear empties the model's context: the next session start says it again.
+    const cleared = await hook(["session-start", "--as", "bob"], {
+      ...claudeSession,
+      source: "clear",
+    });
+    expect(cleared.stdout).toContain("unread agent-chat message");
+    // The state is kept outside the root.
+    expect(readdirSync(join(state, "agent-chat", "hook-sessions")).length).toBe(2);
+    expect(readdirSync(root).sort()).toEqual(["ops", "review"]);
   });
 
   it("Claude Code: Stop tells the user, or with --block makes the agent read (never twice)", async () => {
@@ -72,17 +114,26 @@ describe("agent-chat hook", () => {
     expect(JSON.parse(told.stdout)).toEqual({
       systemMessage: expect.stringContaining("1 unread agent-chat message for bob (review: 1)"),
     });
-    const blocked = await hook(["stop", "--as", "bob", "--block"], stopInput);
+    const blockInput = { ...stopInput, session_id: "blocking session" };
+    const blocked = await hook(["stop", "--as", "bob", "--block"], blockInput);
     expect(JSON.parse(blocked.stdout)).toEqual({
       decision: "block",
       reason: expect.stringContaining("chat_read"),
     });
+    // Already continuing because of a stop hook: told, never blocked again.
     const again = await hook(["stop", "--as", "bob", "--block"], {
       ...stopInput,
+      session_id: "a third session",
       stop_hook_active: true,
     });
     expect(JSON.parse(again.stdout)).toHaveProperty("systemMessage");
     expect(again.code).toBe(0);
+    // In the session that was blocked, nothing new: nothing said.
+    const same = await hook(["stop", "--as", "bob", "--block"], {
+      ...blockInput,
+      stop_hook_active: true,
+    });
+    expect(same).toMatchObject({ code: 0, stdout: "" });
   });
 
   it("Codex and Gemini CLI get JSON with hookSpecificOutput.additionalContext", async () => {

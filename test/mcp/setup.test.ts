@@ -1,6 +1,7 @@
-import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { parse } from "smol-toml";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLI, runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
@@ -11,106 +12,126 @@ let cleanup: () => void;
 let root: string;
 let project: string;
 let codexHome: string;
+let geminiHome: string;
 
 beforeEach(() => {
   ({ dir, cleanup } = tempDir("agent-chat-setup-"));
   root = join(dir, "chat root");
   project = join(dir, "project");
   codexHome = join(dir, "home", ".codex");
+  geminiHome = join(dir, "home");
   mkdirSync(project, { recursive: true });
 });
 afterEach(() => cleanup());
 
 function setup(args: string[]) {
-  return runCli(["--root", root, "setup", ...args], { env: { CODEX_HOME: codexHome } });
+  return runCli(["--root", root, "setup", ...args], {
+    env: { CODEX_HOME: codexHome, GEMINI_CLI_HOME: geminiHome },
+  });
 }
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8"));
 
-/** Python's tomllib is a strict TOML 1.0 parser; CI images have python3 ≥ 3.11. */
-const hasTomllib = spawnSync("python3", ["-c", "import tomllib"]).status === 0;
-function parseToml(path: string): Record<string, unknown> {
-  const script = "import json,sys,tomllib;print(json.dumps(tomllib.load(open(sys.argv[1],'rb'))))";
-  return JSON.parse(execFileSync("python3", ["-c", script, path], { encoding: "utf8" }));
-}
+const parseToml = (path: string) => parse(readFileSync(path, "utf8"));
 
 describe("agent-chat setup", () => {
-  it("claude-code: prints the .mcp.json entry, the hooks and the one command", async () => {
+  it("claude-code: the committed .mcp.json names no one; identity, root, approval and hooks are local", async () => {
     const r = await setup(["claude-code", "--as", "alice", "--dir", project, "--json"]);
     expect(r.code).toBe(0);
     const plan = JSON.parse(r.stdout);
     expect(plan.files.map((f: { path: string }) => f.path)).toEqual([
       join(project, ".mcp.json"),
-      join(project, ".claude", "settings.json"),
+      join(project, ".claude", "settings.local.json"),
     ]);
     const mcp = JSON.parse(plan.files[0].snippet);
     expect(mcp.mcpServers["agent-chat"]).toEqual({
       type: "stdio",
       command: "agent-chat",
-      args: ["mcp", "--as", "alice"],
-      env: { AGENT_CHAT_ROOT: root },
+      args: ["mcp"],
     });
-    const hooks = JSON.parse(plan.files[1].snippet).hooks;
-    expect(Object.keys(hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
-    expect(hooks.SessionStart[0].hooks[0]).toEqual({
+    expect(plan.files[0].snippet).not.toContain("alice");
+    expect(plan.files[0].snippet).not.toContain(root);
+    const local = JSON.parse(plan.files[1].snippet);
+    expect(local.env).toEqual({ AGENT_CHAT_NAME: "alice", AGENT_CHAT_ROOT: root });
+    expect(local.enabledMcpjsonServers).toEqual(["agent-chat"]);
+    expect(Object.keys(local.hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
+    expect(local.hooks.SessionStart[0].hooks[0]).toEqual({
       type: "command",
       command: `agent-chat --root '${root}' hook session-start --as alice --format claude`,
       timeout: 10,
     });
     expect(plan.oneCommand).toBe(
-      `claude mcp add agent-chat --scope project --env 'AGENT_CHAT_ROOT=${root}' -- agent-chat mcp --as alice`,
+      `claude mcp add agent-chat --scope local --env AGENT_CHAT_NAME=alice --env 'AGENT_CHAT_ROOT=${root}' -- agent-chat mcp`,
     );
     const human = await setup(["claude-code", "--as", "alice", "--dir", project]);
     expect(human.stdout).toContain(`# ${join(project, ".mcp.json")}\n{`);
     expect(human.stdout).toContain(plan.oneCommand);
   });
 
-  it("claude-code --write merges into existing files, keeps other entries, and is idempotent", async () => {
+  it("claude-code --write merges, approves the server, cleans what an older setup committed, and is idempotent", async () => {
     writeFileSync(
       join(project, ".mcp.json"),
-      JSON.stringify({ mcpServers: { github: { command: "gh-mcp" } } }),
+      JSON.stringify({
+        mcpServers: {
+          github: { command: "gh-mcp" },
+          "agent-chat": { command: "agent-chat", args: ["mcp", "--as", "old"] },
+        },
+      }),
     );
     mkdirSync(join(project, ".claude"));
     const otherHook = { type: "command", command: "echo other" };
+    const oldHook = {
+      type: "command",
+      command: "agent-chat --root /x hook stop --as old --format claude",
+    };
     writeFileSync(
       join(project, ".claude", "settings.json"),
       JSON.stringify({
         permissions: { allow: ["Bash(ls)"] },
-        hooks: {
-          Stop: [{ hooks: [otherHook] }],
-          PreToolUse: [{ matcher: "Bash", hooks: [otherHook] }],
-        },
+        hooks: { Stop: [{ hooks: [otherHook, oldHook] }], SessionStart: [{ hooks: [oldHook] }] },
+      }),
+    );
+    writeFileSync(
+      join(project, ".claude", "settings.local.json"),
+      JSON.stringify({
+        enabledMcpjsonServers: ["github"],
+        env: { OTHER: "1" },
+        hooks: { PreToolUse: [{ matcher: "Bash", hooks: [otherHook] }] },
       }),
     );
     const first = await setup(["claude-code", "--as", "alice", "--dir", project, "--write"]);
     expect(first.code).toBe(0);
     expect(first.stdout).toContain(`updated ${join(project, ".mcp.json")}`);
+    expect(first.stdout).toContain("Left for you to do:\n  - Claude Code: start `claude`");
     // Again, as someone else: replaces our entries instead of adding a second set.
     const second = await setup(["claude-code", "--as", "bob", "--dir", project, "--write"]);
     expect(second.code).toBe(0);
 
     const mcp = readJson(join(project, ".mcp.json"));
     expect(Object.keys(mcp.mcpServers)).toEqual(["github", "agent-chat"]);
-    expect(mcp.mcpServers["agent-chat"].args).toEqual(["mcp", "--as", "bob"]);
-    const settings = readJson(join(project, ".claude", "settings.json"));
-    expect(settings.permissions).toEqual({ allow: ["Bash(ls)"] });
-    expect(settings.hooks.PreToolUse).toEqual([{ matcher: "Bash", hooks: [otherHook] }]);
-    expect(settings.hooks.Stop).toHaveLength(2);
-    expect(settings.hooks.Stop[0]).toEqual({ hooks: [otherHook] });
-    const ours = settings.hooks.Stop[1].hooks;
-    expect(ours).toHaveLength(1);
-    expect(ours[0].command).toContain("hook stop --as bob");
-    expect(settings.hooks.SessionStart).toHaveLength(1);
+    expect(mcp.mcpServers["agent-chat"].args).toEqual(["mcp"]);
+    const shared = readJson(join(project, ".claude", "settings.json"));
+    expect(shared).toEqual({
+      permissions: { allow: ["Bash(ls)"] },
+      hooks: { Stop: [{ hooks: [otherHook] }] },
+    });
+    const local = readJson(join(project, ".claude", "settings.local.json"));
+    expect(local.enabledMcpjsonServers).toEqual(["github", "agent-chat"]);
+    expect(local.env).toEqual({ OTHER: "1", AGENT_CHAT_NAME: "bob", AGENT_CHAT_ROOT: root });
+    expect(local.hooks.PreToolUse).toEqual([{ matcher: "Bash", hooks: [otherHook] }]);
+    expect(local.hooks.Stop).toHaveLength(1);
+    expect(local.hooks.Stop[0].hooks[0].command).toContain("hook stop --as bob");
 
     const third = await setup(["claude-code", "--as", "bob", "--dir", project, "--write"]);
     expect(third.stdout).toContain(`unchanged ${join(project, ".mcp.json")}`);
+    expect(third.stdout).not.toContain("updated");
   });
 
   it("the hook commands it writes run and print the notice", async () => {
     await initChannels(root, { review: ["alice", "bob"] });
     await runCli(["post", "review", "--from", "alice", "--body", "hi bob"], { root });
     await setup(["claude-code", "--as", "bob", "--dir", project, "--write", "--command", CLI]);
-    const settings = readJson(join(project, ".claude", "settings.json"));
+    const settings = readJson(join(project, ".claude", "settings.local.json"));
     const command = settings.hooks.UserPromptSubmit[0].hooks[0].command;
     const out = execFileSync("sh", ["-c", command], {
       input: JSON.stringify({ hook_event_name: "UserPromptSubmit", prompt: "go" }),
@@ -128,15 +149,39 @@ describe("agent-chat setup", () => {
     expect(readFileSync(path, "utf8")).toBe("{ broken");
   });
 
-  it("gemini: writes mcpServers and SessionStart/BeforeAgent/AfterAgent hooks into .gemini/settings.json", async () => {
-    mkdirSync(join(project, ".gemini"));
+  it("gemini: the server and hooks go in the user's settings; --trust trusts the folder", async () => {
+    mkdirSync(join(geminiHome, ".gemini"), { recursive: true });
+    const userSettings = join(geminiHome, ".gemini", "settings.json");
     writeFileSync(
-      join(project, ".gemini", "settings.json"),
+      userSettings,
       JSON.stringify({ theme: "GitHub", mcpServers: { other: { command: "x" } } }),
+    );
+    // What an older setup wrote into the project file (which teams commit).
+    mkdirSync(join(project, ".gemini"));
+    const projectSettings = join(project, ".gemini", "settings.json");
+    writeFileSync(
+      projectSettings,
+      JSON.stringify({
+        mcpServers: { "agent-chat": { command: "agent-chat", args: ["mcp", "--as", "old"] } },
+        hooks: {
+          BeforeAgent: [
+            {
+              hooks: [
+                {
+                  type: "command",
+                  command: "agent-chat --root /x hook prompt --as old --format gemini",
+                },
+              ],
+            },
+          ],
+        },
+        contextFileName: "AGENTS.md",
+      }),
     );
     const r = await setup(["gemini", "--as", "carol", "--dir", project, "--write"]);
     expect(r.code).toBe(0);
-    const settings = readJson(join(project, ".gemini", "settings.json"));
+    expect(r.stdout).toContain(`Gemini CLI: trust ${project}`);
+    const settings = readJson(userSettings);
     expect(settings.theme).toBe("GitHub");
     expect(Object.keys(settings.mcpServers)).toEqual(["other", "agent-chat"]);
     expect(settings.mcpServers["agent-chat"]).toMatchObject({
@@ -148,78 +193,118 @@ describe("agent-chat setup", () => {
     expect(settings.hooks.BeforeAgent[0].hooks[0].command).toContain(
       "hook prompt --as carol --format gemini",
     );
+    expect(readJson(projectSettings)).toEqual({
+      mcpServers: {},
+      hooks: {},
+      contextFileName: "AGENTS.md",
+    });
+    const trusted = join(geminiHome, ".gemini", "trustedFolders.json");
+    expect(existsSync(trusted)).toBe(false);
+
+    const trust = await setup(["gemini", "--as", "carol", "--dir", project, "--write", "--trust"]);
+    expect(trust.code).toBe(0);
+    expect(readJson(trusted)).toEqual({ [project]: "TRUST_FOLDER" });
+    expect(trust.stdout).not.toContain("Gemini CLI: trust");
+
     const printed = JSON.parse(
       (await setup(["gemini", "--as", "carol", "--dir", project, "--json"])).stdout,
     );
     expect(printed.oneCommand).toBe(
-      `gemini mcp add --scope project -e AGENT_CHAT_NAME=carol -e 'AGENT_CHAT_ROOT=${root}' agent-chat agent-chat mcp`,
+      `gemini mcp add --scope user -e AGENT_CHAT_NAME=carol -e 'AGENT_CHAT_ROOT=${root}' agent-chat agent-chat mcp`,
     );
   });
 
-  it.skipIf(!hasTomllib)(
-    "codex: merges [mcp_servers.agent-chat] into config.toml without touching the rest",
-    async () => {
-      mkdirSync(codexHome, { recursive: true });
-      const configPath = join(codexHome, "config.toml");
-      writeFileSync(
-        configPath,
-        [
-          'model = "gpt-5"',
-          "",
-          "[mcp_servers.github]",
-          'command = "gh-mcp"',
-          "",
-          "[mcp_servers.agent-chat]",
-          'command = "old"',
-          "",
-          "[mcp_servers.agent-chat.env]",
-          'AGENT_CHAT_ROOT = "/old"',
-          "",
-          "[features]",
-          "web_search = true",
-          "",
-          "[profiles.fast]",
-          'model = "gpt-5-mini"',
-          "",
-        ].join("\n"),
-      );
-      const printed = JSON.parse((await setup(["codex", "--as", "dave", "--json"])).stdout);
-      expect(printed.oneCommand).toBe(
-        `codex mcp add agent-chat --env 'AGENT_CHAT_ROOT=${root}' -- agent-chat mcp --as dave`,
-      );
-      const r = await setup(["codex", "--as", "dave", "--write"]);
-      expect(r.code).toBe(0);
-      await setup(["codex", "--as", "dave", "--write"]);
-      const config = parseToml(configPath);
-      expect(config).toEqual({
-        model: "gpt-5",
-        mcp_servers: {
-          github: { command: "gh-mcp" },
-          "agent-chat": {
-            command: "agent-chat",
-            args: ["mcp", "--as", "dave"],
-            env: { AGENT_CHAT_ROOT: root },
-            tool_timeout_sec: 960,
-          },
+  it("codex: merges into config.toml keeping comments, writes no deprecated codex_hooks, says to trust the hooks", async () => {
+    mkdirSync(codexHome, { recursive: true });
+    const configPath = join(codexHome, "config.toml");
+    writeFileSync(
+      configPath,
+      [
+        "# my codex settings",
+        'model = "gpt-5" # the default',
+        "",
+        "[mcp_servers.github]",
+        'command = "gh-mcp"',
+        "",
+        "[mcp_servers.agent-chat]",
+        'command = "old"',
+        "",
+        "[mcp_servers.agent-chat.env]",
+        'AGENT_CHAT_ROOT = "/old"',
+        "",
+        "[features]",
+        "codex_hooks = true",
+        "web_search = true",
+        "",
+        "[profiles.fast]",
+        'model = "gpt-5-mini"',
+        "",
+      ].join("\n"),
+    );
+    const printed = JSON.parse((await setup(["codex", "--as", "dave", "--json"])).stdout);
+    expect(printed.oneCommand).toBe(
+      `codex mcp add agent-chat --env 'AGENT_CHAT_ROOT=${root}' -- agent-chat mcp --as dave`,
+    );
+    expect(printed.files[0].snippet).not.toContain("hooks");
+    const r = await setup(["codex", "--as", "dave", "--write", "--tools-approval", "approve"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(
+      "Left for you to do:\n  - Codex: start `codex`, open /hooks and trust",
+    );
+    await setup(["codex", "--as", "dave", "--write", "--tools-approval", "approve"]);
+    const text = readFileSync(configPath, "utf8");
+    expect(text).toContain('# my codex settings\nmodel = "gpt-5" # the default\n');
+    expect(parseToml(configPath)).toEqual({
+      model: "gpt-5",
+      mcp_servers: {
+        github: { command: "gh-mcp" },
+        "agent-chat": {
+          command: "agent-chat",
+          args: ["mcp", "--as", "dave"],
+          env: { AGENT_CHAT_ROOT: root },
+          tool_timeout_sec: 960,
+          default_tools_approval_mode: "approve",
         },
-        features: { codex_hooks: true, web_search: true },
-        profiles: { fast: { model: "gpt-5-mini" } },
-      });
-      const hooks = readJson(join(codexHome, "hooks.json")).hooks;
-      expect(Object.keys(hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
-      expect(hooks.Stop[0].hooks[0].command).toContain("hook stop --as dave --format codex");
+      },
+      features: { web_search: true },
+      profiles: { fast: { model: "gpt-5-mini" } },
+    });
+    const hooks = readJson(join(codexHome, "hooks.json")).hooks;
+    expect(Object.keys(hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
+    expect(hooks.Stop[0].hooks[0].command).toContain("hook stop --as dave --format codex");
 
-      // A fresh home: the file is created, and still parses.
-      const fresh = join(dir, "fresh");
-      await runCli(["--root", root, "setup", "codex", "--as", "dave", "--write"], {
-        env: { CODEX_HOME: fresh },
-      });
-      expect(parseToml(join(fresh, "config.toml"))).toMatchObject({
-        mcp_servers: { "agent-chat": { args: ["mcp", "--as", "dave"] } },
-        features: { codex_hooks: true },
-      });
-    },
-  );
+    // A fresh home: the file is created, parses, and turns on no feature (hooks are on by default).
+    const fresh = join(dir, "fresh");
+    await runCli(["--root", root, "setup", "codex", "--as", "dave", "--write"], {
+      env: { CODEX_HOME: fresh },
+    });
+    const created = parseToml(join(fresh, "config.toml"));
+    expect(created).toMatchObject({
+      mcp_servers: { "agent-chat": { args: ["mcp", "--as", "dave"] } },
+    });
+    expect(created).not.toHaveProperty("features");
+    expect(created.mcp_servers).not.toHaveProperty("agent-chat.default_tools_approval_mode");
+  });
+
+  it("codex: refuses a config.toml that does not parse, and writes nothing", async () => {
+    mkdirSync(codexHome, { recursive: true });
+    const configPath = join(codexHome, "config.toml");
+    const broken = '[mcp_servers.github]\ncommand = "gh-mcp\n';
+    writeFileSync(configPath, broken);
+    const r = await setup(["codex", "--as", "dave", "--write"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`${configPath} is not valid TOML`);
+    expect(readFileSync(configPath, "utf8")).toBe(broken);
+    expect(existsSync(join(codexHome, "hooks.json"))).toBe(false);
+    // An entry setup cannot replace (a dotted key) is refused too, instead of written twice.
+    const dotted = 'mcp_servers.agent-chat.command = "x"\n';
+    writeFileSync(configPath, dotted);
+    const twice = await setup(["codex", "--as", "dave", "--write"]);
+    expect(twice.code).toBe(1);
+    expect(readFileSync(configPath, "utf8")).toBe(dotted);
+    const badMode = await setup(["codex", "--as", "dave", "--tools-approval", "always"]);
+    expect(badMode.code).toBe(64);
+  });
 
   it("needs an identity and a known tool", async () => {
     const nameless = await setup(["codex"]);

@@ -2,10 +2,18 @@ import { homedir } from "node:os";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { HOOK_EVENTS, HOOK_FORMATS } from "../../mcp/hook.js";
-import { applySetup, planSetup, SETUP_TOOLS, type SetupTool } from "../../mcp/setup.js";
+import {
+  applySetup,
+  CODEX_TOOLS_APPROVALS,
+  type CodexToolsApproval,
+  planSetup,
+  SETUP_TOOLS,
+  type SetupTool,
+} from "../../mcp/setup.js";
 import { FOOTER_STYLES } from "../../mcp/unread.js";
 import type { CliContext } from "../context.js";
 import { runHook } from "../hook.js";
+import { hookStateDir } from "../hook-state.js";
 import { oneOf } from "../usage.js";
 
 declare const __VERSION__: string | undefined;
@@ -72,46 +80,85 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .option("--write", "merge the configuration into the tool's files instead of printing it")
     .option("--dir <path>", "project folder for project-level files (default: current folder)")
     .option("--command <path>", "how the tool starts agent-chat", "agent-chat")
+    .option("--trust", "gemini: also add the project folder to Gemini CLI's trusted folders")
+    .option(
+      "--tools-approval <mode>",
+      `codex: default_tools_approval_mode for agent-chat's tools: ${CODEX_TOOLS_APPROVALS.join(" | ")}`,
+    )
     .addHelpText(
       "after",
-      "\nFiles: claude-code → .mcp.json and .claude/settings.json (project);\n" +
+      "\nFiles: claude-code → .mcp.json (no identity: commit it) and .claude/settings.local.json\n" +
+        "       (identity, root, approval, hooks: not committed);\n" +
         "       codex → $CODEX_HOME/config.toml and hooks.json (default ~/.codex);\n" +
-        "       gemini → .gemini/settings.json (project).\n" +
-        "--write keeps every other entry of those files and replaces only agent-chat's.\n\nExamples:\n" +
+        "       gemini → ~/.gemini/settings.json (yours), trustedFolders.json with --trust.\n" +
+        "--write keeps every other entry of those files and replaces only agent-chat's, then\n" +
+        "lists what is left for you to do.\n\nExamples:\n" +
         "  agent-chat setup claude-code --as alice\n  agent-chat setup codex --as bob --write\n" +
         "  agent-chat --root ~/team-chat setup gemini --as carol --write --dir ~/src/app",
     )
     .action(
       async (
         tool: string,
-        opts: { as?: string; write?: boolean; dir?: string; command: string },
+        opts: {
+          as?: string;
+          write?: boolean;
+          dir?: string;
+          command: string;
+          trust?: boolean;
+          toolsApproval?: string;
+        },
       ) => {
+        const home = homedir();
+        const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
         const plan = planSetup({
           tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
           agent: ctx.agent(opts.as),
           root: resolve(ctx.root),
           command: opts.command,
           projectDir: resolve(opts.dir ?? "."),
-          codexHome: ctx.env.CODEX_HOME || resolve(homedir(), ".codex"),
+          codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
+          geminiDir,
+          geminiTrustedFolders:
+            ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
+          trust: opts.trust === true,
+          ...(opts.toolsApproval !== undefined && {
+            toolsApproval: oneOf(
+              opts.toolsApproval,
+              CODEX_TOOLS_APPROVALS,
+              "--tools-approval",
+            ) as CodexToolsApproval,
+          }),
         });
         if (opts.write) {
           const written = await applySetup(plan);
-          if (ctx.json) return ctx.printJson({ tool: plan.tool, written, notes: plan.notes });
+          if (ctx.json) {
+            return ctx.printJson({ tool: plan.tool, written, notes: plan.notes, todo: plan.todo });
+          }
+          for (const path of written) ctx.out(`updated ${path}\n`);
           for (const file of plan.files) {
-            ctx.out(`${written.includes(file.path) ? "updated" : "unchanged"} ${file.path}\n`);
+            if (!written.includes(file.path) && !file.onlyIfExists) {
+              ctx.out(`unchanged ${file.path}\n`);
+            }
           }
           for (const note of plan.notes) ctx.out(`note: ${note}\n`);
+          ctx.out("Left for you to do:\n");
+          for (const step of plan.todo) ctx.out(`  - ${step}\n`);
           return;
         }
         if (ctx.json) {
           return ctx.printJson({
             tool: plan.tool,
-            files: plan.files.map((f) => ({ path: f.path, format: f.format, snippet: f.snippet })),
+            files: plan.files
+              .filter((f) => !f.onlyIfExists)
+              .map((f) => ({ path: f.path, format: f.format, snippet: f.snippet })),
             oneCommand: plan.oneCommand,
             notes: plan.notes,
+            todo: plan.todo,
           });
         }
-        for (const file of plan.files) ctx.out(`# ${file.path}\n${file.snippet}\n`);
+        for (const file of plan.files) {
+          if (file.snippet !== "") ctx.out(`# ${file.path}\n${file.snippet}\n`);
+        }
         ctx.out(`# or add the server in one command:\n${plan.oneCommand}\n\n`);
         for (const note of plan.notes) ctx.out(`# ${note}\n`);
         ctx.out("# --write merges this into the files above.\n");
@@ -133,6 +180,15 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         '  echo \'{"hook_event_name":"Stop"}\' | agent-chat hook stop --as bob --format claude',
     )
     .action(async (event: string, opts: { as?: string; format?: string; block?: boolean }) => {
-      await runHook({ event, ...opts }, ctx);
+      await runHook(
+        { event, ...opts },
+        {
+          root: ctx.root,
+          env: ctx.env,
+          stateDir: hookStateDir(ctx.env, homedir()),
+          out: (text) => ctx.out(text),
+          err: (text) => ctx.err(text),
+        },
+      );
     });
 }

@@ -1,0 +1,83 @@
+import { promises as fsp } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * What the hooks of one host-tool session have already said, so that a notice is shown once per
+ * new message instead of at session start, again on the first prompt, and on every prompt after.
+ * Kept under the user's state folder, never in the root (shared, and untrusted): one small file
+ * per session, the newest {@link MAX_SESSIONS} kept.
+ */
+export interface SessionSeen {
+  /** The root the marks belong to: another root starts afresh. */
+  root: string;
+  /** Per audience (the model's context, or the user at stop): each channel's seq last told. */
+  context: Record<string, number>;
+  stop: Record<string, number>;
+}
+
+const MAX_SESSIONS = 200;
+const MAX_STATE_BYTES = 64 * 1024;
+
+/** `$XDG_STATE_HOME/agent-chat/hook-sessions`, default `~/.local/state/agent-chat/hook-sessions`. */
+export function hookStateDir(env: NodeJS.ProcessEnv, home: string): string {
+  const base = env.XDG_STATE_HOME?.startsWith("/")
+    ? env.XDG_STATE_HOME
+    : join(home, ".local", "state");
+  return join(base, "agent-chat", "hook-sessions");
+}
+
+/** One file per (agent, session); base64url keeps any session id a safe, bounded file name. */
+function sessionFile(dir: string, agent: string, sessionId: string): string {
+  return join(dir, Buffer.from(`${agent}\n${sessionId}`).toString("base64url").slice(0, 200));
+}
+
+export async function loadSeen(
+  dir: string,
+  agent: string,
+  sessionId: string,
+  root: string,
+): Promise<SessionSeen> {
+  const fresh: SessionSeen = { root, context: {}, stop: {} };
+  try {
+    const text = await fsp.readFile(sessionFile(dir, agent, sessionId), "utf8");
+    if (text.length > MAX_STATE_BYTES) return fresh;
+    const value = JSON.parse(text) as Partial<SessionSeen>;
+    if (value.root !== root) return fresh;
+    return { root, context: marks(value.context), stop: marks(value.stop) };
+  } catch {
+    return fresh;
+  }
+}
+
+function marks(value: unknown): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (typeof value !== "object" || value === null) return out;
+  for (const [k, v] of Object.entries(value)) if (Number.isSafeInteger(v)) out[k] = v as number;
+  return out;
+}
+
+/** Writes the session's file (temporary file, then rename) and keeps the folder bounded. */
+export async function saveSeen(
+  dir: string,
+  agent: string,
+  sessionId: string,
+  seen: SessionSeen,
+): Promise<void> {
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = sessionFile(dir, agent, sessionId);
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fsp.writeFile(tmp, JSON.stringify(seen), { mode: 0o600 });
+  await fsp.rename(tmp, file);
+  const names = await fsp.readdir(dir);
+  if (names.length <= MAX_SESSIONS) return;
+  const dated = await Promise.all(
+    names.map(async (name) => {
+      const stat = await fsp.lstat(join(dir, name)).catch(() => undefined);
+      return { name, mtime: stat?.mtimeMs ?? 0 };
+    }),
+  );
+  dated.sort((a, b) => b.mtime - a.mtime);
+  await Promise.all(
+    dated.slice(MAX_SESSIONS).map(({ name }) => fsp.rm(join(dir, name), { force: true })),
+  );
+}
