@@ -6,7 +6,7 @@ import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
-import type { PostInput, Store } from "../store/types.js";
+import type { PostInput, ReadResult, Store } from "../store/types.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";
@@ -269,11 +269,19 @@ function registerTools(
       const messages: Message[] = [];
       const warnings: string[] = [];
       for (const name of names) {
-        const result = await store.read(name, {
-          as: agent,
-          all: args.all === true,
-          peek: args.peek === true,
-        });
+        let result: ReadResult;
+        try {
+          result = await store.read(name, {
+            as: agent,
+            all: args.all === true,
+            peek: args.peek === true,
+          });
+        } catch (err) {
+          // One channel that cannot be read must not cost the others what they delivered.
+          if (args.channel) throw err;
+          warnings.push(`${name}: ${(err as Error).message}; skipped`);
+          continue;
+        }
         messages.push(...result.messages);
         warnings.push(...result.warnings.map((w) => `${name}: ${w}`));
       }

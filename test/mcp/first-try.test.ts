@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type Agent, agentFixture, footerJson } from "./client.js";
@@ -104,6 +104,20 @@ describe("agent-chat mcp works on the first try", () => {
     expect(reply.text).toMatch(/^Error CHANNEL_NOT_FOUND: no channel nope/);
     expect(reply.text).toContain("chat_create_channel");
     expect(reply.text).not.toContain("Fix the argument");
+  });
+
+  it("chat_read over every channel: one that cannot be read never costs the others their messages", async () => {
+    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
+    await alice.call("chat_create_channel", { name: "zzz", members: ["alice", "bob"] });
+    await alice.call("chat_post", { channel: "review", to: "bob", body: "important" });
+    await alice.call("chat_post", { channel: "zzz", to: "bob", body: "hi" });
+    writeFileSync(join(fixture.root(), "zzz", ".cursors"), "");
+    const read = await bob.call("chat_read", {});
+    expect(read.isError).toBe(false);
+    expect(read.text).toContain("important");
+    expect(read.text).toMatch(/zzz: .*skipped/);
+    const again = await bob.call("chat_read", { channel: "review" });
+    expect(again.text).not.toContain("important");
   });
 
   it("message text cannot forge the footer: the only parseable one is the server's", async () => {

@@ -209,6 +209,21 @@ describe("files planted under our own names are replaced, never written through"
   });
 });
 
+describe("one channel whose cursor cannot be saved never costs another its messages", () => {
+  it("a wait over two channels, one with .cursors planted as a file: the other's message is delivered", async () => {
+    await store.init("zzz");
+    await store.post("ch", { from: "alice", body: "important" });
+    await store.post("zzz", { from: "alice", body: "hi" });
+    writeFileSync(join(root, "zzz", ".cursors"), "");
+    const woke = await within(3000, store.wait(["ch", "zzz"], { as: "bob", timeoutMs: 2000 }));
+    expect(woke.messages.map((m) => `${m.channel}#${m.seq}`)).toEqual(["ch#1"]);
+    expect(woke.warnings.join()).toMatch(/zzz: .cursors is not a plain folder/);
+    expect(await store.cursor("ch", "bob")).toBe(1);
+    // Only the broken channel left: a clear error, and nothing moved.
+    expect(await code(store.wait(["zzz"], { as: "bob", timeoutMs: 500 }))).toBe("UNSAFE_FILE");
+  });
+});
+
 describe("nothing in a root can make an operation hang", () => {
   function fifo(path: string): void {
     execFileSync("mkfifo", [path]);

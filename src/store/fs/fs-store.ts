@@ -675,12 +675,44 @@ export class FsStore implements Store {
       for (const { state, scan } of scans) looked.set(state, scan.scannedTo);
       return undefined;
     }
+    // Every cursor that will move is checked before any is written: one channel whose cursor
+    // cannot be saved (a `.cursors` planted as a file or link) must not cost the others their
+    // messages, moved past but never returned. Such a channel leaves this wait, with a warning.
+    const warnings = scans.flatMap(({ scan }) => scan.warnings);
+    const usable = scans.filter(({ channel, state, cursor, scan }) => {
+      const problem = scan.scannedTo > cursor ? this.cursorProblem(state, agent) : undefined;
+      if (problem === undefined) return true;
+      warnings.push(`${channel}: ${problem}; its messages are left unread`);
+      states.splice(
+        states.findIndex((s) => s.state === state),
+        1,
+      );
+      looked.delete(state);
+      return false;
+    });
+    if (states.length === 0) {
+      throw new AgentChatError("UNSAFE_FILE", warnings.at(-1) ?? "no channel to wait on");
+    }
+    const delivered = usable.flatMap(({ scan }) =>
+      scan.messages.filter((m) => isRelevant(m, agent)),
+    );
+    if (delivered.length === 0) return undefined;
     const cursors: Record<string, number> = {};
-    for (const { channel, state, cursor, scan } of scans) {
+    for (const { channel, state, cursor, scan } of usable) {
       cursors[channel] = Math.max(cursor, scan.scannedTo);
       if (scan.scannedTo > cursor) await this.writeCursor(state, agent, scan.scannedTo);
     }
-    return { messages, cursors, warnings: scans.flatMap(({ scan }) => scan.warnings) };
+    return { messages: delivered, cursors, warnings };
+  }
+
+  /** Why the agent's cursor in this channel cannot be saved; undefined when it can. */
+  private cursorProblem(state: ChannelState, agent: string): string | undefined {
+    const dir = join(state.dir, CURSORS);
+    const dirKind = entryKind(dir);
+    if (dirKind !== undefined && dirKind !== "dir") return `${CURSORS} is not a plain folder`;
+    const fileKind = entryKind(join(dir, `${identity(agent)}.txt`));
+    if (fileKind === "dir") return `${CURSORS}/${identity(agent)}.txt is a folder`;
+    return undefined;
   }
 
   async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
