@@ -1,8 +1,9 @@
 import { promises as fsp } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { validateName } from "../core/names.js";
+import { ensureRealDir, entryKind } from "../store/root-files.js";
 import { HOOK_EVENTS, type HookEvent, type HookFormat, hostEventName } from "./hook.js";
 
 export type SetupTool = "claude-code" | "codex" | "gemini";
@@ -46,6 +47,8 @@ export interface SetupFile {
 
 export interface SetupPlan {
   tool: SetupTool;
+  /** The project folder (untrusted: nothing below it is followed through a link). */
+  projectDir: string;
   files: SetupFile[];
   /** The tool's own one-command way to add the server, when it has one. */
   oneCommand: string;
@@ -53,6 +56,9 @@ export interface SetupPlan {
   /** What the user must still do after `--write`, in order. */
   todo: string[];
 }
+
+/** What each tool's plan says; {@link planSetup} adds where the project is. */
+type ToolPlan = Omit<SetupPlan, "projectDir">;
 
 /** The MCP server's name in every tool's configuration. */
 export const SERVER_NAME = "agent-chat";
@@ -63,13 +69,47 @@ const HOOK_TIMEOUT_SECONDS = 10;
 
 export function planSetup(options: SetupOptions): SetupPlan {
   validateName("agent", options.agent);
-  switch (options.tool) {
-    case "claude-code":
-      return claudePlan(options);
-    case "codex":
-      return codexPlan(options);
-    case "gemini":
-      return geminiPlan(options);
+  const plan = (() => {
+    switch (options.tool) {
+      case "claude-code":
+        return claudePlan(options);
+      case "codex":
+        return codexPlan(options);
+      case "gemini":
+        return geminiPlan(options);
+    }
+  })();
+  return { ...plan, projectDir: resolve(options.projectDir) };
+}
+
+/**
+ * A project folder is often a clone of someone else's repository, which can hold links such as
+ * `.mcp.json -> ~/.docker/config.json` or `.claude -> /elsewhere`: setup never reads or writes
+ * through a link below it (files in the user's own folders may be links, dotfile managers make
+ * them). Creates the missing folders on the way, one at a time, never through a link.
+ */
+function assertNoLinksBelow(projectDir: string, path: string, create: boolean): void {
+  const rel = relative(projectDir, path);
+  if (rel === "" || rel.startsWith("..") || isAbsolute(rel)) return; // not in the project
+  const parts = rel.split(sep);
+  let at = projectDir;
+  for (const [i, part] of parts.entries()) {
+    at = join(at, part);
+    const kind = entryKind(at);
+    const last = i === parts.length - 1;
+    if (kind === undefined) {
+      if (!last && create) ensureRealDir(at);
+      if (!last && !create) return;
+      continue;
+    }
+    if (kind !== (last ? "file" : "dir")) {
+      throw new AgentChatError(
+        "UNSAFE_FILE",
+        `${at} is ${kind === "link" ? "a symbolic link" : `not a plain ${last ? "file" : "folder"}`}; ` +
+          "setup never reads or writes through it in a project folder (a clone can plant one). " +
+          "Remove it, or move it aside, and run setup again",
+      );
+    }
   }
 }
 
@@ -81,6 +121,7 @@ export function planSetup(options: SetupOptions): SetupPlan {
 export async function applySetup(plan: SetupPlan): Promise<string[]> {
   const changes: { path: string; text: string }[] = [];
   for (const file of plan.files) {
+    assertNoLinksBelow(plan.projectDir, file.path, false);
     let existing: string | undefined;
     try {
       existing = await fsp.readFile(file.path, "utf8");
@@ -94,6 +135,7 @@ export async function applySetup(plan: SetupPlan): Promise<string[]> {
     if (text !== existing) changes.push({ path: file.path, text });
   }
   for (const { path, text } of changes) {
+    assertNoLinksBelow(plan.projectDir, path, true);
     try {
       await fsp.mkdir(dirname(path), { recursive: true });
       const tmp = join(dirname(path), `.${SERVER_NAME}-${process.pid}-${Date.now()}.tmp`);
@@ -292,7 +334,7 @@ function jsonFile(path: string, edit: SettingsEdit): SetupFile {
  * reaches the server and the hooks, `enabledMcpjsonServers` approves the project server (else
  * `claude mcp list` shows it "Pending approval"), and the hooks carry the identity themselves.
  */
-function claudePlan(o: SetupOptions): SetupPlan {
+function claudePlan(o: SetupOptions): ToolPlan {
   const entry = { type: "stdio", command: o.command, args: ["mcp"] };
   const hooks = hookGroups(o, "claude", (_event, command) => ({
     type: "command",
@@ -335,7 +377,7 @@ function claudePlan(o: SetupOptions): SetupPlan {
  * not trust; `--trust` adds the folder to its trustedFolders.json (`{ "/abs": "TRUST_FOLDER" }`,
  * gemini-cli packages/core/src/utils/trust.ts).
  */
-function geminiPlan(o: SetupOptions): SetupPlan {
+function geminiPlan(o: SetupOptions): ToolPlan {
   const entry = {
     command: o.command,
     args: serverArgs(o),
@@ -401,7 +443,7 @@ function trustedFolderFile(path: string, folder: string): SetupFile {
  * earlier setup wrote is taken out. `default_tools_approval_mode` is a per-server key of
  * codex-rs/config/src/mcp_types.rs (`auto` | `prompt` | `approve`).
  */
-function codexPlan(o: SetupOptions): SetupPlan {
+function codexPlan(o: SetupOptions): ToolPlan {
   const configPath = join(o.codexHome, "config.toml");
   const lines = [
     `[mcp_servers.${SERVER_NAME}]`,

@@ -1,5 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { parse } from "smol-toml";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -35,6 +43,24 @@ const readJson = (path: string) => JSON.parse(readFileSync(path, "utf8"));
 const parseToml = (path: string) => parse(readFileSync(path, "utf8"));
 
 describe("agent-chat setup", () => {
+  it("never reads or writes through a link a cloned project planted (.mcp.json, .claude)", async () => {
+    const outside = join(dir, "outside");
+    mkdirSync(join(outside, "claude"), { recursive: true });
+    writeFileSync(join(outside, "docker.json"), '{"auths":{"x":"SECRET"}}');
+    symlinkSync(join(outside, "docker.json"), join(project, ".mcp.json"));
+    const first = await setup(["claude-code", "--as", "alice", "--dir", project, "--write"]);
+    expect(first.code).toBe(1);
+    expect(first.stderr).toMatch(/\.mcp\.json is a symbolic link; setup never reads or writes/);
+    expect(first.stdout).not.toContain("SECRET");
+    expect(readFileSync(join(outside, "docker.json"), "utf8")).toBe('{"auths":{"x":"SECRET"}}');
+    rmSync(join(project, ".mcp.json"));
+    symlinkSync(join(outside, "claude"), join(project, ".claude"));
+    const second = await setup(["claude-code", "--as", "alice", "--dir", project, "--write"]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/\.claude is a symbolic link/);
+    expect(readdirSync(join(outside, "claude"))).toEqual([]);
+  });
+
   it("claude-code: the committed .mcp.json names no one; identity, root, approval and hooks are local", async () => {
     const r = await setup(["claude-code", "--as", "alice", "--dir", project, "--json"]);
     expect(r.code).toBe(0);
