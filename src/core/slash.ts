@@ -344,6 +344,10 @@ function checkArgs(spec: ChatSpec, args: string[]): void {
         throw usageError(spec, `${JSON.stringify(arg)} is not an action name`);
       }
       return;
+    case "focus":
+      // It becomes `ws focus ARG`: an option such as `--root=/elsewhere` must not pass as one.
+      if (arg.startsWith("-")) throw usageError(spec, `${JSON.stringify(arg)} is not a folder`);
+      return;
     default:
       return;
   }

@@ -16,6 +16,8 @@ export interface CliOptions {
   env?: Record<string, string | undefined>;
   input?: string;
   timeoutMs?: number;
+  /** The working folder (default: the test runner's). */
+  cwd?: string;
 }
 
 function cliEnv(options: CliOptions): NodeJS.ProcessEnv {
@@ -36,6 +38,7 @@ const liveStdout = new WeakMap<ChildProcess, () => string>();
 export function startCli(args: string[], options: CliOptions = {}): ChildProcess {
   const child = spawn(process.execPath, [CLI, ...args], {
     env: cliEnv(options),
+    cwd: options.cwd,
     stdio: ["pipe", "pipe", "pipe"],
   });
   const result = gather(child, options);

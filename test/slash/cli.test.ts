@@ -122,6 +122,16 @@ describe("agent-chat slash (built CLI)", () => {
     ]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`not in the slash.exec allowlist of ${userConfig()}`);
+    // A relative XDG_CONFIG_HOME would resolve in the working folder, which may be the root.
+    mkdirSync(join(root, ".config", "agent-chat"), { recursive: true });
+    writeFileSync(join(root, ".config", "agent-chat", "config.json"), '{"slash":{"exec":["*"]}}');
+    const relative = await runCli(["slash", "/chat channels", "--exec"], {
+      root,
+      cwd: root,
+      env: { AGENT_CHAT_CONFIG: undefined, XDG_CONFIG_HOME: ".config", HOME: home.dir },
+    });
+    expect(relative.code).toBe(1);
+    expect(relative.stderr).toContain("not in the slash.exec allowlist");
     execFileSync("mkfifo", [userConfig()]);
     const fifo = await cli(["slash", "/chat read", "--channel", "review", "--exec"]);
     expect(fifo.code).toBe(1);

@@ -173,6 +173,7 @@ describe("/chat maps to agent-chat commands", () => {
     ["/chat post @bob", "needs text"],
     ["/chat reply x hi", "is not a message number"],
     ["/chat approve 0", "is not a message number"],
+    ["/chat focus --root=/elsewhere", "is not a folder"],
     ["/chat peek many", "is not a count"],
     ["/chat wait soon", "is not seconds"],
     ["/chat read everything", 'takes "all"'],

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { promises as fsp } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
 import {
@@ -80,8 +80,10 @@ export function registerSlashCommands(program: Command, ctx: CliContext): void {
 function configPath(ctx: CliContext): string {
   const fromEnv = ctx.env.AGENT_CHAT_CONFIG;
   if (fromEnv && fromEnv.trim() !== "") return fromEnv;
+  // A relative XDG_CONFIG_HOME is to be ignored (XDG Base Directory spec): it would resolve in
+  // the working folder, which may be the root.
   const xdg = ctx.env.XDG_CONFIG_HOME;
-  const base = xdg && xdg.trim() !== "" ? xdg : join(ctx.env.HOME || homedir(), ".config");
+  const base = xdg && isAbsolute(xdg) ? xdg : join(ctx.env.HOME || homedir(), ".config");
   return join(base, "agent-chat", "config.json");
 }
 
