@@ -26,9 +26,29 @@ export function hookStateDir(env: NodeJS.ProcessEnv, home: string): string {
   return join(base, "agent-chat", "hook-sessions");
 }
 
-/** One file per (agent, session); base64url keeps any session id a safe, bounded file name. */
+/**
+ * One file per (agent, session); base64url keeps any session id a safe file name. A long one is
+ * cut, with a hash of the whole appended, so that two ids sharing a long prefix stay apart.
+ */
 function sessionFile(dir: string, agent: string, sessionId: string): string {
-  return join(dir, Buffer.from(`${agent}\n${sessionId}`).toString("base64url").slice(0, 200));
+  const key = `${agent}\n${sessionId}`;
+  const name = Buffer.from(key).toString("base64url");
+  return join(dir, name.length <= 200 ? name : `${name.slice(0, 180)}-${fnv1a(key)}`);
+}
+
+/**
+ * FNV-1a, 32 bits twice (two offsets): enough to tell session ids apart, and no `node:crypto`
+ * to load on the hook's path, which host tools run on every prompt.
+ */
+function fnv1a(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ 0x5bd1e995;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193);
+  }
+  return `${(a >>> 0).toString(36)}${(b >>> 0).toString(36)}`;
 }
 
 export async function loadSeen(
@@ -77,7 +97,9 @@ export async function saveSeen(
     }),
   );
   dated.sort((a, b) => b.mtime - a.mtime);
+  // Best effort: the session's own file is saved already, and an entry that cannot go (a folder
+  // someone put there) must not cost the notice this run is about to show.
   await Promise.all(
-    dated.slice(MAX_SESSIONS).map(({ name }) => fsp.rm(join(dir, name), { force: true })),
+    dated.slice(MAX_SESSIONS).map(({ name }) => fsp.unlink(join(dir, name)).catch(() => {})),
   );
 }

@@ -904,7 +904,7 @@ export class FsStore implements Store {
         const ageMs = Date.now() - st.mtimeMs;
         const abandoned = name.startsWith(LOCK_LEFTOVER_PREFIX)
           ? abandonedLockLeftover(state.dir, name, ageMs)
-          : ageMs > LEFTOVER_AGE_MS;
+          : ageMs > LEFTOVER_AGE_MS || ageMs < -LEFTOVER_AGE_MS;
         // Only what ours leaves: files and empty owner folders (with at most a steal marker).
         // Anything else of the same name was put there by someone else and stays.
         if (abandoned && (removeFileEntry(path) || removeOwnDir(path, ["steal"]))) removed += 1;

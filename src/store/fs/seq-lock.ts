@@ -298,9 +298,11 @@ export function clearDeadOwnerLock(channelDir: string): boolean {
  */
 export function abandonedLockLeftover(channelDir: string, name: string, ageMs: number): boolean {
   const owner = parseOwner(name);
-  if (!owner) return ageMs > 60_000;
+  // Dated in the future: planted, or from a skewed clock; ours live for milliseconds.
+  const future = ageMs < -FUTURE_SLACK_MS;
+  if (!owner) return ageMs > 60_000 || future;
   if (readTarget(join(channelDir, LOCK_DIR)) === name) return false;
-  return owner.host === HOST ? !processAlive(owner.pid) : ageMs > 2 * STALE_MS;
+  return owner.host === HOST ? !processAlive(owner.pid) : ageMs > 2 * STALE_MS || future;
 }
 
 /**

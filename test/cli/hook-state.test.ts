@@ -1,0 +1,34 @@
+import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { loadSeen, saveSeen } from "../../src/cli/hook-state.js";
+import { tempDir } from "../helpers/tmp.js";
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => tmp.cleanup());
+
+const seen = (n: number) => ({ root: "/r", context: { ch: n }, stop: {} });
+
+describe("the hooks' per-session memory", () => {
+  it("keeps two long session ids that share a prefix apart", async () => {
+    const prefix = "s".repeat(400);
+    await saveSeen(tmp.dir, "bob", `${prefix}-1`, seen(1));
+    await saveSeen(tmp.dir, "bob", `${prefix}-2`, seen(2));
+    expect((await loadSeen(tmp.dir, "bob", `${prefix}-1`, "/r")).context).toEqual({ ch: 1 });
+    expect((await loadSeen(tmp.dir, "bob", `${prefix}-2`, "/r")).context).toEqual({ ch: 2 });
+  });
+
+  it("a folder among the oldest entries never makes saving fail", async () => {
+    const old = Date.now() / 1000 - 3600;
+    mkdirSync(join(tmp.dir, "planted"));
+    writeFileSync(join(tmp.dir, "planted", "x"), "x");
+    utimesSync(join(tmp.dir, "planted"), old, old);
+    for (let i = 0; i < 205; i++) writeFileSync(join(tmp.dir, `f${i}`), "{}");
+    await saveSeen(tmp.dir, "bob", "s1", seen(3));
+    expect((await loadSeen(tmp.dir, "bob", "s1", "/r")).context).toEqual({ ch: 3 });
+    expect(readdirSync(tmp.dir).length).toBeLessThanOrEqual(201);
+  });
+});
