@@ -38,7 +38,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/slash.js")).registerSlashCommands,
   },
   {
-    commands: ["mcp", "setup", "hook"],
+    commands: ["mcp", "setup", "doctor", "hook"],
     load: async () => (await import("./commands/mcp.js")).registerMcpCommands,
   },
 ];

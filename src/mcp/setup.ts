@@ -544,3 +544,83 @@ export function mergeCodexToml(existing: string, table: string, path = "config.t
   checkToml(path, text, `already defines ${SERVER_NAME} in a form setup cannot replace`);
   return text;
 }
+
+/** Where each tool keeps the files setup writes (the paths of {@link SetupOptions}). */
+export type SetupLocations = Pick<SetupOptions, "projectDir" | "codexHome" | "geminiDir">;
+
+/** What an earlier `setup TOOL --write` left in a tool's files. */
+export interface SetupState {
+  tool: SetupTool;
+  /** The file that names the MCP server, and whether it holds an agent-chat entry. */
+  serverFile: string;
+  server: boolean;
+  /** The file that holds the hooks, and the host's events that have no agent-chat hook. */
+  hooksFile: string;
+  missingHooks: string[];
+}
+
+/**
+ * Reads a tool's files the way setup writes them (never through a link below the project
+ * folder); throws UNSAFE_FILE or INVALID_ARGUMENT when one cannot be read or does not parse.
+ */
+export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise<SetupState> {
+  const projectDir = resolve(at.projectDir);
+  const read = async (path: string): Promise<string | undefined> => {
+    assertNoLinksBelow(projectDir, path, false);
+    try {
+      return await fsp.readFile(path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw wrapIoError(err, `cannot read ${path}`);
+    }
+  };
+  const json = async (path: string) => parseJsonFile(path, await read(path));
+  let serverFile: string;
+  let servers: unknown;
+  let hooksFile: string;
+  let format: HookFormat;
+  switch (tool) {
+    case "claude-code": {
+      serverFile = join(projectDir, ".mcp.json");
+      servers = (await json(serverFile)).mcpServers;
+      hooksFile = join(projectDir, ".claude", "settings.local.json");
+      format = "claude";
+      break;
+    }
+    case "codex": {
+      serverFile = join(at.codexHome, "config.toml");
+      const text = (await read(serverFile)) ?? "";
+      checkToml(serverFile, text, "is not valid TOML");
+      servers = (parseToml(text) as Json).mcp_servers;
+      hooksFile = join(at.codexHome, "hooks.json");
+      format = "codex";
+      break;
+    }
+    case "gemini": {
+      serverFile = join(at.geminiDir, "settings.json");
+      servers = (await json(serverFile)).mcpServers;
+      hooksFile = serverFile;
+      format = "gemini";
+      break;
+    }
+  }
+  const hooks = objectAt(await json(hooksFile), "hooks", hooksFile);
+  const missingHooks = HOOK_EVENTS.map((event) => hostEventName(format, event)).filter(
+    (name, i) => !hasOurHook(hooks[name], HOOK_EVENTS[i]!),
+  );
+  const server =
+    typeof servers === "object" && servers !== null && (servers as Json)[SERVER_NAME] != null;
+  return { tool, serverFile, server, hooksFile, missingHooks };
+}
+
+/** Whether one host event's hook groups hold our hook for `event`. */
+function hasOurHook(groups: unknown, event: HookEvent): boolean {
+  if (!Array.isArray(groups)) return false;
+  return groups.some(
+    (group) =>
+      Array.isArray(group?.hooks) &&
+      (group.hooks as unknown[]).some(
+        (h) => isOurHook(h) && `${(h as { command: string }).command} `.includes(` hook ${event} `),
+      ),
+  );
+}

@@ -11,7 +11,9 @@ import {
   type SetupTool,
 } from "../../mcp/setup.js";
 import { FOOTER_STYLES } from "../../mcp/unread.js";
-import type { CliContext } from "../context.js";
+import { isNatsUrl } from "../../store/nats/options.js";
+import { type CliContext, parseSeconds } from "../context.js";
+import { EXIT } from "../exit-codes.js";
 import { runHook } from "../hook.js";
 import { hookStateDir } from "../hook-state.js";
 import { oneOf } from "../usage.js";
@@ -164,6 +166,50 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         ctx.out("# --write merges this into the files above.\n");
       },
     );
+
+  program
+    .command("doctor")
+    .description("check this machine end to end: root, identity, each tool's setup, server, hook")
+    .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
+    .option("--tool <tool>", `check only this tool: ${SETUP_TOOLS.join(" | ")}`)
+    .option("--dir <path>", "the project folder setup wrote to (default: current folder)")
+    .option("--timeout <seconds>", "how long the server and the hook each get to answer", "15")
+    .addHelpText(
+      "after",
+      "\nEach check prints ok, warn or fail, with what to do on warn and fail. A tool that is not\n" +
+        "set up only warns (you may use one tool), unless named with --tool or none is set up.\n" +
+        "Exit 0 when nothing failed, 1 otherwise.\n\nExamples:\n" +
+        "  agent-chat doctor --as alice\n  agent-chat doctor --as bob --tool codex\n" +
+        "  agent-chat --json doctor --as carol --dir ~/src/app",
+    )
+    .action(async (opts: { as?: string; tool?: string; dir?: string; timeout: string }) => {
+      const { runDoctor } = await import("../../mcp/doctor.js");
+      const home = homedir();
+      const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
+      const tools =
+        opts.tool === undefined
+          ? SETUP_TOOLS
+          : [oneOf(opts.tool, SETUP_TOOLS, "--tool") as SetupTool];
+      const root = ctx.root;
+      const report = await runDoctor({
+        root: isNatsUrl(root) ? root : resolve(root),
+        agent: opts.as ?? ctx.env.AGENT_CHAT_NAME,
+        tools,
+        toolsChosen: opts.tool !== undefined,
+        projectDir: resolve(opts.dir ?? "."),
+        codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
+        geminiDir,
+        // The CLI that is running: the one the user is checking, whatever PATH holds.
+        command: [process.execPath, process.argv[1]!],
+        env: ctx.env,
+        timeoutMs: parseSeconds(opts.timeout, "--timeout"),
+      });
+      ctx.exitCode = report.ok ? EXIT.OK : EXIT.ERROR;
+      if (ctx.json) return ctx.printJson(report);
+      for (const c of report.checks) {
+        ctx.out(`${c.status.padEnd(4)}  ${c.check}: ${c.message}${c.fix ? ` (${c.fix})` : ""}\n`);
+      }
+    });
 
   program
     .command("hook")

@@ -1,0 +1,325 @@
+import { spawn } from "node:child_process";
+import { constants, promises as fsp } from "node:fs";
+import { dirname, join } from "node:path";
+import { validateName } from "../core/names.js";
+import { isNatsUrl } from "../store/nats/options.js";
+import { createFileExclusive, entryKind, removeFileEntry } from "../store/root-files.js";
+import { inspectSetup, type SetupLocations, type SetupTool, shellQuote } from "./setup.js";
+
+export type CheckStatus = "ok" | "warn" | "fail";
+
+export interface DoctorCheck {
+  /** What was checked: `root`, `identity`, a tool's name, `server`, `hook`. */
+  check: string;
+  status: CheckStatus;
+  message: string;
+  /** On warn or fail: what to do about it. */
+  fix?: string;
+}
+
+export interface DoctorOptions extends SetupLocations {
+  root: string;
+  /** `--as` or `$AGENT_CHAT_NAME`, as given (checked here). */
+  agent: string | undefined;
+  tools: readonly SetupTool[];
+  /** Whether the user limited the tools (`--tool`): then a tool not set up is a failure. */
+  toolsChosen: boolean;
+  /** How to start agent-chat itself: the executable and its first arguments. */
+  command: readonly string[];
+  /** The environment the server and the hook are started with. */
+  env: NodeJS.ProcessEnv;
+  /** How long the server and the hook each get to answer. */
+  timeoutMs: number;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+/** Checks a machine end to end; never throws for what it finds, it reports it. */
+export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
+  const checks: DoctorCheck[] = [await checkRoot(o.root)];
+  const agent = checkIdentity(o.agent, checks);
+  checks.push(...(await checkTools(o, agent)));
+  checks.push(await checkServer(o, agent));
+  checks.push(await checkHook(o, agent));
+  return { ok: checks.every((c) => c.status !== "fail"), checks };
+}
+
+function ok(check: string, message: string): DoctorCheck {
+  return { check, status: "ok", message };
+}
+
+function bad(check: string, status: "warn" | "fail", message: string, fix: string): DoctorCheck {
+  return { check, status, message, fix };
+}
+
+const reason = (err: unknown) => (err as Error)?.message ?? String(err);
+
+/** What is at `path`; nothing when a folder on the way is a file (ENOTDIR). */
+function kindAt(path: string): ReturnType<typeof entryKind> {
+  try {
+    return entryKind(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
+    throw err;
+  }
+}
+
+async function checkRoot(root: string): Promise<DoctorCheck> {
+  if (isNatsUrl(root)) return ok("root", `${root} (a NATS root: no folder to check)`);
+  try {
+    return await checkRootFolder(root);
+  } catch (err) {
+    return bad(
+      "root",
+      "fail",
+      `${root} cannot be looked at (${reason(err)})`,
+      "give yourself access to it, or give another folder with --root or AGENT_CHAT_ROOT",
+    );
+  }
+}
+
+async function checkRootFolder(root: string): Promise<DoctorCheck> {
+  const kind = kindAt(root);
+  if (kind === "link") {
+    return bad(
+      "root",
+      "fail",
+      `${root} is a symbolic link; agent-chat never follows one in a root`,
+      "give the real folder with --root or AGENT_CHAT_ROOT",
+    );
+  }
+  if (kind !== undefined && kind !== "dir") {
+    return bad(
+      "root",
+      "fail",
+      `${root} is not a folder`,
+      "move it aside, or give another folder with --root or AGENT_CHAT_ROOT",
+    );
+  }
+  if (kind === undefined) {
+    // Created on first use: the nearest folder that exists must take a new entry.
+    let parent = dirname(root);
+    while (kindAt(parent) === undefined && dirname(parent) !== parent) parent = dirname(parent);
+    try {
+      if (kindAt(parent) !== "dir") throw new Error(`${parent} is not a folder`);
+      await fsp.access(parent, constants.W_OK);
+    } catch (err) {
+      return bad(
+        "root",
+        "fail",
+        `${root} does not exist and cannot be created (${reason(err)})`,
+        "create it, or give another folder with --root or AGENT_CHAT_ROOT",
+      );
+    }
+    return ok("root", `${root} (does not exist yet; created on first use)`);
+  }
+  const name = `.agent-chat-doctor-${process.pid}`;
+  try {
+    await createFileExclusive(root, name, "");
+  } catch (err) {
+    return bad(
+      "root",
+      "fail",
+      `${root} is not writable (${reason(err)})`,
+      "give yourself write access to it, or give another folder with --root",
+    );
+  }
+  removeFileEntry(join(root, name));
+  return ok("root", `${root} (writable)`);
+}
+
+function checkIdentity(agent: string | undefined, checks: DoctorCheck[]): string | undefined {
+  if (!agent) {
+    checks.push(
+      bad("identity", "fail", "no identity", "pass --as NAME or set AGENT_CHAT_NAME=NAME"),
+    );
+    return undefined;
+  }
+  try {
+    validateName("agent", agent);
+  } catch (err) {
+    checks.push(bad("identity", "fail", reason(err), "pass a valid name with --as"));
+    return undefined;
+  }
+  checks.push(ok("identity", agent));
+  return agent;
+}
+
+async function checkTools(o: DoctorOptions, agent: string | undefined): Promise<DoctorCheck[]> {
+  const checks: DoctorCheck[] = [];
+  const setupCommand = (tool: SetupTool) =>
+    `run: agent-chat setup ${tool} --as ${shellQuote(agent ?? "NAME")} --write`;
+  let setUp = 0;
+  for (const tool of o.tools) {
+    let state: Awaited<ReturnType<typeof inspectSetup>>;
+    try {
+      state = await inspectSetup(tool, o);
+    } catch (err) {
+      checks.push(bad(tool, "fail", reason(err), setupCommand(tool)));
+      continue;
+    }
+    if (!state.server) {
+      // A tool the user does not use is not an error, unless they asked about it by name.
+      checks.push(bad(tool, o.toolsChosen ? "fail" : "warn", "not set up", setupCommand(tool)));
+      continue;
+    }
+    setUp++;
+    if (state.missingHooks.length > 0) {
+      checks.push(
+        bad(
+          tool,
+          "warn",
+          `server in ${state.serverFile}; no agent-chat hook for ${state.missingHooks.join(", ")} in ${state.hooksFile}`,
+          setupCommand(tool),
+        ),
+      );
+    } else {
+      checks.push(ok(tool, `server in ${state.serverFile}, hooks in ${state.hooksFile}`));
+    }
+  }
+  if (setUp === 0 && !o.toolsChosen) {
+    checks.push(
+      bad(
+        "tools",
+        "fail",
+        "agent-chat is set up in none of the agent tools",
+        "set up the one you use with one of the commands above",
+      ),
+    );
+  }
+  return checks;
+}
+
+interface ChildRun {
+  lines: string[];
+  code: number | null;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/**
+ * Starts agent-chat with `args`, writes `input`, and hands each stdout line to `onLine`, which
+ * returns true when it has what it wanted (the child is then killed); resolves when the child is
+ * gone, or after the timeout (killed).
+ */
+function runChild(
+  o: DoctorOptions,
+  args: string[],
+  input: (write: (text: string) => void, end: () => void) => void,
+  onLine: (line: string, write: (text: string) => void) => boolean,
+): Promise<ChildRun> {
+  return new Promise((resolveRun) => {
+    const [exe, ...first] = o.command;
+    const child = spawn(exe!, [...first, "--root", o.root, ...args], {
+      env: o.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    const run: ChildRun = { lines: [], code: null, stderr: "", timedOut: false };
+    const timer = setTimeout(() => {
+      run.timedOut = true;
+      child.kill("SIGKILL");
+    }, o.timeoutMs);
+    const write = (text: string) => {
+      if (child.stdin.writable) child.stdin.write(text);
+    };
+    let pending = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      pending += chunk;
+      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        run.lines.push(line);
+        if (onLine(line, write)) child.kill("SIGTERM");
+      }
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      if (run.stderr.length < 4096) run.stderr += chunk;
+    });
+    child.stdin.on("error", () => {}); // a child that exits early closes its stdin
+    child.on("error", (err) => {
+      run.stderr += reason(err);
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      run.code = code;
+      resolveRun(run);
+    });
+    input(write, () => child.stdin.end());
+  });
+}
+
+const firstLine = (text: string) => text.trim().split("\n")[0] ?? "";
+
+async function checkServer(o: DoctorOptions, agent: string | undefined): Promise<DoctorCheck> {
+  const args = ["mcp", ...(agent ? ["--as", agent] : [])];
+  const rpc = (id: number | undefined, method: string, params: object = {}) =>
+    `${JSON.stringify({ jsonrpc: "2.0", ...(id !== undefined && { id }), method, params })}\n`;
+  let tools: number | undefined;
+  let error: string | undefined;
+  const run = await runChild(
+    o,
+    args,
+    (write) =>
+      write(
+        rpc(1, "initialize", {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "agent-chat-doctor", version: "1" },
+        }),
+      ),
+    (line, write) => {
+      let msg: { id?: unknown; result?: { tools?: unknown[] }; error?: { message?: string } };
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        error = `it wrote a line that is not JSON-RPC: ${line.slice(0, 200)}`;
+        return true;
+      }
+      if (msg.error) {
+        error = `it answered an error: ${msg.error.message}`;
+        return true;
+      }
+      if (msg.id === 1) {
+        write(rpc(undefined, "notifications/initialized"));
+        write(rpc(2, "tools/list"));
+      } else if (msg.id === 2) {
+        tools = Array.isArray(msg.result?.tools) ? msg.result.tools.length : 0;
+        return true;
+      }
+      return false;
+    },
+  );
+  const fix = `run it yourself to see why: agent-chat mcp${agent ? ` --as ${shellQuote(agent)}` : ""}`;
+  if (tools !== undefined) return ok("server", `starts and lists ${tools} tools`);
+  if (error) return bad("server", "fail", error, fix);
+  if (run.timedOut) {
+    return bad("server", "fail", `no answer to tools/list within ${o.timeoutMs} ms`, fix);
+  }
+  const why = firstLine(run.stderr) || `exit ${run.code}`;
+  return bad("server", "fail", `exited before answering tools/list (${why})`, fix);
+}
+
+async function checkHook(o: DoctorOptions, agent: string | undefined): Promise<DoctorCheck> {
+  if (!agent) return bad("hook", "warn", "not run: no identity", "set the identity (see above)");
+  const run = await runChild(
+    o,
+    ["hook", "prompt", "--as", agent],
+    (write, end) => {
+      write("{}");
+      end();
+    },
+    () => false,
+  );
+  const fix = `run it yourself to see why: echo '{}' | agent-chat hook prompt --as ${shellQuote(agent)}`;
+  if (run.timedOut) {
+    return bad("hook", "fail", `did not finish within ${o.timeoutMs} ms`, fix);
+  }
+  if (run.code !== 0) {
+    const why = firstLine(run.stderr);
+    return bad("hook", "fail", `exit ${run.code}${why ? ` (${why})` : ""}`, fix);
+  }
+  return ok("hook", "runs (exit 0)");
+}

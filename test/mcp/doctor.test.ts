@@ -1,0 +1,199 @@
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+import { connectAgent } from "./client.js";
+
+let dir: string;
+let cleanup: () => void;
+let root: string;
+let project: string;
+let home: string;
+
+beforeEach(() => {
+  ({ dir, cleanup } = tempDir("agent-chat-doctor-"));
+  root = join(dir, "chat root");
+  project = join(dir, "project");
+  home = join(dir, "home");
+  mkdirSync(project, { recursive: true });
+  mkdirSync(home, { recursive: true });
+});
+afterEach(() => cleanup());
+
+/** The CLI as a user runs it in a fresh machine: its own HOME, in the project folder. */
+function cli(args: string[], rootPath = root) {
+  return runCli(["--root", rootPath, ...args], {
+    cwd: project,
+    env: {
+      HOME: home,
+      CODEX_HOME: join(home, ".codex"),
+      GEMINI_CLI_HOME: home,
+      XDG_STATE_HOME: join(home, ".state"),
+    },
+    timeoutMs: 40_000,
+  });
+}
+
+/** The check lines of the text output, by check name. */
+function lines(stdout: string): Record<string, string> {
+  const byName: Record<string, string> = {};
+  for (const line of stdout.trim().split("\n")) {
+    const m = /^(ok|warn|fail)\s+([a-z-]+): /.exec(line);
+    if (m) byName[m[2]!] = line;
+  }
+  return byName;
+}
+
+describe("agent-chat doctor", () => {
+  it("on a fresh machine, says each tool is not set up and how to set it up, and exits 1", async () => {
+    const r = await cli(["doctor", "--as", "alice"]);
+    expect(r.code).toBe(1);
+    const l = lines(r.stdout);
+    for (const tool of ["claude-code", "codex", "gemini"]) {
+      expect(l[tool]).toBe(
+        `warn  ${tool}: not set up (run: agent-chat setup ${tool} --as alice --write)`,
+      );
+    }
+    expect(l.tools).toMatch(/^fail {2}tools: agent-chat is set up in none of the agent tools/);
+    expect(l.identity).toBe("ok    identity: alice");
+    expect(l.root).toContain(`ok    root: ${root}`);
+  });
+
+  it("after setup claude-code: claude-code ok, the server lists its tools, the hook runs, exit 0", async () => {
+    const setup = await cli(["setup", "claude-code", "--as", "alice", "--write"]);
+    expect(setup.code).toBe(0);
+    mkdirSync(root);
+    const agent = await connectAgent(root, "alice");
+    const expected = (await agent.client.listTools()).tools.length;
+    await agent.close();
+    expect(expected).toBeGreaterThan(0);
+
+    const r = await cli(["doctor", "--as", "alice"]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const l = lines(r.stdout);
+    expect(l["claude-code"]).toBe(
+      `ok    claude-code: server in ${join(project, ".mcp.json")}, hooks in ${join(project, ".claude", "settings.local.json")}`,
+    );
+    expect(l.server).toBe(`ok    server: starts and lists ${expected} tools`);
+    expect(l.hook).toBe("ok    hook: runs (exit 0)");
+    expect(l.root).toBe(`ok    root: ${root} (writable)`);
+    // The tools the user does not use only warn; the write check left nothing behind.
+    expect(l.codex).toMatch(/^warn {2}codex: not set up/);
+    expect(l.tools).toBeUndefined();
+    expect(readdirSync(root).filter((n) => n.startsWith(".agent-chat-doctor"))).toEqual([]);
+  });
+
+  it("a tool named with --tool that is not set up fails, and the identity comes from the environment", async () => {
+    const r = await runCli(["--root", root, "doctor", "--tool", "codex"], {
+      cwd: project,
+      env: { HOME: home, CODEX_HOME: join(home, ".codex"), AGENT_CHAT_NAME: "bob" },
+    });
+    expect(r.code).toBe(1);
+    const l = lines(r.stdout);
+    expect(l.codex).toBe("fail  codex: not set up (run: agent-chat setup codex --as bob --write)");
+    expect(l["claude-code"]).toBeUndefined();
+    expect(l.identity).toBe("ok    identity: bob");
+  });
+
+  it("hooks missing from a set-up tool warn; a settings file that does not parse fails with why", async () => {
+    expect((await cli(["setup", "claude-code", "--as", "alice", "--write"])).code).toBe(0);
+    writeFileSync(join(project, ".claude", "settings.local.json"), "{}\n");
+    const warned = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
+    expect(warned.code).toBe(0);
+    expect(lines(warned.stdout)["claude-code"]).toMatch(
+      /^warn {2}claude-code: .*no agent-chat hook for SessionStart, UserPromptSubmit, Stop in .*settings\.local\.json \(run: agent-chat setup claude-code --as alice --write\)$/,
+    );
+    writeFileSync(join(project, ".mcp.json"), "{ not json");
+    const failed = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
+    expect(failed.code).toBe(1);
+    expect(lines(failed.stdout)["claude-code"]).toMatch(
+      /^fail {2}claude-code: .*\.mcp\.json is not valid JSON/,
+    );
+  });
+
+  it("a root that is a link, a file, or under a file fails with the reason", async () => {
+    const real = join(dir, "real");
+    mkdirSync(real);
+    symlinkSync(real, root);
+    const linked = await cli(["doctor", "--as", "alice"]);
+    expect(linked.code).toBe(1);
+    expect(lines(linked.stdout).root).toBe(
+      `fail  root: ${root} is a symbolic link; agent-chat never follows one in a root (give the real folder with --root or AGENT_CHAT_ROOT)`,
+    );
+
+    const file = join(dir, "a-file");
+    writeFileSync(file, "x");
+    const notFolder = await cli(["doctor", "--as", "alice"], file);
+    expect(notFolder.code).toBe(1);
+    expect(lines(notFolder.stdout).root).toMatch(/^fail {2}root: .*a-file is not a folder/);
+
+    const under = await cli(["doctor", "--as", "alice"], join(file, "chat"));
+    expect(under.code).toBe(1);
+    expect(lines(under.stdout).root).toMatch(
+      /^fail {2}root: .*a-file\/chat does not exist and cannot be created \(.*a-file is not a folder\)/,
+    );
+  });
+
+  it("no identity fails and names how to set it; an invalid one fails too", async () => {
+    const none = await cli(["doctor"]);
+    expect(none.code).toBe(1);
+    const l = lines(none.stdout);
+    expect(l.identity).toBe(
+      "fail  identity: no identity (pass --as NAME or set AGENT_CHAT_NAME=NAME)",
+    );
+    expect(l.codex).toContain("agent-chat setup codex --as NAME --write");
+    const invalid = await cli(["doctor", "--as", "../x"]);
+    expect(invalid.code).toBe(1);
+    expect(lines(invalid.stdout).identity).toMatch(/^fail {2}identity: /);
+  });
+
+  it("--json prints one document: ok and every check with status, message and fix", async () => {
+    expect((await cli(["setup", "claude-code", "--as", "alice", "--write"])).code).toBe(0);
+    const r = await cli(["--json", "doctor", "--as", "alice"]);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout) as {
+      ok: boolean;
+      checks: { check: string; status: string; message: string; fix?: string }[];
+    };
+    expect(report.ok).toBe(true);
+    expect(report.checks.map((c) => c.check)).toEqual([
+      "root",
+      "identity",
+      "claude-code",
+      "codex",
+      "gemini",
+      "server",
+      "hook",
+    ]);
+    expect(report.checks.find((c) => c.check === "gemini")).toEqual({
+      check: "gemini",
+      status: "warn",
+      message: "not set up",
+      fix: "run: agent-chat setup gemini --as alice --write",
+    });
+    expect(report.checks.find((c) => c.check === "hook")).toEqual({
+      check: "hook",
+      status: "ok",
+      message: "runs (exit 0)",
+    });
+  });
+
+  it("a server or hook that does not answer in time fails and is not waited for", async () => {
+    // Node alone takes longer than a millisecond to start: both children are stopped at the deadline.
+    const r = await cli(["doctor", "--as", "alice", "--timeout", "0.001"]);
+    expect(r.code).toBe(1);
+    const l = lines(r.stdout);
+    expect(l.server).toBe(
+      "fail  server: no answer to tools/list within 1 ms (run it yourself to see why: agent-chat mcp --as alice)",
+    );
+    expect(l.hook).toMatch(/^fail {2}hook: did not finish within 1 ms \(run it yourself/);
+  });
+
+  it("--help has examples", async () => {
+    const r = await cli(["doctor", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Examples?:\n {2}agent-chat doctor --as alice\n/);
+  });
+});
