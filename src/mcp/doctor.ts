@@ -158,7 +158,9 @@ async function checkTools(o: DoctorOptions, agent: string | undefined): Promise<
     try {
       state = await inspectSetup(tool, o);
     } catch (err) {
-      checks.push(bad(tool, "fail", reason(err), setupCommand(tool)));
+      checks.push(
+        bad(tool, "fail", reason(err), `fix or move aside that file, then ${setupCommand(tool)}`),
+      );
       continue;
     }
     if (!state.server) {
@@ -167,13 +169,41 @@ async function checkTools(o: DoctorOptions, agent: string | undefined): Promise<
       continue;
     }
     setUp++;
+    const problems: { message: string; fix: string }[] = [];
     if (state.missingHooks.length > 0) {
+      problems.push({
+        message: `no agent-chat hook for ${state.missingHooks.join(", ")} in ${state.hooksFile}`,
+        fix: setupCommand(tool),
+      });
+    }
+    if (agent && state.agent !== undefined && state.agent !== agent) {
+      problems.push({
+        message: `its files run agent-chat as ${state.agent}, not ${agent}`,
+        fix: setupCommand(tool),
+      });
+    }
+    if (state.root !== undefined && !isNatsUrl(o.root) && state.root !== o.root) {
+      problems.push({
+        message: `its files use the root ${state.root}, not ${o.root}`,
+        fix: `check that one: agent-chat --root ${shellQuote(state.root)} doctor, or ${setupCommand(tool)}`,
+      });
+    }
+    if (state.pending) {
+      problems.push({
+        message: state.pending,
+        fix:
+          tool === "gemini"
+            ? `${setupCommand(tool)} --trust, or answer Gemini's trust question`
+            : setupCommand(tool),
+      });
+    }
+    if (problems.length > 0) {
       checks.push(
         bad(
           tool,
           "warn",
-          `server in ${state.serverFile}; no agent-chat hook for ${state.missingHooks.join(", ")} in ${state.hooksFile}`,
-          setupCommand(tool),
+          `server in ${state.serverFile}; ${problems.map((p) => p.message).join("; ")}`,
+          problems[0]!.fix,
         ),
       );
     } else {

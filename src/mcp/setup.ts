@@ -494,15 +494,17 @@ function tomlString(value: string): string {
 
 const TABLE_HEADER = /^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$/;
 
-function checkToml(path: string, text: string, what: string): void {
+function checkToml(
+  path: string,
+  text: string,
+  what: string,
+  then = "fix it or move it away, then run setup again (nothing was written)",
+): void {
   try {
     parseToml(text);
   } catch (err) {
     const first = (err as Error).message.split("\n")[0];
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      `${path} ${what} (${first}); fix it or move it away, then run setup again (nothing was written)`,
-    );
+    throw new AgentChatError("INVALID_ARGUMENT", `${path} ${what} (${first}); ${then}`);
   }
 }
 
@@ -546,7 +548,10 @@ export function mergeCodexToml(existing: string, table: string, path = "config.t
 }
 
 /** Where each tool keeps the files setup writes (the paths of {@link SetupOptions}). */
-export type SetupLocations = Pick<SetupOptions, "projectDir" | "codexHome" | "geminiDir">;
+export type SetupLocations = Pick<
+  SetupOptions,
+  "projectDir" | "codexHome" | "geminiDir" | "geminiTrustedFolders"
+>;
 
 /** What an earlier `setup TOOL --write` left in a tool's files. */
 export interface SetupState {
@@ -557,6 +562,11 @@ export interface SetupState {
   /** The file that holds the hooks, and the host's events that have no agent-chat hook. */
   hooksFile: string;
   missingHooks: string[];
+  /** The identity and the root the tool's files give agent-chat, where they name them. */
+  agent?: string;
+  root?: string;
+  /** An approval the tool is still waiting for, as far as its files show. */
+  pending?: string;
 }
 
 /**
@@ -579,18 +589,26 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
   let servers: unknown;
   let hooksFile: string;
   let format: HookFormat;
+  let pending: string | undefined;
+  let env: unknown;
   switch (tool) {
     case "claude-code": {
       serverFile = join(projectDir, ".mcp.json");
       servers = (await json(serverFile)).mcpServers;
       hooksFile = join(projectDir, ".claude", "settings.local.json");
       format = "claude";
+      const local = await json(hooksFile);
+      env = local.env;
+      const approved = local.enabledMcpjsonServers;
+      if (!Array.isArray(approved) || !approved.includes(SERVER_NAME)) {
+        pending = `Claude Code shows the server "Pending approval": ${SERVER_NAME} is not in enabledMcpjsonServers of ${hooksFile}`;
+      }
       break;
     }
     case "codex": {
       serverFile = join(at.codexHome, "config.toml");
       const text = (await read(serverFile)) ?? "";
-      checkToml(serverFile, text, "is not valid TOML");
+      checkToml(serverFile, text, "is not valid TOML", "Codex cannot start with it");
       servers = (parseToml(text) as Json).mcp_servers;
       hooksFile = join(at.codexHome, "hooks.json");
       format = "codex";
@@ -601,16 +619,55 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
       servers = (await json(serverFile)).mcpServers;
       hooksFile = serverFile;
       format = "gemini";
+      const trusted = await json(at.geminiTrustedFolders);
+      if (!geminiTrusts(trusted, projectDir)) {
+        pending = `Gemini CLI runs no server or hook in ${projectDir}: it is not in ${at.geminiTrustedFolders}`;
+      }
       break;
     }
   }
+  const entry =
+    typeof servers === "object" && servers !== null ? (servers as Json)[SERVER_NAME] : undefined;
+  const e = (entry ?? {}) as { args?: unknown; env?: unknown };
+  if (tool !== "claude-code") env = e.env;
+  const envOf = (key: string) => {
+    const value = typeof env === "object" && env !== null ? (env as Json)[key] : undefined;
+    return typeof value === "string" ? value : undefined;
+  };
+  const args = Array.isArray(e.args) ? e.args : [];
+  const as = args.indexOf("--as");
+  const named = as >= 0 ? args[as + 1] : undefined;
+  const agent = typeof named === "string" ? named : envOf("AGENT_CHAT_NAME");
+  const root = envOf("AGENT_CHAT_ROOT");
   const hooks = objectAt(await json(hooksFile), "hooks", hooksFile);
   const missingHooks = HOOK_EVENTS.map((event) => hostEventName(format, event)).filter(
     (name, i) => !hasOurHook(hooks[name], HOOK_EVENTS[i]!),
   );
-  const server =
-    typeof servers === "object" && servers !== null && (servers as Json)[SERVER_NAME] != null;
-  return { tool, serverFile, server, hooksFile, missingHooks };
+  return {
+    tool,
+    serverFile,
+    server: entry != null,
+    hooksFile,
+    missingHooks,
+    ...(agent !== undefined && { agent }),
+    ...(root !== undefined && { root }),
+    ...(pending !== undefined && { pending }),
+  };
+}
+
+/**
+ * Whether Gemini CLI trusts `folder`, as its trustedFolders.json says (gemini-cli
+ * packages/core/src/utils/trust.ts): `TRUST_FOLDER` trusts a folder and what is below it,
+ * `TRUST_PARENT` its parent and below, `DO_NOT_TRUST` exactly that folder.
+ */
+function geminiTrusts(rules: Json, folder: string): boolean {
+  const within = (path: string, base: string) => path === base || path.startsWith(`${base}${sep}`);
+  if (rules[folder] === "DO_NOT_TRUST") return false;
+  return Object.entries(rules).some(
+    ([path, rule]) =>
+      (rule === "TRUST_FOLDER" && within(folder, path)) ||
+      (rule === "TRUST_PARENT" && within(folder, dirname(path))),
+  );
 }
 
 /** Whether one host event's hook groups hold our hook for `event`. */

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
@@ -109,8 +109,50 @@ describe("agent-chat doctor", () => {
     const failed = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
     expect(failed.code).toBe(1);
     expect(lines(failed.stdout)["claude-code"]).toMatch(
-      /^fail {2}claude-code: .*\.mcp\.json is not valid JSON/,
+      /^fail {2}claude-code: .*\.mcp\.json is not valid JSON.*\(fix or move aside that file, then run: agent-chat setup claude-code --as alice --write\)$/,
     );
+    expect((await cli(["setup", "codex", "--as", "alice", "--write"])).code).toBe(0);
+    expect(lines((await cli(["doctor", "--as", "alice", "--tool", "codex"])).stdout).codex).toBe(
+      `ok    codex: server in ${join(home, ".codex", "config.toml")}, hooks in ${join(home, ".codex", "hooks.json")}`,
+    );
+    writeFileSync(join(home, ".codex", "config.toml"), "x = [\n");
+    const toml = await cli(["doctor", "--as", "alice", "--tool", "codex"]);
+    expect(toml.code).toBe(1);
+    expect(lines(toml.stdout).codex).toMatch(
+      /^fail {2}codex: .*config\.toml is not valid TOML \(.*\); Codex cannot start with it \(fix or move aside/,
+    );
+  });
+
+  it("warns when a tool's files name another agent or root, or still wait for an approval", async () => {
+    expect((await cli(["setup", "claude-code", "--as", "alice", "--write"])).code).toBe(0);
+    const bob = await cli(["doctor", "--as", "bob", "--tool", "claude-code"]);
+    expect(bob.code).toBe(0);
+    expect(lines(bob.stdout)["claude-code"]).toMatch(
+      /^warn {2}claude-code: .*its files run agent-chat as alice, not bob \(run: agent-chat setup claude-code --as bob --write\)$/,
+    );
+    const other = join(dir, "other root");
+    const elsewhere = await cli(["doctor", "--as", "alice", "--tool", "claude-code"], other);
+    expect(lines(elsewhere.stdout)["claude-code"]).toContain(
+      `its files use the root ${root}, not ${other} (check that one: agent-chat --root '${root}' doctor`,
+    );
+    const local = join(project, ".claude", "settings.local.json");
+    const settings = JSON.parse(readFileSync(local, "utf8"));
+    delete settings.enabledMcpjsonServers;
+    writeFileSync(local, JSON.stringify(settings));
+    const pending = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
+    expect(lines(pending.stdout)["claude-code"]).toMatch(
+      /^warn {2}claude-code: .*Claude Code shows the server "Pending approval": agent-chat is not in enabledMcpjsonServers/,
+    );
+
+    expect((await cli(["setup", "gemini", "--as", "alice", "--write"])).code).toBe(0);
+    const untrusted = await cli(["doctor", "--as", "alice", "--tool", "gemini"]);
+    expect(untrusted.code).toBe(0);
+    expect(lines(untrusted.stdout).gemini).toBe(
+      `warn  gemini: server in ${join(home, ".gemini", "settings.json")}; Gemini CLI runs no server or hook in ${project}: it is not in ${join(home, ".gemini", "trustedFolders.json")} (run: agent-chat setup gemini --as alice --write --trust, or answer Gemini's trust question)`,
+    );
+    expect((await cli(["setup", "gemini", "--as", "alice", "--write", "--trust"])).code).toBe(0);
+    const trusted = await cli(["doctor", "--as", "alice", "--tool", "gemini"]);
+    expect(lines(trusted.stdout).gemini).toMatch(/^ok {4}gemini: server in /);
   });
 
   it("a root that is a link, a file, or under a file fails with the reason", async () => {

@@ -199,6 +199,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         projectDir: resolve(opts.dir ?? "."),
         codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
         geminiDir,
+        geminiTrustedFolders:
+          ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
         // The CLI that is running: the one the user is checking, whatever PATH holds.
         command: [process.execPath, process.argv[1]!],
         env: ctx.env,
