@@ -21,8 +21,6 @@ import { oneOf } from "../usage.js";
 declare const __VERSION__: string | undefined;
 const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
-/** Hooks give up reading stdin after this long: a host that never closes it must not stall. */
-
 /** `mcp` (the server), `setup` (configuration for agent tools) and `hook` (their hooks). */
 export function registerMcpCommands(program: Command, ctx: CliContext): void {
   program
