@@ -54,6 +54,16 @@ export function seqOfFileName(name: string): number | undefined {
   return Number.isSafeInteger(seq) && seq <= MAX_SEQ ? seq : undefined;
 }
 
+/**
+ * A sequence number kept as text (`.seq`, a cursor file): decimal digits only (surrounding white
+ * space aside), at most {@link MAX_SEQ}; 0 for anything else, since anyone can write those files.
+ */
+export function parseSeqText(text: string): number {
+  const trimmed = text.trim();
+  const n = /^\d{1,13}$/.test(trimmed) ? Number(trimmed) : 0;
+  return n <= MAX_SEQ ? n : 0;
+}
+
 /** Whether `name` looks like a message file but its number is beyond {@link MAX_SEQ}. */
 export function hasOversizedSeq(name: string): boolean {
   const m = MESSAGE_FILE.exec(name);

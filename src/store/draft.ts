@@ -14,6 +14,11 @@ import type { InitOptions, NewTask, PostInput } from "./types.js";
 /** Limits every backend enforces alike, so that a post accepted by one is accepted by all. */
 export const MAX_TITLE = 200;
 export const MAX_STATUS = 40;
+/**
+ * What a message file may hold beyond its body: the frontmatter. A file larger than the body
+ * limit plus this is no message of ours and is never read into memory.
+ */
+export const MAX_FRONTMATTER_BYTES = 64 * 1024;
 
 /** A post that passed validation: what a backend serialises once it has a seq. */
 export interface PostDraft {

@@ -4,6 +4,7 @@ import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { MAX_SEQ, parseMessage, seqOfFileName } from "../core/message.js";
 import { parseMeta } from "../core/meta.js";
 import { validateName } from "../core/names.js";
+import { MAX_FRONTMATTER_BYTES } from "./draft.js";
 import { TASK_FILE } from "./fs/tasks.js";
 import type { ChannelDump, NatsStore } from "./nats/nats-store.js";
 import {
@@ -25,7 +26,7 @@ export interface TransferSummary {
 }
 
 /** The largest file an import reads: a message at the default body limit with its frontmatter. */
-const MAX_IMPORTED_FILE = DEFAULT_MAX_BODY_BYTES + 64 * 1024;
+const MAX_IMPORTED_FILE = DEFAULT_MAX_BODY_BYTES + MAX_FRONTMATTER_BYTES;
 
 function emptySummary(): TransferSummary {
   return { channels: 0, messages: 0, cursors: 0, tasks: 0, warnings: [] };

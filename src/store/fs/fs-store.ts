@@ -8,11 +8,19 @@ import {
   type Message,
   messageFileName,
   parseMessage,
+  parseSeqText,
   serializeMessage,
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, parseTaskId, validateName } from "../../core/names.js";
-import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "../draft.js";
+import {
+  compareTaskIds,
+  draftMeta,
+  draftPost,
+  draftTask,
+  MAX_FRONTMATTER_BYTES,
+  type PostDraft,
+} from "../draft.js";
 import {
   assertRealDir,
   createFileExclusive,
@@ -91,8 +99,6 @@ const PARSED_CACHE_BYTES = 8 * 1024 * 1024;
 const CLOCK_SLACK_MS = 1_000;
 /** The largest `_meta.json` read (a governance profile included, it is a few KB). */
 const MAX_META_BYTES = 256 * 1024;
-/** What a message file may hold beyond its body: the frontmatter. Larger files are skipped. */
-const FRONTMATTER_HEADROOM = 64 * 1024;
 /** The largest task marker read; a task's text is a title and a short description. */
 const MAX_TASK_BYTES = 1024 * 1024;
 /** Temporary files older than this were left by a crashed writer and are removed. */
@@ -371,9 +377,7 @@ export class FsStore implements Store {
   /** The high-water mark; 0 when missing, unreadable or not a sane number (anyone can write it). */
   private readHighWater(state: ChannelState): number {
     try {
-      const text = readOwnTextSync(join(state.dir, HIGH_WATER), 32).trim();
-      const n = /^\d{1,13}$/.test(text) ? Number(text) : 0;
-      return n <= MAX_SEQ ? n : 0;
+      return parseSeqText(readOwnTextSync(join(state.dir, HIGH_WATER), 32));
     } catch {
       return 0; // no mark yet (new channel, or one written only by the reference), or not a file
     }
@@ -420,7 +424,7 @@ export class FsStore implements Store {
     let file: RootFile;
     try {
       // Never a link, a FIFO or a device, and never more than a message can hold.
-      file = readRootFileSync(path, this.maxBodyBytes + FRONTMATTER_HEADROOM);
+      file = readRootFileSync(path, this.maxBodyBytes + MAX_FRONTMATTER_BYTES);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT") {
@@ -516,9 +520,7 @@ export class FsStore implements Store {
     const dir = join(this.location, channel, CURSORS);
     try {
       if (entryKind(dir) !== "dir") return 0; // none yet; a link is never followed
-      const text = readOwnTextSync(join(dir, `${identity(agent)}.txt`), 32).trim();
-      const n = /^\d{1,13}$/.test(text) ? Number(text) : 0;
-      return n <= MAX_SEQ ? n : 0;
+      return parseSeqText(readOwnTextSync(join(dir, `${identity(agent)}.txt`), 32));
     } catch {
       return 0;
     }
