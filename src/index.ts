@@ -62,5 +62,5 @@ export {
   slashOfBody,
   toCliArgs,
 } from "./core/slash.js";
-export { FsStore, type FsStoreOptions } from "./store/fs/fs-store.js";
+export { FsStore, type FsStoreOptions } from "./store/fs/index.js";
 export type * from "./store/types.js";

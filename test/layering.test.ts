@@ -14,14 +14,15 @@ const SRC = resolve(import.meta.dirname, "../src");
 /** What each layer may import besides itself. `index` is src/index.ts, the library's entry. */
 const ALLOWED: Record<string, readonly string[]> = {
   core: [],
-  store: ["core"],
-  client: ["core", "store"],
-  daemon: ["core", "store", "client"],
-  mcp: ["core", "store", "client"],
-  viewer: ["core", "store", "client"],
-  workspace: ["core", "store", "client"],
-  index: ["core", "store", "client"],
-  cli: ["core", "store", "client", "daemon", "mcp", "viewer", "workspace"],
+  fsutil: ["core"],
+  store: ["core", "fsutil"],
+  client: ["core", "fsutil", "store"],
+  daemon: ["core", "fsutil", "store", "client"],
+  mcp: ["core", "fsutil", "store", "client"],
+  viewer: ["core", "fsutil", "store", "client"],
+  workspace: ["core", "fsutil", "store", "client"],
+  index: ["core", "fsutil", "store", "client"],
+  cli: ["core", "fsutil", "store", "client", "daemon", "mcp", "viewer", "workspace"],
 };
 
 /** core is pure: no file system, no network. */
@@ -33,6 +34,8 @@ interface Edge {
   from: string;
   /** The layer the import resolves into; undefined for a package or a Node built-in. */
   to: string | undefined;
+  /** The file the import resolves to, relative to src/ (for a relative import). */
+  target: string | undefined;
 }
 
 function sourceFiles(dir: string): string[] {
@@ -56,6 +59,9 @@ function edges(): Edge[] {
       specifier,
       from: layerOf(path),
       to: specifier.startsWith(".") ? layerOf(resolve(dirname(path), specifier)) : undefined,
+      target: specifier.startsWith(".")
+        ? relative(SRC, resolve(dirname(path), specifier)).replace(/\.js$/, ".ts")
+        : undefined,
     }));
   });
 }
@@ -84,6 +90,23 @@ describe("layering (DESIGN.md §3)", () => {
 
   it.each(Object.keys(ALLOWED))("%s imports only what lies below it", (layer) => {
     expect(violations(layer)).toEqual([]);
+  });
+
+  it("a folder inside a layer is entered from other layers only through its index.ts", () => {
+    // store/fs/ and store/nats/ are backends and store/core/ the logic above them: they are
+    // entered through their index.ts even from the rest of store/, so that no backend leans on
+    // another's internals. A layer's own top-level files (store/types.ts, daemon/server.ts) stay
+    // open to the layers above it; cli/ composes its own subfolders as it likes.
+    const deep = all.filter((e) => {
+      if (e.target === undefined) return false;
+      const folder = dirname(e.target);
+      if (!folder.includes(sep)) return false; // a layer's top-level file
+      if (e.from === e.to && e.to !== "store") return false;
+      const home = dirname(e.file);
+      const inside = home === folder || home.startsWith(`${folder}${sep}`);
+      return !inside && !e.target.endsWith(`${sep}index.ts`);
+    });
+    expect(deep.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
   });
 
   it("nothing outside cli/ imports cli/", () => {

@@ -3,7 +3,7 @@ import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { isAgentChatError } from "../core/errors.js";
 import { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
-import { isNatsUrl, type NatsConnectionOptions } from "../store/nats/options.js";
+import { isNatsUrl, type NatsConnectionOptions } from "../store/roots.js";
 import type { Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { UsageError } from "./usage.js";

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { NatsConnectionOptions } from "../store/nats/options.js";
+import type { NatsConnectionOptions } from "../store/roots.js";
 import { parseSeconds, UsageError } from "./context.js";
 
 /**

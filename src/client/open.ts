@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
-import { FsStore, type FsStoreOptions } from "../store/fs/fs-store.js";
+import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
-import type { NatsConnectionOptions } from "../store/nats/options.js";
+import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Store } from "../store/types.js";
 
 export interface OpenOptions extends FsStoreOptions {
@@ -21,7 +21,7 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(root)) {
     const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
     if (scheme === "nats" || scheme === "tls") {
-      const { NatsStore } = await import("../store/nats/nats-store.js");
+      const { NatsStore } = await import("../store/nats/index.js");
       const { nats, ...rest } = options;
       return guardIdentities(
         await NatsStore.open(

@@ -2,7 +2,7 @@ import { promises as fsp } from "node:fs";
 import { connect, type Server } from "node:net";
 import { dirname } from "node:path";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
-import { acquireSeqLock } from "../store/fs/seq-lock.js";
+import { acquireDirLock } from "../fsutil/dir-lock.js";
 
 export type SocketState = "live" | "dead" | "absent";
 
@@ -83,7 +83,7 @@ export async function bindSocket(server: Server, path: string, lockDir: string):
   await fsp.mkdir(dirname(path), { recursive: true, mode: 0o700 }).catch((err) => {
     throw wrapIoError(err, `cannot create ${dirname(path)}`);
   });
-  const release = await acquireSeqLock(lockDir);
+  const release = await acquireDirLock(lockDir);
   try {
     const state = await probeSocket(path);
     if (state === "live") {

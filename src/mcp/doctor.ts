@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import { constants, promises as fsp } from "node:fs";
 import { dirname, join } from "node:path";
 import { validateName } from "../core/names.js";
-import { isNatsUrl } from "../store/nats/options.js";
-import { createFileExclusive, entryKind, removeFileEntry } from "../store/root-files.js";
+import { createFileExclusive, entryKind, removeFileEntry } from "../fsutil/root-files.js";
+import { isNatsUrl } from "../store/roots.js";
 import { inspectSetup, type SetupLocations, type SetupTool, shellQuote } from "./setup.js";
 
 export type CheckStatus = "ok" | "warn" | "fail";

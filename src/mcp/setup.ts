@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { parse as parseToml } from "smol-toml";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { validateName } from "../core/names.js";
-import { ensureRealDir, entryKind } from "../store/root-files.js";
+import { ensureRealDir, entryKind } from "../fsutil/root-files.js";
 import { HOOK_EVENTS, type HookEvent, type HookFormat, hostEventName } from "./hook.js";
 
 export type SetupTool = "claude-code" | "codex" | "gemini";

@@ -4,16 +4,15 @@ import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { MAX_SEQ, parseMessage, seqOfFileName } from "../core/message.js";
 import { parseMeta } from "../core/meta.js";
 import { validateName } from "../core/names.js";
-import { MAX_FRONTMATTER_BYTES } from "./draft.js";
-import { TASK_FILE } from "./fs/tasks.js";
-import type { ChannelDump, NatsStore } from "./nats/nats-store.js";
 import {
   createFileExclusive,
   ensureRealDir,
   entryKind,
   readRootTextSync,
   replaceFile,
-} from "./root-files.js";
+} from "../fsutil/root-files.js";
+import { MAX_FRONTMATTER_BYTES, TASK_FILE } from "./core/index.js";
+import type { ChannelDump, NatsStore } from "./nats/index.js";
 import { DEFAULT_MAX_BODY_BYTES } from "./types.js";
 
 export interface TransferSummary {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 import { formatUpdate } from "../core/kfile.js";
-import { assertRealDir, entryKind } from "../store/root-files.js";
+import { assertRealDir, entryKind } from "../fsutil/root-files.js";
 import type { PostResult, Store } from "../store/types.js";
 import type { TurnResult } from "./turn.js";
 

@@ -11,7 +11,7 @@ import {
   validateFileName,
   validateFolderName,
 } from "../core/kfile.js";
-import { acquireSeqLock } from "../store/fs/seq-lock.js";
+import { acquireDirLock } from "../fsutil/dir-lock.js";
 import {
   assertRealDir,
   createFileExclusive,
@@ -27,7 +27,7 @@ import {
   replaceFile,
   tempName,
   unsafeEntry,
-} from "../store/root-files.js";
+} from "../fsutil/root-files.js";
 
 /**
  * The K-folder on disk. Each folder is a real directory (so the workspace can be browsed and
@@ -130,7 +130,7 @@ export class KFolder {
   /** Runs `fn` holding the workspace lock. */
   async locked<T>(fn: () => Promise<T>): Promise<T> {
     await this.ensure();
-    const release = await acquireSeqLock(this.dir);
+    const release = await acquireDirLock(this.dir);
     try {
       return await fn();
     } finally {

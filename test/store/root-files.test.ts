@@ -10,7 +10,7 @@ import {
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAgentChatError } from "../../src/core/errors.js";
-import { listRealDir, removeTreeSync } from "../../src/store/root-files.js";
+import { listRealDir, removeTreeSync } from "../../src/fsutil/root-files.js";
 import { tempDir } from "../helpers/tmp.js";
 
 let dir: string;

@@ -134,7 +134,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       validateEnvelope(envelope);
       if (opts.transport === "nats") {
         const url = opts.natsUrl ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
-        const { publishEnvelope } = await import("../../store/nats/b00t.js");
+        const { publishEnvelope } = await import("../../store/nats/index.js");
         await publishEnvelope(url, envelope);
         if (ctx.json) return ctx.printJson({ transport: "nats", url, channel: envelope.channel });
         return ctx.out(`published to chat.${envelope.channel} on ${url}\n`);

@@ -11,7 +11,7 @@ import {
   type SetupTool,
 } from "../../mcp/setup.js";
 import { FOOTER_STYLES } from "../../mcp/unread.js";
-import { isNatsUrl } from "../../store/nats/options.js";
+import { isNatsUrl } from "../../store/roots.js";
 import { type CliContext, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { runHook } from "../hook.js";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { isNatsUrl } from "../../store/nats/options.js";
+import { isNatsUrl } from "../../store/roots.js";
 import type { TransferSummary } from "../../store/transfer.js";
 import { type CliContext, splitList, UsageError } from "../context.js";
 
@@ -67,7 +67,7 @@ export function registerNatsCommands(program: Command, ctx: CliContext): void {
     .action(async (target: string | undefined, opts: { create: boolean }) => {
       const store = await openNats(ctx, target ?? ctx.root);
       try {
-        const { ingestEnvelopes } = await import("../../store/nats/b00t.js");
+        const { ingestEnvelopes } = await import("../../store/nats/index.js");
         if (!ctx.json) ctx.err(`bridging chat.> into ${store.location} (Ctrl-C to stop)\n`);
         await ingestEnvelopes(store, {
           signal: ctx.abort.signal,
@@ -87,7 +87,7 @@ export function registerNatsCommands(program: Command, ctx: CliContext): void {
 async function openNats(ctx: CliContext, url: string) {
   if (!isNatsUrl(url))
     throw new UsageError(`expected a nats://host:port/namespace URL, got ${url}`);
-  const { NatsStore } = await import("../../store/nats/nats-store.js");
+  const { NatsStore } = await import("../../store/nats/index.js");
   const options = ctx.natsOptions();
   const max = ctx.maxBodyBytes;
   return NatsStore.open(url, max === undefined ? options : { ...options, maxBodyBytes: max });

@@ -1,7 +1,7 @@
 import { watch } from "node:fs";
 import { join } from "node:path";
 import { renderTree, type TreeFolder } from "../../core/kfile.js";
-import { entryKind } from "../../store/root-files.js";
+import { entryKind } from "../../fsutil/root-files.js";
 import type { Store } from "../../store/types.js";
 import type { TreeNode } from "../../viewer/api-types.js";
 import { governancePanel, type PanelProvider } from "../../viewer/panels.js";

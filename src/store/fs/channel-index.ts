@@ -1,7 +1,7 @@
 import { existsSync, type FSWatcher, promises as fsp, watch } from "node:fs";
 import { join } from "node:path";
 import { hasOversizedSeq, seqOfFileName } from "../../core/message.js";
-import { LOCK_LEFTOVER_PREFIX } from "./seq-lock.js";
+import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
 
 /**
  * Which message files a channel folder holds, by seq, without re-reading the folder on every

@@ -3,7 +3,6 @@ import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
   formatTimestamp,
-  isRelevant,
   MAX_SEQ,
   type Message,
   messageFileName,
@@ -12,15 +11,16 @@ import {
   serializeMessage,
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
-import { identity, parseTaskId, validateName } from "../../core/names.js";
+import { identity, validateName } from "../../core/names.js";
 import {
-  compareTaskIds,
-  draftMeta,
-  draftPost,
-  draftTask,
-  MAX_FRONTMATTER_BYTES,
-  type PostDraft,
-} from "../draft.js";
+  abandonedLockLeftover,
+  acquireDirLock,
+  clearDeadOwnerLock,
+  LOCK_DIR,
+  LOCK_LEFTOVER_PREFIX,
+  type LockOptions,
+  referenceLockHeld,
+} from "../../fsutil/dir-lock.js";
 import {
   assertRealDir,
   createFileExclusive,
@@ -37,38 +37,21 @@ import {
   replaceFile,
   replaceFileSync,
   tempName,
-} from "../root-files.js";
+} from "../../fsutil/root-files.js";
 import {
-  type Capabilities,
-  type ChannelInfo,
-  type ChannelsOptions,
-  DEFAULT_MAX_BODY_BYTES,
-  DEFAULT_POLL_INTERVAL_MS,
-  DEFAULT_WAIT_TIMEOUT_MS,
-  type InitOptions,
-  type NewTask,
-  type PostInput,
-  type PostResult,
-  type ReadOptions,
-  type ReadResult,
-  type Store,
-  type TaskInfo,
-  type WaitOptions,
-  type WaitResult,
-  type WatchOptions,
-} from "../types.js";
-import { abortError, timeoutError, Wakeup } from "../wakeup.js";
+  BackendStore,
+  type Feed,
+  MAX_FRONTMATTER_BYTES,
+  type PostDraft,
+  parseTaskFile,
+  type SafetyNet,
+  type Scan,
+  TASK_FILE,
+  type TaskRecord,
+  taskFileName,
+} from "../core/index.js";
+import type { Capabilities, PostResult } from "../types.js";
 import { ChannelIndex } from "./channel-index.js";
-import {
-  abandonedLockLeftover,
-  acquireSeqLock,
-  clearDeadOwnerLock,
-  LOCK_DIR,
-  LOCK_LEFTOVER_PREFIX,
-  type LockOptions,
-  referenceLockHeld,
-} from "./seq-lock.js";
-import { formatTask, parseTaskFile, TASK_FILE } from "./tasks.js";
 
 export interface FsStoreOptions extends LockOptions {
   /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
@@ -108,12 +91,8 @@ interface ChannelState {
   name: string;
   dir: string;
   index: ChannelIndex;
-  /** Posts from this process to one channel go one at a time: no self-contention on the lock. */
-  tail: Promise<unknown>;
   /** The last seq this process posted here: the guess for the next post's file. */
   lastSeq: number;
-  /** The channel exists and is a real folder (checked on first post). */
-  checked: boolean;
   /** When abandoned temporary files were last cleaned. */
   cleanedAt: number;
   /** The newest parsed messages, by file name (insertion order: the oldest goes first). */
@@ -122,31 +101,24 @@ interface ChannelState {
   parsedBytes: number;
 }
 
-/** A scan of a channel after some seq: the well-formed messages and how far it got. */
-interface Scan {
-  messages: Message[];
-  scannedTo: number;
-  warnings: string[];
-  /** It stopped before a file that may still be being written: look again on the next poll. */
-  stalled?: boolean;
+/** A channel as the shared loops see it, with the folder behind it. */
+interface FolderFeed extends Feed {
+  state: ChannelState;
 }
 
 /** The embedded default: every channel a folder of markdown files, exactly as the SPEC says. */
-export class FsStore implements Store {
+export class FsStore extends BackendStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly states = new Map<string, ChannelState>();
-  private readonly warned = new Set<string>();
-  private readonly maxBodyBytes: number;
 
   constructor(
     readonly location: string,
     private readonly options: FsStoreOptions = {},
   ) {
-    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    super(options.maxBodyBytes);
   }
 
-  async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
-    const meta = draftMeta(channel, options);
+  protected async createChannel(channel: string, meta: ChannelMeta): Promise<void> {
     const dir = join(this.location, channel);
     try {
       await fsp.mkdir(this.location, { recursive: true });
@@ -160,14 +132,10 @@ export class FsStore implements Store {
       }
       throw wrapIoError(err, `cannot create channel ${channel}`);
     }
-    return meta;
   }
 
-  /**
-   * Every channel of the root. One that cannot be read (a corrupt `_meta.json`, a folder that is
-   * a link) never hides the others: it is left out, and `onWarning` hears why, once.
-   */
-  async channels(options: ChannelsOptions = {}): Promise<ChannelInfo[]> {
+  /** The root's folders with channel names; hidden (`.`) and ours (`_`) are none. */
+  protected async channelNames(): Promise<string[]> {
     let names: string[];
     try {
       names = await fsp.readdir(this.location);
@@ -175,37 +143,24 @@ export class FsStore implements Store {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw wrapIoError(err, `cannot list ${this.location}`);
     }
-    const out: ChannelInfo[] = [];
-    for (const name of names.sort()) {
-      if (name.startsWith(".") || name.startsWith("_")) continue;
+    return names.sort().filter((name) => {
+      if (name.startsWith(".") || name.startsWith("_")) return false;
       try {
         validateName("channel", name);
+        return true;
       } catch {
-        continue;
+        return false;
       }
-      let meta: ChannelMeta;
-      try {
-        meta = await this.roster(name);
-      } catch (err) {
-        if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue;
-        this.warnOnce(`channel ${name}: ${(err as Error).message}; skipped`, options.onWarning);
-        continue;
-      }
-      const state = this.state(name);
-      await state.index.sync();
-      out.push({
-        name,
-        topic: meta.topic,
-        members: meta.members,
-        created: meta.created,
-        lastSeq: state.index.maxSeq(),
-      });
-    }
-    return out;
+    });
   }
 
-  async roster(channel: string): Promise<ChannelMeta> {
-    validateName("channel", channel);
+  protected async lastSeq(channel: string): Promise<number> {
+    const state = this.state(channel);
+    await state.index.sync();
+    return state.index.maxSeq();
+  }
+
+  protected async readMeta(channel: string): Promise<ChannelMeta> {
     const dir = join(this.location, channel);
     let text: string;
     try {
@@ -231,7 +186,7 @@ export class FsStore implements Store {
   ): Promise<ChannelMeta> {
     await this.roster(channel);
     const state = this.state(channel);
-    return this.withLock(state, async () => {
+    return this.exclusive(channel, async () => {
       const current = await this.roster(channel);
       const { channel: _c, members: _m, topic: _t, created: _cr, ...ours } = update(current);
       const next: ChannelMeta = {
@@ -250,19 +205,8 @@ export class FsStore implements Store {
     });
   }
 
-  async post(channel: string, input: PostInput): Promise<PostResult> {
-    const draft = draftPost(channel, input, this.maxBodyBytes);
-    const state = this.state(channel);
-    if (!state.checked) {
-      await this.roster(channel);
-      state.checked = true;
-    }
-    const run = state.tail.then(
-      () => this.postLocked(state, draft),
-      () => this.postLocked(state, draft),
-    );
-    state.tail = run.catch(() => {});
-    return run;
+  protected append(draft: PostDraft): Promise<PostResult> {
+    return this.postLocked(this.state(draft.channel), draft);
   }
 
   /**
@@ -283,7 +227,7 @@ export class FsStore implements Store {
       // Synchronous file calls from here on: each takes microseconds, and not yielding to the
       // event loop while holding the lock (but for the index's one drain) keeps the lock short.
       writeFileSync(tmp, render(written), { flag: "wx" });
-      const release = await acquireSeqLock(state.dir, this.lockOptions(state));
+      const release = await acquireDirLock(state.dir, this.lockOptions(state));
       try {
         let seq = await this.allocateSeq(state);
         for (;;) {
@@ -317,7 +261,6 @@ export class FsStore implements Store {
       rmSync(tmp, { force: true });
       if (isAgentChatError(err)) throw err;
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
-        state.checked = false;
         throw new AgentChatError("CHANNEL_NOT_FOUND", `channel ${draft.channel} is gone`, {
           cause: err,
         });
@@ -475,7 +418,7 @@ export class FsStore implements Store {
       this.warnOnce(
         `${name}: its number is beyond ${MAX_SEQ}, ignored`,
         (w) => warnings.push(w),
-        state,
+        state.dir,
       );
     }
     let scannedTo = after;
@@ -494,7 +437,7 @@ export class FsStore implements Store {
         ) {
           return { messages, scannedTo, warnings, stalled: true };
         }
-        this.warnOnce(read.problem, (w) => warnings.push(w), state);
+        this.warnOnce(read.problem, (w) => warnings.push(w), state.dir);
       }
       messages.push(...found);
       scannedTo = seq;
@@ -502,21 +445,7 @@ export class FsStore implements Store {
     return { messages, scannedTo, warnings };
   }
 
-  /** Reports `warning` through `report` the first time this store meets it. */
-  private warnOnce(
-    warning: string,
-    report: ((warning: string) => void) | undefined,
-    state?: ChannelState,
-  ): void {
-    const key = `${state?.dir ?? this.location}/${warning}`;
-    if (this.warned.has(key)) return;
-    this.warned.add(key);
-    report?.(warning);
-  }
-
-  async cursor(channel: string, agent: string): Promise<number> {
-    validateName("channel", channel);
-    validateName("agent", agent);
+  protected async loadCursor(channel: string, agent: string): Promise<number> {
     const dir = join(this.location, channel, CURSORS);
     try {
       if (entryKind(dir) !== "dir") return 0; // none yet; a link is never followed
@@ -526,8 +455,8 @@ export class FsStore implements Store {
     }
   }
 
-  private async writeCursor(state: ChannelState, agent: string, seq: number): Promise<void> {
-    const dir = join(state.dir, CURSORS);
+  protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
+    const dir = join(this.state(channel).dir, CURSORS);
     try {
       ensureRealDir(dir);
       replaceFileSync(dir, `${identity(agent)}.txt`, String(seq));
@@ -536,26 +465,22 @@ export class FsStore implements Store {
     }
   }
 
-  async read(channel: string, options: ReadOptions): Promise<ReadResult> {
-    validateName("agent", options.as);
-    await this.roster(channel);
+  protected async openFeed(channel: string): Promise<FolderFeed> {
     const state = this.state(channel);
-    const cursor = await this.cursor(channel, options.as);
-    const scan = await this.scan(state, options.all ? 0 : cursor);
-    const messages = options.everyone
-      ? scan.messages
-      : scan.messages.filter((m) => isRelevant(m, options.as));
-    let next = cursor;
-    if (!options.peek && scan.scannedTo > cursor) {
-      next = scan.scannedTo;
-      await this.writeCursor(state, options.as, next);
-    }
-    return { channel, messages, cursor: next, warnings: scan.warnings };
+    return {
+      channel,
+      state,
+      scan: (after) => this.scan(state, after),
+      maxSeq: async () => {
+        await state.index.sync();
+        return state.index.maxSeq();
+      },
+      last: (count) => this.lastMessages(state, count),
+      onChange: (listener) => state.index.onMessageChange(listener),
+    };
   }
 
-  async peek(channel: string, count = 3): Promise<Message[]> {
-    await this.roster(channel);
-    const state = this.state(channel);
+  private async lastMessages(state: ChannelState, count: number): Promise<Message[]> {
     await state.index.sync();
     const out: Message[] = [];
     for (const [seq, names] of state.index.descending(0)) {
@@ -568,51 +493,18 @@ export class FsStore implements Store {
     return out.slice(0, count).reverse();
   }
 
-  async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
-    validateName("agent", options.as);
-    if (channels.length === 0)
-      throw new AgentChatError("INVALID_ARGUMENT", "no channel to wait on");
-    const unique = [...new Set(channels)];
-    for (const channel of unique) await this.roster(channel);
-    const states = unique.map((channel) => ({ channel, state: this.state(channel) }));
-    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
-    const intervalMs = options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS;
-
-    const wake = new Wakeup();
-    // Subscribe before the first scan, so that a post between the two is never missed.
-    const unsubscribe = states.map(({ state }) => state.index.onMessageChange(() => wake.kick()));
-    const stop = this.pollWhileWaiting(
-      states.map(({ state }) => state),
-      intervalMs,
-      () => wake.kick(),
-    );
-    const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
-    const onAbort = () => wake.fail(abortError());
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      if (options.signal?.aborted) throw abortError();
-      const looked = new Map<ChannelState, number>();
-      for (;;) {
-        stop.scanned();
-        const found = await this.scanForWait(states, options.as, stop, looked);
-        if (found) return found;
-        await wake.next();
-      }
-    } finally {
-      for (const off of unsubscribe) off();
-      stop.end();
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
   /**
    * The sleep-poll safety net behind the file watch: every `intervalMs`, looks for files the
    * watch missed, and wakes the waiter only when that look found something new, or when its
    * last scan stopped before a file that may still be being written. Idle waiters thus cost a
    * timer each, not a scan each, however many of them a daemon holds.
    */
-  private pollWhileWaiting(states: ChannelState[], intervalMs: number, kick: () => void) {
+  protected override safetyNet(
+    feeds: FolderFeed[],
+    intervalMs: number,
+    kick: () => void,
+  ): SafetyNet {
+    const states = feeds.map((feed) => feed.state);
     let versions = states.map((s) => s.index.version);
     let stalled = false;
     const timer = setInterval(() => {
@@ -624,7 +516,6 @@ export class FsStore implements Store {
       });
     }, intervalMs);
     return {
-      /** Called before each scan: what the scan will see is no longer news. */
       scanned: () => {
         versions = states.map((s) => s.index.version);
       },
@@ -635,81 +526,8 @@ export class FsStore implements Store {
     };
   }
 
-  /**
-   * One pass over the channels; when something relevant exists, advances cursors and returns.
-   * `looked` is how far this wait's earlier passes scanned each channel and found nothing for
-   * the agent: relevance does not depend on the cursor, so a pass first looks only at what came
-   * after, and reads cursors only when some of it is for the agent. Thousands of waiters woken
-   * by a post meant for a few then cost a look at one cached message each.
-   */
-  private async scanForWait(
-    states: Array<{ channel: string; state: ChannelState }>,
-    agent: string,
-    poll: { stalledOn(value: boolean): void },
-    looked: Map<ChannelState, number>,
-  ): Promise<WaitResult | undefined> {
-    if (looked.size === states.length) {
-      let stalled = false;
-      let news = false;
-      for (const { state } of states) {
-        const scan = await this.scan(state, looked.get(state) ?? 0);
-        stalled ||= scan.stalled === true;
-        if (scan.messages.some((m) => isRelevant(m, agent))) {
-          news = true;
-          break;
-        }
-        looked.set(state, scan.scannedTo);
-      }
-      if (!news) {
-        poll.stalledOn(stalled);
-        return undefined;
-      }
-    }
-    const scans = [];
-    for (const { channel, state } of states) {
-      const cursor = await this.cursor(channel, agent);
-      const scan = await this.scan(state, cursor);
-      scans.push({ channel, state, cursor, scan });
-    }
-    poll.stalledOn(scans.some(({ scan }) => scan.stalled));
-    const messages = scans.flatMap(({ scan }) => scan.messages.filter((m) => isRelevant(m, agent)));
-    if (messages.length === 0) {
-      for (const { state, scan } of scans) looked.set(state, scan.scannedTo);
-      return undefined;
-    }
-    // Every cursor that will move is checked before any is written: one channel whose cursor
-    // cannot be saved (a `.cursors` planted as a file or link) must not cost the others their
-    // messages, moved past but never returned. Such a channel leaves this wait, with a warning.
-    const warnings = scans.flatMap(({ scan }) => scan.warnings);
-    const usable = scans.filter(({ channel, state, cursor, scan }) => {
-      const problem = scan.scannedTo > cursor ? this.cursorProblem(state, agent) : undefined;
-      if (problem === undefined) return true;
-      warnings.push(`${channel}: ${problem}; its messages are left unread`);
-      states.splice(
-        states.findIndex((s) => s.state === state),
-        1,
-      );
-      looked.delete(state);
-      return false;
-    });
-    if (states.length === 0) {
-      throw new AgentChatError("UNSAFE_FILE", warnings.at(-1) ?? "no channel to wait on");
-    }
-    const delivered = usable.flatMap(({ scan }) =>
-      scan.messages.filter((m) => isRelevant(m, agent)),
-    );
-    if (delivered.length === 0) return undefined;
-    const cursors: Record<string, number> = {};
-    for (const { channel, state, cursor, scan } of usable) {
-      cursors[channel] = Math.max(cursor, scan.scannedTo);
-      if (scan.scannedTo > cursor) await this.writeCursor(state, agent, scan.scannedTo);
-    }
-    return { messages: delivered, cursors, warnings };
-  }
-
-  /** Why the agent's cursor in this channel cannot be saved; undefined when it can. */
-  private cursorProblem(state: ChannelState, agent: string): string | undefined {
-    const dir = join(state.dir, CURSORS);
+  protected override cursorProblem(channel: string, agent: string): string | undefined {
+    const dir = join(this.state(channel).dir, CURSORS);
     const dirKind = entryKind(dir);
     if (dirKind !== undefined && dirKind !== "dir") return `${CURSORS} is not a plain folder`;
     const fileKind = entryKind(join(dir, `${identity(agent)}.txt`));
@@ -717,170 +535,58 @@ export class FsStore implements Store {
     return undefined;
   }
 
-  async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
-    const unique = [...new Set(channels)];
-    for (const channel of unique) await this.roster(channel);
-    const states = unique.map((channel) => ({ channel, state: this.state(channel) }));
-    const wake = new Wakeup();
-    const unsubscribe = states.map(({ state }) => state.index.onMessageChange(() => wake.kick()));
-    const poll = this.pollWhileWaiting(
-      states.map(({ state }) => state),
-      options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
-      () => wake.kick(),
-    );
-    const onAbort = () => wake.end();
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      const positions = new Map<string, number>();
-      for (const { channel, state } of states) {
-        await state.index.sync();
-        const after = options.after;
-        const start =
-          typeof after === "number" ? after : (after?.[channel] ?? state.index.maxSeq());
-        positions.set(channel, start);
-      }
-      while (!options.signal?.aborted) {
-        poll.scanned();
-        let stalled = false;
-        for (const { channel, state } of states) {
-          const scan = await this.scan(state, positions.get(channel) ?? 0);
-          positions.set(channel, scan.scannedTo);
-          stalled ||= scan.stalled === true;
-          for (const message of scan.messages) yield message;
-        }
-        poll.stalledOn(stalled);
-        if (
-          !(await wake.next().then(
-            () => true,
-            () => false,
-          ))
-        ) {
-          return;
-        }
-      }
-    } finally {
-      for (const off of unsubscribe) off();
-      poll.end();
-      options.signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  async addTask(channel: string, task: NewTask): Promise<TaskInfo> {
-    await this.roster(channel);
-    const { from, title } = draftTask(task);
-    const state = this.state(channel);
-    return this.withLock(state, async () => {
-      const existing = await this.listTasks(state, channel);
-      let id: string;
-      if (task.id !== undefined) {
-        id = parseTaskId(task.id);
-        if (existing.some((t) => t.id === id)) {
-          throw new AgentChatError("TASK_EXISTS", `task ${id} already exists in ${channel}`);
-        }
-      } else {
-        const numbers = existing.map((t) => Number(t.id)).filter(Number.isSafeInteger);
-        id = String(Math.max(0, ...numbers) + 1);
-      }
-      const file = `task-${id}.md`;
-      const text = formatTask({ id, from, title, ts: formatTimestamp(), body: task.body ?? "" });
-      try {
-        await createFileExclusive(state.dir, file, text);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EEXIST") {
-          throw new AgentChatError("TASK_EXISTS", `task ${id} already exists in ${channel}`);
-        }
-        throw wrapIoError(err, `cannot create ${file}`);
-      }
-      return { id, channel, state: "open", title, file };
-    });
-  }
-
-  async tasks(channel: string): Promise<TaskInfo[]> {
-    await this.roster(channel);
-    return this.listTasks(this.state(channel), channel);
-  }
-
-  private async listTasks(state: ChannelState, channel: string): Promise<TaskInfo[]> {
-    const names = await fsp.readdir(state.dir);
-    const out: TaskInfo[] = [];
-    for (const file of names) {
+  /**
+   * The markers of a channel. One that cannot be read (a link, a FIFO, a huge file, or one
+   * claimed or released between the listing and the read) is no task.
+   */
+  protected async taskRecords(channel: string): Promise<TaskRecord[]> {
+    const dir = this.state(channel).dir;
+    const out: TaskRecord[] = [];
+    for (const file of await fsp.readdir(dir)) {
       const m = TASK_FILE.exec(file);
       if (!m) continue;
-      const id = m[1]!;
-      let title: string;
+      let text: string;
       try {
-        title = parseTaskFile(readRootTextSync(join(state.dir, file), MAX_TASK_BYTES)).title;
+        text = readRootTextSync(join(dir, file), MAX_TASK_BYTES);
+        parseTaskFile(text);
       } catch {
-        // Claimed or released between the listing and the read; or not a marker at all (a link,
-        // a FIFO, a huge file), which is no task.
         continue;
       }
-      const info: TaskInfo = { id, channel, state: m[2] ? "claimed" : "open", title, file };
-      if (m[2]) info.holder = m[2];
-      out.push(info);
+      const record: TaskRecord = { id: m[1]!, text, version: file };
+      if (m[2]) record.holder = m[2];
+      out.push(record);
     }
-    return out.sort((a, b) => compareTaskIds(a.id, b.id));
+    return out;
   }
 
-  async claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
-    const id = parseTaskId(task);
-    validateName("agent", agent);
-    await this.roster(channel);
-    const state = this.state(channel);
-    const holder = identity(agent);
-    return this.withLock(state, async () => {
-      const open = `task-${id}.md`;
-      const claimed = `task-${id}.CLAIMED-${holder}.md`;
-      const current = (await this.listTasks(state, channel)).find((t) => t.id === id);
-      if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
-      if (current.state === "claimed") {
-        throw new AgentChatError(
-          "CLAIM_LOST",
-          `task ${id} is already claimed by ${current.holder === holder ? "you" : current.holder}`,
-        );
-      }
-      if (lstatSync(join(state.dir, claimed), { throwIfNoEntry: false })) {
-        throw new AgentChatError("CLAIM_LOST", `task ${id} is already claimed`);
-      }
-      try {
-        await fsp.rename(join(state.dir, open), join(state.dir, claimed));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") {
-          throw new AgentChatError("CLAIM_LOST", `task ${id} was claimed by someone else`);
-        }
-        throw wrapIoError(err, `cannot claim task ${id}`);
-      }
-      return { ...current, state: "claimed", holder, file: claimed };
-    });
+  protected async createTaskRecord(channel: string, id: string, text: string): Promise<boolean> {
+    const file = taskFileName(id);
+    try {
+      await createFileExclusive(this.state(channel).dir, file, text);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw wrapIoError(err, `cannot create ${file}`);
+    }
   }
 
-  async release(channel: string, task: string, agent: string): Promise<TaskInfo> {
-    const id = parseTaskId(task);
-    validateName("agent", agent);
-    await this.roster(channel);
-    const state = this.state(channel);
-    const me = identity(agent);
-    return this.withLock(state, async () => {
-      const current = (await this.listTasks(state, channel)).find((t) => t.id === id);
-      if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
-      if (current.state === "open") {
-        throw new AgentChatError("NOT_HOLDER", `task ${id} is not claimed`);
-      }
-      if (current.holder !== me) {
-        throw new AgentChatError(
-          "NOT_HOLDER",
-          `task ${id} is claimed by ${current.holder}; only the holder can release it`,
-        );
-      }
-      const open = `task-${id}.md`;
-      try {
-        await fsp.rename(join(state.dir, current.file), join(state.dir, open));
-      } catch (err) {
-        throw wrapIoError(err, `cannot release task ${id}`);
-      }
-      const { holder: _gone, ...rest } = current;
-      return { ...rest, state: "open", file: open };
-    });
+  /** A claim or release renames the marker, as the reference does. */
+  protected async swapTaskRecord(
+    channel: string,
+    current: TaskRecord,
+    holder: string | undefined,
+  ): Promise<boolean> {
+    const dir = this.state(channel).dir;
+    const to = join(dir, taskFileName(current.id, holder));
+    if (holder !== undefined && lstatSync(to, { throwIfNoEntry: false })) return false;
+    try {
+      await fsp.rename(join(dir, String(current.version)), to);
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+      const verb = holder === undefined ? "release" : "claim";
+      throw wrapIoError(err, `cannot ${verb} task ${current.id}`);
+    }
   }
 
   async close(): Promise<void> {
@@ -933,9 +639,7 @@ export class FsStore implements Store {
         name: channel,
         dir,
         index: new ChannelIndex(dir, this.options.watch ?? true),
-        tail: Promise.resolve(),
         lastSeq: 0,
-        checked: false,
         cleanedAt: 0,
         parsed: new Map(),
         parsedBytes: 0,
@@ -961,8 +665,10 @@ export class FsStore implements Store {
     return { ...this.options, pause: (ms) => state.index.nextChange(LOCK_DIR, ms) };
   }
 
-  private async withLock<T>(state: ChannelState, fn: () => Promise<T>): Promise<T> {
-    const release = await acquireSeqLock(state.dir, this.lockOptions(state));
+  /** Task changes and meta updates hold the channel's lock, as posts do. */
+  protected override async exclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
+    const state = this.state(channel);
+    const release = await acquireDirLock(state.dir, this.lockOptions(state));
     try {
       return await fn();
     } finally {

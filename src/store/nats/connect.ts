@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentChatError } from "../../core/errors.js";
-import type { NatsConnectionOptions, NatsTarget } from "./options.js";
+import type { NatsConnectionOptions } from "../roots.js";
+import type { NatsTarget } from "./options.js";
 
 export const DEFAULT_NATS_TIMEOUT_MS = 5_000;
 

@@ -3,35 +3,18 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import {
-  formatTimestamp,
-  isRelevant,
-  type Message,
-  messageFileName,
-  serializeMessage,
-} from "../../core/message.js";
+import { formatTimestamp, messageFileName, serializeMessage } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
-import { identity, parseTaskId, validateName } from "../../core/names.js";
-import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "../draft.js";
-import { formatTask, parseTaskFile, TASK_FILE } from "../fs/tasks.js";
+import { identity, validateName } from "../../core/names.js";
 import {
-  type Capabilities,
-  type ChannelInfo,
-  DEFAULT_MAX_BODY_BYTES,
-  DEFAULT_WAIT_TIMEOUT_MS,
-  type InitOptions,
-  type NewTask,
-  type PostInput,
-  type PostResult,
-  type ReadOptions,
-  type ReadResult,
-  type Store,
-  type TaskInfo,
-  type WaitOptions,
-  type WaitResult,
-  type WatchOptions,
-} from "../types.js";
-import { abortError, timeoutError, Wakeup } from "../wakeup.js";
+  BackendStore,
+  type Feed,
+  type PostDraft,
+  TASK_FILE,
+  type TaskRecord,
+  taskFileName,
+} from "../core/index.js";
+import type { Capabilities, PostResult } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
@@ -42,7 +25,7 @@ const WRONG_LAST_SEQUENCE = 10071;
 const HEADER_ROOM = 1024;
 
 /** A task marker as kept in KV: the marker file's text, and its holder once claimed. */
-interface TaskRecord {
+interface StoredTask {
   text: string;
   holder?: string;
 }
@@ -74,16 +57,12 @@ export interface ChannelDump {
  * - read, wait, peek and watch read through a per-channel ordered consumer that the server
  *   pushes to; after a reconnect it resumes after the last stream seq it delivered.
  */
-export class NatsStore implements Store {
+export class NatsStore extends BackendStore {
   readonly capabilities: Capabilities = { multiHost: true, specFolder: false };
   readonly location: string;
   readonly namespace: string;
   private readonly feeds = new Map<string, ChannelFeed>();
   private readonly lastKnown = new Map<string, LastOf>();
-  private readonly existing = new Set<string>();
-  private readonly tails = new Map<string, Promise<unknown>>();
-  private readonly warned = new Set<string>();
-  private readonly maxBodyBytes: number;
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -97,10 +76,10 @@ export class NatsStore implements Store {
     private readonly headerFactory: () => MsgHdrs,
     options: NatsStoreOptions,
   ) {
+    super(options.maxBodyBytes);
     this.location = target.location;
     this.namespace = target.namespace;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
-    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   }
 
   get streamName(): string {
@@ -190,10 +169,8 @@ export class NatsStore implements Store {
     return `agentchat.${this.namespace}.msg.${token(channel)}`;
   }
 
-  async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
-    const meta = draftMeta(channel, options);
+  protected async createChannel(channel: string, meta: ChannelMeta): Promise<void> {
     await this.createMeta(channel, serializeMeta(meta));
-    return meta;
   }
 
   private async createMeta(channel: string, text: string): Promise<void> {
@@ -209,36 +186,20 @@ export class NatsStore implements Store {
     }
   }
 
-  async channels(): Promise<ChannelInfo[]> {
+  protected async channelNames(): Promise<string[]> {
     const keys = await this.guard(async () => {
       const out: string[] = [];
       for await (const key of await this.kv.keys("meta.*")) out.push(key);
       return out;
     }, "cannot list channels");
-    const names = keys.map((k) => untoken(k.slice("meta.".length))).sort();
-    const out: ChannelInfo[] = [];
-    for (const name of names) {
-      let meta: ChannelMeta;
-      try {
-        meta = await this.roster(name);
-      } catch (err) {
-        if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue;
-        throw err;
-      }
-      const last = await this.lastOf(name);
-      out.push({
-        name,
-        topic: meta.topic,
-        members: meta.members,
-        created: meta.created,
-        lastSeq: last?.seq ?? 0,
-      });
-    }
-    return out;
+    return keys.map((k) => untoken(k.slice("meta.".length))).sort();
   }
 
-  async roster(channel: string): Promise<ChannelMeta> {
-    validateName("channel", channel);
+  protected async lastSeq(channel: string): Promise<number> {
+    return (await this.lastOf(channel))?.seq ?? 0;
+  }
+
+  protected async readMeta(channel: string): Promise<ChannelMeta> {
     const entry = await this.guard(() => this.kv.get(metaKey(channel)), `cannot read ${channel}`);
     if (entry?.operation !== "PUT") {
       throw new AgentChatError(
@@ -249,27 +210,6 @@ export class NatsStore implements Store {
     return parseMeta(entry.string(), channel);
   }
 
-  async post(channel: string, input: PostInput): Promise<PostResult> {
-    const draft = draftPost(channel, input, this.maxBodyBytes);
-    // Channels are never removed one by one (a deleted namespace ends the whole store), so a
-    // channel seen once needs no round trip per post to prove it exists.
-    if (!this.existing.has(channel)) {
-      await this.roster(channel);
-      this.existing.add(channel);
-    }
-    // Posts from this connection to one channel go one at a time: no self-contention.
-    const previous = this.tails.get(channel) ?? Promise.resolve();
-    const run = previous.then(
-      () => this.publishDraft(draft),
-      () => this.publishDraft(draft),
-    );
-    this.tails.set(
-      channel,
-      run.catch(() => {}),
-    );
-    return run;
-  }
-
   /**
    * Publishes the post as seq = last + 1, with the expected-last-subject-sequence check, and on
    * a lost race learns the new last message and tries the next seq. Every attempt carries one
@@ -277,7 +217,7 @@ export class NatsStore implements Store {
    * first copy have landed after all, JetStream answers the retry as a duplicate of it instead
    * of storing the post twice.
    */
-  private async publishDraft(draft: PostDraft): Promise<PostResult> {
+  protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
     const subject = this.subject(channel);
     const msgID = randomUUID();
@@ -305,7 +245,7 @@ export class NatsStore implements Store {
         this.lastKnown.set(channel, { streamSeq: ack.seq, seq });
         return { seq, channel, file };
       } catch (err) {
-        if (this.isServerAway(err) && Date.now() < giveUpAt) {
+        if (this.isTransient(err) && Date.now() < giveUpAt) {
           await delay(AWAY_RETRY_MS);
           continue;
         }
@@ -368,9 +308,18 @@ export class NatsStore implements Store {
     return feed;
   }
 
-  async cursor(channel: string, agent: string): Promise<number> {
-    validateName("channel", channel);
-    validateName("agent", agent);
+  protected override openFeed(channel: string): Promise<Feed> {
+    return this.feed(channel).then((feed) => ({
+      channel,
+      scan: async (after) => ({ ...feed.scan(after), warnings: this.newWarnings(feed) }),
+      maxSeq: async () => feed.maxSeq(),
+      last: async (count) => feed.last(count),
+      onChange: (listener) => feed.onChange(listener),
+      throwIfFailed: () => feed.throwIfFailed(),
+    }));
+  }
+
+  protected async loadCursor(channel: string, agent: string): Promise<number> {
     const entry = await this.guard(
       () => this.kv.get(cursorKey(channel, agent)),
       `cannot read the cursor of ${agent}`,
@@ -380,114 +329,18 @@ export class NatsStore implements Store {
     return Number.isSafeInteger(n) && n > 0 ? n : 0;
   }
 
-  private async writeCursor(channel: string, agent: string, seq: number): Promise<void> {
+  protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
     await this.guard(
       () => this.kv.put(cursorKey(channel, agent), String(seq)),
       `cannot save the cursor of ${agent}`,
     );
   }
 
-  async read(channel: string, options: ReadOptions): Promise<ReadResult> {
-    validateName("agent", options.as);
-    await this.roster(channel);
-    const feed = await this.feed(channel);
-    const cursor = await this.cursor(channel, options.as);
-    const scan = feed.scan(options.all ? 0 : cursor);
-    const messages = options.everyone
-      ? scan.messages
-      : scan.messages.filter((m) => isRelevant(m, options.as));
-    let next = cursor;
-    if (!options.peek && scan.scannedTo > cursor) {
-      next = scan.scannedTo;
-      await this.writeCursor(channel, options.as, next);
-    }
-    return { channel, messages, cursor: next, warnings: this.newWarnings(feed) };
-  }
-
-  async peek(channel: string, count = 3): Promise<Message[]> {
-    await this.roster(channel);
-    return (await this.feed(channel)).last(count);
-  }
-
-  async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
-    validateName("agent", options.as);
-    if (channels.length === 0)
-      throw new AgentChatError("INVALID_ARGUMENT", "no channel to wait on");
-    const unique = [...new Set(channels)];
-    for (const channel of unique) await this.roster(channel);
-    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
-    const wake = new Wakeup();
-    const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
-    const onAbort = () => wake.fail(abortError());
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    const unsubscribe: Array<() => void> = [];
-    try {
-      if (options.signal?.aborted) throw abortError();
-      const feeds = [];
-      for (const channel of unique) {
-        const feed = await this.feed(channel);
-        // Listen before the first scan, so that a message in between is never missed.
-        unsubscribe.push(feed.onChange(() => wake.kick()));
-        feeds.push(feed);
-      }
-      let found: Found | undefined;
-      for (;;) {
-        try {
-          found ??= await this.findForWait(feeds, options.as);
-          if (found) {
-            await this.commitWait(found, options.as);
-            return found.result;
-          }
-        } catch (err) {
-          if (!this.isServerAway(err)) throw err;
-          // The server is away for a moment (a restart): the wait outlives it, as the
-          // connection does, and tries again shortly. What it found is kept, so a cursor
-          // saved just before the answer was lost cannot hide those messages.
-          setTimeout(() => wake.kick(), AWAY_RETRY_MS).unref();
-        }
-        await wake.next();
-        for (const feed of feeds) feed.throwIfFailed();
-      }
-    } finally {
-      for (const off of unsubscribe) off();
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  /** One pass over the channels: the relevant messages after each cursor, if any. */
-  private async findForWait(feeds: ChannelFeed[], agent: string): Promise<Found | undefined> {
-    const scans = [];
-    for (const feed of feeds) {
-      const cursor = await this.cursor(feed.channel, agent);
-      scans.push({ feed, cursor, scan: feed.scan(cursor) });
-    }
-    const messages = scans.flatMap(({ scan }) => scan.messages.filter((m) => isRelevant(m, agent)));
-    if (messages.length === 0) return undefined;
-    const cursors: Record<string, number> = {};
-    const advance: Record<string, number> = {};
-    for (const { feed, cursor, scan } of scans) {
-      cursors[feed.channel] = Math.max(cursor, scan.scannedTo);
-      if (scan.scannedTo > cursor) advance[feed.channel] = scan.scannedTo;
-    }
-    return {
-      result: { messages, cursors, warnings: feeds.flatMap((f) => this.newWarnings(f)) },
-      advance,
-    };
-  }
-
-  /** Saves the cursors a found wait result moves (idempotent, so it may be retried). */
-  private async commitWait(found: Found, agent: string): Promise<void> {
-    for (const [channel, seq] of Object.entries(found.advance)) {
-      await this.writeCursor(channel, agent, seq);
-    }
-  }
-
   /**
    * A request that failed only because the server is away for a moment (restarting, JetStream
    * still recovering): not a closed store, not a deleted namespace.
    */
-  private isServerAway(err: unknown): boolean {
+  protected override isTransient(err: unknown): boolean {
     if (!isAgentChatError(err, "BACKEND_UNAVAILABLE") || this.gone || this.nc.isClosed()) {
       return false;
     }
@@ -498,165 +351,68 @@ export class NatsStore implements Store {
     );
   }
 
-  async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
-    const unique = [...new Set(channels)];
-    for (const channel of unique) await this.roster(channel);
-    const wake = new Wakeup();
-    const onAbort = () => wake.end();
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    const unsubscribe: Array<() => void> = [];
-    try {
-      const positions = new Map<ChannelFeed, number>();
-      for (const channel of unique) {
-        const feed = await this.feed(channel);
-        unsubscribe.push(feed.onChange(() => wake.kick()));
-        const after = options.after;
-        positions.set(
-          feed,
-          typeof after === "number" ? after : (after?.[channel] ?? feed.maxSeq()),
-        );
-      }
-      while (!options.signal?.aborted) {
-        for (const [feed, position] of positions) {
-          feed.throwIfFailed();
-          const scan = feed.scan(position);
-          positions.set(feed, scan.scannedTo);
-          for (const message of scan.messages) yield message;
-        }
-        const more = await wake.next().then(
-          () => true,
-          () => false,
-        );
-        if (!more) return;
-      }
-    } finally {
-      for (const off of unsubscribe) off();
-      options.signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  async addTask(channel: string, task: NewTask): Promise<TaskInfo> {
-    await this.roster(channel);
-    const { from, title } = draftTask(task);
-    const explicit = task.id === undefined ? undefined : parseTaskId(task.id);
-    for (;;) {
-      let id = explicit;
-      if (id === undefined) {
-        const numbers = (await this.tasks(channel)).map((t) => Number(t.id));
-        id = String(Math.max(0, ...numbers.filter(Number.isSafeInteger)) + 1);
-      }
-      const text = formatTask({ id, from, title, ts: formatTimestamp(), body: task.body ?? "" });
-      try {
-        await this.guard(
-          () => this.kv.create(taskKey(channel, id), JSON.stringify({ text })),
-          `cannot create task ${id}`,
-        );
-        return { id, channel, state: "open", title, file: `task-${id}.md` };
-      } catch (err) {
-        if (!isWrongLastSequence(err)) throw err;
-        if (explicit !== undefined) {
-          throw new AgentChatError("TASK_EXISTS", `task ${id} already exists in ${channel}`);
-        }
-        // Another connection took the next number first: count again.
-      }
-    }
-  }
-
-  async tasks(channel: string): Promise<TaskInfo[]> {
-    await this.roster(channel);
-    const records = await this.taskRecords(channel);
-    return records.map(({ id, record }) => taskInfo(channel, id, record)).sort(byId);
-  }
-
-  private async taskRecords(
-    channel: string,
-  ): Promise<Array<{ id: string; record: TaskRecord; revision: number }>> {
+  protected async taskRecords(channel: string): Promise<TaskRecord[]> {
     const prefix = `task.${token(channel)}.`;
     return this.guard(async () => {
       const keys: string[] = [];
       for await (const key of await this.kv.keys(`${prefix}*`)) keys.push(key);
-      const out = [];
+      const out: TaskRecord[] = [];
       for (const key of keys) {
         const entry = await this.kv.get(key);
         if (entry?.operation !== "PUT") continue;
-        out.push({
-          id: key.slice(prefix.length),
-          record: entry.json<TaskRecord>(),
-          revision: entry.revision,
-        });
+        out.push(taskRecord(key.slice(prefix.length), entry.json<StoredTask>(), entry.revision));
       }
       return out;
     }, `cannot list the tasks of ${channel}`);
   }
 
-  private async taskRecord(
+  protected override async taskRecord(
     channel: string,
     id: string,
-  ): Promise<{ record: TaskRecord; revision: number }> {
+  ): Promise<TaskRecord | undefined> {
     const entry = await this.guard(
       () => this.kv.get(taskKey(channel, id)),
       `cannot read task ${id}`,
     );
-    if (entry?.operation !== "PUT") {
-      throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
-    }
-    return { record: entry.json<TaskRecord>(), revision: entry.revision };
+    if (entry?.operation !== "PUT") return undefined;
+    return taskRecord(id, entry.json<StoredTask>(), entry.revision);
   }
 
-  async claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
-    const id = parseTaskId(task);
-    validateName("agent", agent);
-    await this.roster(channel);
-    const holder = identity(agent);
-    const { record, revision } = await this.taskRecord(channel, id);
-    if (record.holder !== undefined) {
-      throw new AgentChatError(
-        "CLAIM_LOST",
-        `task ${id} is already claimed by ${record.holder === holder ? "you" : record.holder}`,
-      );
-    }
-    const claimed: TaskRecord = { ...record, holder };
+  protected async createTaskRecord(channel: string, id: string, text: string): Promise<boolean> {
     try {
       await this.guard(
-        () => this.kv.update(taskKey(channel, id), JSON.stringify(claimed), revision),
-        `cannot claim task ${id}`,
+        () => this.kv.create(taskKey(channel, id), JSON.stringify({ text })),
+        `cannot create task ${id}`,
       );
+      return true;
     } catch (err) {
-      if (isWrongLastSequence(err)) {
-        throw new AgentChatError("CLAIM_LOST", `task ${id} was claimed by someone else`);
-      }
+      if (isWrongLastSequence(err)) return false;
       throw err;
     }
-    return taskInfo(channel, id, claimed);
   }
 
-  async release(channel: string, task: string, agent: string): Promise<TaskInfo> {
-    const id = parseTaskId(task);
-    validateName("agent", agent);
-    await this.roster(channel);
-    const me = identity(agent);
-    for (;;) {
-      const { record, revision } = await this.taskRecord(channel, id);
-      if (record.holder === undefined) {
-        throw new AgentChatError("NOT_HOLDER", `task ${id} is not claimed`);
-      }
-      if (record.holder !== me) {
-        throw new AgentChatError(
-          "NOT_HOLDER",
-          `task ${id} is claimed by ${record.holder}; only the holder can release it`,
-        );
-      }
-      const open: TaskRecord = { text: record.text };
-      try {
-        await this.guard(
-          () => this.kv.update(taskKey(channel, id), JSON.stringify(open), revision),
-          `cannot release task ${id}`,
-        );
-        return taskInfo(channel, id, open);
-      } catch (err) {
-        if (!isWrongLastSequence(err)) throw err;
-        // Changed between our read and our update: look again.
-      }
+  protected async swapTaskRecord(
+    channel: string,
+    current: TaskRecord,
+    holder: string | undefined,
+  ): Promise<boolean> {
+    const next: StoredTask =
+      holder === undefined ? { text: current.text } : { text: current.text, holder };
+    const verb = holder === undefined ? "release" : "claim";
+    try {
+      await this.guard(
+        () =>
+          this.kv.update(
+            taskKey(channel, current.id),
+            JSON.stringify(next),
+            Number(current.version),
+          ),
+        `cannot ${verb} task ${current.id}`,
+      );
+      return true;
+    } catch (err) {
+      if (isWrongLastSequence(err)) return false;
+      throw err;
     }
   }
 
@@ -676,9 +432,9 @@ export class NatsStore implements Store {
         if (Number.isSafeInteger(n) && n > 0) cursors[key.slice(prefix.length)] = n;
       }
     }, `cannot read the cursors of ${channel}`);
-    const tasks = (await this.taskRecords(channel)).map(({ id, record }) => ({
-      file: taskInfo(channel, id, record).file,
-      text: record.text,
+    const tasks = (await this.taskRecords(channel)).map(({ id, holder, text }) => ({
+      file: taskFileName(id, holder),
+      text,
     }));
     return { name: channel, metaText: entry.string(), messages: feed.texts(), cursors, tasks };
   }
@@ -714,12 +470,12 @@ export class NatsStore implements Store {
       previous = m.seq;
     }
     for (const [agent, seq] of Object.entries(dump.cursors)) {
-      await this.writeCursor(dump.name, agent, seq);
+      await this.saveCursor(dump.name, agent, seq);
     }
     for (const task of dump.tasks) {
       const m = TASK_FILE.exec(task.file);
       if (!m) continue;
-      const record: TaskRecord = { text: task.text };
+      const record: StoredTask = { text: task.text };
       if (m[2]) record.holder = m[2];
       await this.guard(
         () => this.kv.create(taskKey(dump.name, m[1]!), JSON.stringify(record)),
@@ -737,13 +493,8 @@ export class NatsStore implements Store {
 
   /** Warnings about undeliverable messages, each reported once per store. */
   private newWarnings(feed: ChannelFeed): string[] {
-    const out = [];
-    for (const w of feed.warnings) {
-      const key = `${feed.channel}/${w}`;
-      if (this.warned.has(key)) continue;
-      this.warned.add(key);
-      out.push(w);
-    }
+    const out: string[] = [];
+    for (const w of feed.warnings) this.warnOnce(w, (warning) => out.push(warning), feed.channel);
     return out;
   }
 
@@ -784,13 +535,7 @@ export class NatsStore implements Store {
   }
 }
 
-/** A wait whose scan found relevant messages, and the cursors it moves. */
-interface Found {
-  result: WaitResult;
-  advance: Record<string, number>;
-}
-
-/** How soon a wait scans again after the server did not answer. */
+/** How soon a post is sent again after the server did not answer. */
 const AWAY_RETRY_MS = 250;
 
 function toBackendError(err: unknown, what: string): AgentChatError {
@@ -859,23 +604,10 @@ function taskKey(channel: string, id: string): string {
   return `task.${token(channel)}.${id}`;
 }
 
-function taskInfo(channel: string, id: string, record: TaskRecord): TaskInfo {
-  const title = parseTaskFile(record.text).title;
-  if (record.holder !== undefined) {
-    return {
-      id,
-      channel,
-      state: "claimed",
-      holder: record.holder,
-      title,
-      file: `task-${id}.CLAIMED-${record.holder}.md`,
-    };
-  }
-  return { id, channel, state: "open", title, file: `task-${id}.md` };
-}
-
-function byId(a: TaskInfo, b: TaskInfo): number {
-  return compareTaskIds(a.id, b.id);
+function taskRecord(id: string, stored: StoredTask, revision: number): TaskRecord {
+  const record: TaskRecord = { id, text: stored.text, version: revision };
+  if (stored.holder !== undefined) record.holder = stored.holder;
+  return record;
 }
 
 function delay(ms: number): Promise<void> {

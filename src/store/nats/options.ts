@@ -1,20 +1,5 @@
 import { AgentChatError } from "../../core/errors.js";
-
-/**
- * How to reach and authenticate to nats-server. Every field maps onto the NATS client's own
- * connection options; the CLI fills them from the environment, never from printed output.
- */
-export interface NatsConnectionOptions {
-  user?: string;
-  pass?: string;
-  token?: string;
-  /** A NATS credentials file (JWT + NKey seed), as `nsc` writes it. */
-  credsFile?: string;
-  /** TLS: a CA to trust, and a client certificate when the server asks for one. */
-  tls?: { caFile?: string; certFile?: string; keyFile?: string };
-  /** Bound on connecting and on every request (default 5 s): nothing hangs on a dead server. */
-  timeoutMs?: number;
-}
+import type { NatsConnectionOptions } from "../roots.js";
 
 export interface NatsStoreOptions extends NatsConnectionOptions {
   /** Largest accepted message body in bytes (default 1 MiB, capped by the server's max_payload). */
@@ -37,10 +22,6 @@ export interface NatsTarget {
 const SCHEMES = new Set(["nats:", "tls:"]);
 /** A namespace names a stream and a KV bucket, whose names allow no dots. */
 const NAMESPACE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-
-export function isNatsUrl(root: string): boolean {
-  return /^(nats|tls):\/\//i.test(root);
-}
 
 /**
  * Parses `nats://[user:pass@ | token@]host[:port][/namespace]`. Credentials in the URL work but

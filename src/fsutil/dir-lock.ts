@@ -10,12 +10,14 @@ import {
 } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
-import { AgentChatError, wrapIoError } from "../../core/errors.js";
-import { entryKind, removeFileEntry, removeOwnDir } from "../root-files.js";
+import { AgentChatError, wrapIoError } from "../core/errors.js";
+import { entryKind, removeFileEntry, removeOwnDir } from "./root-files.js";
 
 /**
- * The channel's sequence lock `_seq.lock`, the name the reference `chat.py` takes with mkdir, so
- * that a `chat.py` posting into the same channel is excluded: its mkdir fails while ours exists.
+ * A folder's lock `_seq.lock`. In a channel it is the sequence lock, under the name the reference
+ * `chat.py` takes with mkdir, so that a `chat.py` posting into the same channel is excluded: its
+ * mkdir fails while ours exists. The daemon's socket folder and a K-folder are locked the same
+ * way, so one tested lock (crash-safe, never following a planted link) serves all three.
  *
  * Ours is a symbolic link whose target names the owner, `.seq.lock.owner.<pid>.<token>.<host>`:
  * creating a symlink is one atomic step that fails when the name exists, so our lock is never
@@ -76,7 +78,7 @@ export interface LockOptions {
 
 export type Release = () => void;
 
-export async function acquireSeqLock(
+export async function acquireDirLock(
   channelDir: string,
   options: LockOptions = {},
 ): Promise<Release> {

@@ -1,4 +1,4 @@
-import { AgentChatError } from "../core/errors.js";
+import { AgentChatError } from "../../core/errors.js";
 import {
   formatTimestamp,
   formatTo,
@@ -6,10 +6,10 @@ import {
   parseTo,
   serializeMessage,
   titleFromBody,
-} from "../core/message.js";
-import type { ChannelMeta } from "../core/meta.js";
-import { validateName } from "../core/names.js";
-import type { InitOptions, NewTask, PostInput } from "./types.js";
+} from "../../core/message.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { validateName } from "../../core/names.js";
+import type { InitOptions, NewTask, PostInput } from "../types.js";
 
 /** Limits every backend enforces alike, so that a post accepted by one is accepted by all. */
 export const MAX_TITLE = 200;

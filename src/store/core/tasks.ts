@@ -1,4 +1,5 @@
 import { oneLine } from "../../core/message.js";
+import type { TaskInfo } from "../types.js";
 
 /**
  * Task markers: `task-<id>.md` while open, `task-<id>.CLAIMED-<holder>.md` once claimed, as the
@@ -35,4 +36,34 @@ export function parseTaskFile(text: string): { title: string } {
   }
   const first = lines.find((l) => l.trim() !== "" && l.trim() !== "---") ?? "";
   return { title: oneLine(first.replace(/^#+\s*/, "")).slice(0, 200) };
+}
+
+/**
+ * A task marker as a backend keeps it: the SPEC marker's text, its holder once claimed, and the
+ * version a swap compares (a file name on the folder store, a KV revision on NATS).
+ */
+export interface TaskRecord {
+  id: string;
+  text: string;
+  holder?: string;
+  version: string | number;
+}
+
+/** The SPEC file name of a task marker in a given state. */
+export function taskFileName(id: string, holder?: string): string {
+  return holder === undefined ? `task-${id}.md` : `task-${id}.CLAIMED-${holder}.md`;
+}
+
+export function taskInfo(channel: string, record: TaskRecord): TaskInfo {
+  const { id, holder } = record;
+  const title = parseTaskFile(record.text).title;
+  const file = taskFileName(id, holder);
+  if (holder === undefined) return { id, channel, state: "open", title, file };
+  return { id, channel, state: "claimed", holder, title, file };
+}
+
+/** The id a new task gets: one more than the largest numeric id, and at least `floor`. */
+export function nextTaskId(existing: readonly TaskRecord[], floor = 1): string {
+  const numbers = existing.map((t) => Number(t.id)).filter(Number.isSafeInteger);
+  return String(Math.max(floor, Math.max(0, ...numbers) + 1));
 }

@@ -1,4 +1,4 @@
-import { AgentChatError } from "../core/errors.js";
+import { AgentChatError } from "../../core/errors.js";
 
 /** A level-triggered wake-up: kicks between two `next()` calls are not lost. */
 export class Wakeup {

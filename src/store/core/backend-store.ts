@@ -1,0 +1,528 @@
+import { AgentChatError, isAgentChatError } from "../../core/errors.js";
+import { formatTimestamp, isRelevant, type Message } from "../../core/message.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { identity, parseTaskId, validateName } from "../../core/names.js";
+import {
+  type Capabilities,
+  type ChannelInfo,
+  type ChannelsOptions,
+  DEFAULT_MAX_BODY_BYTES,
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_WAIT_TIMEOUT_MS,
+  type InitOptions,
+  type NewTask,
+  type PostInput,
+  type PostResult,
+  type ReadOptions,
+  type ReadResult,
+  type Store,
+  type TaskInfo,
+  type WaitOptions,
+  type WaitResult,
+  type WatchOptions,
+} from "../types.js";
+import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
+import { formatTask, nextTaskId, type TaskRecord, taskInfo } from "./tasks.js";
+import { abortError, timeoutError, Wakeup } from "./wakeup.js";
+
+/** A scan of a channel after some seq: the well-formed messages and how far it got. */
+export interface Scan {
+  messages: Message[];
+  scannedTo: number;
+  /** Why files were passed over; each is reported once per store. */
+  warnings: string[];
+  /** It stopped before an entry that may still be being written: look again on the next poll. */
+  stalled?: boolean;
+}
+
+/** One channel as a backend serves it to the shared read, wait and watch loops. */
+export interface Feed {
+  readonly channel: string;
+  /** Well-formed messages with seq greater than `after`, in seq order. */
+  scan(after: number): Promise<Scan>;
+  /** The largest seq of the channel as this feed knows it now. */
+  maxSeq(): Promise<number>;
+  /** The last `count` messages, oldest first. */
+  last(count: number): Promise<Message[]>;
+  /** Calls `listener` whenever new messages may have appeared; returns the unsubscribe. */
+  onChange(listener: () => void): () => void;
+  /** Throws once the feed can no longer deliver (its stream was deleted under it). */
+  throwIfFailed?(): void;
+}
+
+/** What a backend runs beside its change events while a wait or watch is parked. */
+export interface SafetyNet {
+  /** A scan starts: what it will see is no longer news. */
+  scanned(): void;
+  /** Whether that scan stopped before an entry still being written. */
+  stalledOn(stalled: boolean): void;
+  end(): void;
+}
+
+const NO_SAFETY_NET: SafetyNet = { scanned() {}, stalledOn() {}, end() {} };
+
+/** How soon a wait looks again after its backend failed for a moment ({@link isTransient}). */
+const TRANSIENT_RETRY_MS = 250;
+
+/** A wait's scan that found relevant messages, and the cursors it moves. */
+interface Found {
+  result: WaitResult;
+  advance: Record<string, number>;
+}
+
+/** What one wait remembers between its passes. */
+interface WaitPass<F> {
+  feeds: F[];
+  agent: string;
+  net: SafetyNet;
+  /** How far earlier passes scanned each channel and found nothing for the agent. */
+  looked: Map<F, number>;
+  /** Warnings met by those passes, returned with the messages. */
+  warnings: string[];
+}
+
+/**
+ * The Store contract implemented once, over a backend's primitives (DESIGN.md §4): validation
+ * order, the post queue, the read, wait and watch loops and the task rules with their wording
+ * live here, so that every backend behaves alike and a feature is written once. A backend
+ * (the folder store, NATS) implements the abstract primitives below: messages through
+ * {@link append} and {@link openFeed}, cursors, and task markers as records it can create and
+ * swap atomically. It may override the hooks: {@link exclusive}, {@link safetyNet},
+ * {@link isTransient} and {@link cursorProblem}.
+ */
+export abstract class BackendStore<F extends Feed = Feed> implements Store {
+  abstract readonly capabilities: Capabilities;
+  abstract readonly location: string;
+  protected readonly maxBodyBytes: number;
+  /** Channels known to exist: a post needs no round trip to prove it again. */
+  private readonly known = new Set<string>();
+  /** Posts from this store to one channel go one at a time: no self-contention. */
+  private readonly tails = new Map<string, Promise<unknown>>();
+  private readonly warned = new Set<string>();
+
+  constructor(maxBodyBytes: number | undefined) {
+    this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  }
+
+  // ---- Primitives: what each backend implements. ----
+
+  /** Creates a channel with this meta; `CHANNEL_EXISTS` when it exists. */
+  protected abstract createChannel(channel: string, meta: ChannelMeta): Promise<void>;
+  /** A valid channel name's meta; `CHANNEL_NOT_FOUND` when there is none. */
+  protected abstract readMeta(channel: string): Promise<ChannelMeta>;
+  /** The names that may be channels, sorted. */
+  protected abstract channelNames(): Promise<string[]>;
+  protected abstract lastSeq(channel: string): Promise<number>;
+  /** Allocates the next seq atomically and stores the message under it. */
+  protected abstract append(draft: PostDraft): Promise<PostResult>;
+  protected abstract openFeed(channel: string): Promise<F>;
+  protected abstract loadCursor(channel: string, agent: string): Promise<number>;
+  protected abstract saveCursor(channel: string, agent: string, seq: number): Promise<void>;
+  /** Every task marker of a channel, in any order. */
+  protected abstract taskRecords(channel: string): Promise<TaskRecord[]>;
+  /** Creates an open task marker; false when one with that id exists. */
+  protected abstract createTaskRecord(channel: string, id: string, text: string): Promise<boolean>;
+  /** Moves a marker to a new holder (undefined: open); false when it changed since it was read. */
+  protected abstract swapTaskRecord(
+    channel: string,
+    current: TaskRecord,
+    holder: string | undefined,
+  ): Promise<boolean>;
+  abstract close(): Promise<void>;
+
+  // ---- Hooks: defaults a backend may override. ----
+
+  /** One task marker; the folder store lists them, a key-value backend gets one key. */
+  protected async taskRecord(channel: string, id: string): Promise<TaskRecord | undefined> {
+    return (await this.sortedTasks(channel)).find((t) => t.id === id);
+  }
+
+  /** Runs task changes excluded from this channel's other writers, where the backend must. */
+  protected exclusive<T>(_channel: string, fn: () => Promise<T>): Promise<T> {
+    return fn();
+  }
+
+  /** What catches a change the backend's events missed, while a wait or watch is parked. */
+  protected safetyNet(_feeds: F[], _intervalMs: number, _kick: () => void): SafetyNet {
+    return NO_SAFETY_NET;
+  }
+
+  /** A failure a parked wait outlives (its server restarting), trying again shortly. */
+  protected isTransient(_err: unknown): boolean {
+    return false;
+  }
+
+  /** Why the agent's cursor in this channel cannot be saved; undefined when it can. */
+  protected cursorProblem(_channel: string, _agent: string): string | undefined {
+    return undefined;
+  }
+
+  /** Reports `warning` through `report` the first time this store meets it in `scope`. */
+  protected warnOnce(
+    warning: string,
+    report: ((warning: string) => void) | undefined,
+    scope = this.location,
+  ): void {
+    const key = `${scope}/${warning}`;
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    report?.(warning);
+  }
+
+  // ---- Channels ----
+
+  async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
+    const meta = draftMeta(channel, options);
+    await this.createChannel(channel, meta);
+    return meta;
+  }
+
+  async roster(channel: string): Promise<ChannelMeta> {
+    validateName("channel", channel);
+    return this.readMeta(channel);
+  }
+
+  /**
+   * Every channel. One that cannot be read (a corrupt meta, a folder that is a link) never hides
+   * the others: it is left out, and `onWarning` hears why, once. A backend that is down fails.
+   */
+  async channels(options: ChannelsOptions = {}): Promise<ChannelInfo[]> {
+    const out: ChannelInfo[] = [];
+    for (const name of await this.channelNames()) {
+      let meta: ChannelMeta;
+      try {
+        meta = await this.roster(name);
+      } catch (err) {
+        if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue;
+        if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
+        this.warnOnce(`channel ${name}: ${(err as Error).message}; skipped`, options.onWarning);
+        continue;
+      }
+      const { topic, members, created } = meta;
+      out.push({ name, topic, members, created, lastSeq: await this.lastSeq(name) });
+    }
+    return out;
+  }
+
+  // ---- Messages ----
+
+  async post(channel: string, input: PostInput): Promise<PostResult> {
+    const draft = draftPost(channel, input, this.maxBodyBytes);
+    if (!this.known.has(channel)) {
+      await this.roster(channel);
+      this.known.add(channel);
+    }
+    const previous = this.tails.get(channel) ?? Promise.resolve();
+    const run = previous.then(
+      () => this.append(draft),
+      () => this.append(draft),
+    );
+    this.tails.set(
+      channel,
+      run.catch((err) => {
+        if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) this.known.delete(channel);
+      }),
+    );
+    return run;
+  }
+
+  async cursor(channel: string, agent: string): Promise<number> {
+    validateName("channel", channel);
+    validateName("agent", agent);
+    return this.loadCursor(channel, agent);
+  }
+
+  async read(channel: string, options: ReadOptions): Promise<ReadResult> {
+    validateName("agent", options.as);
+    await this.roster(channel);
+    const feed = await this.openFeed(channel);
+    const cursor = await this.loadCursor(channel, options.as);
+    const scan = await feed.scan(options.all ? 0 : cursor);
+    const messages = options.everyone
+      ? scan.messages
+      : scan.messages.filter((m) => isRelevant(m, options.as));
+    let next = cursor;
+    if (!options.peek && scan.scannedTo > cursor) {
+      next = scan.scannedTo;
+      await this.saveCursor(channel, options.as, next);
+    }
+    return { channel, messages, cursor: next, warnings: scan.warnings };
+  }
+
+  async peek(channel: string, count = 3): Promise<Message[]> {
+    await this.roster(channel);
+    return (await this.openFeed(channel)).last(count);
+  }
+
+  /**
+   * Parks until a relevant message exists in one of the channels, then returns it and moves the
+   * cursors. It listens before its first scan, so that a post in between is never missed; the
+   * backend's safety net catches what its events miss.
+   */
+  async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
+    validateName("agent", options.as);
+    if (channels.length === 0) {
+      throw new AgentChatError("INVALID_ARGUMENT", "no channel to wait on");
+    }
+    const unique = [...new Set(channels)];
+    for (const channel of unique) await this.roster(channel);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
+    const wake = new Wakeup();
+    const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
+    const onAbort = () => wake.fail(abortError());
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    const unsubscribe: Array<() => void> = [];
+    let net = NO_SAFETY_NET;
+    try {
+      if (options.signal?.aborted) throw abortError();
+      const feeds: F[] = [];
+      for (const channel of unique) {
+        const feed = await this.openFeed(channel);
+        unsubscribe.push(feed.onChange(() => wake.kick()));
+        feeds.push(feed);
+      }
+      net = this.safetyNet(feeds, options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, () =>
+        wake.kick(),
+      );
+      const pass: WaitPass<F> = { feeds, agent: options.as, net, looked: new Map(), warnings: [] };
+      return await this.waitLoop(pass, wake);
+    } finally {
+      for (const off of unsubscribe) off();
+      net.end();
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private async waitLoop(pass: WaitPass<F>, wake: Wakeup): Promise<WaitResult> {
+    let found: Found | undefined;
+    for (;;) {
+      try {
+        pass.net.scanned();
+        // What a pass found is kept across a transient failure, so that a cursor saved just
+        // before the answer was lost cannot hide those messages.
+        found ??= await this.findForWait(pass);
+        if (found) {
+          for (const [channel, seq] of Object.entries(found.advance)) {
+            await this.saveCursor(channel, pass.agent, seq);
+          }
+          return found.result;
+        }
+      } catch (err) {
+        if (!this.isTransient(err)) throw err;
+        setTimeout(() => wake.kick(), TRANSIENT_RETRY_MS).unref();
+      }
+      await wake.next();
+      for (const feed of pass.feeds) feed.throwIfFailed?.();
+    }
+  }
+
+  /**
+   * One pass over the channels. Relevance does not depend on the cursor, so a pass first looks
+   * only at what came after the earlier passes, and reads cursors only when some of it is for
+   * the agent: thousands of waiters woken by a post meant for a few each look at one message.
+   */
+  private async findForWait(pass: WaitPass<F>): Promise<Found | undefined> {
+    if (pass.looked.size === pass.feeds.length && !(await this.anythingNew(pass))) {
+      return undefined;
+    }
+    const scans = [];
+    for (const feed of pass.feeds) {
+      const cursor = await this.loadCursor(feed.channel, pass.agent);
+      scans.push({ feed, cursor, scan: await feed.scan(cursor) });
+    }
+    pass.net.stalledOn(scans.some(({ scan }) => scan.stalled));
+    for (const { scan } of scans) pass.warnings.push(...scan.warnings);
+    const usable = scans.filter((s) => this.cursorUsable(pass, s));
+    const delivered = usable.flatMap(({ scan }) => this.relevant(scan, pass.agent));
+    if (delivered.length === 0) {
+      for (const { feed, scan } of usable) pass.looked.set(feed, scan.scannedTo);
+      return undefined;
+    }
+    const cursors: Record<string, number> = {};
+    const advance: Record<string, number> = {};
+    for (const { feed, cursor, scan } of usable) {
+      cursors[feed.channel] = Math.max(cursor, scan.scannedTo);
+      if (scan.scannedTo > cursor) advance[feed.channel] = scan.scannedTo;
+    }
+    const warnings = pass.warnings.splice(0);
+    return { result: { messages: delivered, cursors, warnings }, advance };
+  }
+
+  /** Whether anything after what earlier passes looked at is for the agent. */
+  private async anythingNew(pass: WaitPass<F>): Promise<boolean> {
+    let stalled = false;
+    for (const feed of pass.feeds) {
+      const scan = await feed.scan(pass.looked.get(feed) ?? 0);
+      stalled ||= scan.stalled === true;
+      pass.warnings.push(...scan.warnings);
+      if (this.relevant(scan, pass.agent).length > 0) return true;
+      pass.looked.set(feed, scan.scannedTo);
+    }
+    pass.net.stalledOn(stalled);
+    return false;
+  }
+
+  /**
+   * Every cursor that will move is checked before any is written: one channel whose cursor
+   * cannot be saved (a `.cursors` planted as a file or link) must not cost the others their
+   * messages, moved past but never returned. Such a channel leaves this wait, with a warning.
+   */
+  private cursorUsable(
+    pass: WaitPass<F>,
+    { feed, cursor, scan }: { feed: F; cursor: number; scan: Scan },
+  ): boolean {
+    const problem =
+      scan.scannedTo > cursor ? this.cursorProblem(feed.channel, pass.agent) : undefined;
+    if (problem === undefined) return true;
+    const warning = `${feed.channel}: ${problem}; its messages are left unread`;
+    pass.warnings.push(warning);
+    pass.feeds.splice(pass.feeds.indexOf(feed), 1);
+    pass.looked.delete(feed);
+    if (pass.feeds.length === 0) throw new AgentChatError("UNSAFE_FILE", warning);
+    return false;
+  }
+
+  private relevant(scan: Scan, agent: string): Message[] {
+    return scan.messages.filter((m) => isRelevant(m, agent));
+  }
+
+  /** Every new message of the channels as it appears, until the signal aborts. */
+  async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
+    const unique = [...new Set(channels)];
+    for (const channel of unique) await this.roster(channel);
+    const wake = new Wakeup();
+    const onAbort = () => wake.end();
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    const unsubscribe: Array<() => void> = [];
+    let net = NO_SAFETY_NET;
+    try {
+      const positions = new Map<F, number>();
+      for (const channel of unique) {
+        const feed = await this.openFeed(channel);
+        unsubscribe.push(feed.onChange(() => wake.kick()));
+        const after = options.after;
+        const start = typeof after === "number" ? after : after?.[channel];
+        positions.set(feed, start ?? (await feed.maxSeq()));
+      }
+      net = this.safetyNet(
+        [...positions.keys()],
+        options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+        () => wake.kick(),
+      );
+      while (!options.signal?.aborted) {
+        yield* this.watchPass(positions, net);
+        const more = await wake.next().then(
+          () => true,
+          () => false,
+        );
+        if (!more) return;
+      }
+    } finally {
+      for (const off of unsubscribe) off();
+      net.end();
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private async *watchPass(positions: Map<F, number>, net: SafetyNet): AsyncIterable<Message> {
+    net.scanned();
+    let stalled = false;
+    for (const [feed, position] of positions) {
+      feed.throwIfFailed?.();
+      const scan = await feed.scan(position);
+      positions.set(feed, scan.scannedTo);
+      stalled ||= scan.stalled === true;
+      yield* scan.messages;
+    }
+    net.stalledOn(stalled);
+  }
+
+  // ---- Tasks ----
+
+  async addTask(channel: string, task: NewTask): Promise<TaskInfo> {
+    await this.roster(channel);
+    const { from, title } = draftTask(task);
+    const explicit = task.id === undefined ? undefined : parseTaskId(task.id);
+    const text = (id: string) =>
+      formatTask({ id, from, title, ts: formatTimestamp(), body: task.body ?? "" });
+    const exists = (id: string) =>
+      new AgentChatError("TASK_EXISTS", `task ${id} already exists in ${channel}`);
+    return this.exclusive(channel, async () => {
+      if (explicit !== undefined) {
+        if (await this.taskRecord(channel, explicit)) throw exists(explicit);
+        if (!(await this.createTaskRecord(channel, explicit, text(explicit)))) {
+          throw exists(explicit);
+        }
+        return taskInfo(channel, { id: explicit, text: text(explicit), version: 0 });
+      }
+      // Another writer may take the next number first (or an unreadable marker hold it): count
+      // again, never below the number just lost.
+      for (let floor = 1; ; ) {
+        const id = nextTaskId(await this.taskRecords(channel), floor);
+        const marker = text(id);
+        if (await this.createTaskRecord(channel, id, marker)) {
+          return taskInfo(channel, { id, text: marker, version: 0 });
+        }
+        floor = Number(id) + 1;
+      }
+    });
+  }
+
+  async tasks(channel: string): Promise<TaskInfo[]> {
+    await this.roster(channel);
+    return (await this.sortedTasks(channel)).map((record) => taskInfo(channel, record));
+  }
+
+  private async sortedTasks(channel: string): Promise<TaskRecord[]> {
+    return (await this.taskRecords(channel)).sort((a, b) => compareTaskIds(a.id, b.id));
+  }
+
+  async claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
+    const id = parseTaskId(task);
+    validateName("agent", agent);
+    await this.roster(channel);
+    const holder = identity(agent);
+    return this.exclusive(channel, async () => {
+      const current = await this.existingTask(channel, id);
+      if (current.holder !== undefined) {
+        const who = current.holder === holder ? "you" : current.holder;
+        throw new AgentChatError("CLAIM_LOST", `task ${id} is already claimed by ${who}`);
+      }
+      if (!(await this.swapTaskRecord(channel, current, holder))) {
+        throw new AgentChatError("CLAIM_LOST", `task ${id} was claimed by someone else`);
+      }
+      return taskInfo(channel, { ...current, holder });
+    });
+  }
+
+  async release(channel: string, task: string, agent: string): Promise<TaskInfo> {
+    const id = parseTaskId(task);
+    validateName("agent", agent);
+    await this.roster(channel);
+    const me = identity(agent);
+    return this.exclusive(channel, async () => {
+      for (;;) {
+        const current = await this.existingTask(channel, id);
+        if (current.holder === undefined) {
+          throw new AgentChatError("NOT_HOLDER", `task ${id} is not claimed`);
+        }
+        if (current.holder !== me) {
+          throw new AgentChatError(
+            "NOT_HOLDER",
+            `task ${id} is claimed by ${current.holder}; only the holder can release it`,
+          );
+        }
+        const { holder: _gone, ...open } = current;
+        if (await this.swapTaskRecord(channel, current, undefined)) return taskInfo(channel, open);
+        // Changed between our read and our swap: look again.
+      }
+    });
+  }
+
+  private async existingTask(channel: string, id: string): Promise<TaskRecord> {
+    const current = await this.taskRecord(channel, id);
+    if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
+    return current;
+  }
+}

@@ -1,0 +1,11 @@
+/** The logic above the backends: what every backend shares, written once. */
+export { BackendStore, type Feed, type SafetyNet, type Scan } from "./backend-store.js";
+export {
+  compareTaskIds,
+  draftMeta,
+  draftPost,
+  draftTask,
+  MAX_FRONTMATTER_BYTES,
+  type PostDraft,
+} from "./draft.js";
+export { formatTask, parseTaskFile, TASK_FILE, type TaskRecord, taskFileName } from "./tasks.js";

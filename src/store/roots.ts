@@ -1,0 +1,23 @@
+/**
+ * What a root names, decided without loading any backend: the CLI asks this on every start, and
+ * the NATS client must stay off the start-up path of folder commands.
+ */
+export function isNatsUrl(root: string): boolean {
+  return /^(nats|tls):\/\//i.test(root);
+}
+
+/**
+ * How to reach and authenticate to nats-server. Every field maps onto the NATS client's own
+ * connection options; the CLI fills them from the environment, never from printed output.
+ */
+export interface NatsConnectionOptions {
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** A NATS credentials file (JWT + NKey seed), as `nsc` writes it. */
+  credsFile?: string;
+  /** TLS: a CA to trust, and a client certificate when the server asks for one. */
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  /** Bound on connecting and on every request (default 5 s): nothing hangs on a dead server. */
+  timeoutMs?: number;
+}
