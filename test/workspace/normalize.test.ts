@@ -212,6 +212,24 @@ describe("rule-based normaliser: request → K-file", () => {
     expect(normalize("focus on recipes", base).reason).toBe("there is no folder named recipes");
   });
 
+  it("reports a path-like file name as invalid whatever its extension, never stores elsewhere", () => {
+    for (const name of ["../x.md", "../x.py", "../x.ts", "a/b.toml", "../x.htm", "../x.log"]) {
+      for (const [verb, action] of [
+        ["save", "store-file"],
+        ["edit", "edit-file"],
+      ] as const) {
+        const n = normalize(`${verb} ${name}: hi`, base);
+        expect(formatKFile(n.kfile), `${verb} ${name}`).toBe(
+          k("acknowledge", action, "ask-target"),
+        );
+        expect(n.reason, `${verb} ${name}`).toBe(
+          `invalid file name ${JSON.stringify(name)}: use ASCII letters, digits, '.', '_' and '-', ` +
+            "starting with a letter or digit (nothing may leave the workspace)",
+        );
+      }
+    }
+  });
+
   it("is deterministic", () => {
     for (const [request] of table) {
       expect(normalize(request, base)).toEqual(normalize(request, base));
