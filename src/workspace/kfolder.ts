@@ -10,7 +10,7 @@ import {
   validateDescription,
   validateFileName,
   validateFolderName,
-} from "../core/kfile.js";
+} from "../core/kfile/index.js";
 import { acquireSeqLock } from "../store/fs/seq-lock.js";
 import {
   assertRealDir,

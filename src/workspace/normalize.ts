@@ -9,7 +9,7 @@ import {
   validateDescription,
   validateFileName,
   validateFolderName,
-} from "../core/kfile.js";
+} from "../core/kfile/index.js";
 import { slug } from "../core/names.js";
 import { allFolders, type Folder, findByPath, type Snapshot, shortRef } from "./kfolder.js";
 

@@ -1,4 +1,4 @@
-import { type KFile, LABEL_MEANINGS } from "../core/kfile.js";
+import { type KFile, LABEL_MEANINGS } from "../core/kfile/index.js";
 import { displayPath, findByPath, type Snapshot } from "./kfolder.js";
 
 /** The seed's Response = (Context, Concepts, Contents). */

@@ -9,7 +9,7 @@ import {
   renderTree,
   UPDATE_SYNTAX,
   type UpdateAction,
-} from "../core/kfile.js";
+} from "../core/kfile/index.js";
 import { identity } from "../core/names.js";
 import {
   displayPath,

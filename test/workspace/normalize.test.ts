@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatKFile, parseKFile } from "../../src/core/kfile.js";
+import { formatKFile, parseKFile } from "../../src/core/kfile/index.js";
 import type { Folder, Snapshot } from "../../src/workspace/kfolder.js";
 import { normalize, splitRequest } from "../../src/workspace/normalize.js";
 
