@@ -697,13 +697,8 @@ const PLANNERS: Record<UpdateVerb, Planner> = {
 function fileMention(words: string[], ctx: Ctx): { file?: string; invalid?: string } {
   for (const w of words.map((x) => quoted(x, ctx) ?? clean(x))) {
     if (FILE_TOKEN.test(w)) return { file: w };
-    if (LOOKS_LIKE_FILE.test(w)) {
-      try {
-        validateFileName(w);
-      } catch (err) {
-        return { invalid: (err as Error).message };
-      }
-    }
+    const bad = LOOKS_LIKE_FILE.test(w) ? invalid(validateFileName, w) : undefined;
+    if (bad) return { invalid: bad };
   }
   return {};
 }

@@ -628,25 +628,60 @@ export async function runNormalizer(
   snapshot: Snapshot,
   timeoutMs = 60_000,
 ): Promise<Normalized> {
-  const folders: Array<{ path: string; description: string; files: string[] }> = [];
-  const walk = (f: Folder) => {
-    folders.push({ path: displayPath(f.path), description: f.description, files: f.files });
-    for (const c of f.children) walk(c);
-  };
-  walk(snapshot.root);
   const payload = {
     request,
     tree: renderTree(toTree(snapshot)),
     focus: displayPath(snapshot.focus),
-    folders,
+    folders: folderList(snapshot.root),
     syntax: UPDATE_SYNTAX,
   };
-  const { code, stdout, stderr, timedOut } = await new Promise<{
-    code: number | null;
-    stdout: string;
-    stderr: string;
-    timedOut: boolean;
-  }>((resolve, reject) => {
+  const { code, stdout, stderr, timedOut } = await runShell(
+    command,
+    `${JSON.stringify(payload)}\n`,
+    timeoutMs,
+  );
+  if (timedOut) {
+    throw new AgentChatError(
+      "NORMALIZER_FAILED",
+      `the normalizer did not answer within ${timeoutMs / 1000} s`,
+    );
+  }
+  if (code !== 0) {
+    const tail = stderr.trim().split("\n").slice(-3).join(" | ");
+    throw new AgentChatError(
+      "NORMALIZER_FAILED",
+      `the normalizer exited with ${code}${tail ? `: ${tail}` : ""}`,
+    );
+  }
+  try {
+    return { kfile: parseKFile(stdout) };
+  } catch (err) {
+    throw new AgentChatError(
+      "INVALID_KFILE",
+      `the normalizer's output is not a valid K-file: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+}
+
+/** Every folder of the tree, depth first, as the normaliser's input lists them. */
+function folderList(root: Folder): Array<{ path: string; description: string; files: string[] }> {
+  return [
+    { path: displayPath(root.path), description: root.description, files: root.files },
+    ...root.children.flatMap(folderList),
+  ];
+}
+
+interface ShellResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** `sh -c command` with `stdin`, killed with what it started after `timeoutMs`. */
+function runShell(command: string, stdin: string, timeoutMs: number): Promise<ShellResult> {
+  return new Promise<ShellResult>((resolve, reject) => {
     // Its own process group, so that a timeout also kills what the command started.
     const child = spawn("/bin/sh", ["-c", command], {
       stdio: ["pipe", "pipe", "pipe"],
@@ -682,28 +717,6 @@ export async function runNormalizer(
       resolve({ code: c, stdout: out, stderr: err, timedOut });
     });
     child.stdin.on("error", () => {});
-    child.stdin.end(`${JSON.stringify(payload)}\n`);
+    child.stdin.end(stdin);
   });
-  if (timedOut) {
-    throw new AgentChatError(
-      "NORMALIZER_FAILED",
-      `the normalizer did not answer within ${timeoutMs / 1000} s`,
-    );
-  }
-  if (code !== 0) {
-    const tail = stderr.trim().split("\n").slice(-3).join(" | ");
-    throw new AgentChatError(
-      "NORMALIZER_FAILED",
-      `the normalizer exited with ${code}${tail ? `: ${tail}` : ""}`,
-    );
-  }
-  try {
-    return { kfile: parseKFile(stdout) };
-  } catch (err) {
-    throw new AgentChatError(
-      "INVALID_KFILE",
-      `the normalizer's output is not a valid K-file: ${(err as Error).message}`,
-      { cause: err },
-    );
-  }
 }
