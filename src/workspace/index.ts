@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
-import { formatUpdate } from "../core/kfile.js";
+import { formatUpdate } from "../core/kfile/index.js";
 import { assertRealDir, entryKind } from "../fsutil/root-files.js";
 import type { PostResult, Store } from "../store/types.js";
 import type { TurnResult } from "./turn.js";

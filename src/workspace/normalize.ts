@@ -5,10 +5,11 @@ import {
   type ResponseAction,
   ROOT_NAME,
   type UpdateAction,
+  type UpdateLabel,
   validateDescription,
   validateFileName,
   validateFolderName,
-} from "../core/kfile.js";
+} from "../core/kfile/index.js";
 import { slug } from "../core/names.js";
 import { allFolders, type Folder, findByPath, type Snapshot, shortRef } from "./kfolder.js";
 
@@ -40,15 +41,26 @@ const FILLERS = new Set(
     " ",
   ),
 );
-const FILE_TOKEN =
-  /^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\.(?:md|markdown|txt|text|json|csv|tsv|yaml|yml|html|htm|tex|pdf|py|ts|js|org|rst|xml|toml|ini|log)$/i;
+/**
+ * The extensions that make a word a file name. One list, so that a word the normaliser would take
+ * for a file (`notes.py`) is also reported as an invalid name when it is path-like (`../x.py`).
+ */
+const FILE_EXTENSIONS =
+  "md markdown txt text json csv tsv yaml yml html htm tex pdf py ts js org rst xml toml ini log".split(
+    " ",
+  );
+const EXTENSION = `\\.(?:${FILE_EXTENSIONS.join("|")})$`;
+const FILE_TOKEN = new RegExp(`^[A-Za-z0-9][A-Za-z0-9_-]*(?:\\.[A-Za-z0-9_-]+)*${EXTENSION}`, "i");
+/** Ends like a file name, whatever comes before (`../x.md`, `a/b.py`). */
+const LOOKS_LIKE_FILE = new RegExp(EXTENSION, "i");
 const SKIP = new Set(
   "the a an my our this that these those folder folders directory dir subfolder sub-folder area section workspace-folder called named titled on to into in onto inside back over file document new".split(
     " ",
   ),
 );
 
-type Verb =
+/** A verb that changes the K-folder; each has its planner in {@link PLANNERS}. */
+type UpdateVerb =
   | "create"
   | "focus"
   | "rename"
@@ -56,10 +68,8 @@ type Verb =
   | "move"
   | "delete"
   | "store"
-  | "edit"
-  | "prove"
-  | "export"
-  | "discuss";
+  | "edit";
+type Verb = UpdateVerb | "prove" | "export" | "discuss";
 
 const VERBS: Array<[RegExp, Verb]> = [
   [
@@ -93,17 +103,6 @@ const VERBS: Array<[RegExp, Verb]> = [
   ],
 ];
 
-const UPDATE_VERBS = new Set<Verb>([
-  "create",
-  "focus",
-  "rename",
-  "describe-as",
-  "move",
-  "delete",
-  "store",
-  "edit",
-]);
-
 interface Clause {
   verb: Verb;
   /** The clause from its verb on, original case, quotes replaced by placeholders. */
@@ -112,6 +111,12 @@ interface Clause {
   rest: string[];
   /** No known verb starts it: a statement or a question. */
   unknown?: boolean;
+}
+
+type UpdateClause = Clause & { verb: UpdateVerb };
+
+function changesFolder(c: Clause): c is UpdateClause {
+  return Object.hasOwn(PLANNERS, c.verb);
 }
 
 export function splitRequest(request: string): { instruction: string; content?: string } {
@@ -181,8 +186,6 @@ function decide(
   if (instruction.replace(/[\s?.!]/g, "") === "" && content === undefined) {
     return ask("ask-goal", "the request is empty");
   }
-  const updates = clauses.filter((c) => UPDATE_VERBS.has(c.verb));
-  const talk = clauses.filter((c) => !UPDATE_VERBS.has(c.verb));
   const known = clauses.some((c) => !c.unknown);
   const isQuestion = /\?\s*$/.test(instruction);
   if (!known && !isQuestion && instruction.split(/\s+/).length <= 3) {
@@ -191,25 +194,14 @@ function decide(
       `"${instruction}" does not say what to do (discuss, create, focus, store, …)`,
     );
   }
-  const ctx: Ctx = { snapshot, quotes, content };
-  let plan: UpdatePlan = { update: { action: "none" }, clarify: "none" };
-  if (updates.length > 0) {
-    plan = planUpdate(updates[0]!, ctx);
-    if (updates.length > 1 && plan.clarify === "none") {
-      plan = {
-        update: plan.update,
-        clarify: "ask-goal",
-        reason: `one turn makes one change to the K-folder, and this request asks for ${updates.length} (${updates.map((u) => u.verb).join(", ")}): ask for them one at a time`,
-      };
-    }
-  }
-  let response: ResponseAction = plan.update.action === "none" ? "discuss" : "acknowledge";
-  let talkClarify: { clarify: ClarifyAction; reason: string } | undefined;
-  const first = talk[0];
-  if (first) {
-    response = first.verb === "prove" ? "prove" : first.verb === "export" ? "export" : "discuss";
-    talkClarify = responseClarify(first);
-  }
+  const plan = planUpdates(clauses.filter(changesFolder), { snapshot, quotes, content });
+  const first = clauses.find((c) => !changesFolder(c));
+  const response = first
+    ? talkResponse(first)
+    : plan.update.action === "none"
+      ? "discuss"
+      : "acknowledge";
+  const talkClarify = first ? responseClarify(first) : undefined;
   if (plan.clarify !== "none") {
     return {
       kfile: { response, update: plan.update, clarify: plan.clarify },
@@ -223,6 +215,23 @@ function decide(
     };
   }
   return { kfile: { response, update: plan.update, clarify: "none" } };
+}
+
+/** The first update clause gives the UpdateAction; a second one is asked for on its own. */
+function planUpdates(updates: UpdateClause[], ctx: Ctx): UpdatePlan {
+  const first = updates[0];
+  if (!first) return { update: { action: "none" }, clarify: "none" };
+  const plan = PLANNERS[first.verb](first, ctx);
+  if (updates.length === 1 || plan.clarify !== "none") return plan;
+  return {
+    update: plan.update,
+    clarify: "ask-goal",
+    reason: `one turn makes one change to the K-folder, and this request asks for ${updates.length} (${updates.map((u) => u.verb).join(", ")}): ask for them one at a time`,
+  };
+}
+
+function talkResponse(c: Clause): ResponseAction {
+  return c.verb === "prove" ? "prove" : c.verb === "export" ? "export" : "discuss";
 }
 
 const FORMATS =
@@ -367,12 +376,29 @@ function missingReason(hit: FolderHit): string {
   return "no folder is named";
 }
 
-function clarifyTarget(
-  action: UpdateAction["action"],
-  reason: string,
-  update?: UpdateAction,
-): UpdatePlan {
-  return { update: update ?? ({ action } as UpdateAction), clarify: "ask-target", reason };
+function clarifyTarget(action: UpdateLabel, reason: string, update?: UpdateAction): UpdatePlan {
+  return { update: update ?? { action }, clarify: "ask-target", reason };
+}
+
+/** The message of `check`'s error for `value`, or undefined when `value` passes. */
+function invalid(check: (value: string) => unknown, value: string): string | undefined {
+  try {
+    check(value);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** A word without its punctuation, lower case. */
+function lower(word: string): string {
+  return clean(word).toLowerCase();
+}
+
+/** The focus folder, where a clause that names no folder acts. */
+function focusOf(ctx: Ctx): { ref: FolderRef; folder: Folder } {
+  const { root, focus } = ctx.snapshot;
+  return { ref: shortRef(root, focus), folder: findByPath(root, focus)! };
 }
 
 function quoted(word: string | undefined, ctx: Ctx): string | undefined {
@@ -404,286 +430,275 @@ function descriptionOf(words: string[], ctx: Ctx): string | undefined {
     .trim();
 }
 
-function planUpdate(c: Clause, ctx: Ctx): UpdatePlan {
-  const root = ctx.snapshot.root;
-  const focusRef = shortRef(root, ctx.snapshot.focus);
-  const focusFolder = findByPath(root, ctx.snapshot.focus)!;
-  const words = c.rest;
-  switch (c.verb) {
-    case "focus": {
-      const cand = candidate(words);
-      if (cand.word === undefined)
-        return clarifyTarget("focus-folder", "no folder to focus on was named");
-      const hit = lookupFolder(quoted(cand.word, ctx) ?? cand.word, ctx);
-      if (hit.kind === "found")
-        return { update: { action: "focus-folder", args: { folder: hit.ref } }, clarify: "none" };
-      if (hit.kind === "ambiguous") {
-        return clarifyTarget("focus-folder", missingReason(hit), {
-          action: "focus-folder",
-          args: { folder: hit.ref },
-        });
-      }
-      return clarifyTarget("focus-folder", missingReason(hit));
-    }
-    case "create": {
-      const placeAt = words.findIndex((w) =>
-        /^(in|inside|under|within)$/.test(clean(w).toLowerCase()),
-      );
-      const descAt = words.findIndex(
-        (w) => STOP.test(clean(w).toLowerCase()) && !/^(and|as)$/.test(clean(w).toLowerCase()),
-      );
-      const head = words.slice(
-        0,
-        [placeAt, descAt].filter((i) => i >= 0).reduce((a, b) => Math.min(a, b), words.length),
-      );
-      const cand = candidate(head, 0, NEVER);
-      const name = quoted(cand.word, ctx) ?? cand.word;
-      if (name === undefined)
-        return clarifyTarget(
-          "create-folder",
-          "the new folder's name is missing (create a folder NAME)",
-        );
-      try {
-        validateFolderName(name);
-      } catch (err) {
-        return clarifyTarget("create-folder", (err as Error).message);
-      }
-      let parent: FolderRef = focusRef;
-      let parentFolder = focusFolder;
-      if (placeAt >= 0 && (descAt < 0 || placeAt < descAt)) {
-        const p = folderAfter(
-          words.slice(placeAt, descAt >= 0 ? descAt : undefined),
-          /^(in|inside|under|within)$/,
-          ctx,
-        );
-        if (p.hit.kind !== "found")
-          return clarifyTarget("create-folder", `the parent folder: ${missingReason(p.hit)}`);
-        parent = p.hit.ref;
-        parentFolder = p.hit.folder;
-      }
-      const description =
-        descAt >= 0
-          ? (descriptionOf(words.slice(descAt), ctx) ?? "")
-          : (descriptionOf(words, ctx) ?? "");
-      try {
-        validateDescription(description);
-      } catch (err) {
-        return clarifyTarget("create-folder", (err as Error).message);
-      }
-      const update: UpdateAction = {
-        action: "create-folder",
-        args: { folder: { segments: [...parent.segments, name] }, description },
-      };
-      if (parentFolder.children.some((f) => f.name === name)) {
-        return clarifyTarget(
-          "create-folder",
-          `a folder named ${name} already exists there`,
-          update,
-        );
-      }
-      return { update, clarify: "none" };
-    }
-    case "describe-as": {
-      const text = c.text;
-      const m =
-        /^describe\s+(?:the\s+)?(\S+?)(?:\s+folder)?\s+as\s+(.+)$/i.exec(text) ??
-        /^(?:change|set|update)\s+the\s+description\s+of\s+(?:the\s+)?(\S+?)(?:\s+folder)?\s+(?:to|as)\s+(.+)$/i.exec(
-          text,
-        );
-      if (!m) return clarifyTarget("rename-folder", "say: describe FOLDER as DESCRIPTION");
-      const hit = lookupFolder(m[1]!, ctx);
-      if (hit.kind !== "found") return clarifyTarget("rename-folder", missingReason(hit));
-      const description = (quoted(m[2]!.trim(), ctx) ?? m[2]!).trim();
-      try {
-        validateDescription(description);
-      } catch (err) {
-        return clarifyTarget("rename-folder", (err as Error).message);
-      }
-      const newName = hit.folder.path.length === 0 ? ROOT_NAME : hit.folder.name;
-      return {
-        update: { action: "rename-folder", args: { folder: hit.ref, newName, description } },
-        clarify: "none",
-      };
-    }
-    case "rename": {
-      const toAt = words.findIndex((w) => /^(to|as|into)$/.test(clean(w).toLowerCase()));
-      const cand = candidate(words.slice(0, toAt >= 0 ? toAt : undefined), 0, NEVER);
-      const newCand = toAt >= 0 ? candidate(words, toAt + 1, STOP) : { word: undefined, index: -1 };
-      const newWord = quoted(newCand.word, ctx) ?? newCand.word;
-      if (cand.word !== undefined && FILE_TOKEN.test(cand.word)) {
-        const loc = locateFile(cand.word, words, ctx);
-        if ("reason" in loc) return clarifyTarget("rename-file", loc.reason);
-        if (newWord === undefined)
-          return clarifyTarget("rename-file", "the new file name is missing (rename A.md to B.md)");
-        try {
-          validateFileName(newWord);
-        } catch (err) {
-          return clarifyTarget("rename-file", (err as Error).message);
-        }
-        return {
-          update: {
-            action: "rename-file",
-            args: { folder: loc.ref, file: cand.word, newFile: newWord },
-          },
-          clarify: "none",
-        };
-      }
-      if (cand.word === undefined)
-        return clarifyTarget("rename-folder", "the folder to rename is not named");
-      const hit = lookupFolder(cand.word, ctx);
-      if (hit.kind !== "found") {
-        return clarifyTarget("rename-folder", missingReason(hit));
-      }
-      if (newWord === undefined)
-        return clarifyTarget("rename-folder", "the new name is missing (rename OLD to NEW)");
-      try {
-        validateFolderName(newWord);
-      } catch (err) {
-        return clarifyTarget("rename-folder", (err as Error).message);
-      }
-      const description = descriptionOf(words.slice(newCand.index + 1), ctx);
-      const args =
-        description === undefined
-          ? { folder: hit.ref, newName: newWord }
-          : { folder: hit.ref, newName: newWord, description };
-      return { update: { action: "rename-folder", args }, clarify: "none" };
-    }
-    case "move": {
-      const toAt = words.findIndex((w) =>
-        /^(to|into|under|inside|onto)$/.test(clean(w).toLowerCase()),
-      );
-      const objectWords = words.slice(0, toAt >= 0 ? toAt : undefined);
-      const cand = candidate(objectWords, 0, /^(from)$/);
-      const dest: { word?: string } = toAt >= 0 ? candidate(words, toAt + 1, STOP) : {};
-      const destHit =
-        dest.word === undefined ? ({ kind: "none" } as FolderHit) : lookupFolder(dest.word, ctx);
-      if (cand.word !== undefined && FILE_TOKEN.test(cand.word)) {
-        const loc = locateFile(cand.word, objectWords, ctx);
-        if ("reason" in loc) return clarifyTarget("move-file", loc.reason);
-        if (destHit.kind !== "found")
-          return clarifyTarget("move-file", `the destination: ${missingReason(destHit)}`);
-        return {
-          update: {
-            action: "move-file",
-            args: { folder: loc.ref, file: cand.word, to: destHit.ref },
-          },
-          clarify: "none",
-        };
-      }
-      if (cand.word === undefined)
-        return clarifyTarget("move-folder", "the folder or file to move is not named");
-      const hit = lookupFolder(cand.word, ctx);
-      if (hit.kind !== "found") return clarifyTarget("move-folder", missingReason(hit));
-      if (destHit.kind !== "found")
-        return clarifyTarget("move-folder", `the destination: ${missingReason(destHit)}`);
-      return {
-        update: { action: "move-folder", args: { folder: hit.ref, to: destHit.ref } },
-        clarify: "none",
-      };
-    }
-    case "delete": {
-      const cand = candidate(words, 0, /^(from|in|inside)$/);
-      if (cand.word !== undefined && FILE_TOKEN.test(cand.word)) {
-        const loc = locateFile(cand.word, words, ctx);
-        if ("reason" in loc) return clarifyTarget("delete-file", loc.reason);
-        return {
-          update: { action: "delete-file", args: { folder: loc.ref, file: cand.word } },
-          clarify: "ask-confirmation",
-        };
-      }
-      if (cand.word === undefined)
-        return clarifyTarget("delete-folder", "nothing to delete was named");
-      const hit = lookupFolder(cand.word, ctx);
-      if (hit.kind === "ambiguous") {
-        return clarifyTarget("delete-folder", missingReason(hit), {
-          action: "delete-folder",
-          args: { folder: hit.ref },
-        });
-      }
-      if (hit.kind !== "found") return clarifyTarget("delete-folder", missingReason(hit));
-      if (hit.folder.path.length === 0)
-        return clarifyTarget("delete-folder", "the root cannot be deleted");
-      return {
-        update: { action: "delete-folder", args: { folder: hit.ref } },
-        clarify: "ask-confirmation",
-      };
-    }
-    case "store": {
-      const mention = fileMention(words, ctx);
-      if (mention.invalid) return clarifyTarget("store-file", mention.invalid);
-      const fileWord = mention.file;
-      const place = folderAfter(words, PLACE, ctx);
-      let ref = focusRef;
-      if (place.hit.kind === "found") ref = place.hit.ref;
-      else if (place.hit.kind !== "none")
-        return clarifyTarget("store-file", `where to store: ${missingReason(place.hit)}`);
-      const content = ctx.content;
-      let file = fileWord;
-      if (file === undefined && content !== undefined) file = `${slug(content.split("\n")[0]!)}.md`;
-      if (file === undefined) {
-        return {
-          update: { action: "store-file" },
-          clarify: "ask-content",
-          reason:
-            "there is nothing to store: give the text after a colon (save to blog: …) or with --content",
-        };
-      }
-      try {
-        validateFileName(file);
-      } catch (err) {
-        return clarifyTarget("store-file", (err as Error).message);
-      }
-      const update: UpdateAction = { action: "store-file", args: { folder: ref, file } };
-      if (content === undefined) {
-        return {
-          update,
-          clarify: "ask-content",
-          reason: `there is nothing to store in ${file}: give the text after a colon or with --content`,
-        };
-      }
-      return { update, clarify: "none" };
-    }
-    case "edit": {
-      const lower = c.text.toLowerCase();
-      const mode = /^(append|add|extend)\b/.test(lower) ? "append" : "replace";
-      const mention = fileMention(words, ctx);
-      if (mention.invalid) return clarifyTarget("edit-file", mention.invalid);
-      const fileWord = mention.file;
-      if (fileWord === undefined)
-        return clarifyTarget("edit-file", "the file to edit is not named (like notes.md)");
-      const loc = locateFile(fileWord, words, ctx);
-      if ("reason" in loc) return clarifyTarget("edit-file", loc.reason);
-      const update: UpdateAction = {
-        action: "edit-file",
-        args: { folder: loc.ref, file: fileWord, mode },
-      };
-      if (ctx.content === undefined) {
-        return {
-          update,
-          clarify: "ask-content",
-          reason: `the new text for ${fileWord} is missing: give it after a colon or with --content`,
-        };
-      }
-      return { update, clarify: "none" };
-    }
-    default:
-      return { update: { action: "none" }, clarify: "none" };
-  }
+type Planner = (c: UpdateClause, ctx: Ctx) => UpdatePlan;
+
+function planFocus(c: Clause, ctx: Ctx): UpdatePlan {
+  const cand = candidate(c.rest);
+  if (cand.word === undefined)
+    return clarifyTarget("focus-folder", "no folder to focus on was named");
+  const hit = lookupFolder(quoted(cand.word, ctx) ?? cand.word, ctx);
+  if (hit.kind === "found")
+    return { update: { action: "focus-folder", args: { folder: hit.ref } }, clarify: "none" };
+  const update: UpdateAction | undefined =
+    hit.kind === "ambiguous" ? { action: "focus-folder", args: { folder: hit.ref } } : undefined;
+  return clarifyTarget("focus-folder", missingReason(hit), update);
 }
 
-const LOOKS_LIKE_FILE = /\.(?:md|markdown|txt|text|json|csv|yaml|yml|html|tex|pdf)$/i;
+const INSIDE = /^(in|inside|under|within)$/;
+
+function planCreate(c: Clause, ctx: Ctx): UpdatePlan {
+  const words = c.rest;
+  const placeAt = words.findIndex((w) => INSIDE.test(lower(w)));
+  const descAt = words.findIndex((w) => STOP.test(lower(w)) && !/^(and|as)$/.test(lower(w)));
+  const nameEnd = [placeAt, descAt]
+    .filter((i) => i >= 0)
+    .reduce((a, b) => Math.min(a, b), words.length);
+  const cand = candidate(words.slice(0, nameEnd), 0, NEVER);
+  const name = quoted(cand.word, ctx) ?? cand.word;
+  if (name === undefined)
+    return clarifyTarget(
+      "create-folder",
+      "the new folder's name is missing (create a folder NAME)",
+    );
+  const badName = invalid(validateFolderName, name);
+  if (badName) return clarifyTarget("create-folder", badName);
+  const parent = createParent(words, placeAt, descAt, ctx);
+  if ("reason" in parent) return clarifyTarget("create-folder", parent.reason);
+  const description = descriptionOf(descAt >= 0 ? words.slice(descAt) : words, ctx) ?? "";
+  const badDescription = invalid(validateDescription, description);
+  if (badDescription) return clarifyTarget("create-folder", badDescription);
+  const update: UpdateAction = {
+    action: "create-folder",
+    args: { folder: { segments: [...parent.ref.segments, name] }, description },
+  };
+  if (parent.folder.children.some((f) => f.name === name))
+    return clarifyTarget("create-folder", `a folder named ${name} already exists there`, update);
+  return { update, clarify: "none" };
+}
+
+/** The parent a create names before its description ("in blog"), else the focus. */
+function createParent(
+  words: string[],
+  placeAt: number,
+  descAt: number,
+  ctx: Ctx,
+): { ref: FolderRef; folder: Folder } | { reason: string } {
+  if (placeAt < 0 || (descAt >= 0 && placeAt >= descAt)) return focusOf(ctx);
+  const p = folderAfter(words.slice(placeAt, descAt >= 0 ? descAt : undefined), INSIDE, ctx);
+  if (p.hit.kind !== "found") return { reason: `the parent folder: ${missingReason(p.hit)}` };
+  return { ref: p.hit.ref, folder: p.hit.folder };
+}
+
+const DESCRIBE_AS = /^describe\s+(?:the\s+)?(\S+?)(?:\s+folder)?\s+as\s+(.+)$/i;
+const SET_DESCRIPTION =
+  /^(?:change|set|update)\s+the\s+description\s+of\s+(?:the\s+)?(\S+?)(?:\s+folder)?\s+(?:to|as)\s+(.+)$/i;
+
+function planDescribe(c: Clause, ctx: Ctx): UpdatePlan {
+  const m = DESCRIBE_AS.exec(c.text) ?? SET_DESCRIPTION.exec(c.text);
+  if (!m) return clarifyTarget("rename-folder", "say: describe FOLDER as DESCRIPTION");
+  const hit = lookupFolder(m[1]!, ctx);
+  if (hit.kind !== "found") return clarifyTarget("rename-folder", missingReason(hit));
+  const description = (quoted(m[2]!.trim(), ctx) ?? m[2]!).trim();
+  const bad = invalid(validateDescription, description);
+  if (bad) return clarifyTarget("rename-folder", bad);
+  const newName = hit.folder.path.length === 0 ? ROOT_NAME : hit.folder.name;
+  return {
+    update: { action: "rename-folder", args: { folder: hit.ref, newName, description } },
+    clarify: "none",
+  };
+}
+
+function planRename(c: Clause, ctx: Ctx): UpdatePlan {
+  const words = c.rest;
+  const toAt = words.findIndex((w) => /^(to|as|into)$/.test(lower(w)));
+  const cand = candidate(words.slice(0, toAt >= 0 ? toAt : undefined), 0, NEVER);
+  const newCand = toAt >= 0 ? candidate(words, toAt + 1, STOP) : { word: undefined, index: -1 };
+  const newWord = quoted(newCand.word, ctx) ?? newCand.word;
+  if (cand.word !== undefined && FILE_TOKEN.test(cand.word))
+    return planRenameFile(cand.word, words, newWord, ctx);
+  if (cand.word === undefined)
+    return clarifyTarget("rename-folder", "the folder to rename is not named");
+  return planRenameFolder(cand.word, newWord, words.slice(newCand.index + 1), ctx);
+}
+
+function planRenameFile(
+  file: string,
+  words: string[],
+  newFile: string | undefined,
+  ctx: Ctx,
+): UpdatePlan {
+  const loc = locateFile(file, words, ctx);
+  if ("reason" in loc) return clarifyTarget("rename-file", loc.reason);
+  if (newFile === undefined)
+    return clarifyTarget("rename-file", "the new file name is missing (rename A.md to B.md)");
+  const bad = invalid(validateFileName, newFile);
+  if (bad) return clarifyTarget("rename-file", bad);
+  return {
+    update: { action: "rename-file", args: { folder: loc.ref, file, newFile } },
+    clarify: "none",
+  };
+}
+
+/** `rest` is what follows the new name: it may hold a new description. */
+function planRenameFolder(
+  word: string,
+  newName: string | undefined,
+  rest: string[],
+  ctx: Ctx,
+): UpdatePlan {
+  const hit = lookupFolder(word, ctx);
+  if (hit.kind !== "found") return clarifyTarget("rename-folder", missingReason(hit));
+  if (newName === undefined)
+    return clarifyTarget("rename-folder", "the new name is missing (rename OLD to NEW)");
+  const bad = invalid(validateFolderName, newName);
+  if (bad) return clarifyTarget("rename-folder", bad);
+  const description = descriptionOf(rest, ctx);
+  const args =
+    description === undefined
+      ? { folder: hit.ref, newName }
+      : { folder: hit.ref, newName, description };
+  return { update: { action: "rename-folder", args }, clarify: "none" };
+}
+
+function planMove(c: Clause, ctx: Ctx): UpdatePlan {
+  const words = c.rest;
+  const toAt = words.findIndex((w) => /^(to|into|under|inside|onto)$/.test(lower(w)));
+  const objectWords = words.slice(0, toAt >= 0 ? toAt : undefined);
+  const cand = candidate(objectWords, 0, /^(from)$/);
+  const dest = toAt >= 0 ? candidate(words, toAt + 1, STOP).word : undefined;
+  const destHit: FolderHit = dest === undefined ? { kind: "none" } : lookupFolder(dest, ctx);
+  if (cand.word !== undefined && FILE_TOKEN.test(cand.word))
+    return planMoveFile(cand.word, objectWords, destHit, ctx);
+  if (cand.word === undefined)
+    return clarifyTarget("move-folder", "the folder or file to move is not named");
+  return planMoveFolder(cand.word, destHit, ctx);
+}
+
+function planMoveFile(file: string, words: string[], dest: FolderHit, ctx: Ctx): UpdatePlan {
+  const loc = locateFile(file, words, ctx);
+  if ("reason" in loc) return clarifyTarget("move-file", loc.reason);
+  if (dest.kind !== "found")
+    return clarifyTarget("move-file", `the destination: ${missingReason(dest)}`);
+  return {
+    update: { action: "move-file", args: { folder: loc.ref, file, to: dest.ref } },
+    clarify: "none",
+  };
+}
+
+function planMoveFolder(word: string, dest: FolderHit, ctx: Ctx): UpdatePlan {
+  const hit = lookupFolder(word, ctx);
+  if (hit.kind !== "found") return clarifyTarget("move-folder", missingReason(hit));
+  if (dest.kind !== "found")
+    return clarifyTarget("move-folder", `the destination: ${missingReason(dest)}`);
+  return {
+    update: { action: "move-folder", args: { folder: hit.ref, to: dest.ref } },
+    clarify: "none",
+  };
+}
+
+function planDelete(c: Clause, ctx: Ctx): UpdatePlan {
+  const cand = candidate(c.rest, 0, /^(from|in|inside)$/);
+  if (cand.word !== undefined && FILE_TOKEN.test(cand.word))
+    return planDeleteFile(cand.word, c.rest, ctx);
+  if (cand.word === undefined) return clarifyTarget("delete-folder", "nothing to delete was named");
+  return planDeleteFolder(cand.word, ctx);
+}
+
+function planDeleteFile(file: string, words: string[], ctx: Ctx): UpdatePlan {
+  const loc = locateFile(file, words, ctx);
+  if ("reason" in loc) return clarifyTarget("delete-file", loc.reason);
+  return {
+    update: { action: "delete-file", args: { folder: loc.ref, file } },
+    clarify: "ask-confirmation",
+  };
+}
+
+function planDeleteFolder(word: string, ctx: Ctx): UpdatePlan {
+  const hit = lookupFolder(word, ctx);
+  if (hit.kind === "ambiguous") {
+    return clarifyTarget("delete-folder", missingReason(hit), {
+      action: "delete-folder",
+      args: { folder: hit.ref },
+    });
+  }
+  if (hit.kind !== "found") return clarifyTarget("delete-folder", missingReason(hit));
+  if (hit.folder.path.length === 0)
+    return clarifyTarget("delete-folder", "the root cannot be deleted");
+  return {
+    update: { action: "delete-folder", args: { folder: hit.ref } },
+    clarify: "ask-confirmation",
+  };
+}
+
+function planStore(c: Clause, ctx: Ctx): UpdatePlan {
+  const mention = fileMention(c.rest, ctx);
+  if (mention.invalid) return clarifyTarget("store-file", mention.invalid);
+  const place = folderAfter(c.rest, PLACE, ctx).hit;
+  if (place.kind !== "found" && place.kind !== "none")
+    return clarifyTarget("store-file", `where to store: ${missingReason(place)}`);
+  const folder = place.kind === "found" ? place.ref : focusOf(ctx).ref;
+  const content = ctx.content;
+  const file =
+    mention.file ?? (content === undefined ? undefined : `${slug(content.split("\n")[0]!)}.md`);
+  if (file === undefined) {
+    return {
+      update: { action: "store-file" },
+      clarify: "ask-content",
+      reason:
+        "there is nothing to store: give the text after a colon (save to blog: …) or with --content",
+    };
+  }
+  const bad = invalid(validateFileName, file);
+  if (bad) return clarifyTarget("store-file", bad);
+  const update: UpdateAction = { action: "store-file", args: { folder, file } };
+  if (content === undefined) {
+    return {
+      update,
+      clarify: "ask-content",
+      reason: `there is nothing to store in ${file}: give the text after a colon or with --content`,
+    };
+  }
+  return { update, clarify: "none" };
+}
+
+function planEdit(c: Clause, ctx: Ctx): UpdatePlan {
+  const mode = /^(append|add|extend)\b/.test(c.text.toLowerCase()) ? "append" : "replace";
+  const mention = fileMention(c.rest, ctx);
+  if (mention.invalid) return clarifyTarget("edit-file", mention.invalid);
+  const file = mention.file;
+  if (file === undefined)
+    return clarifyTarget("edit-file", "the file to edit is not named (like notes.md)");
+  const loc = locateFile(file, c.rest, ctx);
+  if ("reason" in loc) return clarifyTarget("edit-file", loc.reason);
+  const update: UpdateAction = { action: "edit-file", args: { folder: loc.ref, file, mode } };
+  if (ctx.content === undefined) {
+    return {
+      update,
+      clarify: "ask-content",
+      reason: `the new text for ${file} is missing: give it after a colon or with --content`,
+    };
+  }
+  return { update, clarify: "none" };
+}
+
+/** One planner per verb that changes the K-folder: a new verb without one does not compile. */
+const PLANNERS: Record<UpdateVerb, Planner> = {
+  create: planCreate,
+  focus: planFocus,
+  rename: planRename,
+  "describe-as": planDescribe,
+  move: planMove,
+  delete: planDelete,
+  store: planStore,
+  edit: planEdit,
+};
 
 /** The file a clause names; a path-like name (`../x.md`, `a/b.md`) is reported as invalid. */
 function fileMention(words: string[], ctx: Ctx): { file?: string; invalid?: string } {
   for (const w of words.map((x) => quoted(x, ctx) ?? clean(x))) {
     if (FILE_TOKEN.test(w)) return { file: w };
-    if (LOOKS_LIKE_FILE.test(w)) {
-      try {
-        validateFileName(w);
-      } catch (err) {
-        return { invalid: (err as Error).message };
-      }
-    }
+    const bad = LOOKS_LIKE_FILE.test(w) ? invalid(validateFileName, w) : undefined;
+    if (bad) return { invalid: bad };
   }
   return {};
 }

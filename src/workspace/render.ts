@@ -1,5 +1,5 @@
-import { type KFile, LABEL_MEANINGS } from "../core/kfile.js";
-import { displayPath, findByPath, type Snapshot } from "./kfolder.js";
+import { type KFile, LABEL_MEANINGS } from "../core/kfile/index.js";
+import { displayPath, type Folder, findByPath, type Snapshot } from "./kfolder.js";
 
 /** The seed's Response = (Context, Concepts, Contents). */
 export interface Response {
@@ -28,43 +28,61 @@ export interface RenderInput {
 
 /** Step 3 of the protocol: KFile → Render → Response. Deterministic; no model involved. */
 export function renderResponse(input: RenderInput): Response {
-  const { kfile, snapshot } = input;
-  const focus = findByPath(snapshot.root, snapshot.focus)!;
-  const desc = focus.description === "" ? "" : ` — ${focus.description}`;
-  const context =
-    `${displayPath(focus.path)}${desc} (focus): this turn works inside this folder ` +
-    `(${count(focus.children.length, "subfolder")}, ${count(focus.files.length, "file")}).`;
+  const focus = findByPath(input.snapshot.root, input.snapshot.focus)!;
+  return {
+    context: contextOf(focus),
+    concepts: conceptsOf(input),
+    contents: contentsOf(input, focus),
+  };
+}
 
+function contextOf(focus: Folder): string {
+  const desc = focus.description === "" ? "" : ` — ${focus.description}`;
+  return (
+    `${displayPath(focus.path)}${desc} (focus): this turn works inside this folder ` +
+    `(${count(focus.children.length, "subfolder")}, ${count(focus.files.length, "file")}).`
+  );
+}
+
+/** The turn's labels with their meanings, then each folder it touched with its description. */
+function conceptsOf({ kfile, snapshot, touched }: RenderInput): string[] {
   const concepts: string[] = [`${kfile.response}: ${LABEL_MEANINGS[kfile.response]}`];
   if (kfile.update.action !== "none") {
     concepts.push(`${kfile.update.action}: ${LABEL_MEANINGS[kfile.update.action]}`);
   }
   if (kfile.clarify !== "none") concepts.push(`${kfile.clarify}: ${LABEL_MEANINGS[kfile.clarify]}`);
   const seen = new Set<string>();
-  for (const path of input.touched) {
+  for (const path of touched) {
     const key = path.join("/");
     const folder = findByPath(snapshot.root, path);
     if (!folder || seen.has(key)) continue;
     seen.add(key);
     concepts.push(`${displayPath(path)}: ${folder.description || "(no description)"}`);
   }
+  return concepts;
+}
 
+function contentsOf(input: RenderInput, focus: Folder): string {
+  const { kfile } = input;
   const parts: string[] = [];
   if (input.effect) parts.push(input.effect);
   if (input.question) parts.push(input.question);
   if (kfile.clarify === "none" && kfile.response !== "acknowledge") {
-    if (input.answer !== undefined && input.answer.trim() !== "") parts.push(input.answer.trim());
-    else {
-      const files = focus.files.length > 0 ? focus.files.join(", ") : "no files";
-      parts.push(
-        `No answer text came with this turn: the workspace engine interprets and updates, the ` +
-          `answer (${kfile.response}) is written by an agent in the context above ` +
-          `(material in scope: ${files}).`,
-      );
-    }
+    parts.push(answerOf(input, focus));
   }
   if (parts.length === 0) parts.push("Nothing changed.");
-  return { context, concepts, contents: parts.join("\n\n") };
+  return parts.join("\n\n");
+}
+
+/** The answer that came with the turn, else where the agent is to write it. */
+function answerOf({ kfile, answer }: RenderInput, focus: Folder): string {
+  if (answer !== undefined && answer.trim() !== "") return answer.trim();
+  const files = focus.files.length > 0 ? focus.files.join(", ") : "no files";
+  return (
+    `No answer text came with this turn: the workspace engine interprets and updates, the ` +
+    `answer (${kfile.response}) is written by an agent in the context above ` +
+    `(material in scope: ${files}).`
+  );
 }
 
 export function formatResponse(r: Response): string {

@@ -1,15 +1,18 @@
 import { spawn } from "node:child_process";
 import { AgentChatError } from "../core/errors.js";
 import {
+  type ArgLabel,
   type FolderRef,
   formatFolderRef,
   formatKFile,
+  formatUpdate,
   type KFile,
   parseKFile,
   renderTree,
   UPDATE_SYNTAX,
   type UpdateAction,
-} from "../core/kfile.js";
+  type UpdateArgs,
+} from "../core/kfile/index.js";
 import { identity } from "../core/names.js";
 import {
   displayPath,
@@ -100,127 +103,189 @@ export async function runTurn(workspace: string | KFolder, input: TurnInput): Pr
   if ((input.request === undefined) === (input.kfile === undefined)) {
     throw new AgentChatError("INVALID_ARGUMENT", "a turn needs either a request or a K-file");
   }
-  const who = identity(input.as ?? "user");
-  const pendingName = `.pending-${who}.json`;
-  let kfile: KFile;
-  let content = input.content;
-  let reason: string | undefined;
-  let confirmDestructive = false;
-  let cancelled = false;
-  let confirmed = false;
-  let cancelledWhat: UpdateAction | undefined;
-
+  const pendingName = `.pending-${identity(input.as ?? "user")}.json`;
   await ws.ensure();
-  if (input.kfile !== undefined) {
-    kfile = typeof input.kfile === "string" ? parseKFile(input.kfile) : input.kfile;
-    if (input.guarded) {
-      const pending = await readPending(ws, pendingName);
-      if (pending) {
-        cancelled = true;
-        cancelledWhat = pending.update;
-      }
-      confirmDestructive = true;
-    }
-  } else {
-    const request = input.request!;
-    const pending = await readPending(ws, pendingName);
-    if (pending && CONFIRM.test(request)) {
-      kfile = { ...pending.kfile, clarify: "none" };
-      if (pending.content !== undefined) content = pending.content;
-      confirmed = true;
-    } else {
-      if (pending) {
-        cancelled = true;
-        cancelledWhat = pending.update;
-      }
-      if (pending && NEGATE.test(request)) {
-        kfile = { response: "acknowledge", update: { action: "none" }, clarify: "none" };
-      } else {
-        const snapshot = await ws.snapshot();
-        const normalized = input.normalizer
-          ? await runNormalizer(input.normalizer, request, snapshot, input.normalizerTimeoutMs)
-          : normalize(request, snapshot);
-        kfile = normalized.kfile;
-        if (content === undefined) content = normalized.content;
-        reason = normalized.reason;
-        if (!pending && CONFIRM.test(request)) reason = "nothing is waiting for a confirmation";
-        confirmDestructive = true;
-      }
-    }
-  }
+  const decision =
+    input.kfile !== undefined
+      ? await fromKFile(ws, input, input.kfile, pendingName)
+      : await fromRequest(ws, input, input.request!, pendingName);
+  return ws.locked(() => applyTurn(ws, input, pendingName, decision));
+}
 
-  return ws.locked(async () => {
-    if (cancelled) await ws.removeState(pendingName);
-    const before = await ws.snapshot();
-    const touched: string[][] = [];
-    if (confirmDestructive && kfile.clarify === "none" && DESTRUCTIVE.has(kfile.update.action)) {
-      kfile = { ...kfile, clarify: "ask-confirmation" };
-    }
-    let applied = false;
-    let effect: string | undefined;
-    let question: string | undefined;
-    const check =
-      kfile.clarify === "none" || kfile.clarify === "ask-confirmation"
-        ? plan(before, kfile.update, content)
-        : undefined;
-    if (check && "clarify" in check) {
-      kfile = { ...kfile, clarify: check.clarify };
-      reason = check.reason;
-    } else if (check) {
-      touched.push(...check.touched);
-      if (confirmDestructive && kfile.clarify === "none" && check.overwrites) {
-        kfile = { ...kfile, clarify: "ask-confirmation" };
-      }
-      if (kfile.clarify === "none") {
-        effect = await check.run(ws, before.focus);
-        applied = kfile.update.action !== "none";
-      } else {
-        question = `${check.confirm} Answer "yes" to confirm; anything else cancels it.`;
-      }
-    }
-    let pending = false;
-    if (kfile.clarify === "ask-confirmation" && question !== undefined) {
-      const record: Pending = { kfile: formatKFile(kfile) };
-      if (content !== undefined) record.content = content;
-      if (input.request !== undefined) record.request = input.request;
-      await ws.writeState(pendingName, `${JSON.stringify(record)}\n`);
-      pending = true;
-    } else if (confirmed) {
-      await ws.removeState(pendingName);
-    }
-    if (kfile.clarify !== "none" && question === undefined) {
-      question = clarifyQuestion(kfile, reason);
-    }
-    if (cancelled) {
-      const note = `Cancelled the pending ${formatUpdateShort(cancelledWhat)}; nothing was deleted.`;
-      effect = effect ? `${note}\n\n${effect}` : note;
-    }
-    const kfileText = formatKFile(kfile);
-    await ws.writeKFile(kfileText);
-    const after = await ws.snapshot();
-    if (touched.length === 0) touched.push(after.focus);
-    const renderInput: Parameters<typeof renderResponse>[0] = { kfile, snapshot: after, touched };
-    if (effect !== undefined) renderInput.effect = effect;
-    if (question !== undefined) renderInput.question = question;
-    if (content !== undefined && !isStoring(kfile.update)) renderInput.answer = content;
-    const response = renderResponse(renderInput);
-    const result: TurnResult = {
-      workspace: ws.dir,
-      kfilePath: `${ws.dir}/${KFILE_FILE}`,
+/** The K-file a turn applies, decided before the K-folder is locked. */
+interface Decision {
+  kfile: KFile;
+  content: string | undefined;
+  reason: string | undefined;
+  /** Under a request's rules: a delete, or a store over a file, waits for a confirmation. */
+  guard: boolean;
+  /** The pending K-file was confirmed: it is the one applied. */
+  confirmed: boolean;
+  /** The update of the pending K-file this turn cancels. */
+  cancels: UpdateAction | undefined;
+}
+
+async function fromKFile(
+  ws: KFolder,
+  input: TurnInput,
+  text: string | KFile,
+  pendingName: string,
+): Promise<Decision> {
+  const kfile = typeof text === "string" ? parseKFile(text) : text;
+  const decision = { kfile, content: input.content, reason: undefined, confirmed: false };
+  if (!input.guarded) return { ...decision, guard: false, cancels: undefined };
+  const pending = await readPending(ws, pendingName);
+  return { ...decision, guard: true, cancels: pending?.update };
+}
+
+async function fromRequest(
+  ws: KFolder,
+  input: TurnInput,
+  request: string,
+  pendingName: string,
+): Promise<Decision> {
+  const pending = await readPending(ws, pendingName);
+  if (pending && CONFIRM.test(request)) {
+    const kfile: KFile = { ...pending.kfile, clarify: "none" };
+    const content = pending.content ?? input.content;
+    return { kfile, content, reason: undefined, guard: false, confirmed: true, cancels: undefined };
+  }
+  const cancels = pending?.update;
+  if (pending && NEGATE.test(request)) {
+    const kfile: KFile = { response: "acknowledge", update: { action: "none" }, clarify: "none" };
+    return {
       kfile,
-      kfileText,
-      applied,
-      pending,
-      cancelled,
-      response,
-      responseText: formatResponse(response),
-      tree: renderTree(toTree(after)),
-      warnings: skippedWarnings(after),
+      content: input.content,
+      reason: undefined,
+      guard: false,
+      confirmed: false,
+      cancels,
     };
-    if (input.request !== undefined) result.request = input.request;
-    if (reason !== undefined && kfile.clarify !== "none") result.reason = reason;
-    return result;
+  }
+  const snapshot = await ws.snapshot();
+  const normalized = input.normalizer
+    ? await runNormalizer(input.normalizer, request, snapshot, input.normalizerTimeoutMs)
+    : normalize(request, snapshot);
+  const reason =
+    !pending && CONFIRM.test(request) ? "nothing is waiting for a confirmation" : normalized.reason;
+  const content = input.content ?? normalized.content;
+  return { kfile: normalized.kfile, content, reason, guard: true, confirmed: false, cancels };
+}
+
+/** What checking and running the update gave. */
+interface Outcome {
+  kfile: KFile;
+  reason: string | undefined;
+  touched: string[][];
+  applied: boolean;
+  effect: string | undefined;
+  /** The confirmation the update waits for. */
+  question: string | undefined;
+}
+
+/** Under the K-folder's lock: checks the update, runs it or holds it, writes `.kfile`. */
+async function applyTurn(
+  ws: KFolder,
+  input: TurnInput,
+  pendingName: string,
+  decision: Decision,
+): Promise<TurnResult> {
+  if (decision.cancels) await ws.removeState(pendingName);
+  const before = await ws.snapshot();
+  const out = await runUpdate(ws, before, decision);
+  const { kfile, reason } = out;
+  const pending = await holdPending(ws, pendingName, out, decision, input.request);
+  const question =
+    kfile.clarify !== "none" && out.question === undefined
+      ? clarifyQuestion(kfile, reason)
+      : out.question;
+  const effect = decision.cancels ? withCancelNote(decision.cancels, out.effect) : out.effect;
+  const kfileText = formatKFile(kfile);
+  await ws.writeKFile(kfileText);
+  const after = await ws.snapshot();
+  const touched = out.touched.length === 0 ? [after.focus] : out.touched;
+  const response = renderResponse({
+    kfile,
+    snapshot: after,
+    touched,
+    ...(effect !== undefined ? { effect } : {}),
+    ...(question !== undefined ? { question } : {}),
+    ...(decision.content !== undefined && !isStoring(kfile.update)
+      ? { answer: decision.content }
+      : {}),
   });
+  return {
+    workspace: ws.dir,
+    kfilePath: `${ws.dir}/${KFILE_FILE}`,
+    kfile,
+    kfileText,
+    applied: out.applied,
+    pending,
+    cancelled: decision.cancels !== undefined,
+    response,
+    responseText: formatResponse(response),
+    tree: renderTree(toTree(after)),
+    warnings: skippedWarnings(after),
+    ...(input.request !== undefined ? { request: input.request } : {}),
+    ...(reason !== undefined && kfile.clarify !== "none" ? { reason } : {}),
+  };
+}
+
+/** Checks the update against the K-folder and runs it unless it must be confirmed or asked. */
+async function runUpdate(ws: KFolder, before: Snapshot, decision: Decision): Promise<Outcome> {
+  let kfile = decision.kfile;
+  if (decision.guard && kfile.clarify === "none" && DESTRUCTIVE.has(kfile.update.action)) {
+    kfile = { ...kfile, clarify: "ask-confirmation" };
+  }
+  const out: Outcome = {
+    kfile,
+    reason: decision.reason,
+    touched: [],
+    applied: false,
+    effect: undefined,
+    question: undefined,
+  };
+  if (kfile.clarify !== "none" && kfile.clarify !== "ask-confirmation") return out;
+  const check = plan(before, kfile.update, decision.content);
+  if ("clarify" in check) {
+    return { ...out, kfile: { ...kfile, clarify: check.clarify }, reason: check.reason };
+  }
+  out.touched.push(...check.touched);
+  if (decision.guard && kfile.clarify === "none" && check.overwrites) {
+    out.kfile = { ...kfile, clarify: "ask-confirmation" };
+  }
+  if (out.kfile.clarify !== "none") {
+    return {
+      ...out,
+      question: `${check.confirm} Answer "yes" to confirm; anything else cancels it.`,
+    };
+  }
+  const effect = await check.run(ws, before.focus);
+  return { ...out, effect, applied: kfile.update.action !== "none" };
+}
+
+/** Writes the K-file that waits for a confirmation, or removes the one just confirmed. */
+async function holdPending(
+  ws: KFolder,
+  pendingName: string,
+  out: Outcome,
+  decision: Decision,
+  request: string | undefined,
+): Promise<boolean> {
+  if (out.kfile.clarify === "ask-confirmation" && out.question !== undefined) {
+    const record: Pending = { kfile: formatKFile(out.kfile) };
+    if (decision.content !== undefined) record.content = decision.content;
+    if (request !== undefined) record.request = request;
+    await ws.writeState(pendingName, `${JSON.stringify(record)}\n`);
+    return true;
+  }
+  if (decision.confirmed) await ws.removeState(pendingName);
+  return false;
+}
+
+function withCancelNote(cancelled: UpdateAction, effect: string | undefined): string {
+  const note = `Cancelled the pending ${formatUpdate(cancelled)}; nothing was deleted.`;
+  return effect ? `${note}\n\n${effect}` : note;
 }
 
 /**
@@ -255,13 +320,6 @@ function isStoring(update: UpdateAction): boolean {
   return update.action === "store-file" || update.action === "edit-file";
 }
 
-function formatUpdateShort(update: UpdateAction | undefined): string {
-  if (!update) return "operation";
-  return formatKFile({ response: "acknowledge", update, clarify: "none" })
-    .split("\n")[1]!
-    .replace("UpdateAction: ", "");
-}
-
 function clarifyQuestion(kfile: KFile, reason: string | undefined): string {
   const questions: Record<string, string> = {
     "ask-goal":
@@ -286,221 +344,264 @@ type Check =
       run: (ws: KFolder, focus: string[]) => Promise<string>;
     };
 
+/** The K-folder before the turn and the turn's content: what a planner checks against. */
+interface PlanCtx {
+  snap: Snapshot;
+  content: string | undefined;
+}
+
 /** Checks an UpdateAction against the K-folder and prepares it; no change is made here. */
 function plan(snap: Snapshot, update: UpdateAction, content: string | undefined): Check {
   if (update.action === "none") {
     return { touched: [], confirm: "", run: async () => "" };
   }
   if (update.args === undefined) {
-    return {
-      clarify: "ask-target",
-      reason: `the arguments are missing: ${UPDATE_SYNTAX[update.action]}`,
-    };
+    return askTarget(`the arguments are missing: ${UPDATE_SYNTAX[update.action]}`);
   }
-  const find = (ref: FolderRef): Folder | { reason: string } => {
-    const r = resolveFolder(snap.root, ref);
-    if (r.kind === "found") return r.folder;
-    // "no folder [blog]" would be a puzzle when blog is on disk: say why it is not usable.
-    const last = ref.segments[ref.segments.length - 1];
-    const skipped = snap.skipped.find((s) => s.path.split("/").pop() === last);
-    if (r.kind === "missing" && skipped) {
-      return { reason: `${formatFolderRef({ segments: [last!] })} ${skipped.reason}` };
-    }
-    return { reason: r.reason };
-  };
-  const target = (f: Folder | { reason: string }) =>
-    "reason" in f ? { clarify: "ask-target" as const, reason: f.reason } : undefined;
-  const name = (f: Folder, file?: string) =>
-    file === undefined ? displayPath(f.path) : `${displayPath(f.path)}/${file}`;
-  const a = update.args as Record<string, unknown>;
-  const folder = find(a.folder as FolderRef);
-  switch (update.action) {
-    case "create-folder": {
-      const segs = (a.folder as FolderRef).segments;
-      const newName = segs[segs.length - 1]!;
-      const parent: Folder | { reason: string } =
-        segs.length === 1
-          ? findByPath(snap.root, snap.focus)!
-          : find({ segments: segs.slice(0, -1) });
-      if ("reason" in parent)
-        return { clarify: "ask-target", reason: `the parent: ${parent.reason}` };
-      if (parent.children.some((c) => c.name === newName)) {
-        return {
-          clarify: "ask-target",
-          reason: `${name(parent)} already has a folder named ${newName}`,
-        };
-      }
-      const description = update.args.description;
-      return {
-        touched: [[...parent.path, newName]],
-        confirm: "",
-        run: async (ws) => {
-          await ws.createFolder(parent.path, newName, description);
-          return `Created ${displayPath([...parent.path, newName])}${description ? ` — ${description}` : ""}.`;
-        },
-      };
-    }
-    case "focus-folder": {
-      if ("reason" in folder) return target(folder)!;
-      return {
-        touched: [folder.path],
-        confirm: "",
-        run: async (ws) => {
-          await ws.setFocus(folder.path);
-          return `Focus moved to ${name(folder)}.`;
-        },
-      };
-    }
-    case "rename-folder": {
-      if ("reason" in folder) return target(folder)!;
-      const { newName, description } = update.args;
-      const isRoot = folder.path.length === 0;
-      if (isRoot && newName !== "root")
-        return {
-          clarify: "ask-target",
-          reason: "the root keeps its name; only its description can change",
-        };
-      const parent = folder.path.slice(0, -1);
-      const siblings = findByPath(snap.root, parent)!.children;
-      if (!isRoot && newName !== folder.name && siblings.some((c) => c.name === newName)) {
-        return {
-          clarify: "ask-target",
-          reason: `${displayPath(parent)} already has a folder named ${newName}`,
-        };
-      }
-      const to = isRoot ? [] : [...parent, newName];
-      return {
-        touched: [to],
-        confirm: "",
-        run: async (ws, focus) => {
-          if (!isRoot && newName !== folder.name) await ws.relocateFolder(folder.path, to, focus);
-          if (description !== undefined) await ws.setDescription(to, description);
-          const d = description !== undefined ? ` — ${description}` : "";
-          return `Renamed ${name(folder)} to ${displayPath(to)}${d}.`;
-        },
-      };
-    }
-    case "move-folder": {
-      if ("reason" in folder) return target(folder)!;
-      const dest = find(update.args.to);
-      if ("reason" in dest)
-        return { clarify: "ask-target", reason: `the destination: ${dest.reason}` };
-      if (folder.path.length === 0)
-        return { clarify: "ask-target", reason: "the root cannot be moved" };
-      if (isInside(dest.path, folder.path)) {
-        return {
-          clarify: "ask-target",
-          reason: `${name(dest)} is inside ${name(folder)}; a folder cannot move into itself`,
-        };
-      }
-      if (dest.children.some((c) => c.name === folder.name)) {
-        return {
-          clarify: "ask-target",
-          reason: `${name(dest)} already has a folder named ${folder.name}`,
-        };
-      }
-      const to = [...dest.path, folder.name];
-      return {
-        touched: [to],
-        confirm: "",
-        run: async (ws, focus) => {
-          await ws.relocateFolder(folder.path, to, focus);
-          return `Moved ${name(folder)} to ${displayPath(to)}.`;
-        },
-      };
-    }
-    case "delete-folder": {
-      if ("reason" in folder) return target(folder)!;
-      if (folder.path.length === 0)
-        return { clarify: "ask-target", reason: "the root cannot be deleted" };
-      const inside = allCounts(folder);
-      return {
-        touched: [folder.path.slice(0, -1)],
-        confirm: `Delete ${name(folder)} with its ${inside}?`,
-        run: async (ws, focus) => {
-          await ws.deleteFolder(folder.path, focus);
-          return `Deleted ${name(folder)} (${inside}).`;
-        },
-      };
-    }
-    case "store-file": {
-      if ("reason" in folder) return target(folder)!;
-      const { file } = update.args;
-      if (content === undefined || content.trim() === "") {
-        return { clarify: "ask-content", reason: `there is nothing to store in ${file}` };
-      }
-      const text = content.endsWith("\n") ? content : `${content}\n`;
-      const exists = folder.files.includes(file);
-      return {
-        touched: [folder.path],
-        confirm: `Replace the existing ${name(folder, file)}?`,
-        overwrites: exists,
-        run: async (ws) => {
-          await ws.writeFile(folder.path, file, text);
-          return `${exists ? "Replaced" : "Stored"} ${name(folder, file)} (${Buffer.byteLength(text)} bytes).`;
-        },
-      };
-    }
-    case "edit-file": {
-      if ("reason" in folder) return target(folder)!;
-      const { file, mode } = update.args;
-      if (!folder.files.includes(file))
-        return { clarify: "ask-target", reason: `there is no file ${name(folder, file)}` };
-      if (content === undefined || content.trim() === "") {
-        return { clarify: "ask-content", reason: `the new text for ${file} is missing` };
-      }
-      const text = content.endsWith("\n") ? content : `${content}\n`;
-      return {
-        touched: [folder.path],
-        confirm: "",
-        run: async (ws) => {
-          const old = mode === "append" ? await ws.readFile(folder.path, file) : "";
-          const joined = old === "" || old.endsWith("\n") ? old + text : `${old}\n${text}`;
-          await ws.writeFile(folder.path, file, joined);
-          return `${mode === "append" ? "Appended to" : "Replaced the text of"} ${name(folder, file)} (${Buffer.byteLength(joined)} bytes).`;
-        },
-      };
-    }
-    case "rename-file":
-    case "move-file":
-    case "delete-file": {
-      if ("reason" in folder) return target(folder)!;
-      const { file } = update.args;
-      if (!folder.files.includes(file))
-        return { clarify: "ask-target", reason: `there is no file ${name(folder, file)}` };
-      if (update.action === "delete-file") {
-        return {
-          touched: [folder.path],
-          confirm: `Delete ${name(folder, file)}?`,
-          run: async (ws) => {
-            await ws.deleteFile(folder.path, file);
-            return `Deleted ${name(folder, file)}.`;
-          },
-        };
-      }
-      let dest: Folder = folder;
-      let newFile = file;
-      if (update.action === "move-file") {
-        const d = find(update.args.to);
-        if ("reason" in d) return { clarify: "ask-target", reason: `the destination: ${d.reason}` };
-        dest = d;
-      } else {
-        newFile = update.args.newFile;
-      }
-      if (dest.files.includes(newFile) || dest.children.some((c) => c.name === newFile)) {
-        return { clarify: "ask-target", reason: `${name(dest, newFile)} already exists` };
-      }
-      return {
-        touched: [dest.path],
-        confirm: "",
-        run: async (ws) => {
-          await ws.renameFile(folder.path, file, dest.path, newFile);
-          return `${update.action === "move-file" ? "Moved" : "Renamed"} ${name(folder, file)} to ${name(dest, newFile)}.`;
-        },
-      };
-    }
-  }
+  return planArgs(update.action, update.args, { snap, content });
 }
+
+function planArgs<K extends ArgLabel>(action: K, args: UpdateArgs[K], ctx: PlanCtx): Check {
+  return PLANS[action](args, ctx);
+}
+
+function askTarget(reason: string): Check {
+  return { clarify: "ask-target", reason };
+}
+
+type Found = Folder | { reason: string };
+
+function find(snap: Snapshot, ref: FolderRef): Found {
+  const r = resolveFolder(snap.root, ref);
+  if (r.kind === "found") return r.folder;
+  // "no folder [blog]" would be a puzzle when blog is on disk: say why it is not usable.
+  const last = ref.segments[ref.segments.length - 1];
+  const skipped = snap.skipped.find((s) => s.path.split("/").pop() === last);
+  if (r.kind === "missing" && skipped) {
+    return { reason: `${formatFolderRef({ segments: [last!] })} ${skipped.reason}` };
+  }
+  return { reason: r.reason };
+}
+
+/** The folder that holds `file`, or why there is none. */
+function holder(snap: Snapshot, ref: FolderRef, file: string): Found {
+  const folder = find(snap, ref);
+  if ("reason" in folder || folder.files.includes(file)) return folder;
+  return { reason: `there is no file ${nameOf(folder, file)}` };
+}
+
+function nameOf(f: Folder, file?: string): string {
+  return file === undefined ? displayPath(f.path) : `${displayPath(f.path)}/${file}`;
+}
+
+/** The content as a file's text: ending with a newline; undefined when there is none. */
+function textOf(content: string | undefined): string | undefined {
+  if (content === undefined || content.trim() === "") return undefined;
+  return content.endsWith("\n") ? content : `${content}\n`;
+}
+
+function planCreateFolder(args: UpdateArgs["create-folder"], { snap }: PlanCtx): Check {
+  const segs = args.folder.segments;
+  const newName = segs[segs.length - 1]!;
+  const parent: Found =
+    segs.length === 1
+      ? findByPath(snap.root, snap.focus)!
+      : find(snap, { segments: segs.slice(0, -1) });
+  if ("reason" in parent) return askTarget(`the parent: ${parent.reason}`);
+  if (parent.children.some((c) => c.name === newName)) {
+    return askTarget(`${nameOf(parent)} already has a folder named ${newName}`);
+  }
+  const { description } = args;
+  return {
+    touched: [[...parent.path, newName]],
+    confirm: "",
+    run: async (ws) => {
+      await ws.createFolder(parent.path, newName, description);
+      return `Created ${displayPath([...parent.path, newName])}${description ? ` — ${description}` : ""}.`;
+    },
+  };
+}
+
+function planFocusFolder(args: UpdateArgs["focus-folder"], { snap }: PlanCtx): Check {
+  const folder = find(snap, args.folder);
+  if ("reason" in folder) return askTarget(folder.reason);
+  return {
+    touched: [folder.path],
+    confirm: "",
+    run: async (ws) => {
+      await ws.setFocus(folder.path);
+      return `Focus moved to ${nameOf(folder)}.`;
+    },
+  };
+}
+
+function planRenameFolder(args: UpdateArgs["rename-folder"], { snap }: PlanCtx): Check {
+  const folder = find(snap, args.folder);
+  if ("reason" in folder) return askTarget(folder.reason);
+  const { newName, description } = args;
+  const isRoot = folder.path.length === 0;
+  if (isRoot && newName !== "root")
+    return askTarget("the root keeps its name; only its description can change");
+  const parent = folder.path.slice(0, -1);
+  const siblings = findByPath(snap.root, parent)!.children;
+  if (!isRoot && newName !== folder.name && siblings.some((c) => c.name === newName)) {
+    return askTarget(`${displayPath(parent)} already has a folder named ${newName}`);
+  }
+  const to = isRoot ? [] : [...parent, newName];
+  return {
+    touched: [to],
+    confirm: "",
+    run: async (ws, focus) => {
+      if (!isRoot && newName !== folder.name) await ws.relocateFolder(folder.path, to, focus);
+      if (description !== undefined) await ws.setDescription(to, description);
+      const d = description !== undefined ? ` — ${description}` : "";
+      return `Renamed ${nameOf(folder)} to ${displayPath(to)}${d}.`;
+    },
+  };
+}
+
+function planMoveFolder(args: UpdateArgs["move-folder"], { snap }: PlanCtx): Check {
+  const folder = find(snap, args.folder);
+  if ("reason" in folder) return askTarget(folder.reason);
+  const dest = find(snap, args.to);
+  if ("reason" in dest) return askTarget(`the destination: ${dest.reason}`);
+  if (folder.path.length === 0) return askTarget("the root cannot be moved");
+  if (isInside(dest.path, folder.path)) {
+    return askTarget(
+      `${nameOf(dest)} is inside ${nameOf(folder)}; a folder cannot move into itself`,
+    );
+  }
+  if (dest.children.some((c) => c.name === folder.name)) {
+    return askTarget(`${nameOf(dest)} already has a folder named ${folder.name}`);
+  }
+  const to = [...dest.path, folder.name];
+  return {
+    touched: [to],
+    confirm: "",
+    run: async (ws, focus) => {
+      await ws.relocateFolder(folder.path, to, focus);
+      return `Moved ${nameOf(folder)} to ${displayPath(to)}.`;
+    },
+  };
+}
+
+function planDeleteFolder(args: UpdateArgs["delete-folder"], { snap }: PlanCtx): Check {
+  const folder = find(snap, args.folder);
+  if ("reason" in folder) return askTarget(folder.reason);
+  if (folder.path.length === 0) return askTarget("the root cannot be deleted");
+  const inside = allCounts(folder);
+  return {
+    touched: [folder.path.slice(0, -1)],
+    confirm: `Delete ${nameOf(folder)} with its ${inside}?`,
+    run: async (ws, focus) => {
+      await ws.deleteFolder(folder.path, focus);
+      return `Deleted ${nameOf(folder)} (${inside}).`;
+    },
+  };
+}
+
+function planStoreFile(args: UpdateArgs["store-file"], { snap, content }: PlanCtx): Check {
+  const folder = find(snap, args.folder);
+  if ("reason" in folder) return askTarget(folder.reason);
+  const { file } = args;
+  const text = textOf(content);
+  if (text === undefined) {
+    return { clarify: "ask-content", reason: `there is nothing to store in ${file}` };
+  }
+  const exists = folder.files.includes(file);
+  return {
+    touched: [folder.path],
+    confirm: `Replace the existing ${nameOf(folder, file)}?`,
+    overwrites: exists,
+    run: async (ws) => {
+      await ws.writeFile(folder.path, file, text);
+      return `${exists ? "Replaced" : "Stored"} ${nameOf(folder, file)} (${Buffer.byteLength(text)} bytes).`;
+    },
+  };
+}
+
+function planEditFile(args: UpdateArgs["edit-file"], { snap, content }: PlanCtx): Check {
+  const { file, mode } = args;
+  const folder = holder(snap, args.folder, file);
+  if ("reason" in folder) return askTarget(folder.reason);
+  const text = textOf(content);
+  if (text === undefined) {
+    return { clarify: "ask-content", reason: `the new text for ${file} is missing` };
+  }
+  return {
+    touched: [folder.path],
+    confirm: "",
+    run: async (ws) => {
+      const old = mode === "append" ? await ws.readFile(folder.path, file) : "";
+      const joined = old === "" || old.endsWith("\n") ? old + text : `${old}\n${text}`;
+      await ws.writeFile(folder.path, file, joined);
+      return `${mode === "append" ? "Appended to" : "Replaced the text of"} ${nameOf(folder, file)} (${Buffer.byteLength(joined)} bytes).`;
+    },
+  };
+}
+
+function planRenameFile(args: UpdateArgs["rename-file"], { snap }: PlanCtx): Check {
+  const folder = holder(snap, args.folder, args.file);
+  if ("reason" in folder) return askTarget(folder.reason);
+  return relocateFile(folder, args.file, folder, args.newFile, "Renamed");
+}
+
+function planMoveFile(args: UpdateArgs["move-file"], { snap }: PlanCtx): Check {
+  const folder = holder(snap, args.folder, args.file);
+  if ("reason" in folder) return askTarget(folder.reason);
+  const dest = find(snap, args.to);
+  if ("reason" in dest) return askTarget(`the destination: ${dest.reason}`);
+  return relocateFile(folder, args.file, dest, args.file, "Moved");
+}
+
+/** Renames or moves `file` of `from` to `newFile` in `dest`, unless that name is taken. */
+function relocateFile(
+  from: Folder,
+  file: string,
+  dest: Folder,
+  newFile: string,
+  done: "Moved" | "Renamed",
+): Check {
+  if (dest.files.includes(newFile) || dest.children.some((c) => c.name === newFile)) {
+    return askTarget(`${nameOf(dest, newFile)} already exists`);
+  }
+  return {
+    touched: [dest.path],
+    confirm: "",
+    run: async (ws) => {
+      await ws.renameFile(from.path, file, dest.path, newFile);
+      return `${done} ${nameOf(from, file)} to ${nameOf(dest, newFile)}.`;
+    },
+  };
+}
+
+function planDeleteFile(args: UpdateArgs["delete-file"], { snap }: PlanCtx): Check {
+  const { file } = args;
+  const folder = holder(snap, args.folder, file);
+  if ("reason" in folder) return askTarget(folder.reason);
+  return {
+    touched: [folder.path],
+    confirm: `Delete ${nameOf(folder, file)}?`,
+    run: async (ws) => {
+      await ws.deleteFile(folder.path, file);
+      return `Deleted ${nameOf(folder, file)}.`;
+    },
+  };
+}
+
+/** One planner per UpdateAction that takes arguments: a label without one does not compile. */
+const PLANS: { [K in ArgLabel]: (args: UpdateArgs[K], ctx: PlanCtx) => Check } = {
+  "create-folder": planCreateFolder,
+  "focus-folder": planFocusFolder,
+  "rename-folder": planRenameFolder,
+  "move-folder": planMoveFolder,
+  "delete-folder": planDeleteFolder,
+  "store-file": planStoreFile,
+  "edit-file": planEditFile,
+  "rename-file": planRenameFile,
+  "move-file": planMoveFile,
+  "delete-file": planDeleteFile,
+};
 
 function allCounts(folder: Folder): string {
   let folders = 0;
@@ -527,25 +628,60 @@ export async function runNormalizer(
   snapshot: Snapshot,
   timeoutMs = 60_000,
 ): Promise<Normalized> {
-  const folders: Array<{ path: string; description: string; files: string[] }> = [];
-  const walk = (f: Folder) => {
-    folders.push({ path: displayPath(f.path), description: f.description, files: f.files });
-    for (const c of f.children) walk(c);
-  };
-  walk(snapshot.root);
   const payload = {
     request,
     tree: renderTree(toTree(snapshot)),
     focus: displayPath(snapshot.focus),
-    folders,
+    folders: folderList(snapshot.root),
     syntax: UPDATE_SYNTAX,
   };
-  const { code, stdout, stderr, timedOut } = await new Promise<{
-    code: number | null;
-    stdout: string;
-    stderr: string;
-    timedOut: boolean;
-  }>((resolve, reject) => {
+  const { code, stdout, stderr, timedOut } = await runShell(
+    command,
+    `${JSON.stringify(payload)}\n`,
+    timeoutMs,
+  );
+  if (timedOut) {
+    throw new AgentChatError(
+      "NORMALIZER_FAILED",
+      `the normalizer did not answer within ${timeoutMs / 1000} s`,
+    );
+  }
+  if (code !== 0) {
+    const tail = stderr.trim().split("\n").slice(-3).join(" | ");
+    throw new AgentChatError(
+      "NORMALIZER_FAILED",
+      `the normalizer exited with ${code}${tail ? `: ${tail}` : ""}`,
+    );
+  }
+  try {
+    return { kfile: parseKFile(stdout) };
+  } catch (err) {
+    throw new AgentChatError(
+      "INVALID_KFILE",
+      `the normalizer's output is not a valid K-file: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+}
+
+/** Every folder of the tree, depth first, as the normaliser's input lists them. */
+function folderList(root: Folder): Array<{ path: string; description: string; files: string[] }> {
+  return [
+    { path: displayPath(root.path), description: root.description, files: root.files },
+    ...root.children.flatMap(folderList),
+  ];
+}
+
+interface ShellResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** `sh -c command` with `stdin`, killed with what it started after `timeoutMs`. */
+function runShell(command: string, stdin: string, timeoutMs: number): Promise<ShellResult> {
+  return new Promise<ShellResult>((resolve, reject) => {
     // Its own process group, so that a timeout also kills what the command started.
     const child = spawn("/bin/sh", ["-c", command], {
       stdio: ["pipe", "pipe", "pipe"],
@@ -581,28 +717,6 @@ export async function runNormalizer(
       resolve({ code: c, stdout: out, stderr: err, timedOut });
     });
     child.stdin.on("error", () => {});
-    child.stdin.end(`${JSON.stringify(payload)}\n`);
+    child.stdin.end(stdin);
   });
-  if (timedOut) {
-    throw new AgentChatError(
-      "NORMALIZER_FAILED",
-      `the normalizer did not answer within ${timeoutMs / 1000} s`,
-    );
-  }
-  if (code !== 0) {
-    const tail = stderr.trim().split("\n").slice(-3).join(" | ");
-    throw new AgentChatError(
-      "NORMALIZER_FAILED",
-      `the normalizer exited with ${code}${tail ? `: ${tail}` : ""}`,
-    );
-  }
-  try {
-    return { kfile: parseKFile(stdout) };
-  } catch (err) {
-    throw new AgentChatError(
-      "INVALID_KFILE",
-      `the normalizer's output is not a valid K-file: ${(err as Error).message}`,
-      { cause: err },
-    );
-  }
 }

@@ -9,7 +9,7 @@ import {
   renderTree,
   type TreeFolder,
   UPDATE_ACTIONS,
-} from "../../src/core/kfile.js";
+} from "../../src/core/kfile/index.js";
 
 function errorOf(text: string): string {
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatKFile, parseKFile } from "../../src/core/kfile.js";
+import { formatKFile, parseKFile } from "../../src/core/kfile/index.js";
 import type { Folder, Snapshot } from "../../src/workspace/kfolder.js";
 import { normalize, splitRequest } from "../../src/workspace/normalize.js";
 
@@ -210,6 +210,24 @@ describe("rule-based normaliser: request → K-file", () => {
     const { reason } = normalize("focus on blog", twoBlogs);
     expect(reason).toBe("2 folders are named blog; name one by its path, like protocol/blog");
     expect(normalize("focus on recipes", base).reason).toBe("there is no folder named recipes");
+  });
+
+  it("reports a path-like file name as invalid whatever its extension, never stores elsewhere", () => {
+    for (const name of ["../x.md", "../x.py", "../x.ts", "a/b.toml", "../x.htm", "../x.log"]) {
+      for (const [verb, action] of [
+        ["save", "store-file"],
+        ["edit", "edit-file"],
+      ] as const) {
+        const n = normalize(`${verb} ${name}: hi`, base);
+        expect(formatKFile(n.kfile), `${verb} ${name}`).toBe(
+          k("acknowledge", action, "ask-target"),
+        );
+        expect(n.reason, `${verb} ${name}`).toBe(
+          `invalid file name ${JSON.stringify(name)}: use ASCII letters, digits, '.', '_' and '-', ` +
+            "starting with a letter or digit (nothing may leave the workspace)",
+        );
+      }
+    }
   });
 
   it("is deterministic", () => {

@@ -8,7 +8,7 @@ import {
   parseUpdate,
   ROOT_NAME,
   renderTree,
-} from "../../core/kfile.js";
+} from "../../core/kfile/index.js";
 import {
   channelWorkspace,
   displayPath,

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AgentChatError } from "../../core/errors.js";
-import { renderTree } from "../../core/kfile.js";
+import { renderTree } from "../../core/kfile/index.js";
 import { describeError } from "../../mcp/format.js";
 import type { McpTool } from "../../mcp/server.js";
 import type { Store } from "../../store/types.js";

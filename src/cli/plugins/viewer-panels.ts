@@ -1,6 +1,6 @@
 import { watch } from "node:fs";
 import { join } from "node:path";
-import { renderTree, type TreeFolder } from "../../core/kfile.js";
+import { renderTree, type TreeFolder } from "../../core/kfile/index.js";
 import { entryKind } from "../../fsutil/root-files.js";
 import type { Store } from "../../store/types.js";
 import type { TreeNode } from "../../viewer/api-types.js";
