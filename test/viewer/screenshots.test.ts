@@ -9,13 +9,7 @@ import { FsStore } from "../../src/store/fs/fs-store.js";
 import { channelWorkspace, recordTurn, runTurn } from "../../src/workspace/index.js";
 import { startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
-import {
-  launchChromium,
-  type RunningViewer,
-  seedConversation,
-  startView,
-  waitUntil,
-} from "./helpers.js";
+import { launchChromium, type RunningViewer, seedConversation, startView } from "./helpers.js";
 
 /** Messages of the screenshot's channel: the conversation, three workspace turns, one request. */
 const MESSAGES = 4 + 3 * 3 + 1;
@@ -67,10 +61,11 @@ describe("web viewer screenshots (docs/viewer-*.png)", () => {
       ],
       { root: tmp.dir, timeoutMs: 120_000 },
     );
-    await waitUntil(
-      () => readdirSync(join(tmp.dir, "review")).filter((f) => /^\d+-/.test(f)).length === MESSAGES,
-      "the request message",
-    );
+    await expect
+      .poll(() => readdirSync(join(tmp.dir, "review")).filter((f) => /^\d+-/.test(f)).length, {
+        timeout: 10_000,
+      })
+      .toBe(MESSAGES);
     [view, browser] = await Promise.all([startView(tmp.dir), launchChromium()]);
   }, 60_000);
 
