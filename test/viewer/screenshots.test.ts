@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { govern } from "../../src/client/governance.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { channelWorkspace, recordTurn, runTurn } from "../../src/workspace/index.js";
@@ -61,11 +61,14 @@ describe("web viewer screenshots (docs/viewer-*.png)", () => {
       ],
       { root: tmp.dir, timeoutMs: 120_000 },
     );
-    await expect
-      .poll(() => readdirSync(join(tmp.dir, "review")).filter((f) => /^\d+-/.test(f)).length, {
-        timeout: 10_000,
-      })
-      .toBe(MESSAGES);
+    // In beforeAll, where expect.poll is not allowed.
+    await vi.waitFor(
+      () => {
+        const files = readdirSync(join(tmp.dir, "review")).filter((f) => /^\d+-/.test(f));
+        expect(files, "the request message").toHaveLength(MESSAGES);
+      },
+      { timeout: 10_000 },
+    );
     [view, browser] = await Promise.all([startView(tmp.dir), launchChromium()]);
   }, 60_000);
 
