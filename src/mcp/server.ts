@@ -37,6 +37,11 @@ export interface McpServerOptions {
    * chat_workspace (src/cli/plugins/mcp-tools.ts).
    */
   tools?: readonly McpTool[];
+  /**
+   * chat_wait's sleep-poll safety net behind the store's own wake-up (default: the store's,
+   * 2 s). Tests set it far beyond their limit to prove that the wake-up alone answers.
+   */
+  waitIntervalMs?: number;
 }
 
 /** A tool plugged into the MCP server; its result text gets the same footer as every tool's. */
@@ -120,7 +125,15 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
     ...(options.warn ? { warn: options.warn } : {}),
   });
   const counter = new UnreadCounter(store, agent);
-  registerTools(server, store, agent, counter, options.tools ?? [], problem);
+  registerTools(
+    server,
+    store,
+    agent,
+    counter,
+    options.tools ?? [],
+    problem,
+    options.waitIntervalMs,
+  );
   const transport = new FooterTransport(stdio, async () => {
     // Becomes the footer's note "(agent-chat: unread count unavailable: …)".
     if (problem !== undefined) throw new Error("no identity");
@@ -155,6 +168,7 @@ function registerTools(
   counter: UnreadCounter,
   extraTools: readonly McpTool[],
   problem: string | undefined,
+  waitIntervalMs: number | undefined,
 ): void {
   const tool = <S extends z.ZodRawShape>(
     name: string,
@@ -310,13 +324,14 @@ function registerTools(
     TOOL_HINTS.additive,
     async (args, extra) => {
       const given = args.channels && args.channels.length > 0 ? args.channels : undefined;
+      const interval = waitIntervalMs === undefined ? {} : { intervalMs: waitIntervalMs };
       const seconds = args.timeout_seconds ?? DEFAULT_WAIT_SECONDS;
       const timeoutMs = Math.round(seconds * 1000);
       const stopProgress = reportProgress(extra, seconds);
       try {
         const result = given
-          ? await store.wait(given, { as: agent, timeoutMs, signal: extra.signal })
-          : await waitEverywhere(store, agent, { timeoutMs, signal: extra.signal });
+          ? await store.wait(given, { as: agent, timeoutMs, signal: extra.signal, ...interval })
+          : await waitEverywhere(store, agent, { timeoutMs, signal: extra.signal, ...interval });
         return withWarnings(formatMessages(result.messages), result.warnings);
       } catch (err) {
         if (isAgentChatError(err, "TIMEOUT")) {

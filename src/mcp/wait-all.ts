@@ -17,6 +17,8 @@ export interface WaitEverywhereOptions {
   timeoutMs: number;
   signal: AbortSignal;
   pollMs?: number;
+  /** The store's sleep-poll behind its wake-up (WaitOptions.intervalMs). */
+  intervalMs?: number;
 }
 
 /**
@@ -59,6 +61,7 @@ export async function waitEverywhere(
         as: agent,
         timeoutMs: remaining,
         signal: round.signal,
+        ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
       });
       const first = await Promise.race([
         waiting.then(

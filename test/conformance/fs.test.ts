@@ -15,5 +15,6 @@ storeConformance("folder store (poll only)", async () => {
   return {
     open: () => openStore(tmp.dir, { watch: false }),
     cleanup: async () => tmp.cleanup(),
+    pollOnly: true,
   };
 });

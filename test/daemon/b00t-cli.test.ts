@@ -96,11 +96,9 @@ describe("send to a socket that is not an agent-chat daemon", () => {
         ]);
         expect(r.code, r.stderr).toBe(0);
         expect(JSON.parse(r.stdout)).toMatchObject({ socket: path, acknowledged: false });
-        const deadline = Date.now() + 5000;
-        while (!listener.received.join("").includes("\n")) {
-          if (Date.now() > deadline) throw new Error("the listener received no line");
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        await expect
+          .poll(() => listener.received.join(""), { timeout: 5_000, interval: 20 })
+          .toContain("\n");
         expect(listener.received).toHaveLength(1);
         const lines = listener.received[0]!.split("\n");
         expect(lines).toHaveLength(2);

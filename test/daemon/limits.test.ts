@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { daemonFixture, RawClient } from "./harness.js";
 
 const { world, serve } = daemonFixture();
@@ -37,15 +37,18 @@ describe("the daemon's memory under many unfinished lines", () => {
 
     // Ready once the daemon has read what the clients it kept sent: its count of buffered bytes
     // is exactly theirs.
-    const deadline = Date.now() + 30_000;
-    let info: Record<string, unknown> = {};
-    for (;;) {
-      info = (await bystander.request({ id: 1, op: "info" })).result as Record<string, unknown>;
-      const open = clients.filter((c) => !c.socket.destroyed).length;
-      if (info.bufferedBytes === open * line.length) break;
-      if (Date.now() > deadline) throw new Error(`never settled: ${JSON.stringify(info)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const info = await vi.waitFor(
+      async () => {
+        const now = (await bystander.request({ id: 1, op: "info" })).result as Record<
+          string,
+          unknown
+        >;
+        const open = clients.filter((c) => !c.socket.destroyed).length;
+        expect(now.bufferedBytes, "bytes the daemon holds").toBe(open * line.length);
+        return now;
+      },
+      { timeout: 30_000, interval: 50 },
+    );
     expect(info.maxBufferedBytes).toBe(limit);
     expect(info.bufferedBytes as number).toBeLessThanOrEqual(limit);
     const grown = rssMb(pid) - before;

@@ -397,11 +397,16 @@ describe("the CLI uses the daemon when one runs", () => {
     );
     const done = collect(child);
     // Until the CLI's wait is parked on the daemon, the daemon sees only our connection.
-    for (let i = 0; i < 100; i++) {
-      const info = await c.request({ id: `i${i}`, op: "info" });
-      if ((info.result as { connections: number }).connections >= 2) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    let asked = 0;
+    await expect
+      .poll(
+        async () => {
+          const info = await c.request({ id: `i${++asked}`, op: "info" });
+          return (info.result as { connections: number }).connections;
+        },
+        { timeout: 10_000, interval: 20 },
+      )
+      .toBeGreaterThanOrEqual(2);
     const t0 = Date.now();
     await c.request({ id: 2, op: "post", channel: "cliwait", from: "alice", body: "ping bob" });
     const result = await done;

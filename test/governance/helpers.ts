@@ -78,6 +78,7 @@ export async function referenceReply(
       break;
     } catch (err) {
       if (tries > 200) throw err;
+      // chat.py's own lock retry, reproduced: it waits 50 ms between tries of mkdir.
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { vi } from "vitest";
 
 /** The built CLI (`npm test` builds first): tests run what users run. */
 export const CLI = fileURLToPath(new URL("../../dist/cli.cjs", import.meta.url));
@@ -92,24 +93,21 @@ function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
  */
 export async function watching(child: ChildProcess, timeoutMs = 15_000): Promise<void> {
   const { readdirSync, readlinkSync } = await import("node:fs");
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  const holdsInotify = () => {
     try {
-      const fds = readdirSync(`/proc/${child.pid}/fd`);
-      if (
-        fds.some(
-          (fd) =>
-            safeReadlink(readlinkSync, `/proc/${child.pid}/fd/${fd}`) === "anon_inode:inotify",
-        )
-      ) {
-        return;
-      }
+      return readdirSync(`/proc/${child.pid}/fd`).some(
+        (fd) => safeReadlink(readlinkSync, `/proc/${child.pid}/fd/${fd}`) === "anon_inode:inotify",
+      );
     } catch {
-      // not started yet, or gone
+      return false; // not started yet, or gone
     }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error("the child never started watching");
+  };
+  await vi.waitFor(
+    () => {
+      if (!holdsInotify()) throw new Error("the child never started watching");
+    },
+    { timeout: timeoutMs, interval: 20 },
+  );
 }
 
 function safeReadlink(readlink: (p: string) => string, path: string): string | undefined {
@@ -126,11 +124,12 @@ export async function untilStdout(
   done: (stdout: string) => boolean,
   timeoutMs = 15_000,
 ): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const out = liveStdout.get(child)?.() ?? "";
-    if (done(out)) return out;
-    if (Date.now() > deadline) throw new Error(`stdout never matched; got: ${out}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  return vi.waitFor(
+    () => {
+      const out = liveStdout.get(child)?.() ?? "";
+      if (!done(out)) throw new Error(`stdout never matched; got: ${out}`);
+      return out;
+    },
+    { timeout: timeoutMs, interval: 20 },
+  );
 }

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer, connect as tcpConnect } from "node:net";
+import { createServer } from "node:net";
 import { tempDir } from "./tmp.js";
 
 /** Where the tests look for the server: $NATS_SERVER_BIN, else Debian's package path or $PATH. */
@@ -64,19 +64,29 @@ export class NatsServer {
     if (this.options.user) args.push("--user", this.options.user);
     if (this.options.pass) args.push("--pass", this.options.pass);
     const child = spawn(requireNatsServer(), args, { stdio: ["ignore", "ignore", "pipe"] });
-    let log = "";
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-      log = (log + d).slice(-4000);
-    });
     this.child = child;
-    const deadline = Date.now() + 10_000;
-    while (!(await accepts(this.port))) {
-      if (child.exitCode !== null) throw new Error(`nats-server exited: ${log}`);
-      if (Date.now() > deadline) throw new Error(`nats-server did not start: ${log}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    // The port accepts a little before JetStream has recovered its streams.
-    await new Promise((r) => setTimeout(r, 100));
+    // nats-server logs "Server is ready" once JetStream has recovered its streams and the port
+    // accepts clients: the port alone accepts a little before the streams are back.
+    await new Promise<void>((resolve, reject) => {
+      let log = "";
+      const timer = setTimeout(() => {
+        child.off("exit", onExit);
+        reject(new Error(`nats-server did not start: ${log}`));
+      }, 10_000);
+      const onExit = () => {
+        clearTimeout(timer);
+        reject(new Error(`nats-server exited: ${log}`));
+      };
+      child.once("exit", onExit);
+      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+        log = (log + d).slice(-4000);
+        if (log.includes("Server is ready")) {
+          clearTimeout(timer);
+          child.off("exit", onExit);
+          resolve();
+        }
+      });
+    });
   }
 
   /** Stops the server (SIGTERM, then SIGKILL) and keeps its store directory. */
@@ -124,16 +134,5 @@ export function freePort(): Promise<number> {
       const port = typeof address === "object" && address ? address.port : 0;
       srv.close(() => resolve(port));
     });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = tcpConnect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
   });
 }

@@ -27,6 +27,7 @@ export async function referencePost(
         continue;
       }
       if (Date.now() > deadline) throw new Error("reference writer: lock timeout");
+      // chat.py's own lock retry, reproduced: it waits 50 ms between tries of mkdir.
       await new Promise((r) => setTimeout(r, 50));
     }
   }

@@ -28,11 +28,17 @@ export async function connectAgent(
   root: string,
   name: string | null,
   extraArgs: string[] = [],
+  extraEnv: Record<string, string> = {},
 ): Promise<Agent> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [CLI, "mcp", ...(name === null ? [] : ["--as", name]), ...extraArgs],
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AGENT_CHAT_ROOT: root },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      AGENT_CHAT_ROOT: root,
+      ...extraEnv,
+    },
     stderr: "pipe",
   });
   let stderr = "";
@@ -90,7 +96,7 @@ export async function initChannels(
  */
 export function agentFixture(): {
   root: () => string;
-  agent: (name: string | null, extra?: string[]) => Promise<Agent>;
+  agent: (name: string | null, extra?: string[], env?: Record<string, string>) => Promise<Agent>;
 } {
   let root = "";
   let cleanup: () => void = () => {};
@@ -105,8 +111,8 @@ export function agentFixture(): {
   });
   return {
     root: () => root,
-    agent: async (name, extra = []) => {
-      const a = await connectAgent(root, name, extra);
+    agent: async (name, extra = [], env = {}) => {
+      const a = await connectAgent(root, name, extra, env);
       agents.push(a);
       return a;
     },

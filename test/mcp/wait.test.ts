@@ -9,15 +9,19 @@ const agent = fixture.agent;
 
 describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
   it("wait returns as soon as the other identity posts", async () => {
-    const [alice, bob] = await Promise.all([agent("alice"), agent("bob")]);
-    const started = Date.now();
-    const waiting = bob.call("chat_wait", { channels: ["review"], timeout_seconds: 20 });
+    // bob's sleep-poll far beyond the wait's 5 s: only the file watch can wake him in time.
+    const [alice, bob] = await Promise.all([
+      agent("alice"),
+      agent("bob", [], { AGENT_CHAT_WAIT_POLL_MS: "60000" }),
+    ]);
+    const waiting = bob.call("chat_wait", { channels: ["review"], timeout_seconds: 5 });
+    // Lets the wait go to sleep in bob's server, so that the post must wake it (a wait slower
+    // to start finds it in its first scan: the test is then weaker, never flaky).
     await new Promise((r) => setTimeout(r, 300));
     await alice.call("chat_post", { channel: "review", body: "ping from alice" });
     const woke = await waiting;
     expect(woke.isError).toBe(false);
     expect(woke.text).toContain("ping from alice");
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(footerJson(woke.footer).chat.msgs).toBe(0);
   });
 
@@ -63,6 +67,7 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
       { channels: ["review"], timeout_seconds: 30 },
       abort.signal,
     );
+    // Timing under test: the cancel comes while the wait is pending in the server.
     await new Promise((r) => setTimeout(r, 300));
     abort.abort("user pressed Esc");
     await expect(waiting).rejects.toThrow();
@@ -70,7 +75,8 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
     const listed = await bob.call("chat_channels");
     expect(listed.isError).toBe(false);
     await alice.call("chat_post", { channel: "review", body: "after the cancel" });
-    // A wait still running in the server would read this message and move bob's cursor.
+    // A wait still running in the server would read this message and move bob's cursor: what
+    // is under test is that nothing happens during this time.
     await new Promise((r) => setTimeout(r, 500));
     expect(existsSync(join(fixture.root(), "review", ".cursors", "bob.txt"))).toBe(false);
     const read = await bob.call("chat_read", { channel: "review" });

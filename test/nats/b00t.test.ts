@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { B00tEnvelope } from "../../src/core/envelope.js";
 import type { AgentChatError } from "../../src/core/errors.js";
 import { ingestEnvelopes, publishEnvelope } from "../../src/store/nats/b00t.js";
@@ -20,13 +20,8 @@ function envelope(channel: string, body: string, metadata?: Record<string, unkno
   return e;
 }
 
-async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** How long an ingested envelope may take to show. */
+const T = { timeout: 5_000, interval: 20 };
 
 describe.skipIf(natsSkipReason !== undefined)(
   `b00t envelopes over NATS${natsSkipReason ? ` (${natsSkipReason})` : ""}`,
@@ -68,7 +63,9 @@ describe.skipIf(natsSkipReason !== undefined)(
         ingestEnvelopes(a, { signal: ac.signal, onRejected }),
         ingestEnvelopes(b, { signal: ac.signal, onRejected }),
       ];
-      await new Promise((r) => setTimeout(r, 100));
+      // Each ingester subscribed before its first await; a flush of each connection returns once
+      // the server has registered that subscription.
+      await Promise.all([a.nc.flush(), b.nc.flush()]);
       const target = `nats://127.0.0.1:${server.port}`;
       for (let i = 1; i <= 10; i++) {
         await publishEnvelope(target, envelope("general", `note ${i}`));
@@ -85,7 +82,7 @@ describe.skipIf(natsSkipReason !== undefined)(
       );
       await publishEnvelope(target, envelope("fresh", "new channel"));
       const reader = await NatsStore.open(url);
-      await until(async () => (await reader.peek("general", 20)).length === 11);
+      await expect.poll(async () => (await reader.peek("general", 20)).length, T).toBe(11);
       const messages = (await reader.read("general", { as: "bob" })).messages;
       expect(messages.map((m) => m.seq)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
       // Two ingesters work in parallel, so envelopes published back to back may swap places;
@@ -100,17 +97,21 @@ describe.skipIf(natsSkipReason !== undefined)(
         replyTo: 3,
         extra: { metadata: '{"priority":"high"}' },
       });
-      await until(async () => (await reader.channels()).some((c) => c.name === "fresh"));
+      await expect
+        .poll(async () => (await reader.channels()).map((c) => c.name), T)
+        .toContain("fresh");
       expect((await reader.peek("fresh", 5)).map((m) => m.body)).toEqual(["new channel"]);
       // A malformed envelope is reported and does not stop the ingester.
       const { connect } = await import("@nats-io/transport-node");
       const nc = await connect({ servers: `127.0.0.1:${server.port}` });
       nc.publish("chat.general", "not json");
       await nc.flush();
-      await until(async () => rejected.length === 1);
+      await expect.poll(() => rejected.length, T).toBe(1);
       expect(rejected[0]).toMatch(/not JSON/);
       await publishEnvelope(target, envelope("general", "still running"));
-      await until(async () => (await reader.peek("general", 1))[0]?.body === "still running");
+      await expect
+        .poll(async () => (await reader.peek("general", 1))[0]?.body, T)
+        .toBe("still running");
       await nc.close();
       ac.abort();
       await Promise.all(running);
@@ -123,10 +124,13 @@ describe.skipIf(natsSkipReason !== undefined)(
       const result = collect(child);
       const reader = await NatsStore.open(url);
       // The bridge announces nothing on stdout in --json mode; wait until it has subscribed.
-      await until(async () => {
-        await publishEnvelope(`nats://127.0.0.1:${server.port}`, envelope("ops", "ping"));
-        return (await reader.channels()).length > 0;
-      }, 10_000);
+      await vi.waitFor(
+        async () => {
+          await publishEnvelope(`nats://127.0.0.1:${server.port}`, envelope("ops", "ping"));
+          expect(await reader.channels()).not.toHaveLength(0);
+        },
+        { timeout: 10_000, interval: 100 },
+      );
       child.kill("SIGINT");
       const r = await result;
       // Like `tail`, a bridge stopped with Ctrl-C has done its job: exit 0.

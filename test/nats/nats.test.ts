@@ -100,6 +100,8 @@ describe.skipIf(natsSkipReason !== undefined)(
       const poster = await NatsStore.open(url);
       await poster.init("ch");
       const waiting = waiter.wait(["ch"], { as: "bob", timeoutMs: 10_000 });
+      // Lets the wait go to sleep, so that the post must wake it (a wait slower to start finds
+      // it in its first scan: the test is then weaker, never flaky).
       await new Promise((r) => setTimeout(r, 100));
       const t0 = performance.now();
       await poster.post("ch", { from: "alice", body: "wake up" });
@@ -121,6 +123,7 @@ describe.skipIf(natsSkipReason !== undefined)(
       })();
       await (await NatsStore.open(url)).post("ch", { from: "alice", to: "carol", body: "before" });
       const waiting = waiter.wait(["ch"], { as: "bob", timeoutMs: 15_000 });
+      // Lets the wait go to sleep, so that it is the sleeping wait that must outlive the restart.
       await new Promise((r) => setTimeout(r, 200));
       await server.restart();
       const poster = await NatsStore.open(url);
@@ -129,9 +132,7 @@ describe.skipIf(natsSkipReason !== undefined)(
       expect(r.messages.map((m) => m.body)).toEqual(["after the restart"]);
       expect(r.cursors).toEqual({ ch: 2 });
       await poster.post("ch", { from: "alice", body: "third" });
-      const deadline = Date.now() + 10_000;
-      while (watched.length < 3 && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 20));
+      await expect.poll(() => watched.length, { timeout: 10_000, interval: 20 }).toBe(3);
       ac.abort();
       await watching;
       expect(watched).toEqual([1, 2, 3]);
@@ -164,6 +165,7 @@ describe.skipIf(natsSkipReason !== undefined)(
       await store.init("ch");
       await store.post("ch", { from: "alice", body: "one" });
       const waiting = codeOf(store.wait(["ch"], { as: "alice", timeoutMs: 15_000 }));
+      // Lets the wait go to sleep, so that the deletion must reach a sleeping wait.
       await new Promise((r) => setTimeout(r, 100));
       const admin = await NatsStore.open(url);
       const { jetstreamManager } = await import("@nats-io/jetstream");

@@ -26,6 +26,8 @@ describe("wait wakes through the file watch, not the poll", () => {
         wokeAt = performance.now();
         return r;
       });
+    // Lets the wait go to sleep, so that the post must wake it (a wait slower to start finds
+    // it in its first scan: the test is then weaker, never flaky).
     await new Promise((r) => setTimeout(r, 100));
     const post = await runCli(["post", "ch", "--from", "alice", "--json", "--body", "ping"], {
       root: tmp.dir,
@@ -53,6 +55,8 @@ describe("wait wakes through the file watch, not the poll", () => {
   it("without a file watch, the sleep-poll alone still delivers", async () => {
     const polling = new FsStore(tmp.dir, { watch: false });
     const waiting = polling.wait(["ch"], { as: "bob", timeoutMs: 10_000, intervalMs: 50 });
+    // Lets the wait go to sleep, so that the post must be found by the poll (a wait slower to start finds
+    // it in its first scan: the test is then weaker, never flaky).
     await new Promise((r) => setTimeout(r, 30));
     await store.post("ch", { from: "alice", body: "polled" });
     expect((await waiting).messages.map((m) => m.body)).toEqual(["polled"]);
@@ -63,6 +67,8 @@ describe("wait wakes through the file watch, not the poll", () => {
     // No watch and a 60 s poll: only the post telling its own store's waiters can wake this one.
     const shared = new FsStore(tmp.dir, { watch: false });
     const waiting = shared.wait(["ch"], { as: "bob", timeoutMs: 20_000, intervalMs: 60_000 });
+    // Lets the wait go to sleep, so that the post must wake it (a wait slower to start finds
+    // it in its first scan: the test is then weaker, never flaky).
     await new Promise((r) => setTimeout(r, 30));
     const t0 = performance.now();
     await shared.post("ch", { from: "alice", body: "same process" });
@@ -81,6 +87,7 @@ describe("wait wakes through the file watch, not the poll", () => {
     });
     for (let i = 0; i < 5; i++)
       await poster.post("ch", { from: "alice", to: "carol", body: `c${i}` });
+    // Under test: messages for others do not end the wait during this time.
     await new Promise((r) => setTimeout(r, 100));
     expect(done).toBe(false);
     await poster.post("ch", { from: "alice", to: "Bob,dave", body: "for bob" });

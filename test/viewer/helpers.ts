@@ -189,16 +189,3 @@ export async function seedConversation(root: string): Promise<void> {
     await store.close();
   }
 }
-
-/** Resolves once `condition` holds (checked every 25 ms); fails after `timeoutMs`. */
-export async function waitUntil(
-  condition: () => boolean,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}

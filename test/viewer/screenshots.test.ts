@@ -3,19 +3,13 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { govern } from "../../src/client/governance.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { channelWorkspace, recordTurn, runTurn } from "../../src/workspace/index.js";
 import { startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
-import {
-  launchChromium,
-  type RunningViewer,
-  seedConversation,
-  startView,
-  waitUntil,
-} from "./helpers.js";
+import { launchChromium, type RunningViewer, seedConversation, startView } from "./helpers.js";
 
 /** Messages of the screenshot's channel: the conversation, three workspace turns, one request. */
 const MESSAGES = 4 + 3 * 3 + 1;
@@ -67,9 +61,13 @@ describe("web viewer screenshots (docs/viewer-*.png)", () => {
       ],
       { root: tmp.dir, timeoutMs: 120_000 },
     );
-    await waitUntil(
-      () => readdirSync(join(tmp.dir, "review")).filter((f) => /^\d+-/.test(f)).length === MESSAGES,
-      "the request message",
+    // In beforeAll, where expect.poll is not allowed.
+    await vi.waitFor(
+      () => {
+        const files = readdirSync(join(tmp.dir, "review")).filter((f) => /^\d+-/.test(f));
+        expect(files, "the request message").toHaveLength(MESSAGES);
+      },
+      { timeout: 10_000 },
     );
     [view, browser] = await Promise.all([startView(tmp.dir), launchChromium()]);
   }, 60_000);

@@ -3,7 +3,7 @@ import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { tempDir } from "../helpers/tmp.js";
-import { type RunningViewer, startView, waitUntil } from "./helpers.js";
+import { type RunningViewer, startView } from "./helpers.js";
 
 /** The viewer's resident memory in MB, from /proc (Linux). */
 function rssMb(pid: number): number {
@@ -94,7 +94,7 @@ describe("viewer event streams and readers that do not read", () => {
     const pid = view.child.pid!;
     const reader = await openStream(view, true);
     const stalled = await openStream(view, false);
-    await waitUntil(() => reader.states > 0, "the reader's first state event");
+    await expect.poll(() => reader.states, { timeout: 10_000 }).toBeGreaterThan(0);
     const before = rssMb(pid);
     let peak = before;
     const sampler = setInterval(() => {
@@ -104,7 +104,7 @@ describe("viewer event streams and readers that do not read", () => {
       // A reader that keeps pace with the traffic: each post is read before the next is made.
       for (let i = 0; i < POSTS; i += 1) {
         await writer.post("busy", { from: "p", body: big(i) });
-        await waitUntil(() => reader.seqs.length > i, `message ${i + 1} at the reader`, 20_000);
+        await expect.poll(() => reader.seqs.length, { timeout: 20_000 }).toBeGreaterThan(i);
       }
     } finally {
       clearInterval(sampler);
@@ -120,7 +120,7 @@ describe("viewer event streams and readers that do not read", () => {
 
     // The stalled client was cut off: once it reads, its stream ends without the later messages.
     stalled.socket.resume();
-    await waitUntil(() => stalled.closed, "the stalled stream to be closed", 20_000);
+    await expect.poll(() => stalled.closed, { timeout: 20_000 }).toBe(true);
     expect(stalled.seqs.length).toBeLessThan(POSTS);
   }, 120_000);
 });
@@ -148,9 +148,11 @@ describe("viewer event streams: hundreds of clients", () => {
     const big = (i: number) => `${String(i).padStart(6, "0")} ${"y".repeat(1_000_000)}`;
     const pid = view.child.pid!;
     const reader = await openStream(view, true);
-    await waitUntil(() => reader.states > 0, "the reader's first state event");
+    await expect.poll(() => reader.states, { timeout: 10_000 }).toBeGreaterThan(0);
     for (let i = 0; i < 250; i += 1) clients.push(await openStream(view, "head"));
-    await waitUntil(() => clients.every((c) => c.status !== 0), "an answer to every client");
+    await expect
+      .poll(() => clients.filter((c) => c.status === 0).length, { timeout: 10_000 })
+      .toBe(0);
     const ok = clients.filter((c) => c.status === 200).length;
     expect(ok).toBe(99); // the reader holds one of the 100 streams
     expect(clients.filter((c) => c.status === 503)).toHaveLength(250 - ok);
@@ -163,7 +165,7 @@ describe("viewer event streams: hundreds of clients", () => {
     try {
       for (let i = 0; i < POSTS; i += 1) {
         await writer.post("busy", { from: "p", body: big(i) });
-        await waitUntil(() => reader.seqs.length > i, `message ${i + 1} at the reader`, 20_000);
+        await expect.poll(() => reader.seqs.length, { timeout: 20_000 }).toBeGreaterThan(i);
       }
     } finally {
       clearInterval(sampler);
@@ -177,7 +179,7 @@ describe("viewer event streams: hundreds of clients", () => {
     // Streams that fell behind were closed, so a new client gets a stream again.
     const late = await openStream(view, true);
     clients.push(late);
-    await waitUntil(() => late.status !== 0, "an answer to a late client");
+    await expect.poll(() => late.status, { timeout: 10_000 }).not.toBe(0);
     expect(late.status).toBe(200);
   }, 120_000);
 });

@@ -12,7 +12,7 @@ import {
 } from "../../mcp/setup.js";
 import { FOOTER_STYLES } from "../../mcp/unread.js";
 import { isNatsUrl } from "../../store/roots.js";
-import { type CliContext, parseSeconds } from "../context.js";
+import { type CliContext, parsePositiveInt, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { runHook } from "../hook.js";
 import { hookStateDir } from "../hook-state.js";
@@ -48,6 +48,11 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       // would show only "Failed to connect" in the agent tool.
       const agent = opts.as || ctx.env.AGENT_CHAT_NAME || undefined;
       const footer = oneOf(opts.footer, FOOTER_STYLES, "--footer");
+      // chat_wait's sleep-poll in ms; tests set it beyond their limit to test the wake-up alone.
+      const pollMs = ctx.env.AGENT_CHAT_WAIT_POLL_MS;
+      const waitIntervalMs = pollMs
+        ? parsePositiveInt(pollMs, "AGENT_CHAT_WAIT_POLL_MS")
+        : undefined;
       const store = await ctx.open();
       // Loaded only here: the rest of the CLI never pays for the MCP SDK.
       const { runMcpServer } = await import("../../mcp/server.js");
@@ -69,6 +74,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
             ? DEFAULT_MAX_MESSAGE_BYTES
             : Math.max(DEFAULT_MAX_MESSAGE_BYTES, 6 * maxBody + 65536),
         warn: (message) => ctx.warn(message),
+        ...(waitIntervalMs !== undefined ? { waitIntervalMs } : {}),
       });
     });
 
