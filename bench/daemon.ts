@@ -2,6 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
+import { LineSplitter } from "../src/core/ndjson.js";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "../src/daemon/client.js";
 import { FsStore } from "../src/store/fs/fs-store.js";
 import { type BenchContext, type BenchModule, type Row, stats } from "./lib.js";
 
@@ -125,11 +127,15 @@ async function startDaemon(ctx: BenchContext, dir: string): Promise<RunningDaemo
     stdio: ["ignore", "pipe", "inherit"],
   });
   const line = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.includes("\n")) resolve(out.slice(0, out.indexOf("\n")));
+    const lines = new LineSplitter({
+      maxLineBytes: 64 * 1024,
+      onLine: (first) => {
+        lines.close();
+        resolve(first.toString());
+      },
+      onTooLong: () => reject(new Error("serve's first line is longer than 64 KiB")),
     });
+    child.stdout!.on("data", (d: Buffer) => lines.push(d));
     child.once("exit", (code) => reject(new Error(`serve exited with ${code}`)));
   });
   const socket = (JSON.parse(line) as { sockets: string[] }).sockets[0]!;
@@ -146,22 +152,21 @@ async function startDaemon(ctx: BenchContext, dir: string): Promise<RunningDaemo
 
 /** A minimal NDJSON connection: requests by id, stream events by id. */
 class Conn {
-  private buffered = "";
   private readonly handlers = new Map<unknown, (value: Record<string, unknown>) => void>();
   private next = 1;
+  private readonly lines = new LineSplitter({
+    maxLineBytes: DEFAULT_MAX_RESPONSE_BYTES,
+    onLine: (line) => {
+      const value = JSON.parse(line.toString()) as Record<string, unknown>;
+      this.handlers.get(value.id)?.(value);
+    },
+    onTooLong: () => {
+      throw new Error(`the daemon sent a line longer than ${DEFAULT_MAX_RESPONSE_BYTES} bytes`);
+    },
+  });
 
   private constructor(readonly socket: Socket) {
-    socket.setEncoding("utf8");
-    socket.on("data", (d: string) => {
-      this.buffered += d;
-      let nl = this.buffered.indexOf("\n");
-      while (nl !== -1) {
-        const value = JSON.parse(this.buffered.slice(0, nl)) as Record<string, unknown>;
-        this.buffered = this.buffered.slice(nl + 1);
-        this.handlers.get(value.id)?.(value);
-        nl = this.buffered.indexOf("\n");
-      }
-    });
+    socket.on("data", (d: Buffer) => this.lines.push(d));
   }
 
   static open(path: string): Promise<Conn> {

@@ -3,6 +3,7 @@ import type { B00tEnvelope } from "../core/envelope.js";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
+import { LineSplitter } from "../core/ndjson.js";
 import type {
   Capabilities,
   ChannelInfo,
@@ -18,12 +19,37 @@ import type {
   WaitResult,
   WatchOptions,
 } from "../store/types.js";
-import type { DaemonInfo, RequestId, WireError } from "./protocol.js";
+import {
+  type DaemonInfo,
+  DEFAULT_MAX_LINE_BYTES,
+  type RequestId,
+  type WireError,
+} from "./protocol.js";
+import type { Request, RequestParams } from "./requests.js";
+
+/**
+ * The longest line accepted from a daemon by default. Not the daemon's own line limit: that one
+ * bounds requests, while one answer holds a whole `read` (every unread message, each up to the
+ * body limit, JSON-escaped). Below V8's longest string (about 512 Mi characters), which a line
+ * must become to be parsed.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The longest line accepted before the daemon has answered `info` (its answer is a few hundred
+ * bytes): a socket that is not an agent-chat daemon is dropped after this much, not after the
+ * timeout and however much it sent by then.
+ */
+const HELLO_MAX_BYTES = DEFAULT_MAX_LINE_BYTES;
 
 export interface ConnectOptions {
   /** Give up connecting after this long (default 1 s). */
   timeoutMs?: number;
+  /** The longest line accepted from the daemon (default {@link DEFAULT_MAX_RESPONSE_BYTES}). */
+  maxResponseBytes?: number;
 }
+
+type Op = Request["op"];
 
 interface Pending {
   resolve(value: unknown): void;
@@ -46,7 +72,11 @@ export class DaemonClient implements Store {
   private readonly pending = new Map<RequestId, Pending>();
   private readonly streams = new Map<RequestId, Stream>();
   private nextId = 1;
-  private buffered = "";
+  private readonly lines = new LineSplitter({
+    maxLineBytes: HELLO_MAX_BYTES,
+    onLine: (line) => this.onLine(line.toString("utf8")),
+    onTooLong: () => this.tooLong(),
+  });
   private closedError: AgentChatError | undefined;
   private daemonInfo!: DaemonInfo;
 
@@ -54,8 +84,7 @@ export class DaemonClient implements Store {
     private readonly socket: Socket,
     readonly socketPath: string,
   ) {
-    socket.setEncoding("utf8");
-    socket.on("data", (chunk: string) => this.onData(chunk));
+    socket.on("data", (chunk: Buffer) => this.lines.push(chunk));
     socket.on("error", () => {});
     socket.on("close", () => this.onClose());
   }
@@ -85,6 +114,7 @@ export class DaemonClient implements Store {
     } finally {
       clearTimeout(timer);
     }
+    client.lines.maxLineBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     return client;
   }
 
@@ -106,11 +136,16 @@ export class DaemonClient implements Store {
 
   /** Posts a b00t envelope and waits for the daemon's answer (the raw b00t line gets none). */
   envelope(envelope: B00tEnvelope): Promise<PostResult> {
-    return this.call("envelope", { envelope }) as Promise<PostResult>;
+    // A copy: an interface has no index signature, the schema's record type needs one.
+    return this.call("envelope", { envelope: { ...envelope } }) as Promise<PostResult>;
   }
 
   init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
-    return this.call("init", { channel, ...options }) as Promise<ChannelMeta>;
+    const { members, ...rest } = options;
+    return this.call(
+      "init",
+      members === undefined ? { channel, ...rest } : { channel, members: [...members], ...rest },
+    ) as Promise<ChannelMeta>;
   }
 
   channels(): Promise<ChannelInfo[]> {
@@ -122,7 +157,13 @@ export class DaemonClient implements Store {
   }
 
   post(channel: string, input: PostInput): Promise<PostResult> {
-    return this.call("post", { channel, ...input }) as Promise<PostResult>;
+    const { to, ...rest } = input;
+    return this.call(
+      "post",
+      to === undefined
+        ? { channel, ...rest }
+        : { channel, to: typeof to === "string" ? to : [...to], ...rest },
+    ) as Promise<PostResult>;
   }
 
   read(channel: string, options: ReadOptions): Promise<ReadResult> {
@@ -178,9 +219,12 @@ export class DaemonClient implements Store {
     };
     signal?.addEventListener("abort", cancel, { once: true });
     try {
-      const fields: Record<string, unknown> = { channels: [...channels] };
-      if (options.after !== undefined) fields.after = options.after;
-      await this.call("subscribe", fields, id);
+      const { after } = options;
+      await this.call(
+        "subscribe",
+        after === undefined ? { channels: [...channels] } : { channels: [...channels], after },
+        id,
+      );
       for (;;) {
         while (queue.length > 0) {
           if (signal?.aborted) return;
@@ -229,9 +273,13 @@ export class DaemonClient implements Store {
     });
   }
 
-  private call(op: string, fields: Record<string, unknown>, id = this.nextId++): Promise<unknown> {
+  private call<O extends Op>(
+    op: O,
+    params: RequestParams<O>,
+    id: RequestId = this.nextId++,
+  ): Promise<unknown> {
     if (this.closedError) return Promise.reject(this.closedError);
-    const line = JSON.stringify({ id, op, ...fields });
+    const line = JSON.stringify({ id, op, ...params });
     const bytes = Buffer.byteLength(line);
     if (this.daemonInfo && bytes > this.daemonInfo.maxLineBytes) {
       return Promise.reject(
@@ -248,22 +296,30 @@ export class DaemonClient implements Store {
     });
   }
 
-  private send(value: unknown): void {
-    if (!this.socket.destroyed) this.socket.write(`${JSON.stringify(value)}\n`);
+  /** Sends a request whose answer nobody waits for (a cancel). */
+  private send(request: Request): void {
+    if (!this.socket.destroyed) this.socket.write(`${JSON.stringify(request)}\n`);
   }
 
-  private onData(chunk: string): void {
-    this.buffered += chunk;
-    let nl = this.buffered.indexOf("\n");
-    while (nl !== -1) {
-      const line = this.buffered.slice(0, nl);
-      this.buffered = this.buffered.slice(nl + 1);
-      if (line.trim() !== "") this.onLine(line);
-      nl = this.buffered.indexOf("\n");
-    }
+  /** A line past our limit: what the daemon sends cannot be trusted any more, so we hang up. */
+  private tooLong(): void {
+    const limit = this.lines.maxLineBytes;
+    this.lines.close();
+    this.fail(
+      new AgentChatError(
+        "TOO_LARGE",
+        this.daemonInfo
+          ? `the daemon at ${this.socketPath} sent a line longer than ${limit} bytes (the ` +
+              "client's maxResponseBytes); closed the connection"
+          : `the socket at ${this.socketPath} sent a line longer than ${limit} bytes before ` +
+              "answering info (is it an agent-chat daemon?); closed the connection",
+      ),
+    );
+    this.socket.destroy();
   }
 
   private onLine(line: string): void {
+    if (line.trim() === "") return;
     let value: {
       id?: RequestId | null;
       ok?: boolean;
@@ -293,10 +349,18 @@ export class DaemonClient implements Store {
   }
 
   private onClose(): void {
-    this.closedError = new AgentChatError(
-      "BACKEND_UNAVAILABLE",
-      `the daemon at ${this.socketPath} closed the connection`,
+    this.lines.close();
+    this.fail(
+      new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        `the daemon at ${this.socketPath} closed the connection`,
+      ),
     );
+  }
+
+  /** Fails every request in flight and every later one with `error` (the first one given). */
+  private fail(error: AgentChatError): void {
+    this.closedError ??= error;
     for (const p of this.pending.values()) p.reject(this.closedError);
     this.pending.clear();
     for (const s of this.streams.values()) s.end(this.closedError);

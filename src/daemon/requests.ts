@@ -86,6 +86,12 @@ export const requestSchema = z.discriminatedUnion("op", [
 
 export type Request = z.infer<typeof requestSchema>;
 
+/**
+ * What a client sends for the operation `O` besides `id` and `op`: inferred from the schema the
+ * daemon parses with, so a client call with a misspelt op or field does not compile.
+ */
+export type RequestParams<O extends Request["op"]> = Omit<Extract<Request, { op: O }>, "id" | "op">;
+
 /** Parses a request object, or throws INVALID_ARGUMENT naming the first bad field. */
 export function parseRequest(value: Record<string, unknown>): Request {
   if (typeof value.op !== "string" || !(OPS as readonly string[]).includes(value.op)) {

@@ -2,6 +2,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { envelopeToPost, validateEnvelope } from "../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import { LineSplitter } from "../core/ndjson.js";
 import type { Store } from "../store/types.js";
 import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
 import {
@@ -160,8 +161,8 @@ export class DaemonServer {
 
 /** One client connection: splits lines, runs requests, streams subscriptions. */
 class Connection {
-  private pending: Buffer[] = [];
-  /** Bytes of the unfinished line held in `pending` (counted in the daemon's total too). */
+  private readonly lines: LineSplitter;
+  /** Bytes of the unfinished line held by `lines`, as counted in the daemon's total. */
   pendingBytes = 0;
   private queue: Promise<void> = Promise.resolve();
   private queued = 0;
@@ -180,6 +181,11 @@ class Connection {
     private readonly socket: Socket,
     private readonly daemon: DaemonServer,
   ) {
+    this.lines = new LineSplitter({
+      maxLineBytes: daemon.maxLineBytes,
+      onLine: (line) => this.onLine(line),
+      onTooLong: ({ bytes }) => this.tooLong(bytes),
+    });
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     // A client that vanishes mid-line or mid-wait: drop the partial line, end its long requests.
     socket.on("error", () => {});
@@ -224,38 +230,17 @@ class Connection {
 
   private onData(chunk: Buffer): void {
     if (this.closed) return;
-    let start = 0;
-    for (;;) {
-      const nl = chunk.indexOf(0x0a, start);
-      if (nl === -1) break;
-      const size = this.pendingBytes + (nl - start);
-      if (size > this.daemon.maxLineBytes) {
-        this.tooLong(size);
-        return;
-      }
-      const piece = chunk.subarray(start, nl);
-      const line =
-        this.pending.length === 0 ? piece : Buffer.concat([...this.pending, piece], size);
-      this.dropPending();
-      this.onLine(line);
-      start = nl + 1;
-    }
-    if (start < chunk.length && !this.closed) {
-      const rest = chunk.subarray(start);
-      // Refuse as soon as the limit is passed, not when (if ever) the newline comes.
-      if (this.pendingBytes + rest.length > this.daemon.maxLineBytes) {
-        this.tooLong(this.pendingBytes + rest.length);
-        return;
-      }
-      this.pending.push(Buffer.from(rest));
-      this.pendingBytes += rest.length;
-      this.daemon.holdBuffered(rest.length);
-    }
+    this.lines.push(chunk);
+    if (this.closed) return;
+    // Counted in the daemon's total after each chunk: past its limit, the largest holder goes.
+    const delta = this.lines.pendingBytes - this.pendingBytes;
+    this.pendingBytes = this.lines.pendingBytes;
+    if (delta !== 0) this.daemon.holdBuffered(delta);
   }
 
   private dropPending(): void {
+    this.lines.reset();
     if (this.pendingBytes > 0) this.daemon.holdBuffered(-this.pendingBytes);
-    this.pending = [];
     this.pendingBytes = 0;
   }
 
@@ -285,6 +270,7 @@ class Connection {
   private closeWith(error: AgentChatError): void {
     this.socket.pause();
     this.dropPending();
+    this.lines.close();
     this.respondError(null, error);
     this.closed = true;
     this.socket.end();

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { constants, promises as fsp } from "node:fs";
 import { dirname, join } from "node:path";
 import { validateName } from "../core/names.js";
+import { LineSplitter } from "../core/ndjson.js";
 import { createFileExclusive, entryKind, removeFileEntry } from "../fsutil/root-files.js";
 import { isNatsUrl } from "../store/roots.js";
 import { inspectSetup, type SetupLocations, type SetupTool, shellQuote } from "./setup.js";
@@ -223,8 +224,10 @@ async function checkTools(o: DoctorOptions, agent: string | undefined): Promise<
   return checks;
 }
 
+/** The longest stdout line read from a child: its answers are a few KiB; a flood is cut short. */
+const MAX_CHILD_LINE_BYTES = 8 * 1024 * 1024;
+
 interface ChildRun {
-  lines: string[];
   code: number | null;
   stderr: string;
   timedOut: boolean;
@@ -247,7 +250,7 @@ function runChild(
       env: o.env,
       stdio: ["pipe", "pipe", "pipe"],
     });
-    const run: ChildRun = { lines: [], code: null, stderr: "", timedOut: false };
+    const run: ChildRun = { code: null, stderr: "", timedOut: false };
     const timer = setTimeout(() => {
       run.timedOut = true;
       child.kill("SIGKILL");
@@ -255,16 +258,18 @@ function runChild(
     const write = (text: string) => {
       if (child.stdin.writable) child.stdin.write(text);
     };
-    let pending = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      pending += chunk;
-      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
-        const line = pending.slice(0, nl);
-        pending = pending.slice(nl + 1);
-        run.lines.push(line);
-        if (onLine(line, write)) child.kill("SIGTERM");
-      }
+    const lines = new LineSplitter({
+      maxLineBytes: MAX_CHILD_LINE_BYTES,
+      onLine: (line) => {
+        if (onLine(line.toString("utf8"), write)) child.kill("SIGTERM");
+      },
+      onTooLong: () => {
+        lines.close();
+        run.stderr = `it wrote a line longer than ${MAX_CHILD_LINE_BYTES} bytes\n${run.stderr}`;
+        child.kill("SIGTERM");
+      },
     });
+    child.stdout.on("data", (chunk: Buffer) => lines.push(chunk));
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
       if (run.stderr.length < 4096) run.stderr += chunk;
     });

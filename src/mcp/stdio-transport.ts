@@ -2,6 +2,7 @@ import type { Readable, Writable } from "node:stream";
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { LineSplitter } from "../core/ndjson.js";
 
 /** The longest JSON-RPC line accepted by default: a 1 MiB body, escaped, with room to spare. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
@@ -28,10 +29,7 @@ export class BoundedStdioTransport implements Transport {
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: ((message: JSONRPCMessage) => void) | undefined;
   private readonly maxBytes: number;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  /** Set while the rest of an oversized line is being dropped. */
-  private skipping = false;
+  private readonly lines: LineSplitter;
 
   constructor(
     private readonly input: Readable,
@@ -39,6 +37,12 @@ export class BoundedStdioTransport implements Transport {
     private readonly options: BoundedStdioOptions = {},
   ) {
     this.maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.lines = new LineSplitter({
+      maxLineBytes: this.maxBytes,
+      headBytes: HEAD_BYTES,
+      onLine: (line) => this.onLine(line),
+      onTooLong: ({ head }) => this.refuse(head),
+    });
   }
 
   async start(): Promise<void> {
@@ -50,8 +54,7 @@ export class BoundedStdioTransport implements Transport {
     this.input.off("data", this.onData);
     this.input.off("error", this.onInputError);
     this.input.pause();
-    this.pending = [];
-    this.pendingBytes = 0;
+    this.lines.reset();
     this.onclose?.();
   }
 
@@ -65,43 +68,18 @@ export class BoundedStdioTransport implements Transport {
   private readonly onInputError = (error: Error) => this.onerror?.(error);
 
   private readonly onData = (data: Buffer | string) => {
-    const chunk = typeof data === "string" ? Buffer.from(data) : data;
-    let start = 0;
-    while (start < chunk.length) {
-      const nl = chunk.indexOf(0x0a, start);
-      const piece = chunk.subarray(start, nl === -1 ? chunk.length : nl);
-      if (!this.skipping) {
-        if (this.pendingBytes + piece.length > this.maxBytes) this.refuse(piece);
-        else {
-          this.pending.push(piece);
-          this.pendingBytes += piece.length;
-        }
-      }
-      if (nl === -1) return;
-      if (this.skipping) this.skipping = false;
-      else this.onLine(Buffer.concat(this.pending, this.pendingBytes));
-      this.pending = [];
-      this.pendingBytes = 0;
-      start = nl + 1;
-    }
+    this.lines.push(typeof data === "string" ? Buffer.from(data) : data);
   };
 
   /** Answers an oversized line as soon as it passes the limit; its rest is dropped unread. */
-  private refuse(piece: Buffer): void {
-    const head = Buffer.concat([...this.pending, piece.subarray(0, HEAD_BYTES)]).subarray(
-      0,
-      HEAD_BYTES,
-    );
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.skipping = true;
+  private refuse(head: Buffer): void {
     const message = `message refused: longer than ${this.maxBytes} bytes (the longest line this server accepts)`;
     this.options.warn?.(message);
     void this.sendError(topLevelId(head.toString("utf8")), -32600, message);
   }
 
   private onLine(raw: Buffer): void {
-    const text = raw.toString("utf8").replace(/\r$/, "");
+    const text = raw.toString("utf8");
     if (text.trim() === "") return;
     let message: JSONRPCMessage;
     try {

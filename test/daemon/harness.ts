@@ -3,6 +3,8 @@ import { chmodSync, mkdirSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { afterEach } from "vitest";
+import { LineSplitter } from "../../src/core/ndjson.js";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "../../src/daemon/client.js";
 import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -58,15 +60,17 @@ export async function startDaemon(world: World, args: string[] = []): Promise<Da
   const child = startCli(["--json", "serve", ...args], { env: world.env, timeoutMs: 60_000 });
   const exited = collect(child);
   const first = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const nl = out.indexOf("\n");
-      if (nl !== -1) {
+    const lines = new LineSplitter({
+      maxLineBytes: 64 * 1024,
+      onLine: (line) => {
+        lines.close();
         child.stdout?.off("data", onData);
-        resolve(out.slice(0, nl));
-      }
-    };
+        resolve(line.toString());
+      },
+      onTooLong: () => reject(new Error("serve's first line is longer than 64 KiB")),
+    });
+    // collect() has set stdout to text.
+    const onData = (d: Buffer | string) => lines.push(Buffer.from(d));
     child.stdout?.on("data", onData);
     exited.then((r) => reject(new Error(`serve exited ${r.code}: ${r.stderr}`)), reject);
   });
@@ -85,21 +89,22 @@ export async function startDaemon(world: World, args: string[] = []): Promise<Da
 
 /** A raw NDJSON client on a plain `net` socket: what any other language would do. */
 export class RawClient {
-  private buffered = "";
   private readonly lines: string[] = [];
+  private readonly splitter = new LineSplitter({
+    maxLineBytes: DEFAULT_MAX_RESPONSE_BYTES,
+    onLine: (line) => this.lines.push(line.toString()),
+    onTooLong: () => {
+      this.failure = `the daemon sent a line longer than ${DEFAULT_MAX_RESPONSE_BYTES} bytes`;
+      this.socket.destroy();
+    },
+  });
+  private failure: string | undefined;
   private waiters: Array<() => void> = [];
   readonly closed: Promise<void>;
 
   private constructor(readonly socket: Socket) {
-    socket.setEncoding("utf8");
-    socket.on("data", (d: string) => {
-      this.buffered += d;
-      let nl = this.buffered.indexOf("\n");
-      while (nl !== -1) {
-        this.lines.push(this.buffered.slice(0, nl));
-        this.buffered = this.buffered.slice(nl + 1);
-        nl = this.buffered.indexOf("\n");
-      }
+    socket.on("data", (d: Buffer) => {
+      this.splitter.push(d);
       this.wake();
     });
     socket.on("error", () => {});
@@ -127,7 +132,7 @@ export class RawClient {
   async next(timeoutMs = 5000): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;
     while (this.lines.length === 0) {
-      if (this.socket.destroyed && this.lines.length === 0) throw new Error("socket closed");
+      if (this.socket.destroyed) throw new Error(this.failure ?? "socket closed");
       const left = deadline - Date.now();
       if (left <= 0) throw new Error("no line from the daemon in time");
       await new Promise<void>((resolve) => {
