@@ -218,7 +218,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
 
   function openStream(res: ServerResponse): void {
     if (!streams.add(res)) {
-      // The page tries again on its own (src/viewer/page/main.ts).
+      // The page tries again on its own (src/viewer/page/live.ts).
       res.setHeader("Retry-After", "5");
       sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
       return;
