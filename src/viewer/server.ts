@@ -81,25 +81,7 @@ const ASSETS: Record<string, string> = {
  * holding the access token get anything (see docs/viewer.md for the security model).
  */
 export async function startViewer(options: ViewerOptions): Promise<Viewer> {
-  const host = options.host ?? DEFAULT_VIEWER_HOST;
-  const requestedPort = options.port ?? DEFAULT_VIEWER_PORT;
-  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535) {
-    throw new AgentChatError("INVALID_ARGUMENT", `invalid port ${requestedPort}`);
-  }
-  if (!isLoopbackHost(host) && !options.allowRemote) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      `refusing to serve the viewer on ${host}: it is not a loopback address, so other machines ` +
-        "could reach it; allow that explicitly (--http-allow-remote) if you mean it",
-    );
-  }
-  const token = options.token ?? newToken();
-  if (!/^[A-Za-z0-9_-]{16,}$/.test(token)) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      "the viewer token must be at least 16 characters of A-Z, a-z, 0-9, '_' or '-'",
-    );
-  }
+  const { host, requestedPort, token } = checkedOptions(options);
   const assets = locateAssets();
   const panels = options.panels ?? defaultPanels;
   const model = new ViewerModel(options.store, panels);
@@ -121,66 +103,81 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       return sendText(res, 403, "agent-chat viewer: unexpected Host header (refused)");
     }
     const url = new URL(req.url ?? "/", "http://viewer.invalid");
-    const path = url.pathname;
     const viaHeader = sameToken(bearer(req), token);
     const authorised = viaHeader || sameToken(readCookie(req, cookie), token);
 
-    if (req.method === "GET" && path === "/" && url.searchParams.has("token")) {
-      if (!sameToken(url.searchParams.get("token") ?? undefined, token)) {
-        return sendText(res, 401, refusal);
-      }
-      // Trade the token in the address for a cookie that scripts cannot read and other sites
-      // cannot send, and take the token out of the address bar and history.
-      res.writeHead(303, {
-        ...SECURITY_HEADERS,
-        "Set-Cookie": `${cookie}=${token}; HttpOnly; SameSite=Strict; Path=/`,
-        Location: "/",
-      });
-      res.end();
-      return;
+    if (req.method === "GET" && url.pathname === "/" && url.searchParams.has("token")) {
+      return tradeToken(res, url.searchParams.get("token") ?? undefined);
     }
     if (!authorised) return sendText(res, 401, refusal);
-
-    if (req.method === "GET" || req.method === "HEAD") {
-      if (path === "/" || path === "/index.html") {
-        return sendFile(res, assets, "index.html", "text/html; charset=utf-8");
-      }
-      const type = ASSETS[path];
-      if (type) return sendFile(res, assets, path.slice(1), type);
-      if (path === "/api/state") return sendJson(res, 200, await model.state());
-      if (path === "/api/events") return openStream(res);
-      const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
-      if (m) {
-        const channel = channelParam(m[1]!);
-        return sendJson(res, 200, await model.messages(channel, pageParams(url.searchParams)));
-      }
-      return sendText(res, 404, "not found");
-    }
-
-    if (req.method === "POST") {
-      if (!originAllowed(req, viaHeader)) {
-        return sendJson(res, 403, {
-          error: { code: "FORBIDDEN", message: "cross-site request refused (Origin)" },
-        });
-      }
-      const type = String(req.headers["content-type"] ?? "");
-      if (!/^application\/json\b/i.test(type)) {
-        return sendJson(res, 415, {
-          error: { code: "UNSUPPORTED_MEDIA_TYPE", message: "send application/json" },
-        });
-      }
-      const body = await readJson(req);
-      const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
-      if (post) return postMessage(res, channelParam(post[1]!), body);
-      const act =
-        /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject|veto)$/.exec(
-          path,
-        );
-      if (act) return panelAction(res, act, body);
-      return sendText(res, 404, "not found");
-    }
+    if (req.method === "GET" || req.method === "HEAD") return serveRead(res, url);
+    if (req.method === "POST") return serveWrite(req, res, url.pathname, viaHeader);
     res.setHeader("Allow", "GET, HEAD, POST");
     return sendText(res, 405, "method not allowed");
+  }
+
+  /**
+   * Trades the token in the address for a cookie that scripts cannot read and other sites
+   * cannot send, and takes the token out of the address bar and history.
+   */
+  function tradeToken(res: ServerResponse, given: string | undefined): void {
+    if (!sameToken(given, token)) {
+      sendText(res, 401, refusal);
+      return;
+    }
+    res.writeHead(303, {
+      ...SECURITY_HEADERS,
+      "Set-Cookie": `${cookie}=${token}; HttpOnly; SameSite=Strict; Path=/`,
+      Location: "/",
+    });
+    res.end();
+  }
+
+  /** GET and HEAD, for a caller holding the token: the page's files, the state, the stream. */
+  async function serveRead(res: ServerResponse, url: URL): Promise<void> {
+    const path = url.pathname;
+    if (path === "/" || path === "/index.html") {
+      return sendFile(res, assets, "index.html", "text/html; charset=utf-8");
+    }
+    const type = ASSETS[path];
+    if (type) return sendFile(res, assets, path.slice(1), type);
+    if (path === "/api/state") return sendJson(res, 200, await model.state());
+    if (path === "/api/events") return openStream(res);
+    const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
+    if (m) {
+      const channel = channelParam(m[1]!);
+      return sendJson(res, 200, await model.messages(channel, pageParams(url.searchParams)));
+    }
+    return sendText(res, 404, "not found");
+  }
+
+  /** POST, for a caller holding the token: same origin (or the token in a header), JSON only. */
+  async function serveWrite(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    viaHeader: boolean,
+  ): Promise<void> {
+    if (!originAllowed(req, viaHeader)) {
+      return sendJson(res, 403, {
+        error: { code: "FORBIDDEN", message: "cross-site request refused (Origin)" },
+      });
+    }
+    const type = String(req.headers["content-type"] ?? "");
+    if (!/^application\/json\b/i.test(type)) {
+      return sendJson(res, 415, {
+        error: { code: "UNSUPPORTED_MEDIA_TYPE", message: "send application/json" },
+      });
+    }
+    const body = await readJson(req);
+    const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
+    if (post) return postMessage(res, channelParam(post[1]!), body);
+    const act =
+      /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject|veto)$/.exec(
+        path,
+      );
+    if (act) return panelAction(res, act, body);
+    return sendText(res, 404, "not found");
   }
 
   async function postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
@@ -218,7 +215,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
 
   function openStream(res: ServerResponse): void {
     if (!streams.add(res)) {
-      // The page tries again on its own (src/viewer/page/main.ts).
+      // The page tries again on its own (src/viewer/page/live.ts).
       res.setHeader("Retry-After", "5");
       sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
       return;
@@ -292,6 +289,34 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       return closing;
     },
   };
+}
+
+/** Where to listen and the token; refuses a bad port, a remote host not allowed, a weak token. */
+function checkedOptions(options: ViewerOptions): {
+  host: string;
+  requestedPort: number;
+  token: string;
+} {
+  const host = options.host ?? DEFAULT_VIEWER_HOST;
+  const requestedPort = options.port ?? DEFAULT_VIEWER_PORT;
+  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535) {
+    throw new AgentChatError("INVALID_ARGUMENT", `invalid port ${requestedPort}`);
+  }
+  if (!isLoopbackHost(host) && !options.allowRemote) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `refusing to serve the viewer on ${host}: it is not a loopback address, so other machines ` +
+        "could reach it; allow that explicitly (--http-allow-remote) if you mean it",
+    );
+  }
+  const token = options.token ?? newToken();
+  if (!/^[A-Za-z0-9_-]{16,}$/.test(token)) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      "the viewer token must be at least 16 characters of A-Z, a-z, 0-9, '_' or '-'",
+    );
+  }
+  return { host, requestedPort, token };
 }
 
 const refusal =

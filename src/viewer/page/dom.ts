@@ -2,6 +2,11 @@ import type { Block, Inline } from "./markdown.js";
 
 type Child = Node | string | null | undefined | false;
 
+/** An element of index.html, which is always there: the script runs after the page is parsed. */
+export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
+  return document.getElementById(id)! as T;
+}
+
 /**
  * Creates an element. Strings become text nodes, never markup; attributes are set one by one,
  * so nothing from a message is ever parsed as HTML.
