@@ -49,22 +49,23 @@ export class LineSplitter {
     let start = 0;
     while (start < chunk.length && !this.closed) {
       const nl = chunk.indexOf(0x0a, start);
-      const piece = chunk.subarray(start, nl === -1 ? chunk.length : nl);
-      start = nl === -1 ? chunk.length : nl + 1;
-      if (this.skipping) {
-        if (nl !== -1) this.skipping = false;
-        continue;
-      }
-      if (this.held + piece.length > this.maxLineBytes) {
-        this.refuse(piece, nl !== -1);
-        continue;
-      }
-      if (nl === -1) {
-        // A copy: a view would keep the whole chunk alive for a few bytes of it.
-        this.pending.push(Buffer.from(piece));
-        this.held += piece.length;
-        continue;
-      }
+      const end = nl === -1 ? chunk.length : nl;
+      this.take(chunk.subarray(start, end), nl !== -1);
+      start = end + 1;
+    }
+  }
+
+  /** One piece of a line: all of it up to its `\n` (`ended`), or up to the chunk's end. */
+  private take(piece: Buffer, ended: boolean): void {
+    if (this.skipping) {
+      if (ended) this.skipping = false;
+    } else if (this.held + piece.length > this.maxLineBytes) {
+      this.refuse(piece, ended);
+    } else if (!ended) {
+      // A copy: a view would keep the whole chunk alive for a few bytes of it.
+      this.pending.push(Buffer.from(piece));
+      this.held += piece.length;
+    } else {
       const line =
         this.held === 0 ? piece : Buffer.concat([...this.pending, piece], this.held + piece.length);
       this.reset();
