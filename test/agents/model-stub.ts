@@ -58,6 +58,15 @@ function route(req: IncomingMessage, res: ServerResponse, body: string, script: 
     anthropicMessages(res, JSON.parse(body), script);
     return;
   }
+  if (req.method === "POST" && path.endsWith(":countTokens")) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ totalTokens: 10 }));
+    return;
+  }
+  if (req.method === "POST" && /:(stream)?generateContent$/i.test(path)) {
+    geminiGenerate(res, JSON.parse(body), script, path.endsWith(":streamGenerateContent"));
+    return;
+  }
   if (req.method === "POST" && path.endsWith("/responses")) {
     openaiResponses(res, JSON.parse(body), script);
     return;
@@ -169,4 +178,59 @@ function openaiResponses(res: ServerResponse, request: Json, script: StubScript)
       { type: "response.completed", response: { id, status: "completed", output: [item], usage } },
     ],
   ]);
+}
+
+/** Gemini API (Gemini CLI), streamed or not: a functionCall turn then a text turn. */
+function geminiGenerate(
+  res: ServerResponse,
+  request: Json,
+  script: StubScript,
+  stream: boolean,
+): void {
+  type Declarations = { functionDeclarations?: { name?: string }[] };
+  const names = ((request.tools as Declarations[] | undefined) ?? []).flatMap((t) =>
+    (t.functionDeclarations ?? []).map((f) => f.name ?? ""),
+  );
+  const tool = names.find((n) => n.endsWith(script.toolSuffix));
+  const contents = (request.contents as { parts?: Json[] }[] | undefined) ?? [];
+  const answered = contents.some((c) => c.parts?.some((p) => p.functionResponse !== undefined));
+  const config = (request.generationConfig ?? {}) as { responseJsonSchema?: Schema };
+  // Side requests (Gemini CLI's model router, its next-speaker check) ask for JSON of a schema.
+  const part = config.responseJsonSchema
+    ? { text: JSON.stringify(fromSchema(config.responseJsonSchema)) }
+    : tool && !answered
+      ? { functionCall: { name: tool, args: script.args } }
+      : { text: script.text };
+  const chunk = {
+    candidates: [{ content: { role: "model", parts: [part] }, finishReason: "STOP", index: 0 }],
+    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
+  };
+  if (!stream) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(chunk));
+    return;
+  }
+  sse(res, [[undefined, chunk]]);
+}
+
+type Schema = { type?: string; enum?: unknown[]; properties?: Record<string, Schema> };
+
+/** The smallest value of a response schema: first enum value, 1, "stand-in", every key. */
+function fromSchema(schema: Schema): unknown {
+  if (schema.enum) return schema.enum[0];
+  switch (schema.type?.toLowerCase()) {
+    case "object":
+      return Object.fromEntries(
+        Object.entries(schema.properties ?? {}).map(([key, value]) => [key, fromSchema(value)]),
+      );
+    case "array":
+      return [];
+    case "integer":
+    case "number":
+      return 1;
+    case "boolean":
+      return false;
+    default:
+      return "stand-in";
+  }
 }
