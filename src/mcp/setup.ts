@@ -451,6 +451,10 @@ function codexPlan(o: SetupOptions): ToolPlan {
     `args = [${serverArgs(o).map(tomlString).join(", ")}]`,
     `env = { AGENT_CHAT_ROOT = ${tomlString(o.root)} }`,
     `tool_timeout_sec = ${TOOL_TIMEOUT_SECONDS}`,
+    // Codex 0.171 starts MCP servers beside the first turn and does not wait for them: without
+    // `required`, `codex exec` sent its only request before agent-chat had started, and the model
+    // never saw the tools. `required` makes Codex wait, and say so when the server cannot start.
+    "required = true",
   ];
   if (o.toolsApproval) lines.push(`default_tools_approval_mode = ${tomlString(o.toolsApproval)}`);
   const table = lines.join("\n");

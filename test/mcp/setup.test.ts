@@ -289,6 +289,7 @@ describe("agent-chat setup", () => {
           args: ["mcp", "--as", "dave"],
           env: { AGENT_CHAT_ROOT: root },
           tool_timeout_sec: 960,
+          required: true,
           default_tools_approval_mode: "approve",
         },
       },

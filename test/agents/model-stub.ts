@@ -1,0 +1,236 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * A stand-in for the model APIs on 127.0.0.1, so the real agent tools run with no model
+ * reachable. Each conversation goes the same way: while the request offers the tool named
+ * `toolSuffix` and holds no tool result yet, the model answers with a call to it; after that,
+ * with plain text. Every request is kept, so a test can look for what hooks added to it.
+ */
+export interface ModelStub {
+  url: string;
+  requests: { path: string; body: string }[];
+  close(): Promise<void>;
+}
+
+export interface StubScript {
+  /** The end of the tool's name as the host lists it (hosts prefix MCP tools with the server). */
+  toolSuffix: string;
+  args: Record<string, unknown>;
+  /** The final answer. */
+  text: string;
+}
+
+export async function startModelStub(script: StubScript): Promise<ModelStub> {
+  const requests: { path: string; body: string }[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (d: string) => {
+      body += d;
+    });
+    req.on("end", () => {
+      requests.push({ path: req.url ?? "", body });
+      try {
+        route(req, res, body, script);
+      } catch (err) {
+        res.writeHead(500, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: String(err) } }));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function route(req: IncomingMessage, res: ServerResponse, body: string, script: StubScript): void {
+  const path = (req.url ?? "").split("?")[0]!;
+  if (req.method === "POST" && path.endsWith("/v1/messages")) {
+    anthropicMessages(res, JSON.parse(body), script);
+    return;
+  }
+  if (req.method === "POST" && path.endsWith(":countTokens")) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ totalTokens: 10 }));
+    return;
+  }
+  if (req.method === "POST" && /:(stream)?generateContent$/i.test(path)) {
+    geminiGenerate(res, JSON.parse(body), script, path.endsWith(":streamGenerateContent"));
+    return;
+  }
+  if (req.method === "POST" && path.endsWith("/responses")) {
+    openaiResponses(res, JSON.parse(body), script);
+    return;
+  }
+  res.writeHead(404, { "content-type": "application/json" });
+  res.end(JSON.stringify({ error: { type: "not_found", message: `no ${req.method} ${path}` } }));
+}
+
+type Json = Record<string, unknown>;
+
+function sse(res: ServerResponse, events: [string | undefined, Json][]): void {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  for (const [event, data] of events) {
+    res.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+  }
+  res.end();
+}
+
+/** Anthropic Messages API (Claude Code): streamed or not, a tool_use turn then a text turn. */
+function anthropicMessages(res: ServerResponse, request: Json, script: StubScript): void {
+  const tools = (request.tools as { name?: string }[] | undefined) ?? [];
+  const tool = tools.find((t) => t.name?.endsWith(script.toolSuffix))?.name;
+  const messages = (request.messages as { content?: unknown }[] | undefined) ?? [];
+  const answered = messages.some(
+    (m) => Array.isArray(m.content) && m.content.some((b: Json) => b?.type === "tool_result"),
+  );
+  const block: Json =
+    tool && !answered
+      ? { type: "tool_use", id: "toolu_stub_1", name: tool, input: script.args }
+      : { type: "text", text: script.text };
+  const stop = block.type === "tool_use" ? "tool_use" : "end_turn";
+  const message = {
+    id: `msg_stub_${Date.now()}`,
+    type: "message",
+    role: "assistant",
+    model: String(request.model ?? "stub"),
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 10, output_tokens: 1 },
+  };
+  if (request.stream !== true) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ ...message, content: [block], stop_reason: stop }));
+    return;
+  }
+  const start = block.type === "tool_use" ? { ...block, input: {} } : { type: "text", text: "" };
+  const delta =
+    block.type === "tool_use"
+      ? { type: "input_json_delta", partial_json: JSON.stringify(script.args) }
+      : { type: "text_delta", text: script.text };
+  sse(res, [
+    ["message_start", { type: "message_start", message: { ...message, content: [] } }],
+    ["content_block_start", { type: "content_block_start", index: 0, content_block: start }],
+    ["content_block_delta", { type: "content_block_delta", index: 0, delta }],
+    ["content_block_stop", { type: "content_block_stop", index: 0 }],
+    [
+      "message_delta",
+      {
+        type: "message_delta",
+        delta: { stop_reason: stop, stop_sequence: null },
+        usage: { output_tokens: 5 },
+      },
+    ],
+    ["message_stop", { type: "message_stop" }],
+  ]);
+}
+
+/** OpenAI Responses API (Codex), streamed: a function_call turn then a message turn. */
+function openaiResponses(res: ServerResponse, request: Json, script: StubScript): void {
+  type Tool = { type?: string; name?: string; tools?: Tool[] };
+  // Codex lists each MCP server's tools in a namespace (mcp__agent_chat) of plain functions.
+  let call: Json | undefined;
+  for (const t of (request.tools as Tool[] | undefined) ?? []) {
+    if (t.name?.endsWith(script.toolSuffix)) call = { name: t.name };
+    const inner = t.tools?.find((f) => f.name?.endsWith(script.toolSuffix));
+    if (t.type === "namespace" && inner) call = { namespace: t.name, name: inner.name };
+  }
+  const input = (request.input as { type?: string }[] | undefined) ?? [];
+  const answered = input.some((item) => item?.type === "function_call_output");
+  const id = `resp_stub_${Date.now()}`;
+  const item: Json =
+    call && !answered
+      ? {
+          type: "function_call",
+          id: "fc_stub_1",
+          call_id: "call_stub_1",
+          ...call,
+          arguments: JSON.stringify(script.args),
+        }
+      : {
+          type: "message",
+          id: "msg_stub_1",
+          role: "assistant",
+          status: "completed",
+          content: [{ type: "output_text", text: script.text, annotations: [] }],
+        };
+  const usage = {
+    input_tokens: 10,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 5,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 15,
+  };
+  sse(res, [
+    ["response.created", { type: "response.created", response: { id, status: "in_progress" } }],
+    ["response.output_item.done", { type: "response.output_item.done", output_index: 0, item }],
+    [
+      "response.completed",
+      { type: "response.completed", response: { id, status: "completed", output: [item], usage } },
+    ],
+  ]);
+}
+
+/** Gemini API (Gemini CLI), streamed or not: a functionCall turn then a text turn. */
+function geminiGenerate(
+  res: ServerResponse,
+  request: Json,
+  script: StubScript,
+  stream: boolean,
+): void {
+  type Declarations = { functionDeclarations?: { name?: string }[] };
+  const names = ((request.tools as Declarations[] | undefined) ?? []).flatMap((t) =>
+    (t.functionDeclarations ?? []).map((f) => f.name ?? ""),
+  );
+  const tool = names.find((n) => n.endsWith(script.toolSuffix));
+  const contents = (request.contents as { parts?: Json[] }[] | undefined) ?? [];
+  const answered = contents.some((c) => c.parts?.some((p) => p.functionResponse !== undefined));
+  const config = (request.generationConfig ?? {}) as { responseJsonSchema?: Schema };
+  // Side requests (Gemini CLI's model router, its next-speaker check) ask for JSON of a schema.
+  const part = config.responseJsonSchema
+    ? { text: JSON.stringify(fromSchema(config.responseJsonSchema)) }
+    : tool && !answered
+      ? { functionCall: { name: tool, args: script.args } }
+      : { text: script.text };
+  const chunk = {
+    candidates: [{ content: { role: "model", parts: [part] }, finishReason: "STOP", index: 0 }],
+    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
+  };
+  if (!stream) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(chunk));
+    return;
+  }
+  sse(res, [[undefined, chunk]]);
+}
+
+type Schema = { type?: string; enum?: unknown[]; properties?: Record<string, Schema> };
+
+/** The smallest value of a response schema: first enum value, 1, "stand-in", every key. */
+function fromSchema(schema: Schema): unknown {
+  if (schema.enum) return schema.enum[0];
+  switch (schema.type?.toLowerCase()) {
+    case "object":
+      return Object.fromEntries(
+        Object.entries(schema.properties ?? {}).map(([key, value]) => [key, fromSchema(value)]),
+      );
+    case "array":
+      return [];
+    case "integer":
+    case "number":
+      return 1;
+    case "boolean":
+      return false;
+    default:
+      return "stand-in";
+  }
+}
