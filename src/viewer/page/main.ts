@@ -474,9 +474,13 @@ function renderDetails(): void {
               { "data-task": t.id },
               h("span", { class: "task-id" }, `task-${t.id}`),
               h("span", { class: "task-title" }, t.title),
-              t.state === "claimed"
-                ? h("span", { class: "badge claimed" }, `claimed by ${t.holder ?? "?"}`)
-                : h("span", { class: "badge open" }, "open"),
+              t.state === "open"
+                ? h("span", { class: "badge open" }, "open")
+                : h(
+                    "span",
+                    { class: `badge ${t.state}` },
+                    `${t.state === "expired" ? "expired, held by" : `${t.state} by`} ${t.holder ?? "?"}`,
+                  ),
             ),
           ),
         ),
