@@ -4,7 +4,7 @@ import { isAgentChatError } from "../core/errors.js";
 import { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { isNatsUrl, type NatsConnectionOptions } from "../store/roots.js";
-import type { Store } from "../store/types.js";
+import { MAX_TASK_TTL_MS, type Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { UsageError } from "./usage.js";
 
@@ -162,6 +162,48 @@ export function parseSeconds(value: string, flag: string): number {
     );
   }
   return Math.round(n * 1000);
+}
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * A lease's TTL: `90s`, `30m`, `2h`, `1d` or a sum like `1h30m`; a bare number is seconds.
+ * Above 0 and at most 7 days (the store's bound, said here first with the flag's name).
+ */
+export function parseTtl(value: string, flag = "--ttl"): number {
+  const bare = /^\d+$/.test(value);
+  const ms = bare
+    ? Number(value) * 1000
+    : /^(\d+[smhd])+$/.test(value)
+      ? [...value.matchAll(/(\d+)([smhd])/g)].reduce(
+          (sum, [, n, unit]) => sum + Number(n) * UNIT_MS[unit!]!,
+          0,
+        )
+      : Number.NaN;
+  if (!(ms > 0 && ms <= MAX_TASK_TTL_MS)) {
+    throw new UsageError(
+      `${flag} must be a duration above 0 and at most 7d, like 90s, 30m, 2h or 1h30m (got ${JSON.stringify(value)})`,
+    );
+  }
+  return ms;
+}
+
+/** `1h 5m`, `29m 59s`, `45s`: a time left, to the second. */
+export function formatDuration(ms: number): string {
+  let s = Math.floor(ms / 1000);
+  const parts: string[] = [];
+  for (const [unit, size] of [
+    ["d", 86_400],
+    ["h", 3_600],
+    ["m", 60],
+  ] as const) {
+    if (s >= size) {
+      parts.push(`${Math.floor(s / size)}${unit}`);
+      s %= size;
+    }
+  }
+  if (s > 0 || parts.length === 0) parts.push(`${s}s`);
+  return parts.slice(0, 2).join(" ");
 }
 
 /** A count or size given on the command line: decimal digits only, at least 1. */

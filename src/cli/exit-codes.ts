@@ -2,10 +2,11 @@ import type { ErrorCode } from "../core/errors.js";
 
 /**
  * Exit codes, kept from the reference where it has one: 0 ok, 1 error, 2 wait timed out,
- * 3 claim lost, 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the
- * reference's 2, so that a script can tell a typo from a timeout. Ours: 4, a governed request
- * that the maintainer rejected or vetoed (docs/governance.md); 5, `serve` found a live daemon
- * already owning the root; 141 (128 + SIGPIPE, what a shell reports for a program killed by a
+ * 3 claim lost (also a task that is no longer yours: `NOT_HOLDER`, a `fence` that fails),
+ * 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the reference's 2,
+ * so that a script can tell a typo from a timeout. Ours: 4, a governed request that the
+ * maintainer rejected or vetoed (docs/governance.md); 5, `serve` found a live daemon already
+ * owning the root; 141 (128 + SIGPIPE, what a shell reports for a program killed by a
  * closed pipe), stdout was closed before all the output was written (`… | head -1`).
  */
 export const EXIT = {
@@ -25,6 +26,8 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
     case "TIMEOUT":
       return EXIT.TIMEOUT;
     case "CLAIM_LOST":
+    // A late holder, a stale token: the claim is lost as surely as to a faster claimant.
+    case "NOT_HOLDER":
       return EXIT.CLAIM_LOST;
     case "DAEMON_RUNNING":
       return EXIT.DAEMON_RUNNING;

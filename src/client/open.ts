@@ -24,12 +24,11 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
       const { NatsStore } = await import("../store/nats/index.js");
       const { nats, ...rest } = options;
       return guardIdentities(
-        await NatsStore.open(
-          root,
-          rest.maxBodyBytes === undefined
-            ? { ...nats }
-            : { ...nats, maxBodyBytes: rest.maxBodyBytes },
-        ),
+        await NatsStore.open(root, {
+          ...nats,
+          ...(rest.maxBodyBytes === undefined ? {} : { maxBodyBytes: rest.maxBodyBytes }),
+          ...(rest.now === undefined ? {} : { now: rest.now }),
+        }),
       );
     }
     throw new AgentChatError(

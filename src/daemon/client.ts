@@ -7,12 +7,17 @@ import { LineSplitter } from "../core/ndjson.js";
 import type {
   Capabilities,
   ChannelInfo,
+  ClaimOptions,
+  DoneOptions,
+  FenceResult,
   InitOptions,
   NewTask,
   PostInput,
   PostResult,
   ReadOptions,
   ReadResult,
+  ReleaseOptions,
+  RenewOptions,
   Store,
   TaskInfo,
   WaitOptions,
@@ -256,12 +261,39 @@ export class DaemonClient implements Store {
     return this.call("tasks", { channel }) as Promise<TaskInfo[]>;
   }
 
-  claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
-    return this.call("claim", { channel, task, as: agent }) as Promise<TaskInfo>;
+  claim(
+    channel: string,
+    task: string,
+    agent: string,
+    options: ClaimOptions = {},
+  ): Promise<TaskInfo> {
+    return this.call("claim", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
   }
 
-  release(channel: string, task: string, agent: string): Promise<TaskInfo> {
-    return this.call("release", { channel, task, as: agent }) as Promise<TaskInfo>;
+  renew(
+    channel: string,
+    task: string,
+    agent: string,
+    options: RenewOptions = {},
+  ): Promise<TaskInfo> {
+    return this.call("renew", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
+  }
+
+  done(channel: string, task: string, agent: string, options: DoneOptions = {}): Promise<TaskInfo> {
+    return this.call("done", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
+  }
+
+  release(
+    channel: string,
+    task: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ): Promise<TaskInfo> {
+    return this.call("release", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
+  }
+
+  fence(channel: string, task: string, token: number): Promise<FenceResult> {
+    return this.call("fence", { channel, task, token }) as Promise<FenceResult>;
   }
 
   async close(): Promise<void> {

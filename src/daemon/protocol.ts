@@ -37,7 +37,10 @@ export const OPS = [
   "add_task",
   "tasks",
   "claim",
+  "renew",
+  "done",
   "release",
+  "fence",
 ] as const;
 
 export type Op = (typeof OPS)[number];

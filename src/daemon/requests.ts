@@ -12,8 +12,12 @@ const channel = z.string();
 const channels = z.array(z.string()).min(1).max(100);
 const count = z.number().int().positive().max(100_000);
 const ms = z.number().int().nonnegative().max(2_147_483_647);
+/** A fencing token: the store refuses one that is not a positive safe integer. */
+const token = z.number().int();
 
 const base = { id };
+/** Who acts on which task. */
+const holder = { channel, task: z.string(), as: z.string() };
 
 export const requestSchema = z.discriminatedUnion("op", [
   z.strictObject({ ...base, op: z.literal("info") }),
@@ -80,8 +84,23 @@ export const requestSchema = z.discriminatedUnion("op", [
     body: z.string().optional(),
   }),
   z.strictObject({ ...base, op: z.literal("tasks"), channel }),
-  z.strictObject({ ...base, op: z.literal("claim"), channel, task: z.string(), as: z.string() }),
-  z.strictObject({ ...base, op: z.literal("release"), channel, task: z.string(), as: z.string() }),
+  z.strictObject({ ...base, op: z.literal("claim"), ...holder, ttlMs: ms.optional() }),
+  z.strictObject({
+    ...base,
+    op: z.literal("renew"),
+    ...holder,
+    token: token.optional(),
+    ttlMs: ms.optional(),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("done"),
+    ...holder,
+    token: token.optional(),
+    note: z.string().max(4096).optional(),
+  }),
+  z.strictObject({ ...base, op: z.literal("release"), ...holder, token: token.optional() }),
+  z.strictObject({ ...base, op: z.literal("fence"), channel, task: z.string(), token }),
 ]);
 
 export type Request = z.infer<typeof requestSchema>;

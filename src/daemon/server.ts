@@ -465,9 +465,21 @@ class Connection {
       case "tasks":
         return store.tasks(request.channel);
       case "claim":
-        return store.claim(request.channel, request.task, request.as);
+        return store.claim(request.channel, request.task, request.as, { ttlMs: request.ttlMs });
+      case "renew":
+        return store.renew(request.channel, request.task, request.as, {
+          token: request.token,
+          ttlMs: request.ttlMs,
+        });
+      case "done":
+        return store.done(request.channel, request.task, request.as, {
+          token: request.token,
+          note: request.note,
+        });
       case "release":
-        return store.release(request.channel, request.task, request.as);
+        return store.release(request.channel, request.task, request.as, { token: request.token });
+      case "fence":
+        return store.fence(request.channel, request.task, request.token);
     }
   }
 

@@ -24,7 +24,10 @@ export function formatTasks(channel: string, tasks: readonly TaskInfo[]): string
   if (tasks.length === 0) return `No tasks in ${channel}.`;
   return tasks
     .map((t) => {
-      const state = t.state === "claimed" ? `claimed by ${t.holder}` : "open";
+      const state =
+        t.state === "open"
+          ? "open"
+          : `${t.state === "expired" ? "expired, held by" : `${t.state} by`} ${t.holder}`;
       return `task ${t.id} · ${state} · ${t.title}`;
     })
     .join("\n");

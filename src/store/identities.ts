@@ -7,12 +7,17 @@ import type {
   Capabilities,
   ChannelInfo,
   ChannelsOptions,
+  ClaimOptions,
+  DoneOptions,
+  FenceResult,
   InitOptions,
   NewTask,
   PostInput,
   PostResult,
   ReadOptions,
   ReadResult,
+  ReleaseOptions,
+  RenewOptions,
   Store,
   TaskInfo,
   WaitOptions,
@@ -116,14 +121,48 @@ class IdentityGuard implements Store {
     return this.inner.tasks(channel);
   }
 
-  async claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
+  async claim(
+    channel: string,
+    task: string,
+    agent: string,
+    options?: ClaimOptions,
+  ): Promise<TaskInfo> {
     await this.admit(channel, agent);
-    return this.inner.claim(channel, task, agent);
+    return this.inner.claim(channel, task, agent, options);
   }
 
-  async release(channel: string, task: string, agent: string): Promise<TaskInfo> {
+  async renew(
+    channel: string,
+    task: string,
+    agent: string,
+    options?: RenewOptions,
+  ): Promise<TaskInfo> {
     await this.admit(channel, agent);
-    return this.inner.release(channel, task, agent);
+    return this.inner.renew(channel, task, agent, options);
+  }
+
+  async done(
+    channel: string,
+    task: string,
+    agent: string,
+    options?: DoneOptions,
+  ): Promise<TaskInfo> {
+    await this.admit(channel, agent);
+    return this.inner.done(channel, task, agent, options);
+  }
+
+  async release(
+    channel: string,
+    task: string,
+    agent: string,
+    options?: ReleaseOptions,
+  ): Promise<TaskInfo> {
+    await this.admit(channel, agent);
+    return this.inner.release(channel, task, agent, options);
+  }
+
+  fence(channel: string, task: string, token: number): Promise<FenceResult> {
+    return this.inner.fence(channel, task, token);
   }
 
   close(): Promise<void> {

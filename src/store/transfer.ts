@@ -11,7 +11,7 @@ import {
   readRootTextSync,
   replaceFile,
 } from "../fsutil/root-files.js";
-import { MAX_FRONTMATTER_BYTES, TASK_FILE } from "./core/index.js";
+import { leaseFileName, MAX_FRONTMATTER_BYTES, TASK_FILE } from "./core/index.js";
 import type { ChannelDump, NatsStore } from "./nats/index.js";
 import { DEFAULT_MAX_BODY_BYTES } from "./types.js";
 
@@ -72,7 +72,11 @@ export async function exportNamespace(
       for (const [agent, seq] of cursors) {
         await replaceFile(join(chDir, ".cursors"), `${agent}.txt`, String(seq));
       }
-      for (const t of dump.tasks) await replaceFile(chDir, t.file, t.text);
+      for (const t of dump.tasks) {
+        await replaceFile(chDir, t.file, t.text);
+        const id = TASK_FILE.exec(t.file)![1]!;
+        if (t.lease !== undefined) await replaceFile(chDir, leaseFileName(id), t.lease);
+      }
     } catch (err) {
       throw wrapIoError(err, `cannot write ${chDir}`);
     }
@@ -149,6 +153,23 @@ function checkDump(dump: ChannelDump): ChannelDump {
   return dump;
 }
 
+/**
+ * The lease kept beside a task marker, when there is a readable one (it carries the token the
+ * next grant must exceed); an unreadable one leaves the task without, as the store reads it.
+ */
+function readLease(
+  chDir: string,
+  file: string,
+  read: (path: string) => string,
+): { lease?: string } {
+  const path = join(chDir, leaseFileName(TASK_FILE.exec(file)![1]!));
+  try {
+    return entryKind(path) === "file" ? { lease: read(path) } : {};
+  } catch {
+    return {};
+  }
+}
+
 async function readChannel(
   chDir: string,
   name: string,
@@ -182,7 +203,7 @@ async function readChannel(
       else warnings.push(`${name}/${file}: ${parsed.reason}, not imported`);
     } else if (TASK_FILE.test(file)) {
       try {
-        tasks.push({ file, text: read(join(chDir, file)) });
+        tasks.push({ file, text: read(join(chDir, file)), ...readLease(chDir, file, read) });
       } catch (err) {
         warnings.push(`${name}/${file}: ${(err as Error).message}, not imported`);
       }

@@ -29,10 +29,24 @@ export interface Store {
 
   addTask(channel: string, task: NewTask): Promise<TaskInfo>;
   tasks(channel: string): Promise<TaskInfo[]>;
-  /** Exactly one claimant wins; the others get a `CLAIM_LOST` error. */
-  claim(channel: string, task: string, agent: string): Promise<TaskInfo>;
+  /**
+   * Grants a lease on an open or expired task: exactly one claimant wins and gets the next
+   * fencing token (`token`, 1, 2, … per task, never reused); the others get `CLAIM_LOST`.
+   */
+  claim(channel: string, task: string, agent: string, options?: ClaimOptions): Promise<TaskInfo>;
+  /** Extends the holder's live lease (`NOT_HOLDER` for anyone else or a stale token). */
+  renew(channel: string, task: string, agent: string, options?: RenewOptions): Promise<TaskInfo>;
+  /** Ends a task: only the holder of the live lease (`NOT_HOLDER` otherwise). */
+  done(channel: string, task: string, agent: string, options?: DoneOptions): Promise<TaskInfo>;
   /** Only the holder may give a claim back (`NOT_HOLDER` otherwise). */
-  release(channel: string, task: string, agent: string): Promise<TaskInfo>;
+  release(
+    channel: string,
+    task: string,
+    agent: string,
+    options?: ReleaseOptions,
+  ): Promise<TaskInfo>;
+  /** Whether `token` is the task's current live grant: a script checks before it acts. */
+  fence(channel: string, task: string, token: number): Promise<FenceResult>;
 
   /**
    * Optional: rewrites a channel's `_meta.json` atomically, excluded from other writers (on the
@@ -151,15 +165,64 @@ export interface NewTask {
   from: string;
 }
 
+/**
+ * `open`: nobody holds it. `claimed`: a live lease (or a claim by the reference `chat.py`, with
+ * no lease, which never expires). `expired`: the holder's lease ran out; anyone may claim it.
+ * `done`: finished.
+ */
+export type TaskState = "open" | "claimed" | "expired" | "done";
+
 export interface TaskInfo {
   id: string;
   channel: string;
-  state: "open" | "claimed";
-  /** The claimant's identity when claimed. */
+  state: TaskState;
+  /** Claimed: the claimant's identity; expired: who held it; done: who finished it. */
   holder?: string;
+  /** The fencing token of the current (claimed) or last (expired, done, open) grant. */
+  token?: number;
+  /** When the lease ends (claimed) or ended (expired), ISO-8601. None for a chat.py claim. */
+  expiresAt?: string;
+  /** Done: when, and the finisher's note. */
+  doneAt?: string;
+  note?: string;
   title: string;
   file: string;
+  /** Why the task's lease state could not be read (a corrupt lease file), reported once. */
+  warning?: string;
 }
+
+export interface ClaimOptions {
+  /** How long the lease lasts without renewal (default: the channel's `task_ttl`, else 30 min). */
+  ttlMs?: number;
+}
+
+export interface RenewOptions extends ClaimOptions {
+  /** The token the caller holds; refused when it is not the live grant. */
+  token?: number;
+}
+
+export interface DoneOptions {
+  token?: number;
+  /** One line on how it ended, kept with the task. */
+  note?: string;
+}
+
+export interface ReleaseOptions {
+  token?: number;
+}
+
+export interface FenceResult {
+  /** `token` is the current grant and its lease has not expired. */
+  live: boolean;
+  task: TaskInfo;
+}
+
+/** The lease a claim gets when neither the caller nor the channel says otherwise. */
+export const DEFAULT_TASK_TTL_MS = 30 * 60_000;
+/** The longest lease: a claim meant to outlive a week is a claim forgotten. */
+export const MAX_TASK_TTL_MS = 7 * 24 * 3_600_000;
+/** The `_meta.json` key (ours) with the channel's default lease, in seconds. */
+export const TASK_TTL_KEY = "task_ttl";
 
 export const DEFAULT_WAIT_TIMEOUT_MS = 900_000;
 export const DEFAULT_POLL_INTERVAL_MS = 2_000;

@@ -55,7 +55,7 @@ export interface MemberView {
 
 export interface TaskView {
   id: string;
-  state: "open" | "claimed";
+  state: "open" | "claimed" | "expired" | "done";
   holder?: string;
   title: string;
 }

@@ -243,15 +243,23 @@ describe("the reference's commands, output and exit codes", () => {
     expect(
       (await cli(["task", "add", "review", "--title", "Review schema", "--as", "alice"])).stdout,
     ).toBe("added task-1 in review: Review schema\n");
-    expect((await cli(["claim", "review", "task-1.md", "--as", "bob"])).code).toBe(0);
+    const claim = await cli(["claim", "review", "task-1.md", "--as", "bob"]);
+    expect(claim.code).toBe(0);
+    expect(claim.stdout).toMatch(
+      /^claimed task-1 in review as bob \(token 1, (29m 59s|30m) left\)\n$/,
+    );
     const lost = await cli(["claim", "review", "1", "--as", "carol"]);
     expect(lost.code).toBe(3);
     expect(lost.stderr).toBe("agent-chat: task 1 is already claimed by bob\n");
     const list = await cli(["tasks", "review"]);
-    expect(list.stdout).toBe("task-1\tclaimed by bob\tReview schema\n");
+    expect(list.stdout).toMatch(
+      /^task-1\tclaimed by bob\tReview schema\ttoken 1, (29m 59s|30m) left\n$/,
+    );
     const notHolder = await cli(["release", "review", "1", "--as", "carol"]);
-    expect(notHolder.code).toBe(1);
-    expect(notHolder.stderr).toMatch(/claimed by bob; only the holder can release it/);
+    expect(notHolder.code).toBe(3);
+    expect(notHolder.stderr).toMatch(
+      /claimed by bob \(token 1, expires [^)]+\); only the holder can release it/,
+    );
     expect((await cli(["release", "review", "1", "--as", "bob"])).code).toBe(0);
     const json = JSON.parse((await cli(["--json", "tasks", "review"])).stdout);
     expect(json.tasks).toMatchObject([{ id: "1", state: "open", title: "Review schema" }]);
@@ -310,4 +318,95 @@ describe("the reference's commands, output and exit codes", () => {
       expect(r.stdout, commands[i]).toMatch(/Examples?:\n {2}agent-chat /);
     });
   }, 60_000);
+});
+
+describe("leases: claim --ttl, renew, done, fence, release --token", () => {
+  beforeEach(async () => {
+    expect((await cli(["task", "add", "review", "--title", "Ship", "--as", "alice"])).code).toBe(0);
+  });
+
+  /** Ends bob's lease as time would: its expiry, in the lease file, moves into the past. */
+  function expireLease(id: string): void {
+    const path = join(tmp.dir, "review", `.task-${id}.lease`);
+    const lease = JSON.parse(readFileSync(path, "utf8"));
+    writeFileSync(path, JSON.stringify({ ...lease, expiresAt: Date.now() - 5 * 60_000 }));
+  }
+
+  it("claim --ttl prints the token, also in --json; renew and done with it", async () => {
+    const json = await cli(["--json", "claim", "review", "1", "--as", "bob", "--ttl", "1h30m"]);
+    expect(json.code).toBe(0);
+    const info = JSON.parse(json.stdout);
+    expect(info).toMatchObject({ id: "1", state: "claimed", holder: "bob", token: 1 });
+    const left = Date.parse(info.expiresAt) - Date.now();
+    expect(left).toBeGreaterThan(89 * 60_000);
+    expect(left).toBeLessThanOrEqual(90 * 60_000);
+
+    const renew = await cli(["renew", "review", "1", "--as", "bob", "--token", "1", "--ttl", "2h"]);
+    expect(renew.code).toBe(0);
+    expect(renew.stdout).toMatch(/^renewed task-1 in review \(token 1, (1h 59m|2h) left\)\n$/);
+    expect((await cli(["fence", "review", "1", "--token", "1"])).code).toBe(0);
+
+    const done = await cli(["done", "review", "1", "--as", "bob", "--token", "1", "--note", "v2"]);
+    expect(done.code).toBe(0);
+    expect(done.stdout).toBe("done: task-1 in review by bob\n");
+    expect((await cli(["tasks", "review"])).stdout).toBe(
+      "task-1\tdone by bob\tShip\ttoken 1, note: v2\n",
+    );
+    // chat.py, which knows no "done", sees the task taken and cannot hand it out again.
+    expect(readdirSync(join(tmp.dir, "review")).filter((f) => f.startsWith("task-"))).toEqual([
+      "task-1.CLAIMED-bob.md",
+    ]);
+    const fence = await cli(["fence", "review", "1", "--token", "1"]);
+    expect(fence.code).toBe(3);
+    expect(fence.stderr).toBe("agent-chat: token 1 is not the live grant of task-1: done by bob\n");
+  });
+
+  it("an expired lease goes to the next claimant with token 2; the late holder exits 3 and changes nothing", async () => {
+    expect((await cli(["claim", "review", "1", "--as", "bob"])).code).toBe(0);
+    expireLease("1");
+    expect((await cli(["tasks", "review"])).stdout).toMatch(
+      /^task-1\texpired, held by bob\tShip\ttoken 1, expired 5m( \d+s)? ago\n$/,
+    );
+    const taken = await cli(["claim", "review", "1", "--as", "carol"]);
+    expect(taken.stdout).toMatch(/^claimed task-1 in review as carol \(token 2, /);
+    for (const late of [
+      ["done", "review", "1", "--as", "bob", "--token", "1"],
+      ["renew", "review", "1", "--as", "bob", "--token", "1"],
+      ["release", "review", "1", "--as", "bob", "--token", "1"],
+    ]) {
+      const r = await cli(late);
+      expect(r.code, late.join(" ")).toBe(3);
+      expect(r.stderr).toMatch(/^agent-chat: task 1 is claimed by carol \(token 2, expires /);
+    }
+    const stale = await cli(["fence", "review", "1", "--token", "1"]);
+    expect(stale.code).toBe(3);
+    expect(stale.stderr).toMatch(/not the live grant of task-1: claimed by carol$/m);
+    const fence = await cli(["--json", "fence", "review", "1", "--token", "2"]);
+    expect(fence.code).toBe(0);
+    expect(JSON.parse(fence.stdout)).toMatchObject({ live: true, task: { holder: "carol" } });
+    const release = await cli(["release", "review", "1", "--as", "carol", "--token", "2"]);
+    expect(release.code).toBe(0);
+    expect((await cli(["tasks", "review"])).stdout).toBe("task-1\topen\tShip\n");
+  });
+
+  it.each([["0"], ["0m"], ["-5m"], ["soon"], ["1.5h"], ["8d"], ["169h"]])(
+    "claim --ttl %s is a usage error, exit 64, and claims nothing",
+    async (ttl) => {
+      const r = await cli(["claim", "review", "1", "--as", "bob", `--ttl=${ttl}`]);
+      expect(r.code).toBe(64);
+      expect(r.stderr).toContain("--ttl must be a duration above 0 and at most 7d");
+      expect((await cli(["tasks", "review"])).stdout).toBe("task-1\topen\tShip\n");
+    },
+  );
+
+  it("a task chat.py claimed (a renamed marker, no lease) shows no lease and never expires", async () => {
+    const dir = join(tmp.dir, "review");
+    const { renameSync } = await import("node:fs");
+    renameSync(join(dir, "task-1.md"), join(dir, "task-1.CLAIMED-dave.md"));
+    expect((await cli(["tasks", "review"])).stdout).toBe(
+      "task-1\tclaimed by dave\tShip\tno lease: claimed by chat.py, never expires\n",
+    );
+    expect((await cli(["claim", "review", "1", "--as", "bob"])).code).toBe(3);
+    expect((await cli(["fence", "review", "1", "--token", "1"])).code).toBe(3);
+  });
 });

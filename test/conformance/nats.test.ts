@@ -20,10 +20,10 @@ if (skipReason) {
     await server?.dispose();
   });
 
-  storeConformance("nats", async () => {
+  storeConformance("nats", async (now) => {
     const url = server!.url(`conf${process.pid}-${++counter}`);
     return {
-      open: () => openStore(url),
+      open: () => openStore(url, { now }),
       // The server and its store directory go at the end of the file.
       cleanup: async () => {},
     };

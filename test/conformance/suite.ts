@@ -15,9 +15,22 @@ export interface Backend {
   pollOnly?: boolean;
 }
 
-export function storeConformance(name: string, makeBackend: () => Promise<Backend>): void {
+/**
+ * `makeBackend` gets the clock its stores must measure leases by (the `now` store option): the
+ * suite moves it forward to expire a lease without sleeping.
+ */
+export function storeConformance(
+  name: string,
+  makeBackend: (clock: () => number) => Promise<Backend>,
+): void {
   describe(`Store conformance: ${name}`, () => {
     let backend: Backend;
+    let skew = 0;
+    const clock = () => Date.now() + skew;
+    /** Moves every store's clock past a lease of `ms`. */
+    const advance = (ms: number) => {
+      skew += ms;
+    };
     let store: Store;
     const opened: Store[] = [];
 
@@ -28,7 +41,8 @@ export function storeConformance(name: string, makeBackend: () => Promise<Backen
     }
 
     beforeEach(async () => {
-      backend = await makeBackend();
+      skew = 0;
+      backend = await makeBackend(clock);
       store = await another();
     });
 
@@ -512,6 +526,146 @@ export function storeConformance(name: string, makeBackend: () => Promise<Backen
       it("claiming a task that does not exist is TASK_NOT_FOUND; bad ids are INVALID_NAME", async () => {
         await expectCode(store.claim("ch", "99", "bob"), "TASK_NOT_FOUND");
         await expectCode(store.claim("ch", "../x", "bob"), "INVALID_NAME");
+      });
+    });
+
+    describe("leases and fencing tokens", () => {
+      const MINUTE = 60_000;
+      beforeEach(async () => {
+        await store.init("ch");
+        await store.addTask("ch", { id: "1", title: "build", from: "alice" });
+      });
+
+      it("a claim grants token 1 with an expiry; tasks shows holder, token and time left", async () => {
+        const before = clock();
+        const claimed = await store.claim("ch", "1", "bob", { ttlMs: 10 * MINUTE });
+        expect(claimed).toMatchObject({ state: "claimed", holder: "bob", token: 1 });
+        const expires = Date.parse(claimed.expiresAt!);
+        expect(expires).toBeGreaterThanOrEqual(before + 10 * MINUTE);
+        expect(expires).toBeLessThanOrEqual(clock() + 10 * MINUTE);
+        const [listed] = await store.tasks("ch");
+        expect(listed).toMatchObject({ state: "claimed", holder: "bob", token: 1 });
+        expect(listed!.expiresAt).toBe(claimed.expiresAt);
+      });
+
+      it("the default lease is 30 minutes, or the channel's task_ttl seconds", async () => {
+        const t0 = clock();
+        const d = await store.claim("ch", "1", "bob");
+        expect(Date.parse(d.expiresAt!) - t0).toBeGreaterThanOrEqual(30 * MINUTE);
+        expect(Date.parse(d.expiresAt!) - clock()).toBeLessThanOrEqual(30 * MINUTE);
+        await store.init("short", { extra: { task_ttl: 90 } });
+        await store.addTask("short", { id: "1", title: "t", from: "alice" });
+        const t1 = clock();
+        const s = await store.claim("short", "1", "bob");
+        expect(Date.parse(s.expiresAt!) - t1).toBeGreaterThanOrEqual(90_000);
+        expect(Date.parse(s.expiresAt!) - clock()).toBeLessThanOrEqual(90_000);
+      });
+
+      it("refuses a TTL that is zero, negative, fractional or over 7 days", async () => {
+        for (const ttlMs of [0, -1, 1.5, 7 * 24 * 60 * MINUTE + 1]) {
+          await expectCode(store.claim("ch", "1", "bob", { ttlMs }), "INVALID_ARGUMENT");
+        }
+        expect((await store.tasks("ch"))[0]!.state).toBe("open");
+      });
+
+      it("an expired lease makes the task claimable again with the next token; the late holder is fenced out", async () => {
+        await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
+        expect((await store.fence("ch", "1", 1)).live).toBe(true);
+        await expectCode(store.claim("ch", "1", "carol"), "CLAIM_LOST");
+        advance(MINUTE + 1);
+        const expired = (await store.tasks("ch"))[0]!;
+        expect(expired).toMatchObject({ state: "expired", holder: "bob", token: 1 });
+        expect((await store.fence("ch", "1", 1)).live).toBe(false);
+
+        const other = await another();
+        const taken = await other.claim("ch", "1", "carol", { ttlMs: 10 * MINUTE });
+        expect(taken).toMatchObject({ state: "claimed", holder: "carol", token: 2 });
+
+        // bob comes back late: with or without his token, nothing he does changes carol's task.
+        for (const late of [
+          () => store.done("ch", "1", "bob", { token: 1, note: "finished" }),
+          () => store.renew("ch", "1", "bob", { token: 1 }),
+          () => store.release("ch", "1", "bob", { token: 1 }),
+          () => store.done("ch", "1", "bob"),
+        ]) {
+          const err = await expectCode(late(), "NOT_HOLDER");
+          expect(err.message).toContain("carol");
+          expect(err.message).toContain("token 2");
+        }
+        // carol herself with a stale token is refused too.
+        const stale = await expectCode(store.done("ch", "1", "carol", { token: 1 }), "NOT_HOLDER");
+        expect(stale.message).toContain("token 2");
+        expect((await store.tasks("ch"))[0]).toMatchObject({
+          state: "claimed",
+          holder: "carol",
+          token: 2,
+        });
+        expect((await store.fence("ch", "1", 2)).live).toBe(true);
+        expect((await store.fence("ch", "1", 1)).live).toBe(false);
+      });
+
+      it("renew moves the expiry from now; the holder's own expired lease cannot be renewed", async () => {
+        await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
+        advance(MINUTE / 2);
+        const renewed = await store.renew("ch", "1", "Bob", { token: 1, ttlMs: MINUTE });
+        expect(renewed).toMatchObject({ state: "claimed", token: 1 });
+        expect(Date.parse(renewed.expiresAt!)).toBeGreaterThanOrEqual(clock() + MINUTE - 1000);
+        advance(MINUTE / 2 + 1);
+        expect((await store.fence("ch", "1", 1)).live).toBe(true);
+        advance(MINUTE);
+        await expectCode(store.renew("ch", "1", "bob"), "NOT_HOLDER");
+        // Claiming again is how it comes back: a new grant, a new token.
+        expect((await store.claim("ch", "1", "bob")).token).toBe(2);
+      });
+
+      it("done ends the task with who finished it; it cannot be claimed again", async () => {
+        await store.claim("ch", "1", "bob");
+        await expectCode(store.done("ch", "1", "carol"), "NOT_HOLDER");
+        const done = await store.done("ch", "1", "bob", { token: 1, note: "shipped\nin 0.2" });
+        expect(done).toMatchObject({
+          state: "done",
+          holder: "bob",
+          token: 1,
+          note: "shipped in 0.2",
+        });
+        expect(done.doneAt).toBeDefined();
+        expect((await store.tasks("ch"))[0]).toMatchObject({ state: "done", holder: "bob" });
+        expect((await store.fence("ch", "1", 1)).live).toBe(false);
+        await expectCode(store.claim("ch", "1", "carol"), "CLAIM_LOST");
+        await expectCode(store.release("ch", "1", "bob"), "NOT_HOLDER");
+      });
+
+      it("tokens survive release: the next grant gets one more, never a reused number", async () => {
+        await store.claim("ch", "1", "bob");
+        const released = await store.release("ch", "1", "bob", { token: 1 });
+        expect(released).toMatchObject({ state: "open", token: 1 });
+        expect((await store.fence("ch", "1", 1)).live).toBe(false);
+        expect((await store.claim("ch", "1", "carol")).token).toBe(2);
+        advance(31 * MINUTE);
+        expect((await store.claim("ch", "1", "bob")).token).toBe(3);
+      });
+
+      it("16 concurrent claimants of an expired task: exactly one wins, with token + 1", async () => {
+        await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
+        advance(MINUTE + 1);
+        const stores = await Promise.all(Array.from({ length: 16 }, () => another()));
+        const results = await Promise.allSettled(
+          stores.map((s, i) => s.claim("ch", "1", `agent${i}`)),
+        );
+        const won = results.filter((r) => r.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        for (const r of results) {
+          if (r.status === "rejected") expect((r.reason as AgentChatError).code).toBe("CLAIM_LOST");
+        }
+        const winner = (won[0] as PromiseFulfilledResult<{ holder: string; token: number }>).value;
+        expect(winner.token).toBe(2);
+        expect((await store.tasks("ch"))[0]).toMatchObject({ holder: winner.holder, token: 2 });
+      });
+
+      it("fence refuses a token that is not a positive integer", async () => {
+        await expectCode(store.fence("ch", "1", 0), "INVALID_ARGUMENT");
+        await expectCode(store.fence("ch", "1", -2), "INVALID_ARGUMENT");
+        expect((await store.fence("ch", "1", 1)).live).toBe(false);
       });
     });
   });

@@ -7,9 +7,9 @@ import { tempDir } from "../helpers/tmp.js";
 
 // The Store contract through the daemon: every `open()` is a new socket connection to one
 // daemon (in this process, on a real Unix socket) that owns a folder store.
-storeConformance("daemon client", async () => {
+storeConformance("daemon client", async (now) => {
   const tmp = tempDir();
-  const store = await openStore(join(tmp.dir, "root"));
+  const store = await openStore(join(tmp.dir, "root"), { now });
   const daemon = new DaemonServer({ store, root: store.location, version: "test" });
   const socket = join(tmp.dir, "run", "d.sock");
   await daemon.listen(socket);

@@ -293,6 +293,16 @@ describe("bad input never takes the daemon down", () => {
     expect(
       await c.request({ id: 10, op: "read", channel: "raw", as: "bob", all: "yes" }),
     ).toMatchObject({ id: 10, error: { code: "INVALID_ARGUMENT", message: /"all"/ } });
+    expect(await c.request({ id: 12, op: "fence", channel: "raw", task: "1" })).toMatchObject({
+      id: 12,
+      error: { code: "INVALID_ARGUMENT", message: 'fence: "token" is missing' },
+    });
+    expect(
+      await c.request({ id: 13, op: "done", channel: "raw", task: "1", as: "bob", token: "1" }),
+    ).toMatchObject({ id: 13, error: { code: "INVALID_ARGUMENT", message: /"token"/ } });
+    expect(
+      await c.request({ id: 14, op: "claim", channel: "raw", task: "1", as: "bob", ttlMs: -5 }),
+    ).toMatchObject({ id: 14, error: { code: "INVALID_ARGUMENT", message: /"ttlMs"/ } });
     expect(await c.request({ id: 11, op: "frobnicate" })).toMatchObject({
       id: 11,
       error: { message: /unknown op/ },

@@ -60,6 +60,7 @@ describe.skipIf(natsSkipReason !== undefined)(
       expect(Object.keys(files).sort()).toEqual([
         ".cursors/bob.txt",
         ".seq",
+        ".task-deploy.lease",
         "0001-alice-re-schema-v2.md",
         "0002-bob-second.md",
         "_meta.json",
@@ -80,9 +81,12 @@ describe.skipIf(natsSkipReason !== undefined)(
       const read = await fs.read("review", { as: "alice" });
       expect(read.messages.map((m) => [m.seq, m.from, m.body])).toEqual([[2, "bob", "second"]]);
       expect(await fs.cursor("review", "bob")).toBe(2);
-      expect((await fs.tasks("review")).map((t) => [t.id, t.state, t.holder ?? null])).toEqual([
-        ["1", "open", null],
-        ["deploy", "claimed", "carol"],
+      // The lease travels with the marker: the same holder, token and expiry on the folder.
+      expect(
+        (await fs.tasks("review")).map((t) => [t.id, t.state, t.holder ?? null, t.token ?? null]),
+      ).toEqual([
+        ["1", "open", null, null],
+        ["deploy", "claimed", "carol", 1],
       ]);
       // The folder continues the numbering.
       expect((await fs.post("review", { from: "alice", body: "third" })).seq).toBe(3);

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -67,5 +67,34 @@ describe("many processes at once", () => {
     const claimed = readdirSync(join(tmp.dir, "ch")).filter((n) => n.startsWith("task-"));
     expect(claimed).toHaveLength(1);
     expect(claimed[0]).toMatch(/^task-7\.CLAIMED-agent\d+\.md$/);
+  }, 60_000);
+
+  it("16 processes racing for one expired task: exactly one wins with token 2, 15 exit 3", async () => {
+    const opts = { root: tmp.dir };
+    await runCli(["task", "add", "ch", "--id", "7", "--title", "contested", "--as", "lead"], opts);
+    expect((await runCli(["claim", "ch", "7", "--as", "gone"], opts)).code).toBe(0);
+    // The holder went silent: its lease ended five minutes ago (as time would make it).
+    const lease = join(tmp.dir, "ch", ".task-7.lease");
+    const expired = { ...JSON.parse(readFileSync(lease, "utf8")), expiresAt: Date.now() - 300_000 };
+    writeFileSync(lease, JSON.stringify(expired));
+    const children = Array.from({ length: 16 }, (_, i) =>
+      startCli(["--json", "claim", "ch", "7", "--as", `agent${i}`], opts),
+    );
+    const results = await Promise.all(children.map((c) => collect(c)));
+    const won = results.filter((r) => r.code === 0);
+    expect(won).toHaveLength(1);
+    expect(results.filter((r) => r.code === 3)).toHaveLength(15);
+    const winner = JSON.parse(won[0]!.stdout);
+    expect(winner).toMatchObject({ state: "claimed", token: 2 });
+    const files = readdirSync(join(tmp.dir, "ch")).filter((n) => n.startsWith("task-"));
+    expect(files).toEqual([`task-7.CLAIMED-${winner.holder}.md`]);
+    expect(JSON.parse(readFileSync(lease, "utf8"))).toMatchObject({
+      token: 2,
+      holder: winner.holder,
+    });
+    // The holder that went silent comes back with its token: refused, the winner keeps it.
+    const late = await runCli(["done", "ch", "7", "--as", "gone", "--token", "1"], opts);
+    expect(late.code).toBe(3);
+    expect(late.stderr).toContain(`claimed by ${winner.holder} (token 2`);
   }, 60_000);
 });

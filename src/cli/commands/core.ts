@@ -5,11 +5,14 @@ import type { TaskInfo } from "../../store/types.js";
 import { readBody } from "../body.js";
 import {
   type CliContext,
+  formatDuration,
   parsePositiveInt,
   parseSeconds,
+  parseTtl,
   splitList,
   UsageError,
 } from "../context.js";
+import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
 
@@ -214,16 +217,64 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
 
   program
     .command("claim")
-    .description("atomically take a task; exactly one claimant wins (losers exit 3)")
+    .description("atomically take a task for a lease; prints its fencing token (losers exit 3)")
     .argument("<channel>")
     .argument("<task>", "task-12.md, task-12 or 12")
     .option("--as <name>", "claimant (default: $AGENT_CHAT_NAME)")
-    .addHelpText("after", "\nExample:\n  agent-chat claim review task-12 --as bob")
-    .action(async (channel: string, task: string, opts: { as?: string }) => {
+    .option(
+      "--ttl <duration>",
+      "how long the lease lasts unrenewed: 90s, 30m, 2h, 1d (default: the channel's, else 30m)",
+    )
+    .addHelpText("after", "\nExample:\n  agent-chat claim review task-12 --as bob --ttl 1h")
+    .action(async (channel: string, task: string, opts: { as?: string; ttl?: string }) => {
       const as = ctx.agent(opts.as);
-      const info = await (await ctx.open()).claim(channel, task, as);
+      const options = opts.ttl === undefined ? {} : { ttlMs: parseTtl(opts.ttl) };
+      const info = await (await ctx.open()).claim(channel, task, as, options);
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder}\n`);
+      ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
+    });
+
+  program
+    .command("renew")
+    .description("extend your lease on a task (only its holder, with a live lease)")
+    .argument("<channel>")
+    .argument("<task>", "task-12.md, task-12 or 12")
+    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
+    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+    .option("--ttl <duration>", "the new lease from now (default: the channel's, else 30m)")
+    .addHelpText("after", "\nExample:\n  agent-chat renew review 12 --as bob --token 3")
+    .action(async (channel: string, task: string, opts: HolderFlags & { ttl?: string }) => {
+      const as = ctx.agent(opts.as);
+      const options = {
+        ...tokenOption(opts.token),
+        ...(opts.ttl === undefined ? {} : { ttlMs: parseTtl(opts.ttl) }),
+      };
+      const info = await (await ctx.open()).renew(channel, task, as, options);
+      if (ctx.json) return ctx.printJson(info);
+      ctx.out(`renewed task-${info.id} in ${channel} (${leaseText(info)})\n`);
+    });
+
+  program
+    .command("done")
+    .description("finish a task (only its holder, with a live lease); the task stays taken")
+    .argument("<channel>")
+    .argument("<task>", "task-12.md, task-12 or 12")
+    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
+    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+    .option("--note <text>", "one line on how it ended")
+    .addHelpText(
+      "after",
+      "\nExample:\n  agent-chat done review 12 --as bob --token 3 --note 'merged in #40'",
+    )
+    .action(async (channel: string, task: string, opts: HolderFlags & { note?: string }) => {
+      const as = ctx.agent(opts.as);
+      const options = {
+        ...tokenOption(opts.token),
+        ...(opts.note === undefined ? {} : { note: opts.note }),
+      };
+      const info = await (await ctx.open()).done(channel, task, as, options);
+      if (ctx.json) return ctx.printJson(info);
+      ctx.out(`done: task-${info.id} in ${channel} by ${info.holder}\n`);
     });
 
   program
@@ -232,21 +283,48 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .argument("<channel>")
     .argument("<task>", "task-12.md, task-12 or 12")
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
+    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
     .addHelpText("after", "\nExample:\n  agent-chat release review 12 --as bob")
-    .action(async (channel: string, task: string, opts: { as?: string }) => {
+    .action(async (channel: string, task: string, opts: HolderFlags) => {
       const as = ctx.agent(opts.as);
-      const info = await (await ctx.open()).release(channel, task, as);
+      const info = await (await ctx.open()).release(channel, task, as, tokenOption(opts.token));
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`released task-${info.id} in ${channel}\n`);
     });
 
   program
+    .command("fence")
+    .description("exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder")
+    .argument("<channel>")
+    .argument("<task>", "task-12.md, task-12 or 12")
+    .requiredOption("--token <n>", "the fencing token to check")
+    .addHelpText(
+      "after",
+      "\nExample (a script acts only while its lease is live):\n" +
+        "  agent-chat fence review 12 --token 3 && git push",
+    )
+    .action(async (channel: string, task: string, opts: { token: string }) => {
+      const token = parsePositiveInt(opts.token, "--token");
+      const { live, task: info } = await (await ctx.open()).fence(channel, task, token);
+      if (ctx.json) ctx.printJson({ live, task: info });
+      else if (live) ctx.out(`token ${token} is live on task-${info.id} (${leaseText(info)})\n`);
+      if (live) return;
+      if (!ctx.json) {
+        ctx.err(
+          `agent-chat: token ${token} is not the live grant of task-${info.id}: ${stateText(info)}\n`,
+        );
+      }
+      ctx.exitCode = EXIT.CLAIM_LOST;
+    });
+
+  program
     .command("tasks")
-    .description("list a channel's tasks, open and claimed, with their holders")
+    .description("list a channel's tasks: state, holder, title, token and time left")
     .argument("<channel>")
     .addHelpText("after", "\nExample:\n  agent-chat tasks review")
     .action(async (channel: string) => {
       const list = await (await ctx.open()).tasks(channel);
+      for (const t of list) if (t.warning !== undefined) ctx.err(`agent-chat: ${t.warning}\n`);
       if (ctx.json) return ctx.printJson({ channel, tasks: list });
       if (list.length === 0) ctx.err(`no tasks in ${channel}\n`);
       for (const t of list) ctx.out(`${formatTask(t)}\n`);
@@ -301,9 +379,40 @@ function printMessages(ctx: CliContext, messages: Message[], empty: string): voi
   for (const message of messages) ctx.out(formatMessageHuman(message));
 }
 
+interface HolderFlags {
+  as?: string;
+  token?: string;
+}
+
+/**
+ * `task-1<TAB>claimed by bob<TAB>title`, as before leases, then the lease in a fourth column:
+ * a script that cuts the first three keeps working.
+ */
 function formatTask(t: TaskInfo): string {
-  const state = t.state === "claimed" ? `claimed by ${t.holder}` : "open";
-  return `task-${t.id}\t${state}\t${t.title}`;
+  const line = `task-${t.id}\t${stateText(t)}\t${t.title}`;
+  return t.state === "open" ? line : `${line}\t${leaseText(t)}`;
+}
+
+function stateText(t: TaskInfo): string {
+  if (t.state === "open") return "open";
+  if (t.state === "expired") return `expired, held by ${t.holder}`;
+  return `${t.state} by ${t.holder}`;
+}
+
+/** `token 3, 29m 59s left`; `no lease (claimed by chat.py)`; a done task's note. */
+function leaseText(t: TaskInfo): string {
+  if (t.token === undefined) return "no lease: claimed by chat.py, never expires";
+  const token = `token ${t.token}`;
+  if (t.state === "done") return t.note === undefined ? token : `${token}, note: ${t.note}`;
+  if (t.expiresAt === undefined) return token;
+  const left = Date.parse(t.expiresAt) - Date.now();
+  return left >= 0
+    ? `${token}, ${formatDuration(left)} left`
+    : `${token}, expired ${formatDuration(-left)} ago`;
+}
+
+function tokenOption(token: string | undefined): { token?: number } {
+  return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
 }
 
 /** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */

@@ -1,28 +1,46 @@
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import { formatTimestamp, isRelevant, type Message } from "../../core/message.js";
+import { formatTimestamp, isRelevant, type Message, oneLine } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity, parseTaskId, validateName } from "../../core/names.js";
 import {
   type Capabilities,
   type ChannelInfo,
   type ChannelsOptions,
+  type ClaimOptions,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_TASK_TTL_MS,
   DEFAULT_WAIT_TIMEOUT_MS,
+  type DoneOptions,
+  type FenceResult,
   type InitOptions,
+  MAX_TASK_TTL_MS,
   type NewTask,
   type PostInput,
   type PostResult,
   type ReadOptions,
   type ReadResult,
+  type ReleaseOptions,
+  type RenewOptions,
   type Store,
+  TASK_TTL_KEY,
   type TaskInfo,
   type WaitOptions,
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
-import { formatTask, nextTaskId, type TaskRecord, taskInfo } from "./tasks.js";
+import {
+  formatTask,
+  type Lease,
+  type LeaseStatus,
+  leaseStatus,
+  MAX_HISTORY,
+  MAX_NOTE,
+  nextTaskId,
+  type TaskRecord,
+  taskInfo,
+} from "./tasks.js";
 import { abortError, timeoutError, Wakeup } from "./wakeup.js";
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -99,9 +117,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** Posts from this store to one channel go one at a time: no self-contention. */
   private readonly tails = new Map<string, Promise<unknown>>();
   private readonly warned = new Set<string>();
+  /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
+  protected readonly now: () => number;
 
-  constructor(maxBodyBytes: number | undefined) {
+  constructor(maxBodyBytes: number | undefined, now: () => number = Date.now) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.now = now;
   }
 
   // ---- Primitives: what each backend implements. ----
@@ -122,11 +143,14 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   protected abstract taskRecords(channel: string): Promise<TaskRecord[]>;
   /** Creates an open task marker; false when one with that id exists. */
   protected abstract createTaskRecord(channel: string, id: string, text: string): Promise<boolean>;
-  /** Moves a marker to a new holder (undefined: open); false when it changed since it was read. */
+  /**
+   * Moves a marker to a new holder (undefined: open) and stores its next lease, atomically as
+   * far as the backend's other writers can tell; false when it changed since it was read.
+   */
   protected abstract swapTaskRecord(
     channel: string,
     current: TaskRecord,
-    holder: string | undefined,
+    next: { holder: string | undefined; lease: Lease },
   ): Promise<boolean>;
   abstract close(): Promise<void>;
 
@@ -454,7 +478,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         if (!(await this.createTaskRecord(channel, explicit, text(explicit)))) {
           throw exists(explicit);
         }
-        return taskInfo(channel, { id: explicit, text: text(explicit), version: 0 });
+        return taskInfo(channel, { id: explicit, text: text(explicit), version: 0 }, this.now());
       }
       // Another writer may take the next number first (or an unreadable marker hold it): count
       // again, never below the number just lost.
@@ -462,7 +486,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         const id = nextTaskId(await this.taskRecords(channel), floor);
         const marker = text(id);
         if (await this.createTaskRecord(channel, id, marker)) {
-          return taskInfo(channel, { id, text: marker, version: 0 });
+          return taskInfo(channel, { id, text: marker, version: 0 }, this.now());
         }
         floor = Number(id) + 1;
       }
@@ -471,50 +495,164 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
 
   async tasks(channel: string): Promise<TaskInfo[]> {
     await this.roster(channel);
-    return (await this.sortedTasks(channel)).map((record) => taskInfo(channel, record));
+    const now = this.now();
+    return (await this.sortedTasks(channel)).map((record) => this.describe(channel, record, now));
+  }
+
+  /** A record as callers see it; a lease that could not be read is reported once per task. */
+  private describe(channel: string, record: TaskRecord, now: number): TaskInfo {
+    const info = taskInfo(channel, record, now);
+    if (record.problem !== undefined) {
+      this.warnOnce(
+        `task ${record.id} in ${channel}: ${record.problem}`,
+        (w) => {
+          info.warning = w;
+        },
+        channel,
+      );
+    }
+    return info;
   }
 
   private async sortedTasks(channel: string): Promise<TaskRecord[]> {
     return (await this.taskRecords(channel)).sort((a, b) => compareTaskIds(a.id, b.id));
   }
 
-  async claim(channel: string, task: string, agent: string): Promise<TaskInfo> {
+  /**
+   * Grants a lease with the next fencing token on an open task, or on one whose lease expired
+   * (now past its end): the token only grows, whoever held the task before.
+   */
+  async claim(
+    channel: string,
+    task: string,
+    agent: string,
+    options: ClaimOptions = {},
+  ): Promise<TaskInfo> {
     const id = parseTaskId(task);
     validateName("agent", agent);
-    await this.roster(channel);
+    checkTtl(options.ttlMs);
+    const ttlMs = options.ttlMs ?? channelTtl(await this.roster(channel));
     const holder = identity(agent);
     return this.exclusive(channel, async () => {
       const current = await this.existingTask(channel, id);
-      if (current.holder !== undefined) {
-        const who = current.holder === holder ? "you" : current.holder;
+      const now = this.now();
+      const status = leaseStatus(current, now);
+      if (status.state === "claimed") {
+        // The wording of chat.py's days, which scripts and the README show; `tasks` has the rest.
+        const who = status.holder === holder ? "you" : status.holder;
         throw new AgentChatError("CLAIM_LOST", `task ${id} is already claimed by ${who}`);
       }
-      if (!(await this.swapTaskRecord(channel, current, holder))) {
+      if (status.state === "done") {
+        throw new AgentChatError("CLAIM_LOST", `task ${id} is done (finished by ${status.holder})`);
+      }
+      const token = (current.lease?.token ?? 0) + 1;
+      const history = [...(current.lease?.history ?? []), { token, holder, at: now }];
+      const lease: Lease = {
+        token,
+        holder,
+        expiresAt: now + ttlMs,
+        history: history.slice(-MAX_HISTORY),
+      };
+      if (!(await this.swapTaskRecord(channel, current, { holder, lease }))) {
         throw new AgentChatError("CLAIM_LOST", `task ${id} was claimed by someone else`);
       }
-      return taskInfo(channel, { ...current, holder });
+      return taskInfo(channel, { ...current, holder, lease }, now);
     });
   }
 
-  async release(channel: string, task: string, agent: string): Promise<TaskInfo> {
+  /** Extends the holder's live lease by a TTL from now; the token stays. */
+  async renew(
+    channel: string,
+    task: string,
+    agent: string,
+    options: RenewOptions = {},
+  ): Promise<TaskInfo> {
+    checkTtl(options.ttlMs);
+    const ttlMs = options.ttlMs ?? channelTtl(await this.roster(channel));
+    return this.asHolder(channel, task, agent, "renew", options.token, (current, now) => {
+      const lease = current.lease;
+      if (lease === undefined || lease.holder !== current.holder) {
+        throw new AgentChatError(
+          "INVALID_ARGUMENT",
+          `task ${current.id} was claimed without a lease (by chat.py); it never expires`,
+        );
+      }
+      return { holder: current.holder, lease: { ...lease, expiresAt: now + ttlMs } };
+    });
+  }
+
+  /**
+   * Ends a task. The marker keeps its holder's name (so chat.py, which knows no `done`, sees it
+   * taken and never hands it out again); the lease records who finished it, when and why.
+   */
+  async done(
+    channel: string,
+    task: string,
+    agent: string,
+    options: DoneOptions = {},
+  ): Promise<TaskInfo> {
+    await this.roster(channel);
+    return this.asHolder(channel, task, agent, "finish", options.token, (current, now) => {
+      const { holder: _h, expiresAt: _e, ...rest } = current.lease ?? { token: 0, history: [] };
+      const by = current.holder as string;
+      const done: NonNullable<Lease["done"]> = { by, at: now };
+      if (options.note !== undefined) done.note = oneLine(options.note).slice(0, MAX_NOTE);
+      return { holder: by, lease: { ...rest, done } };
+    });
+  }
+
+  async release(
+    channel: string,
+    task: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ): Promise<TaskInfo> {
+    await this.roster(channel);
+    return this.asHolder(channel, task, agent, "release", options.token, (current) => {
+      const { holder: _h, expiresAt: _e, ...rest } = current.lease ?? { token: 0, history: [] };
+      return { holder: undefined, lease: rest };
+    });
+  }
+
+  /** Whether `token` is the task's current grant with a lease that has not expired. */
+  async fence(channel: string, task: string, token: number): Promise<FenceResult> {
+    const id = parseTaskId(task);
+    checkToken(token);
+    await this.roster(channel);
+    const current = await this.existingTask(channel, id);
+    const now = this.now();
+    const status = leaseStatus(current, now);
+    const live = status.state === "claimed" && status.leased && status.token === token;
+    return { live, task: this.describe(channel, current, now) };
+  }
+
+  /**
+   * Runs a change that only the holder of the live grant may make (and, given a token, only
+   * with that grant's token): a late holder, whose lease expired or passed to someone else,
+   * is refused and changes nothing.
+   */
+  private async asHolder(
+    channel: string,
+    task: string,
+    agent: string,
+    verb: string,
+    token: number | undefined,
+    change: (current: TaskRecord, now: number) => { holder: string | undefined; lease: Lease },
+  ): Promise<TaskInfo> {
     const id = parseTaskId(task);
     validateName("agent", agent);
-    await this.roster(channel);
+    if (token !== undefined) checkToken(token);
     const me = identity(agent);
     return this.exclusive(channel, async () => {
       for (;;) {
         const current = await this.existingTask(channel, id);
-        if (current.holder === undefined) {
-          throw new AgentChatError("NOT_HOLDER", `task ${id} is not claimed`);
+        const now = this.now();
+        const status = leaseStatus(current, now);
+        refuseUnlessHolder(id, status, me, verb, token, now);
+        const next = change(current, now);
+        if (await this.swapTaskRecord(channel, current, next)) {
+          return taskInfo(channel, { ...current, ...next }, now);
         }
-        if (current.holder !== me) {
-          throw new AgentChatError(
-            "NOT_HOLDER",
-            `task ${id} is claimed by ${current.holder}; only the holder can release it`,
-          );
-        }
-        const { holder: _gone, ...open } = current;
-        if (await this.swapTaskRecord(channel, current, undefined)) return taskInfo(channel, open);
         // Changed between our read and our swap: look again.
       }
     });
@@ -525,4 +663,77 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
     return current;
   }
+}
+
+/** `NOT_HOLDER`, naming the current holder and token, unless `me` holds the live grant. */
+function refuseUnlessHolder(
+  id: string,
+  status: LeaseStatus,
+  me: string,
+  verb: string,
+  token: number | undefined,
+  now: number,
+): void {
+  const refuse = (why: string) => {
+    throw new AgentChatError("NOT_HOLDER", `task ${id} ${why}`);
+  };
+  if (status.state === "open") refuse(`is not claimed${lastToken(status)}`);
+  if (status.state === "done") refuse(`is done (finished by ${status.holder})`);
+  if (status.holder !== me) {
+    refuse(
+      `is ${status.state === "expired" ? "no longer held: the lease of" : "claimed by"} ` +
+        `${status.holder}${describeGrant(status, now)}; only the holder can ${verb} it`,
+    );
+  }
+  if (status.state === "expired") {
+    refuse(`is no longer yours: your lease${describeGrant(status, now)}; claim it again`);
+  }
+  if (token !== undefined && token !== status.token) {
+    refuse(
+      `is held by ${status.holder} ` +
+        (status.token === undefined
+          ? "without a lease (claimed by chat.py)"
+          : `with token ${status.token}`) +
+        `; token ${token} is stale`,
+    );
+  }
+}
+
+function lastToken(status: LeaseStatus): string {
+  return status.token === undefined ? "" : ` (last token ${status.token})`;
+}
+
+/** ` (token 2, expires 2026-…)`, or ` (no lease: claimed by chat.py)`. */
+function describeGrant(status: LeaseStatus, now: number): string {
+  if (!status.leased || status.expiresAt === undefined) return " (no lease: claimed by chat.py)";
+  const when = new Date(status.expiresAt).toISOString();
+  const verb = now > status.expiresAt ? "expired" : "expires";
+  return ` (token ${status.token}, ${verb} ${when})`;
+}
+
+function checkTtl(ttlMs: number | undefined): void {
+  if (ttlMs === undefined) return;
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_TASK_TTL_MS) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `a lease's TTL must be a whole number of ms above 0 and at most 7 days (got ${ttlMs})`,
+    );
+  }
+}
+
+function checkToken(token: number): void {
+  if (!Number.isSafeInteger(token) || token <= 0) {
+    throw new AgentChatError("INVALID_ARGUMENT", `a token is a positive integer (got ${token})`);
+  }
+}
+
+/**
+ * The channel's default lease: `task_ttl` seconds in `_meta.json` when it is a sane number
+ * (the file is shared input: anything else is ignored), else 30 minutes.
+ */
+function channelTtl(meta: ChannelMeta): number {
+  const seconds = meta[TASK_TTL_KEY];
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return DEFAULT_TASK_TTL_MS;
+  const ms = Math.round(seconds * 1000);
+  return ms > 0 && ms <= MAX_TASK_TTL_MS ? ms : DEFAULT_TASK_TTL_MS;
 }

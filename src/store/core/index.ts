@@ -8,4 +8,14 @@ export {
   MAX_FRONTMATTER_BYTES,
   type PostDraft,
 } from "./draft.js";
-export { formatTask, parseTaskFile, TASK_FILE, type TaskRecord, taskFileName } from "./tasks.js";
+export {
+  formatLease,
+  formatTask,
+  type Lease,
+  leaseFileName,
+  parseLease,
+  parseTaskFile,
+  TASK_FILE,
+  type TaskRecord,
+  taskFileName,
+} from "./tasks.js";

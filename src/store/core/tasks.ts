@@ -1,5 +1,5 @@
 import { oneLine } from "../../core/message.js";
-import type { TaskInfo } from "../types.js";
+import type { TaskInfo, TaskState } from "../types.js";
 
 /**
  * Task markers: `task-<id>.md` while open, `task-<id>.CLAIMED-<holder>.md` once claimed, as the
@@ -39,27 +39,181 @@ export function parseTaskFile(text: string): { title: string } {
 }
 
 /**
- * A task marker as a backend keeps it: the SPEC marker's text, its holder once claimed, and the
- * version a swap compares (a file name on the folder store, a KV revision on NATS).
+ * A task marker as a backend keeps it: the SPEC marker's text, its holder once claimed (the
+ * marker's name on the folder store), the version a swap compares (a file name on the folder
+ * store, a KV revision on NATS), and the lease kept beside it.
  */
 export interface TaskRecord {
   id: string;
   text: string;
   holder?: string;
   version: string | number;
+  lease?: Lease;
+  /** Why the stored lease could not be (fully) read; the core reports it once. */
+  problem?: string;
 }
+
+/** One grant of a task, kept in the lease's history. */
+export interface Grant {
+  token: number;
+  holder: string;
+  /** When it was granted, ms since the epoch. */
+  at: number;
+}
+
+/**
+ * A task's lease state, as every backend stores it beside the marker (JSON). The token is that
+ * of the last grant; it survives release, expiry and done, so the next grant gets one more.
+ */
+export interface Lease {
+  token: number;
+  /** The holder of grant `token` while it lasts (cleared by release and done). */
+  holder?: string;
+  expiresAt?: number;
+  done?: { by: string; at: number; note?: string };
+  /** The newest grants, oldest first (at most {@link MAX_HISTORY}). */
+  history: Grant[];
+}
+
+export const MAX_HISTORY = 20;
+
+/** Where the folder store (and an export) keeps a task's lease: a dot-file chat.py ignores. */
+export function leaseFileName(id: string): string {
+  return `.task-${id}.lease`;
+}
+
+/** A lease as stored: JSON in one key order, so that an export round-trips byte for byte. */
+export function formatLease(lease: Lease): string {
+  const { token, holder, expiresAt, done, history } = lease;
+  return `${JSON.stringify({ token, holder, expiresAt, done, history })}\n`;
+}
+/** Tokens and times read from storage are safe integers below this (DESIGN §10). */
+const MAX_NUMBER = 2 ** 50;
+const HOLDER = /^[a-z0-9-]{1,100}$/;
+
+function count(value: unknown): number | undefined {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) < MAX_NUMBER
+    ? (value as number)
+    : undefined;
+}
+
+function holderName(value: unknown): string | undefined {
+  return typeof value === "string" && HOLDER.test(value) ? value : undefined;
+}
+
+function record(value: unknown): Record<string, unknown> {
+  return (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
+}
+
+/**
+ * A lease as read from storage, which is untrusted (a planted or corrupt file). A bad token
+ * leaves no lease; a good token with bad fields keeps the token (so tokens never go down) and
+ * drops the grant: such a task is claimed without a lease, or claimable once released.
+ */
+export function parseLease(text: string): { lease?: Lease; problem?: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { problem: "its lease is not JSON; ignored" };
+  }
+  const v = record(value);
+  const token = count(v.token);
+  if (token === undefined) return { problem: "its lease has no valid token; ignored" };
+  const lease: Lease = { token, history: parseHistory(v.history) };
+  const grantOk = parseGrant(v, lease);
+  const doneOk = v.done === undefined || parseDone(record(v.done), lease);
+  return grantOk && doneOk
+    ? { lease }
+    : { lease, problem: "its lease has invalid fields; only its token is kept" };
+}
+
+/** The live grant (holder and expiry), kept only when both are sound; false when one is bad. */
+function parseGrant(v: Record<string, unknown>, lease: Lease): boolean {
+  const holder = holderName(v.holder);
+  const expiresAt = count(v.expiresAt);
+  if (holder && expiresAt !== undefined) {
+    lease.holder = holder;
+    lease.expiresAt = expiresAt;
+  }
+  return (
+    (v.holder === undefined || holder !== undefined) &&
+    (v.expiresAt === undefined || expiresAt !== undefined)
+  );
+}
+
+function parseDone(d: Record<string, unknown>, lease: Lease): boolean {
+  const by = holderName(d.by);
+  const at = count(d.at);
+  if (!by || at === undefined) return false;
+  lease.done = { by, at };
+  if (typeof d.note === "string") lease.done.note = oneLine(d.note).slice(0, MAX_NOTE);
+  return true;
+}
+
+/** The sound grants of a stored history, at most {@link MAX_HISTORY}; the others are dropped. */
+function parseHistory(value: unknown): Grant[] {
+  if (!Array.isArray(value)) return [];
+  const out: Grant[] = [];
+  for (const g of value.slice(-MAX_HISTORY)) {
+    const r = record(g);
+    const token = count(r.token);
+    const holder = holderName(r.holder);
+    const at = count(r.at);
+    if (token !== undefined && holder && at !== undefined) out.push({ token, holder, at });
+  }
+  return out;
+}
+
+export const MAX_NOTE = 1_000;
 
 /** The SPEC file name of a task marker in a given state. */
 export function taskFileName(id: string, holder?: string): string {
   return holder === undefined ? `task-${id}.md` : `task-${id}.CLAIMED-${holder}.md`;
 }
 
-export function taskInfo(channel: string, record: TaskRecord): TaskInfo {
-  const { id, holder } = record;
+/** Where a task stands at `now`, by its marker and its lease. */
+export interface LeaseStatus {
+  state: TaskState;
+  holder?: string;
+  /** The token of the live grant (claimed) or of the last one. */
+  token?: number;
+  expiresAt?: number;
+  /** Claimed with a lease (not a chat.py claim). */
+  leased: boolean;
+}
+
+export function leaseStatus(record: TaskRecord, now: number): LeaseStatus {
+  const { holder, lease } = record;
+  const last = lease && lease.token > 0 ? { token: lease.token } : {};
+  if (holder === undefined) return { state: "open", leased: false, ...last };
+  if (lease?.done && lease.done.by === holder) {
+    return { state: "done", holder, leased: false, ...last };
+  }
+  // The lease describes the marker only when it names the marker's holder: a marker claimed by
+  // chat.py, or renamed by hand, has no lease of ours, and never expires by our rule.
+  if (lease?.holder === holder && lease.expiresAt !== undefined) {
+    const state = now > lease.expiresAt ? "expired" : "claimed";
+    return { state, holder, token: lease.token, expiresAt: lease.expiresAt, leased: true };
+  }
+  return { state: "claimed", holder, leased: false };
+}
+
+export function taskInfo(channel: string, record: TaskRecord, now: number): TaskInfo {
+  const { id } = record;
   const title = parseTaskFile(record.text).title;
-  const file = taskFileName(id, holder);
-  if (holder === undefined) return { id, channel, state: "open", title, file };
-  return { id, channel, state: "claimed", holder, title, file };
+  const file = taskFileName(id, record.holder);
+  const status = leaseStatus(record, now);
+  const info: TaskInfo = { id, channel, state: status.state, title, file };
+  if (status.holder !== undefined) info.holder = status.holder;
+  if (status.token !== undefined) info.token = status.token;
+  if (status.expiresAt !== undefined) info.expiresAt = new Date(status.expiresAt).toISOString();
+  const done = record.lease?.done;
+  if (status.state === "done" && done) {
+    info.doneAt = new Date(done.at).toISOString();
+    if (done.note !== undefined) info.note = done.note;
+  }
+  return info;
 }
 
 /** The id a new task gets: one more than the largest numeric id, and at least `floor`. */

@@ -41,8 +41,12 @@ import {
 import {
   BackendStore,
   type Feed,
+  formatLease,
+  type Lease,
+  leaseFileName,
   MAX_FRONTMATTER_BYTES,
   type PostDraft,
+  parseLease,
   parseTaskFile,
   type SafetyNet,
   type Scan,
@@ -58,9 +62,12 @@ export interface FsStoreOptions extends LockOptions {
   watch?: boolean;
   /** Largest accepted message body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
+  /** The clock leases are measured by (default `Date.now`; tests inject one). */
+  now?: () => number;
 }
 
 const META = "_meta.json";
+
 const CURSORS = ".cursors";
 /** The high-water mark: the largest seq ever allocated here, so deleting the newest message
  *  never re-issues its number. The reference does not know it, hence the reconciliation with
@@ -84,6 +91,8 @@ const CLOCK_SLACK_MS = 1_000;
 const MAX_META_BYTES = 256 * 1024;
 /** The largest task marker read; a task's text is a title and a short description. */
 const MAX_TASK_BYTES = 1024 * 1024;
+/** The largest lease file read (a token, a holder, times and at most 20 grants: ~2 KB). */
+const MAX_LEASE_BYTES = 64 * 1024;
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -115,7 +124,7 @@ export class FsStore extends BackendStore<FolderFeed> {
     readonly location: string,
     private readonly options: FsStoreOptions = {},
   ) {
-    super(options.maxBodyBytes);
+    super(options.maxBodyBytes, options.now);
   }
 
   protected async createChannel(channel: string, meta: ChannelMeta): Promise<void> {
@@ -537,7 +546,8 @@ export class FsStore extends BackendStore<FolderFeed> {
 
   /**
    * The markers of a channel. One that cannot be read (a link, a FIFO, a huge file, or one
-   * claimed or released between the listing and the read) is no task.
+   * claimed or released between the listing and the read) is no task. Each comes with the
+   * lease kept beside it in `.task-<id>.lease` (see {@link swapTaskRecord}).
    */
   protected async taskRecords(channel: string): Promise<TaskRecord[]> {
     const dir = this.state(channel).dir;
@@ -554,9 +564,29 @@ export class FsStore extends BackendStore<FolderFeed> {
       }
       const record: TaskRecord = { id: m[1]!, text, version: file };
       if (m[2]) record.holder = m[2];
+      this.readLease(dir, record);
       out.push(record);
     }
     return out;
+  }
+
+  /**
+   * The lease file is input like any other in the root: a link, a FIFO, a hard link or bytes
+   * that do not parse are no lease (reported once), and a token that parses is kept, so that
+   * the next grant is still above it.
+   */
+  private readLease(dir: string, record: TaskRecord): void {
+    let text: string;
+    try {
+      text = readOwnTextSync(join(dir, leaseFileName(record.id)), MAX_LEASE_BYTES);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      record.problem = `${leaseFileName(record.id)} cannot be read (${(err as Error).message}); ignored`;
+      return;
+    }
+    const { lease, problem } = parseLease(text);
+    if (lease) record.lease = lease;
+    if (problem !== undefined) record.problem = `${leaseFileName(record.id)}: ${problem}`;
   }
 
   protected async createTaskRecord(channel: string, id: string, text: string): Promise<boolean> {
@@ -570,21 +600,34 @@ export class FsStore extends BackendStore<FolderFeed> {
     }
   }
 
-  /** A claim or release renames the marker, as the reference does. */
+  /**
+   * A claim or release renames the marker, as the reference does; the lease goes beside it in
+   * `.task-<id>.lease`, a name chat.py ignores, replaced atomically (never written through a
+   * link). Both happen under the channel lock ({@link exclusive}), which chat.py's claim takes
+   * too. The lease is written first: a crash between the two leaves a lease that names another
+   * holder than the marker, which reads as a claim without a lease, never as two holders, and
+   * the token it recorded is still the floor of the next grant.
+   */
   protected async swapTaskRecord(
     channel: string,
     current: TaskRecord,
-    holder: string | undefined,
+    next: { holder: string | undefined; lease: Lease },
   ): Promise<boolean> {
     const dir = this.state(channel).dir;
-    const to = join(dir, taskFileName(current.id, holder));
-    if (holder !== undefined && lstatSync(to, { throwIfNoEntry: false })) return false;
+    const from = join(dir, String(current.version));
+    const to = join(dir, taskFileName(current.id, next.holder));
+    const verb = next.holder === undefined ? "release" : "claim";
+    const moves = next.holder !== current.holder;
+    if (moves && next.holder !== undefined && lstatSync(to, { throwIfNoEntry: false })) {
+      return false;
+    }
+    if (!lstatSync(from, { throwIfNoEntry: false })?.isFile()) return false;
     try {
-      await fsp.rename(join(dir, String(current.version)), to);
+      await replaceFile(dir, leaseFileName(current.id), formatLease(next.lease));
+      if (moves) await fsp.rename(from, to);
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
-      const verb = holder === undefined ? "release" : "claim";
       throw wrapIoError(err, `cannot ${verb} task ${current.id}`);
     }
   }

@@ -9,7 +9,10 @@ import { identity, validateName } from "../../core/names.js";
 import {
   BackendStore,
   type Feed,
+  formatLease,
+  type Lease,
   type PostDraft,
+  parseLease,
   TASK_FILE,
   type TaskRecord,
   taskFileName,
@@ -24,10 +27,14 @@ const WRONG_LAST_SEQUENCE = 10071;
 /** Leaves room for the headers inside the server's max_payload. */
 const HEADER_ROOM = 1024;
 
-/** A task marker as kept in KV: the marker file's text, and its holder once claimed. */
+/**
+ * A task marker as kept in KV: the marker file's text, its holder once claimed, and its lease
+ * (the same JSON as the folder store's lease file, read as untrusted input too).
+ */
 interface StoredTask {
   text: string;
   holder?: string;
+  lease?: Lease;
 }
 
 /** The last message of a channel: its stream seq (for the publish check) and our seq. */
@@ -43,7 +50,8 @@ export interface ChannelDump {
   messages: Array<{ seq: number; file: string; text: string }>;
   /** Cursor per agent identity. */
   cursors: Record<string, number>;
-  tasks: Array<{ file: string; text: string }>;
+  /** Task markers, each with its lease (the folder store's lease file text) when it has one. */
+  tasks: Array<{ file: string; text: string; lease?: string }>;
 }
 
 /**
@@ -76,7 +84,7 @@ export class NatsStore extends BackendStore {
     private readonly headerFactory: () => MsgHdrs,
     options: NatsStoreOptions,
   ) {
-    super(options.maxBodyBytes);
+    super(options.maxBodyBytes, options.now);
     this.location = target.location;
     this.namespace = target.namespace;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
@@ -391,13 +399,14 @@ export class NatsStore extends BackendStore {
     }
   }
 
+  /** The marker, its holder and its lease change in one update, checked against the revision. */
   protected async swapTaskRecord(
     channel: string,
     current: TaskRecord,
-    holder: string | undefined,
+    { holder, lease }: { holder: string | undefined; lease: Lease },
   ): Promise<boolean> {
     const next: StoredTask =
-      holder === undefined ? { text: current.text } : { text: current.text, holder };
+      holder === undefined ? { text: current.text, lease } : { text: current.text, holder, lease };
     const verb = holder === undefined ? "release" : "claim";
     try {
       await this.guard(
@@ -432,9 +441,10 @@ export class NatsStore extends BackendStore {
         if (Number.isSafeInteger(n) && n > 0) cursors[key.slice(prefix.length)] = n;
       }
     }, `cannot read the cursors of ${channel}`);
-    const tasks = (await this.taskRecords(channel)).map(({ id, holder, text }) => ({
+    const tasks = (await this.taskRecords(channel)).map(({ id, holder, text, lease }) => ({
       file: taskFileName(id, holder),
       text,
+      ...(lease === undefined ? {} : { lease: formatLease(lease) }),
     }));
     return { name: channel, metaText: entry.string(), messages: feed.texts(), cursors, tasks };
   }
@@ -477,6 +487,9 @@ export class NatsStore extends BackendStore {
       if (!m) continue;
       const record: StoredTask = { text: task.text };
       if (m[2]) record.holder = m[2];
+      // The lease comes from an untrusted folder: only what parses is kept, the token above all.
+      const lease = task.lease === undefined ? undefined : parseLease(task.lease).lease;
+      if (lease) record.lease = lease;
       await this.guard(
         () => this.kv.create(taskKey(dump.name, m[1]!), JSON.stringify(record)),
         `cannot import ${task.file}`,
@@ -607,6 +620,11 @@ function taskKey(channel: string, id: string): string {
 function taskRecord(id: string, stored: StoredTask, revision: number): TaskRecord {
   const record: TaskRecord = { id, text: stored.text, version: revision };
   if (stored.holder !== undefined) record.holder = stored.holder;
+  if (stored.lease !== undefined) {
+    const { lease, problem } = parseLease(JSON.stringify(stored.lease));
+    if (lease) record.lease = lease;
+    if (problem !== undefined) record.problem = problem;
+  }
   return record;
 }
 

@@ -4,6 +4,7 @@ import type {
   PanelView,
   RequestItem,
   RequestsPanel,
+  TaskView,
   TreeNode,
   TreePanel,
 } from "../api-types.js";
@@ -252,13 +253,17 @@ function tasksNode(c: ChannelView): HTMLElement {
               { "data-task": t.id },
               h("span", { class: "task-id" }, `task-${t.id}`),
               h("span", { class: "task-title" }, t.title),
-              t.state === "claimed"
-                ? h("span", { class: "badge claimed" }, `claimed by ${t.holder ?? "?"}`)
-                : h("span", { class: "badge open" }, "open"),
+              taskBadge(t),
             ),
           ),
         ),
   );
+}
+
+function taskBadge(t: TaskView): HTMLElement {
+  if (t.state === "open") return h("span", { class: "badge open" }, "open");
+  const what = t.state === "expired" ? "expired, held by" : `${t.state} by`;
+  return h("span", { class: `badge ${t.state}` }, `${what} ${t.holder ?? "?"}`);
 }
 
 /** One line under the channel name pointing at its panels (on a phone they sit far below). */
