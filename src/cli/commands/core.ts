@@ -1,17 +1,10 @@
-import { join } from "node:path";
 import type { Command } from "commander";
-import { isRelevant, type Message } from "../../core/message.js";
-import type { TaskInfo } from "../../store/types.js";
+import { isRelevant } from "../../core/message.js";
 import { readBody } from "../body.js";
-import {
-  type CliContext,
-  parsePositiveInt,
-  parseSeconds,
-  splitList,
-  UsageError,
-} from "../context.js";
+import { type CliContext, splitList, UsageError } from "../context.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
+import { HOT_ACTIONS, type HotOptions, locate } from "./hot.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
@@ -47,21 +40,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("channels")
     .description("list the channels of the root")
     .addHelpText("after", "\nExamples:\n  agent-chat channels\n  agent-chat --json channels")
-    .action(async () => {
-      const store = await ctx.open();
-      const warnings: string[] = [];
-      const list = await store.channels({ onWarning: (w) => warnings.push(w) });
-      if (ctx.json) return ctx.printJson({ root: store.location, channels: list, warnings });
-      for (const warning of warnings) ctx.warn(warning);
-      if (list.length === 0) {
-        ctx.err(`no channels in ${store.location} (create one with: agent-chat init NAME)\n`);
-        return;
-      }
-      for (const ch of list) {
-        const members = ch.members.length > 0 ? ch.members.join(",") : "(open)";
-        ctx.out(`${ch.name}\t#${ch.lastSeq}\t${members}\t${ch.topic}\n`);
-      }
-    });
+    .action(() => HOT_ACTIONS.channels(ctx, [], {}));
 
   program
     .command("roster")
@@ -94,19 +73,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "  git diff | agent-chat post review --from alice --title 'Patch' --status proposal\n" +
         "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
     )
-    .action(async (channel: string, opts: PostFlags) => {
-      const from = ctx.agent(opts.from, "--from");
-      const body = await readBody({ body: opts.body, bodyFile: opts.bodyFile }, ctx.maxBodyBytes);
-      const store = await ctx.open();
-      const input: Parameters<typeof store.post>[1] = { from, body, status: opts.status };
-      if (opts.title !== undefined) input.title = opts.title;
-      if (opts.to !== undefined) input.to = opts.to;
-      if (opts.reply !== undefined) input.replyTo = parsePositiveInt(opts.reply, "--reply");
-      const result = await store.post(channel, input);
-      const path = locate(store.location, channel, result.file);
-      if (ctx.json) return ctx.printJson({ ...result, path });
-      ctx.out(`posted #${result.seq} ${path}\n`);
-    });
+    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.post(ctx, [channel], opts));
 
   program
     .command("read")
@@ -121,26 +88,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "cursor still moves to the end unless --peek.\n" +
         "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek",
     )
-    .action(async (channel: string, opts: { as?: string; all?: boolean; peek?: boolean }) => {
-      const as = ctx.agent(opts.as);
-      const store = await ctx.open();
-      const result = await store.read(channel, {
-        as,
-        all: opts.all === true,
-        everyone: opts.all === true,
-        peek: opts.peek === true,
-      });
-      for (const w of result.warnings) ctx.warn(`${channel}: ${w}`);
-      if (ctx.json) {
-        return ctx.printJson({
-          channel,
-          cursor: result.cursor,
-          messages: result.messages.map(messageJson),
-          warnings: result.warnings,
-        });
-      }
-      printMessages(ctx, result.messages, "(no new messages)");
-    });
+    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.read(ctx, [channel], opts));
 
   program
     .command("wait")
@@ -154,27 +102,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       "\nExits 0 with the messages, 2 on timeout, 130 on Ctrl-C.\n\nExamples:\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat wait review,deploy --as bob",
     )
-    .action(async (channels: string, opts: { as?: string; timeout: string; interval: string }) => {
-      const as = ctx.agent(opts.as);
-      const list = splitList(channels);
-      if (list.length === 0) throw new UsageError("name at least one channel");
-      const store = await ctx.open();
-      const result = await store.wait(list, {
-        as,
-        timeoutMs: parseSeconds(opts.timeout, "--timeout"),
-        intervalMs: Math.max(10, parseSeconds(opts.interval, "--interval")),
-        signal: ctx.abort.signal,
-      });
-      for (const w of result.warnings) ctx.warn(w);
-      if (ctx.json) {
-        return ctx.printJson({
-          cursors: result.cursors,
-          messages: result.messages.map(messageJson),
-          warnings: result.warnings,
-        });
-      }
-      printMessages(ctx, result.messages, "");
-    });
+    .action((channels: string, opts: HotOptions) => HOT_ACTIONS.wait(ctx, [channels], opts));
 
   program
     .command("peek")
@@ -182,12 +110,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .argument("<channel>")
     .option("-n, --count <n>", "how many", "3")
     .addHelpText("after", "\nExample:\n  agent-chat peek review -n 5")
-    .action(async (channel: string, opts: { count: string }) => {
-      const store = await ctx.open();
-      const messages = await store.peek(channel, parsePositiveInt(opts.count, "-n"));
-      if (ctx.json) return ctx.printJson({ channel, messages: messages.map(messageJson) });
-      printMessages(ctx, messages, "(no messages)");
-    });
+    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.peek(ctx, [channel], opts));
 
   program
     .command("tail")
@@ -219,12 +142,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .argument("<task>", "task-12.md, task-12 or 12")
     .option("--as <name>", "claimant (default: $AGENT_CHAT_NAME)")
     .addHelpText("after", "\nExample:\n  agent-chat claim review task-12 --as bob")
-    .action(async (channel: string, task: string, opts: { as?: string }) => {
-      const as = ctx.agent(opts.as);
-      const info = await (await ctx.open()).claim(channel, task, as);
-      if (ctx.json) return ctx.printJson(info);
-      ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder}\n`);
-    });
+    .action((channel: string, task: string, opts: HotOptions) =>
+      HOT_ACTIONS.claim(ctx, [channel, task], opts),
+    );
 
   program
     .command("release")
@@ -245,12 +165,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .description("list a channel's tasks, open and claimed, with their holders")
     .argument("<channel>")
     .addHelpText("after", "\nExample:\n  agent-chat tasks review")
-    .action(async (channel: string) => {
-      const list = await (await ctx.open()).tasks(channel);
-      if (ctx.json) return ctx.printJson({ channel, tasks: list });
-      if (list.length === 0) ctx.err(`no tasks in ${channel}\n`);
-      for (const t of list) ctx.out(`${formatTask(t)}\n`);
-    });
+    .action((channel: string) => HOT_ACTIONS.tasks(ctx, [channel], {}));
 
   const task = program.command("task").description("manage task markers");
   task
@@ -284,31 +199,4 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         ctx.out(`added task-${info.id} in ${channel}: ${info.title}\n`);
       },
     );
-}
-
-interface PostFlags {
-  from?: string;
-  title?: string;
-  to?: string;
-  reply?: string;
-  status: string;
-  body?: string;
-  bodyFile?: string;
-}
-
-function printMessages(ctx: CliContext, messages: Message[], empty: string): void {
-  if (messages.length === 0 && empty) ctx.err(`${empty}\n`);
-  for (const message of messages) ctx.out(formatMessageHuman(message));
-}
-
-function formatTask(t: TaskInfo): string {
-  const state = t.state === "claimed" ? `claimed by ${t.holder}` : "open";
-  return `task-${t.id}\t${state}\t${t.title}`;
-}
-
-/** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */
-function locate(location: string, ...parts: string[]): string {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(location)
-    ? [location, ...parts].join("/")
-    : join(location, ...parts);
 }
