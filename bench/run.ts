@@ -4,7 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import daemonBench from "./daemon.js";
 import { fsBench } from "./fs.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
@@ -18,6 +18,7 @@ if (process.argv.includes("--help")) {
   --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, mcp)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
+  --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
   --chat-py=PATH   the reference chat.py for the start-up baselines (or $AGENT_CHAT_REFERENCE;
                    default: bench/reference/chat_standin.py)`);
   process.exit(0);
@@ -37,7 +38,10 @@ const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
 const temps: string[] = [];
 const ctx: BenchContext = {
   quick,
-  cli: new URL("../dist/cli.cjs", import.meta.url).pathname,
+  cli: resolve(
+    process.argv.find((a) => a.startsWith("--cli="))?.slice(6) ??
+      new URL("../dist/cli.cjs", import.meta.url).pathname,
+  ),
   tmp: () => {
     const dir = mkdtempSync(join(tmpdir(), "agent-chat-bench-"));
     temps.push(dir);

@@ -121,16 +121,30 @@ export function startupBench(options: {
     async run(ctx: BenchContext): Promise<Row[]> {
       const rows: Row[] = [];
       const n = ctx.quick ? 15 : 40;
-      const root = ctx.tmp();
-      const setup = new FsStore(root);
-      await setup.init("small");
-      for (let i = 0; i < 1000; i++)
-        await setup.post("small", { from: "filler", to: "nobody", body: `old ${i}` });
+      // Each kind of figure has its own root, so that no figure's writes grow another's work
+      // (the hook counts unread messages in every channel of its root).
+      const root = ctx.tmp(); // read, peek, channels, tasks, hook: bob has one unread message
+      const postRoot = ctx.tmp(); // our posts
+      const refRoot = ctx.tmp(); // the reference's posts
+      const wakeRoot = ctx.tmp(); // the wakes
+      const fill = async (at: string) => {
+        const store = new FsStore(at);
+        await store.init("small");
+        for (let i = 0; i < 1000; i++)
+          await store.post("small", { from: "filler", to: "nobody", body: `old ${i}` });
+        return store;
+      };
+      const setup = await fill(root);
+      // bob has read the channel up to this one message, as an agent that keeps up has.
+      await setup.read("small", { as: "bob" });
       await setup.post("small", { from: "alice", to: "bob", body: "unread" });
-      await setup.init("py");
-      await setup.init("wake");
-      await setup.init("pywake");
       await setup.addTask("small", { title: "t", from: "alice" });
+      await setup.close();
+      await (await fill(postRoot)).close();
+      await (await fill(refRoot)).close();
+      const waker = new FsStore(wakeRoot);
+      await waker.init("wake");
+      await waker.init("pywake");
 
       const machine: NodeJS.ProcessEnv = { ...options.env, AGENT_CHAT_ROOT: root };
       for (const k of Object.keys(machine))
@@ -155,7 +169,7 @@ export function startupBench(options: {
         { name: "node -e 0", run: () => spawnTime(node, ["-e", "0"], clean) },
         { name: "--version", run: cli(clean, ["--version"]) },
         { name: "--help", run: cli(clean, ["--help"]) },
-        { name: "post", run: cli(clean, post) },
+        { name: "post", run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, post) },
         { name: "read", run: cli(clean, ["read", "small", "--as", "bob", "--peek"]) },
         { name: "peek", run: cli(clean, ["peek", "small"]) },
         { name: "channels", run: cli(clean, ["channels"]) },
@@ -163,14 +177,18 @@ export function startupBench(options: {
         { name: "hook prompt", run: cli(bob, ["hook", "prompt"], hookInput) },
       ];
       if (py) {
-        const ref = (args: string[]) => () => spawnTime(py, [chatPy, ...args], clean);
+        const ref = (args: string[], at: string) => () =>
+          spawnTime(py, [chatPy, ...args], { ...clean, AGENT_CHAT_ROOT: at });
         figures.push(
           { name: "python3 -c pass", run: () => spawnTime(py, ["-c", "pass"], clean) },
           {
             name: "ref post",
-            run: ref(["post", "py", "--from", "alice", "--to", "nobody", "--body", "x"]),
+            run: ref(
+              ["post", "small", "--from", "alice", "--to", "nobody", "--body", "x"],
+              refRoot,
+            ),
           },
-          { name: "ref read", run: ref(["read", "small", "--as", "nobody"]) },
+          { name: "ref read", run: ref(["read", "small", "--as", "nobody"], root) },
         );
       }
       const s = await rounds(figures, n);
@@ -244,11 +262,11 @@ export function startupBench(options: {
         const ms = await wakeOnce(
           node,
           [ctx.cli, "wait", "wake", "--as", "bob", "--timeout", "30"],
-          clean,
+          { ...clean, AGENT_CHAT_ROOT: wakeRoot },
           async (pid) => {
             while (!watching(pid)) await pause(5);
           },
-          setup,
+          waker,
           "wake",
         );
         if (i >= 2) ours.push(ms);
@@ -268,9 +286,9 @@ export function startupBench(options: {
             await wakeOnce(
               py,
               [chatPy, "wait", "pywake", "--as", "bob", "--timeout", "30"],
-              clean,
+              { ...clean, AGENT_CHAT_ROOT: wakeRoot },
               () => pause(500 + Math.random() * 5000),
-              setup,
+              waker,
               "pywake",
             ),
           );
@@ -278,7 +296,7 @@ export function startupBench(options: {
         wakeRow.baseline = { name: `${reference} wait (sleep-poll)`, stats: stats(theirs) };
       }
       rows.push(wakeRow);
-      await setup.close();
+      await waker.close();
 
       // The machine's own environment, as context only (n smaller).
       if (slowing.length > 0) {
@@ -286,7 +304,7 @@ export function startupBench(options: {
           [
             { name: "node -e 0", run: () => spawnTime(node, ["-e", "0"], machine) },
             { name: "--version", run: cli(machine, ["--version"]) },
-            { name: "post", run: cli(machine, post) },
+            { name: "post", run: cli({ ...machine, AGENT_CHAT_ROOT: postRoot }, post) },
             {
               name: "hook prompt",
               run: cli({ ...machine, AGENT_CHAT_NAME: "bob" }, ["hook", "prompt"], hookInput),

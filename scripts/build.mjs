@@ -60,6 +60,9 @@ for (const [entry, outfile] of [
     outfile,
     // Neither serves a NATS root (the executable sends those to the full CLI).
     external: ["@nats-io/*"],
+    // Less text for V8 to read at each start; names are kept, so stack traces still read.
+    minifyWhitespace: true,
+    minifySyntax: true,
     logLevel: "warning",
   });
 }
