@@ -86,7 +86,7 @@ export class CliContext {
     if (this.env.AGENT_CHAT_DAEMON === "off") return undefined;
     const path = this.socketPath;
     // No socket file, no daemon (connecting would fail with ENOENT): a folder command then does
-    // not load the socket client and node:net, which cost more start-up than the command itself.
+    // not load the socket client and node:net, one of the costlier built-ins to start.
     if (noSuchFile(path)) return undefined;
     const { DaemonClient } = await import("../daemon/client.js");
     try {
