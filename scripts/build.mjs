@@ -40,13 +40,18 @@ await build({
 // the hook, and the hot commands (post, read, wait, peek, channels, tasks, claim).
 // bench/README.md ("Start-up") says what must stay out of these two files.
 const commonjs = { bundle: true, format: "cjs", platform: "node", target: "node20" };
+// The program's --help as the full CLI prints it to a pipe (not a terminal, whose width it
+// would follow), so that the executable can answer `--help` without loading the full CLI.
+const env = { ...process.env };
+for (const name of ["NODE_OPTIONS", "COLUMNS"]) delete env[name];
+const help = execFileSync(process.execPath, ["dist/main.js", "--help"], { encoding: "utf8", env });
 await build({
   ...commonjs,
   entryPoints: ["src/cli/bin.ts"],
   outfile: "dist/cli.cjs",
   external: ["./main.js", "./hook.cjs", "./hot.cjs"],
   banner: { js: "#!/usr/bin/env node" },
-  define: { __VERSION__: JSON.stringify(version) },
+  define: { __VERSION__: JSON.stringify(version), __HELP__: JSON.stringify(help) },
   logLevel: "warning",
 });
 chmodSync("dist/cli.cjs", 0o755);

@@ -101,6 +101,7 @@ describe("start-up: what the commands agents run all the time load", () => {
     ["wait (a message is there)", ["wait", "review", "--as", "dave", "--timeout", "5"]],
     ["hook prompt", ["hook", "prompt"], JSON.stringify({ hook_event_name: "UserPromptSubmit" })],
     ["--version", ["--version"]],
+    ["--help", ["--help"]],
   ];
   it.each(lines)(
     "%s loads neither the MCP SDK, NATS, zod, playwright, commander nor node:net",
@@ -187,6 +188,10 @@ describe("the lean entry's command lines", () => {
       ["post", "review", "--body", "x"],
       ["--json", "wait", "review", "--as", "bob", "--timeout", "soon"],
       ["--max-body", "1", "post", "review", "--from", "a", "--body", "too long"],
+      ["--version"],
+      ["-V"],
+      ["--help"],
+      ["-h"],
     ];
     for (const line of lines) {
       const env = { AGENT_CHAT_SOCKET: join(tmp.dir, "no-daemon.sock") };
