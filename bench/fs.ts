@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, fork, spawn } from "node:child_process";
+import { type ChildProcess, execFile, fork } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -193,35 +193,6 @@ async function posters(root: string, channel: string, processes: number, each: n
   return { perSecond: (seqs.length / busyMs) * 1000, duplicates, wall, seqs };
 }
 
-/** Wall time of a whole command, spawned fresh each time. */
-function spawnTime(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, args, { env, stdio: "ignore" });
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0
-        ? resolve(performance.now() - t0)
-        : reject(new Error(`${args.join(" ")} exited ${code}`)),
-    );
-  });
-}
-
-/** Alternates command and baseline so that drift in machine load hits both alike. */
-async function interleaved(n: number, a: () => Promise<number>, b: () => Promise<number>) {
-  const as: number[] = [];
-  const bs: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    await a();
-    await b();
-  }
-  for (let i = 0; i < n; i++) {
-    as.push(await a());
-    bs.push(await b());
-  }
-  return { a: as, b: bs };
-}
-
 const folder = "folder store";
 
 export const fsBench: BenchModule = {
@@ -354,42 +325,6 @@ export const fsBench: BenchModule = {
       note: `${eight.duplicates} duplicates, ${gapless ? "gapless" : "GAPS"}`,
     });
 
-    // CLI start-up and a whole post, against `node -e 0`.
-    const env = { ...process.env, AGENT_CHAT_ROOT: root };
-    const cliRuns = q ? 20 : 60;
-    const node0 = () => spawnTime(["-e", "0"], env);
-    const version = await interleaved(cliRuns, () => spawnTime([ctx.cli, "--version"], env), node0);
-    const vs = stats(version.a);
-    const vb = stats(version.b);
-    rows.push({
-      group: "CLI",
-      figure: "cold start `agent-chat --version`",
-      unit: "ms",
-      stats: vs,
-      baseline: { name: "node -e 0", stats: vb },
-      goal: "ratio ≤ 1.4",
-      met: vs.median / vb.median <= 1.4,
-    });
-    const cliPost = await interleaved(
-      cliRuns,
-      () =>
-        spawnTime(
-          [ctx.cli, "post", "small", "--from", "alice", "--to", "nobody", "--body", "x"],
-          env,
-        ),
-      node0,
-    );
-    const ps = stats(cliPost.a);
-    const pb = stats(cliPost.b);
-    rows.push({
-      group: "CLI",
-      figure: "`agent-chat post …` end to end (1,000-msg channel)",
-      unit: "ms",
-      stats: ps,
-      baseline: { name: "node -e 0", stats: pb },
-      goal: "ratio ≤ 2",
-      met: ps.median / pb.median <= 2,
-    });
     return rows;
   },
 };

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { openStore } from "../src/client/open.js";
@@ -6,7 +5,6 @@ import { type BenchContext, type BenchModule, type Row, sample, stats } from "./
 
 /** Peers' MCP servers for agent chat spend ~25,000 tokens on their tool list; ours aims at 10%. */
 const TOOLS_TOKEN_GOAL = 2_500;
-const HOOK_GOAL_MS = 100;
 
 async function connect(ctx: BenchContext, root: string, agent: string): Promise<Client> {
   const transport = new StdioClientTransport({
@@ -17,13 +15,6 @@ async function connect(ctx: BenchContext, root: string, agent: string): Promise<
   const client = new Client({ name: `bench-${agent}`, version: "1.0.0" });
   await client.connect(transport);
   return client;
-}
-
-function run(cmd: string, args: string[], input: string, env: NodeJS.ProcessEnv): number {
-  const t0 = process.hrtime.bigint();
-  const r = spawnSync(cmd, args, { input, env, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.status}: ${r.stderr}`);
-  return Number(process.hrtime.bigint() - t0) / 1e6;
 }
 
 export const mcpBench: BenchModule = {
@@ -105,34 +96,7 @@ export const mcpBench: BenchModule = {
       await bob.close();
     }
 
-    // Hooks: a process per run, as the host tools start them; `node -e 0` in the same run is
-    // the floor no Node program can go below.
-    await store.post("review", { from: "alice", to: "bob", body: "unread for the hook" });
     await store.close();
-    const env = { ...process.env, AGENT_CHAT_ROOT: root, AGENT_CHAT_NAME: "bob" };
-    const input = JSON.stringify({ hook_event_name: "UserPromptSubmit", prompt: "go" });
-    const m = ctx.quick ? 15 : 60;
-    const hookTimes: number[] = [];
-    const nodeTimes: number[] = [];
-    for (let k = 0; k < m + 3; k++) {
-      // Interleaved, so that load on the machine falls on both alike; the first runs warm up.
-      const h = run(process.execPath, [ctx.cli, "hook", "prompt"], input, env);
-      const z = run(process.execPath, ["-e", "0"], "", env);
-      if (k >= 3) {
-        hookTimes.push(h);
-        nodeTimes.push(z);
-      }
-    }
-    const hook = stats(hookTimes);
-    rows.push({
-      group: "mcp",
-      figure: "hook prompt run time (1 unread, prints notice)",
-      unit: "ms",
-      stats: hook,
-      baseline: { name: "node -e 0", stats: stats(nodeTimes) },
-      goal: `p50 < ${HOOK_GOAL_MS} ms`,
-      met: hook.median < HOOK_GOAL_MS,
-    });
     return rows;
   },
 };

@@ -1,24 +1,47 @@
-// `npm run bench [-- --quick]`: runs every bench module, prints one table (median, p99, the
-// baseline measured in the same run and the ratio), states the machine, and writes
-// bench/results/latest.json.
+// `npm run bench [-- --quick] [--only=NAME] [--clean-env] [--chat-py=PATH]`: runs every bench
+// module, prints one table (median, p99, the baseline measured in the same run and the ratio),
+// states the machine, and writes bench/results/latest.json.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import daemonBench from "./daemon.js";
 import { fsBench } from "./fs.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
 import mcpBench from "./mcp.js";
 import natsBench from "./nats.js";
+import { chatPyFrom, SLOWING_ENV, startupBench } from "./startup.js";
 
-const modules: BenchModule[] = [fsBench, daemonBench, natsBench, mcpBench];
+if (process.argv.includes("--help")) {
+  console.log(`npm run bench -- [options]
+  --quick          a short pass with fewer samples
+  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, mcp)
+  --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
+                   (the start-up figures are always measured without them)
+  --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
+  --chat-py=PATH   the reference chat.py for the start-up baselines (or $AGENT_CHAT_REFERENCE;
+                   default: bench/reference/chat_standin.py)`);
+  process.exit(0);
+}
+
+const modules: BenchModule[] = [
+  // This machine's environment as it is, before --clean-env below, for the context rows.
+  startupBench({ chatPy: chatPyFrom(process.argv, process.env), env: { ...process.env } }),
+  fsBench,
+  daemonBench,
+  natsBench,
+  mcpBench,
+];
 
 const quick = process.argv.includes("--quick");
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
 const temps: string[] = [];
 const ctx: BenchContext = {
   quick,
-  cli: new URL("../dist/cli.cjs", import.meta.url).pathname,
+  cli: resolve(
+    process.argv.find((a) => a.startsWith("--cli="))?.slice(6) ??
+      new URL("../dist/cli.cjs", import.meta.url).pathname,
+  ),
   tmp: () => {
     const dir = mkdtempSync(join(tmpdir(), "agent-chat-bench-"));
     temps.push(dir);
@@ -37,12 +60,12 @@ function fileSystem(dir: string): string {
 }
 
 /**
- * Environment variables known to slow Node's start-up (NODE_EXTRA_CA_CERTS can triple it),
- * reported with the figures; `--clean-env` removes them for every process the bench starts.
+ * Environment variables known to slow Node's start-up (NODE_EXTRA_CA_CERTS can triple it): the
+ * start-up module never passes them on and shows this machine's figures with them only as
+ * context; `--clean-env` removes them for every other module's processes too.
  */
-const slowingEnv = ["NODE_OPTIONS", "NODE_EXTRA_CA_CERTS", "NODE_DEBUG", "NODE_V8_COVERAGE"];
 const cleanEnv = process.argv.includes("--clean-env");
-const startupEnv = slowingEnv.filter((k) => process.env[k]);
+const startupEnv = SLOWING_ENV.filter((k) => process.env[k]);
 if (cleanEnv) for (const k of startupEnv) delete process.env[k];
 
 const machine = {
@@ -67,7 +90,10 @@ console.log(
     `${machine.fileSystem} at ${machine.tmpdir}${quick ? ", quick pass" : ""}`,
 );
 if (startupEnv.length > 0)
-  console.log(`note: set in the environment, slowing start-up: ${startupEnv.join(", ")}`);
+  console.log(
+    `note: set in the environment, slowing start-up: ${startupEnv.join(", ")} (removed for the ` +
+      `start-up figures${cleanEnv ? " and every other process" : ""})`,
+  );
 
 const rows: Row[] = [];
 for (const module of modules) {

@@ -34,27 +34,43 @@ await build({
   define: { __VERSION__: JSON.stringify(version) },
 });
 
-// The executable: a few lines of CommonJS (which Node starts faster than an ES module) that load
-// either the full CLI above or, for the hook host tools run on every prompt, the hook alone in
-// one CommonJS file (one file to load instead of the CLI's chunks).
+// The executable: a few lines of CommonJS (which Node starts faster than an ES module) that
+// answer --version, or load the full CLI above, or, for what agents and host tools run all the
+// time, one CommonJS file each (one file to load instead of the CLI's chunks and commander):
+// the hook, and the hot commands (post, read, wait, peek, channels, tasks, claim).
+// bench/README.md ("Start-up") says what must stay out of these two files.
 const commonjs = { bundle: true, format: "cjs", platform: "node", target: "node20" };
+// The program's --help as the full CLI prints it to a pipe (not a terminal, whose width it
+// would follow), so that the executable can answer `--help` without loading the full CLI.
+const env = { ...process.env };
+for (const name of ["NODE_OPTIONS", "COLUMNS"]) delete env[name];
+const help = execFileSync(process.execPath, ["dist/main.js", "--help"], { encoding: "utf8", env });
 await build({
   ...commonjs,
   entryPoints: ["src/cli/bin.ts"],
   outfile: "dist/cli.cjs",
-  external: ["./main.js", "./hook.cjs"],
+  external: ["./main.js", "./hook.cjs", "./hot.cjs"],
   banner: { js: "#!/usr/bin/env node" },
+  define: { __VERSION__: JSON.stringify(version), __HELP__: JSON.stringify(help) },
   logLevel: "warning",
 });
 chmodSync("dist/cli.cjs", 0o755);
-await build({
-  ...commonjs,
-  entryPoints: ["src/cli/hook-entry.ts"],
-  outfile: "dist/hook.cjs",
-  // The hook never serves a NATS root (the executable sends those to the full CLI).
-  external: ["@nats-io/*"],
-  logLevel: "warning",
-});
+for (const [entry, outfile] of [
+  ["src/cli/hook-entry.ts", "dist/hook.cjs"],
+  ["src/cli/hot-entry.ts", "dist/hot.cjs"],
+]) {
+  await build({
+    ...commonjs,
+    entryPoints: [entry],
+    outfile,
+    // Neither serves a NATS root (the executable sends those to the full CLI).
+    external: ["@nats-io/*"],
+    // Less text for V8 to read at each start; names are kept, so stack traces still read.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    logLevel: "warning",
+  });
+}
 
 // The web viewer's page: one browser bundle and its static files, served from dist/viewer by
 // src/viewer/server.ts (nothing is fetched from a CDN at run time).

@@ -1,14 +1,43 @@
-// The `agent-chat` executable (bundled to dist/cli.cjs). Host tools run `agent-chat hook …` on
-// every prompt, so that one command line is served by a small single-file bundle without the
-// command-line parser; every other command loads the full CLI.
+// The `agent-chat` executable (bundled to dist/cli.cjs). What agents and host tools run all the
+// time is served without the full CLI: `--version` and `--help` (to a pipe) here, `hook …` by
+// dist/hook.cjs, the hot commands (post, read, wait, peek, channels, tasks, claim) by
+// dist/hot.cjs, each one CommonJS file; every other line loads the full CLI (dist/main.js).
+// See bench/README.md, "Start-up".
+import module from "node:module";
 import { parseHookLine } from "./hook-line.js";
+import { parseHotLine } from "./hot-line.js";
+import { exitQuietlyOnBrokenPipe } from "./pipe.js";
+
+declare const __VERSION__: string;
+/** The full CLI's `--help` output to a pipe, taken at build time (scripts/build.mjs). */
+declare const __HELP__: string;
+
+// Node ≥ 22.1 keeps compiled code between runs (Node 20 has no such call).
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const argv = process.argv.slice(2);
-const hook = parseHookLine(argv, process.env.AGENT_CHAT_ROOT);
+const envRoot = process.env.AGENT_CHAT_ROOT;
+const hook = parseHookLine(argv, envRoot);
+const hot = hook ? undefined : parseHotLine(argv, envRoot);
 if (hook) {
   // Loaded at run time, not bundled in: the executable stays a few lines for other commands.
   const { run } = require("./hook.cjs") as typeof import("./hook-entry.js");
   void run(hook);
+} else if (hot) {
+  const { run } = require("./hot.cjs") as typeof import("./hot-entry.js");
+  void run(hot, argv);
+} else if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
+  // What commander prints for it.
+  exitQuietlyOnBrokenPipe();
+  process.stdout.write(`${__VERSION__}\n`);
+} else if (
+  argv.length === 1 &&
+  (argv[0] === "--help" || argv[0] === "-h") &&
+  !process.stdout.isTTY
+) {
+  // A terminal gets the full CLI, which fits the help to its width.
+  exitQuietlyOnBrokenPipe();
+  process.stdout.write(__HELP__);
 } else {
   void import("./main.js");
 }

@@ -1,7 +1,8 @@
+import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { isAgentChatError } from "../core/errors.js";
-import { DaemonClient } from "../daemon/client.js";
+import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { isNatsUrl, type NatsConnectionOptions } from "../store/roots.js";
 import { MAX_TASK_TTL_MS, type Store } from "../store/types.js";
@@ -83,8 +84,13 @@ export class CliContext {
 
   private async connectDaemon(): Promise<DaemonClient | undefined> {
     if (this.env.AGENT_CHAT_DAEMON === "off") return undefined;
+    const path = this.socketPath;
+    // No socket file, no daemon (connecting would fail with ENOENT): a folder command then does
+    // not load the socket client and node:net, one of the costlier built-ins to start.
+    if (noSuchFile(path)) return undefined;
+    const { DaemonClient } = await import("../daemon/client.js");
     try {
-      return await DaemonClient.connect(this.socketPath, { timeoutMs: 1000 });
+      return await DaemonClient.connect(path, { timeoutMs: 1000 });
     } catch (err) {
       if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) return undefined;
       throw err;
@@ -144,6 +150,14 @@ export class CliContext {
 
   async close(): Promise<void> {
     await this.store?.close();
+  }
+}
+
+function noSuchFile(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) === undefined;
+  } catch {
+    return false; // not for us to judge: connecting says what is wrong
   }
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
-import { AgentChatError } from "../core/errors.js";
 import { registerCoreCommands } from "./commands/core.js";
-import { CliContext, type GlobalOptions, UsageError } from "./context.js";
-import { EXIT, exitCodeFor } from "./exit-codes.js";
+import { CliContext, type GlobalOptions } from "./context.js";
+import { EXIT } from "./exit-codes.js";
+import { exitQuietlyOnBrokenPipe } from "./pipe.js";
+import { runCommand, wantsJson } from "./run.js";
 
 type Register = (program: Command, ctx: CliContext) => void;
 
@@ -59,18 +60,6 @@ function commandName(argv: readonly string[]): string | undefined {
 declare const __VERSION__: string | undefined;
 const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
-/**
- * A reader that closes our stdout early (`agent-chat … | head -1`) is not an error to report:
- * exit at once, quietly, with the status a shell gives a program killed by SIGPIPE, so that a
- * script with `set -o pipefail` still sees that the output was cut.
- */
-function exitQuietlyOnBrokenPipe(): void {
-  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
-    if (err.code === "EPIPE") process.exit(EXIT.BROKEN_PIPE);
-    throw err;
-  });
-}
-
 export async function main(argv: string[]): Promise<number> {
   exitQuietlyOnBrokenPipe();
   const program = new Command();
@@ -108,60 +97,21 @@ export async function main(argv: string[]): Promise<number> {
     for (const group of wanted.length > 0 ? wanted : GROUPS) (await group.load())(program, ctx);
   }
 
-  const onSignal = () => ctx.abort.abort();
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  try {
-    await program.parseAsync(argv, { from: "user" });
-    return ctx.exitCode ?? EXIT.OK;
-  } catch (err) {
-    return report(err, ctx, argv);
-  } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    await ctx.close().catch(() => {});
-  }
+  return runCommand(
+    ctx,
+    argv,
+    () => program.parseAsync(argv, { from: "user" }),
+    (err) => (err instanceof CommanderError ? commanderExit(err, ctx, argv) : undefined),
+  );
 }
 
-function report(err: unknown, ctx: CliContext, argv: readonly string[]): number {
-  if (err instanceof CommanderError) {
-    if (err.exitCode === 0) return EXIT.OK; // --help, --version
-    // Commander has already printed the message on stderr; --json gets it on stdout too.
-    if (wantsJson(ctx, argv)) {
-      ctx.printJson({ error: { code: "USAGE", message: err.message.replace(/^error: /, "") } });
-    }
-    return EXIT.USAGE;
+/** Commander has already printed the message on stderr; --json gets it on stdout too. */
+function commanderExit(err: CommanderError, ctx: CliContext, argv: readonly string[]): number {
+  if (err.exitCode === 0) return EXIT.OK; // --help, --version
+  if (wantsJson(ctx, argv)) {
+    ctx.printJson({ error: { code: "USAGE", message: err.message.replace(/^error: /, "") } });
   }
-  let code: number;
-  let kind: string;
-  let message: string;
-  if (err instanceof UsageError) {
-    code = EXIT.USAGE;
-    kind = "USAGE";
-    message = err.message;
-  } else if (err instanceof AgentChatError) {
-    code = exitCodeFor(err.code);
-    kind = err.code;
-    message = err.message;
-  } else {
-    code = EXIT.ERROR;
-    kind = "INTERNAL";
-    message = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  }
-  if (wantsJson(ctx, argv)) ctx.printJson({ error: { code: kind, message } });
-  process.stderr.write(`agent-chat: ${message}\n`);
-  return code;
-}
-
-/** Whether `--json` was asked for, even when parsing stopped before commander set it. */
-function wantsJson(ctx: CliContext, argv: readonly string[]): boolean {
-  const end = argv.indexOf("--");
-  if ((end === -1 ? argv : argv.slice(0, end)).includes("--json")) return true;
-  try {
-    return ctx.json;
-  } catch {
-    return false;
-  }
+  return EXIT.USAGE;
 }
 
 main(process.argv.slice(2)).then((code) => {

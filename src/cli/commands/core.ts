@@ -1,20 +1,11 @@
-import { join } from "node:path";
 import type { Command } from "commander";
-import { isRelevant, type Message } from "../../core/message.js";
-import type { TaskInfo } from "../../store/types.js";
+import { isRelevant } from "../../core/message.js";
 import { readBody } from "../body.js";
-import {
-  type CliContext,
-  formatDuration,
-  parsePositiveInt,
-  parseSeconds,
-  parseTtl,
-  splitList,
-  UsageError,
-} from "../context.js";
+import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
+import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText } from "./hot.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
@@ -50,21 +41,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("channels")
     .description("list the channels of the root")
     .addHelpText("after", "\nExamples:\n  agent-chat channels\n  agent-chat --json channels")
-    .action(async () => {
-      const store = await ctx.open();
-      const warnings: string[] = [];
-      const list = await store.channels({ onWarning: (w) => warnings.push(w) });
-      if (ctx.json) return ctx.printJson({ root: store.location, channels: list, warnings });
-      for (const warning of warnings) ctx.warn(warning);
-      if (list.length === 0) {
-        ctx.err(`no channels in ${store.location} (create one with: agent-chat init NAME)\n`);
-        return;
-      }
-      for (const ch of list) {
-        const members = ch.members.length > 0 ? ch.members.join(",") : "(open)";
-        ctx.out(`${ch.name}\t#${ch.lastSeq}\t${members}\t${ch.topic}\n`);
-      }
-    });
+    .action(() => HOT_ACTIONS.channels(ctx, [], {}));
 
   program
     .command("roster")
@@ -97,19 +74,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "  git diff | agent-chat post review --from alice --title 'Patch' --status proposal\n" +
         "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
     )
-    .action(async (channel: string, opts: PostFlags) => {
-      const from = ctx.agent(opts.from, "--from");
-      const body = await readBody({ body: opts.body, bodyFile: opts.bodyFile }, ctx.maxBodyBytes);
-      const store = await ctx.open();
-      const input: Parameters<typeof store.post>[1] = { from, body, status: opts.status };
-      if (opts.title !== undefined) input.title = opts.title;
-      if (opts.to !== undefined) input.to = opts.to;
-      if (opts.reply !== undefined) input.replyTo = parsePositiveInt(opts.reply, "--reply");
-      const result = await store.post(channel, input);
-      const path = locate(store.location, channel, result.file);
-      if (ctx.json) return ctx.printJson({ ...result, path });
-      ctx.out(`posted #${result.seq} ${path}\n`);
-    });
+    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.post(ctx, [channel], opts));
 
   program
     .command("read")
@@ -124,26 +89,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "cursor still moves to the end unless --peek.\n" +
         "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek",
     )
-    .action(async (channel: string, opts: { as?: string; all?: boolean; peek?: boolean }) => {
-      const as = ctx.agent(opts.as);
-      const store = await ctx.open();
-      const result = await store.read(channel, {
-        as,
-        all: opts.all === true,
-        everyone: opts.all === true,
-        peek: opts.peek === true,
-      });
-      for (const w of result.warnings) ctx.warn(`${channel}: ${w}`);
-      if (ctx.json) {
-        return ctx.printJson({
-          channel,
-          cursor: result.cursor,
-          messages: result.messages.map(messageJson),
-          warnings: result.warnings,
-        });
-      }
-      printMessages(ctx, result.messages, "(no new messages)");
-    });
+    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.read(ctx, [channel], opts));
 
   program
     .command("wait")
@@ -157,27 +103,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       "\nExits 0 with the messages, 2 on timeout, 130 on Ctrl-C.\n\nExamples:\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat wait review,deploy --as bob",
     )
-    .action(async (channels: string, opts: { as?: string; timeout: string; interval: string }) => {
-      const as = ctx.agent(opts.as);
-      const list = splitList(channels);
-      if (list.length === 0) throw new UsageError("name at least one channel");
-      const store = await ctx.open();
-      const result = await store.wait(list, {
-        as,
-        timeoutMs: parseSeconds(opts.timeout, "--timeout"),
-        intervalMs: Math.max(10, parseSeconds(opts.interval, "--interval")),
-        signal: ctx.abort.signal,
-      });
-      for (const w of result.warnings) ctx.warn(w);
-      if (ctx.json) {
-        return ctx.printJson({
-          cursors: result.cursors,
-          messages: result.messages.map(messageJson),
-          warnings: result.warnings,
-        });
-      }
-      printMessages(ctx, result.messages, "");
-    });
+    .action((channels: string, opts: HotOptions) => HOT_ACTIONS.wait(ctx, [channels], opts));
 
   program
     .command("peek")
@@ -185,12 +111,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .argument("<channel>")
     .option("-n, --count <n>", "how many", "3")
     .addHelpText("after", "\nExample:\n  agent-chat peek review -n 5")
-    .action(async (channel: string, opts: { count: string }) => {
-      const store = await ctx.open();
-      const messages = await store.peek(channel, parsePositiveInt(opts.count, "-n"));
-      if (ctx.json) return ctx.printJson({ channel, messages: messages.map(messageJson) });
-      printMessages(ctx, messages, "(no messages)");
-    });
+    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.peek(ctx, [channel], opts));
 
   program
     .command("tail")
@@ -226,13 +147,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       "how long the lease lasts unrenewed: 90s, 30m, 2h, 1d (default: the channel's, else 30m)",
     )
     .addHelpText("after", "\nExample:\n  agent-chat claim review task-12 --as bob --ttl 1h")
-    .action(async (channel: string, task: string, opts: { as?: string; ttl?: string }) => {
-      const as = ctx.agent(opts.as);
-      const options = opts.ttl === undefined ? {} : { ttlMs: parseTtl(opts.ttl) };
-      const info = await (await ctx.open()).claim(channel, task, as, options);
-      if (ctx.json) return ctx.printJson(info);
-      ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
-    });
+    .action((channel: string, task: string, opts: HotOptions) =>
+      HOT_ACTIONS.claim(ctx, [channel, task], opts),
+    );
 
   program
     .command("renew")
@@ -322,13 +239,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .description("list a channel's tasks: state, holder, title, token and time left")
     .argument("<channel>")
     .addHelpText("after", "\nExample:\n  agent-chat tasks review")
-    .action(async (channel: string) => {
-      const list = await (await ctx.open()).tasks(channel);
-      for (const t of list) if (t.warning !== undefined) ctx.err(`agent-chat: ${t.warning}\n`);
-      if (ctx.json) return ctx.printJson({ channel, tasks: list });
-      if (list.length === 0) ctx.err(`no tasks in ${channel}\n`);
-      for (const t of list) ctx.out(`${formatTask(t)}\n`);
-    });
+    .action((channel: string) => HOT_ACTIONS.tasks(ctx, [channel], {}));
 
   const task = program.command("task").description("manage task markers");
   task
@@ -364,60 +275,11 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     );
 }
 
-interface PostFlags {
-  from?: string;
-  title?: string;
-  to?: string;
-  reply?: string;
-  status: string;
-  body?: string;
-  bodyFile?: string;
-}
-
-function printMessages(ctx: CliContext, messages: Message[], empty: string): void {
-  if (messages.length === 0 && empty) ctx.err(`${empty}\n`);
-  for (const message of messages) ctx.out(formatMessageHuman(message));
-}
-
 interface HolderFlags {
   as?: string;
   token?: string;
 }
 
-/**
- * `task-1<TAB>claimed by bob<TAB>title`, as before leases, then the lease in a fourth column:
- * a script that cuts the first three keeps working.
- */
-function formatTask(t: TaskInfo): string {
-  const line = `task-${t.id}\t${stateText(t)}\t${t.title}`;
-  return t.state === "open" ? line : `${line}\t${leaseText(t)}`;
-}
-
-function stateText(t: TaskInfo): string {
-  if (t.state === "open") return "open";
-  if (t.state === "expired") return `expired, held by ${t.holder}`;
-  return `${t.state} by ${t.holder}`;
-}
-
-/** `token 3, 29m 59s left`; `no lease (claimed by chat.py)`; a done task's note. */
-function leaseText(t: TaskInfo): string {
-  if (t.token === undefined) return "no lease: claimed by chat.py, never expires";
-  const token = `token ${t.token}`;
-  if (t.state === "done") return t.note === undefined ? token : `${token}, note: ${t.note}`;
-  if (t.expiresAt === undefined) return token;
-  const left = Date.parse(t.expiresAt) - Date.now();
-  return left >= 0
-    ? `${token}, ${formatDuration(left)} left`
-    : `${token}, expired ${formatDuration(-left)} ago`;
-}
-
 function tokenOption(token: string | undefined): { token?: number } {
   return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
-}
-
-/** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */
-function locate(location: string, ...parts: string[]): string {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(location)
-    ? [location, ...parts].join("/")
-    : join(location, ...parts);
 }

@@ -1,0 +1,343 @@
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
+import { join } from "node:path";
+import { FsStore } from "../src/store/fs/fs-store.js";
+import { type BenchContext, type BenchModule, type Row, type Stats, stats } from "./lib.js";
+
+/**
+ * Variables known to slow every Node start-up (NODE_EXTRA_CA_CERTS can add ~90 ms), removed
+ * for the processes this module starts: users' machines do not have them.
+ */
+export const SLOWING_ENV = [
+  "NODE_OPTIONS",
+  "NODE_EXTRA_CA_CERTS",
+  "NODE_DEBUG",
+  "NODE_V8_COVERAGE",
+];
+
+const STANDIN = new URL("./reference/chat_standin.py", import.meta.url).pathname;
+
+/** The Python interpreter's real path (not a version manager's shim, which adds its own start). */
+function python(): string | undefined {
+  const r = spawnSync(
+    "python3",
+    ["-c", "import os, sys; print(os.path.realpath(sys.executable))"],
+    {
+      encoding: "utf8",
+    },
+  );
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+/** Wall time of a whole process, from spawn to exit; rejects unless it exits `expect`. */
+function spawnTime(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  input = "",
+  expect = 0,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(cmd, args, { env, stdio: ["pipe", "ignore", "ignore"] });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === expect
+        ? resolve(performance.now() - t0)
+        : reject(new Error(`${cmd} ${args.join(" ")} exited ${code}`)),
+    );
+    child.stdin.end(input);
+  });
+}
+
+interface Figure {
+  name: string;
+  run: () => Promise<number>;
+}
+
+/**
+ * Runs every figure once per round, in an order that rotates each round, so that a burst of
+ * load on the (shared) machine falls on all of them alike and their ratios stay honest.
+ */
+async function rounds(figures: Figure[], n: number, warmup = 2): Promise<Map<string, Stats>> {
+  const times = new Map(figures.map((f) => [f.name, [] as number[]]));
+  for (let round = 0; round < n + warmup; round++) {
+    for (let k = 0; k < figures.length; k++) {
+      const f = figures[(k + round) % figures.length]!;
+      const ms = await f.run();
+      if (round >= warmup) times.get(f.name)!.push(ms);
+    }
+  }
+  return new Map([...times].map(([name, t]) => [name, stats(t)]));
+}
+
+/** Whether the process holds an inotify instance: a `wait` that has set up its file watch. */
+function watching(pid: number): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === "anon_inode:inotify";
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A waiting process woken by a post: `args` is started, this process waits until it is parked
+ * (`ready`), posts into the channel in process, and times from the start of the post to the
+ * waiter's exit (its output written).
+ */
+async function wakeOnce(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: (pid: number) => Promise<unknown>,
+  store: FsStore,
+  channel: string,
+): Promise<number> {
+  const child = spawn(cmd, args, { env, stdio: ["ignore", "ignore", "ignore"] });
+  const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+  await ready(child.pid!);
+  const t0 = performance.now();
+  await store.post(channel, { from: "alice", to: "bob", body: "wake" });
+  const code = await exited;
+  if (code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${code}`);
+  return performance.now() - t0;
+}
+
+export function startupBench(options: {
+  chatPy?: string | undefined;
+  /** This machine's environment. */
+  env: NodeJS.ProcessEnv;
+}): BenchModule {
+  return {
+    name: "start-up",
+    async run(ctx: BenchContext): Promise<Row[]> {
+      const rows: Row[] = [];
+      const n = ctx.quick ? 15 : 40;
+      // Each kind of figure has its own root, so that no figure's writes grow another's work
+      // (the hook counts unread messages in every channel of its root).
+      const root = ctx.tmp(); // read, peek, channels, tasks, hook: bob has one unread message
+      const postRoot = ctx.tmp(); // our posts
+      const refRoot = ctx.tmp(); // the reference's posts
+      const wakeRoot = ctx.tmp(); // the wakes
+      const fill = async (at: string) => {
+        const store = new FsStore(at);
+        await store.init("small");
+        for (let i = 0; i < 1000; i++)
+          await store.post("small", { from: "filler", to: "nobody", body: `old ${i}` });
+        return store;
+      };
+      const setup = await fill(root);
+      // bob has read the channel up to this one message, as an agent that keeps up has.
+      await setup.read("small", { as: "bob" });
+      await setup.post("small", { from: "alice", to: "bob", body: "unread" });
+      await setup.addTask("small", { title: "t", from: "alice" });
+      await setup.close();
+      await (await fill(postRoot)).close();
+      await (await fill(refRoot)).close();
+      const waker = new FsStore(wakeRoot);
+      await waker.init("wake");
+      await waker.init("pywake");
+
+      const machine: NodeJS.ProcessEnv = { ...options.env, AGENT_CHAT_ROOT: root };
+      for (const k of Object.keys(machine))
+        if (k.startsWith("AGENT_CHAT_") && k !== "AGENT_CHAT_ROOT") delete machine[k];
+      const clean: NodeJS.ProcessEnv = { ...machine };
+      for (const k of SLOWING_ENV) delete clean[k];
+      const slowing = SLOWING_ENV.filter((k) => machine[k]);
+
+      const py = python();
+      const chatPy = options.chatPy ?? STANDIN;
+      const reference = options.chatPy ? "python3 chat.py" : "python3 chat.py (stand-in)";
+      const node = process.execPath;
+      const cli =
+        (env: NodeJS.ProcessEnv, args: string[], input = "") =>
+        () =>
+          spawnTime(node, [ctx.cli, ...args], env, input);
+      const post = ["post", "small", "--from", "alice", "--to", "nobody", "--body", "x"];
+      const hookInput = JSON.stringify({ hook_event_name: "UserPromptSubmit", prompt: "go" });
+      const bob = { ...clean, AGENT_CHAT_NAME: "bob" };
+
+      const figures: Figure[] = [
+        { name: "node -e 0", run: () => spawnTime(node, ["-e", "0"], clean) },
+        { name: "--version", run: cli(clean, ["--version"]) },
+        { name: "--help", run: cli(clean, ["--help"]) },
+        { name: "post", run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, post) },
+        { name: "read", run: cli(clean, ["read", "small", "--as", "bob", "--peek"]) },
+        { name: "peek", run: cli(clean, ["peek", "small"]) },
+        { name: "channels", run: cli(clean, ["channels"]) },
+        { name: "tasks", run: cli(clean, ["tasks", "small"]) },
+        { name: "hook prompt", run: cli(bob, ["hook", "prompt"], hookInput) },
+      ];
+      if (py) {
+        const ref = (args: string[], at: string) => () =>
+          spawnTime(py, [chatPy, ...args], { ...clean, AGENT_CHAT_ROOT: at });
+        figures.push(
+          { name: "python3 -c pass", run: () => spawnTime(py, ["-c", "pass"], clean) },
+          {
+            name: "ref post",
+            run: ref(
+              ["post", "small", "--from", "alice", "--to", "nobody", "--body", "x"],
+              refRoot,
+            ),
+          },
+          { name: "ref read", run: ref(["read", "small", "--as", "nobody"], root) },
+        );
+      }
+      const s = await rounds(figures, n);
+      const at = (name: string) => s.get(name)!;
+      const group = "start-up (clean env)";
+      const vsNode = (figure: string, name: string, goal?: number): Row => {
+        const row: Row = {
+          group,
+          figure,
+          unit: "ms",
+          stats: at(name),
+          baseline: { name: "node -e 0", stats: at("node -e 0") },
+        };
+        if (goal !== undefined) {
+          row.goal = `≤ ${goal}× node -e 0`;
+          row.met = at(name).median / at("node -e 0").median <= goal;
+        }
+        return row;
+      };
+      rows.push(
+        vsNode("`agent-chat --version`", "--version", 1.3),
+        vsNode("`agent-chat --help`", "--help"),
+        vsNode("`agent-chat post …` (1,000-msg channel)", "post", 1.5),
+        vsNode("`agent-chat read --peek` (1,000-msg channel)", "read", 1.3),
+        vsNode("`agent-chat peek`", "peek", 1.3),
+        vsNode("`agent-chat channels`", "channels", 1.3),
+        vsNode("`agent-chat tasks`", "tasks"),
+        vsNode("`agent-chat hook prompt` (1 unread)", "hook prompt", 1.3),
+      );
+      if (py) {
+        rows.push(
+          {
+            group,
+            figure: "`agent-chat post …`",
+            unit: "ms",
+            stats: at("post"),
+            baseline: { name: `${reference} post`, stats: at("ref post") },
+            goal: `≤ 0.7× ${reference} post`,
+            met: at("post").median / at("ref post").median <= 0.7,
+          },
+          {
+            group,
+            figure: "`agent-chat read --peek`",
+            unit: "ms",
+            stats: at("read"),
+            baseline: { name: `${reference} read`, stats: at("ref read") },
+          },
+          {
+            group,
+            figure: "python3 -c pass (the interpreter alone)",
+            unit: "ms",
+            stats: at("python3 -c pass"),
+            baseline: { name: "node -e 0", stats: at("node -e 0") },
+            note: `${py}, ${chatPy}`,
+          },
+        );
+      } else {
+        rows.push({
+          group,
+          figure: "reference rows",
+          unit: "—",
+          stats: stats([]),
+          note: "python3 not found: no reference baseline",
+        });
+      }
+
+      // The wake of a waiting process: parked, then woken by a post.
+      const wakeN = ctx.quick ? 10 : 30;
+      const ours: number[] = [];
+      for (let i = 0; i < wakeN + 2; i++) {
+        const ms = await wakeOnce(
+          node,
+          [ctx.cli, "wait", "wake", "--as", "bob", "--timeout", "30"],
+          { ...clean, AGENT_CHAT_ROOT: wakeRoot },
+          async (pid) => {
+            while (!watching(pid)) await pause(5);
+          },
+          waker,
+          "wake",
+        );
+        if (i >= 2) ours.push(ms);
+      }
+      const wakeRow: Row = {
+        group,
+        figure: "wake of a waiting `agent-chat wait` process (post → its exit)",
+        unit: "ms",
+        stats: stats(ours),
+      };
+      if (py) {
+        // The reference sleep-polls (every 5 s by default): each post lands at a random moment
+        // of its cycle. Fewer samples, they take seconds each.
+        const theirs: number[] = [];
+        for (let i = 0; i < (ctx.quick ? 3 : 8); i++) {
+          theirs.push(
+            await wakeOnce(
+              py,
+              [chatPy, "wait", "pywake", "--as", "bob", "--timeout", "30"],
+              { ...clean, AGENT_CHAT_ROOT: wakeRoot },
+              () => pause(500 + Math.random() * 5000),
+              waker,
+              "pywake",
+            ),
+          );
+        }
+        wakeRow.baseline = { name: `${reference} wait (sleep-poll)`, stats: stats(theirs) };
+      }
+      rows.push(wakeRow);
+      await waker.close();
+
+      // The machine's own environment, as context only (n smaller).
+      if (slowing.length > 0) {
+        const m = await rounds(
+          [
+            { name: "node -e 0", run: () => spawnTime(node, ["-e", "0"], machine) },
+            { name: "--version", run: cli(machine, ["--version"]) },
+            { name: "post", run: cli({ ...machine, AGENT_CHAT_ROOT: postRoot }, post) },
+            {
+              name: "hook prompt",
+              run: cli({ ...machine, AGENT_CHAT_NAME: "bob" }, ["hook", "prompt"], hookInput),
+            },
+          ],
+          Math.ceil(n / 2),
+        );
+        for (const [name, figure] of [
+          ["node -e 0", "node -e 0"],
+          ["--version", "`agent-chat --version`"],
+          ["post", "`agent-chat post …`"],
+          ["hook prompt", "`agent-chat hook prompt`"],
+        ] as const) {
+          const row: Row = {
+            group: `context: this machine's env (${slowing.join(", ")})`,
+            figure,
+            unit: "ms",
+            stats: m.get(name)!,
+          };
+          if (name !== "node -e 0")
+            row.baseline = { name: "node -e 0", stats: m.get("node -e 0")! };
+          rows.push(row);
+        }
+      }
+      return rows;
+    },
+  };
+}
+
+/** `--chat-py=PATH`, else `$AGENT_CHAT_REFERENCE`, when it names a file. */
+export function chatPyFrom(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
+  const given = argv.find((a) => a.startsWith("--chat-py="))?.slice(10) ?? env.AGENT_CHAT_REFERENCE;
+  if (!given) return undefined;
+  if (!existsSync(given)) throw new Error(`--chat-py: no such file ${given}`);
+  return realpathSync(join(given));
+}

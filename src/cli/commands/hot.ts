@@ -1,0 +1,169 @@
+import { join } from "node:path";
+import type { Message } from "../../core/message.js";
+import type { TaskInfo } from "../../store/types.js";
+import { readBody } from "../body.js";
+import {
+  type CliContext,
+  formatDuration,
+  parsePositiveInt,
+  parseSeconds,
+  parseTtl,
+  splitList,
+  UsageError,
+} from "../context.js";
+import type { HotCommand } from "../hot-line.js";
+import { formatMessageHuman, messageJson } from "../output.js";
+
+/**
+ * The actions of the commands agents run all the time, shared by their commander definitions
+ * (commands/core.ts) and the lean entry (hot-entry.ts). This file must not import commander or
+ * anything heavy: it is bundled into `dist/hot.cjs`.
+ */
+export type HotOptions = Record<string, string | boolean | undefined>;
+
+const text = (value: string | boolean | undefined): string | undefined =>
+  typeof value === "string" ? value : undefined;
+
+export const HOT_ACTIONS: Record<
+  HotCommand,
+  (ctx: CliContext, operands: string[], opts: HotOptions) => Promise<void>
+> = {
+  async post(ctx, [channel], opts) {
+    const from = ctx.agent(text(opts.from), "--from");
+    const body = await readBody(
+      { body: text(opts.body), bodyFile: text(opts.bodyFile) },
+      ctx.maxBodyBytes,
+    );
+    const store = await ctx.open();
+    const input: Parameters<typeof store.post>[1] = { from, body, status: text(opts.status)! };
+    if (opts.title !== undefined) input.title = text(opts.title)!;
+    if (opts.to !== undefined) input.to = text(opts.to)!;
+    if (opts.reply !== undefined) input.replyTo = parsePositiveInt(text(opts.reply)!, "--reply");
+    const result = await store.post(channel!, input);
+    const path = locate(store.location, channel!, result.file);
+    if (ctx.json) return ctx.printJson({ ...result, path });
+    ctx.out(`posted #${result.seq} ${path}\n`);
+  },
+
+  async read(ctx, [channel], opts) {
+    const as = ctx.agent(text(opts.as));
+    const store = await ctx.open();
+    const result = await store.read(channel!, {
+      as,
+      all: opts.all === true,
+      everyone: opts.all === true,
+      peek: opts.peek === true,
+    });
+    for (const w of result.warnings) ctx.warn(`${channel}: ${w}`);
+    if (ctx.json) {
+      return ctx.printJson({
+        channel,
+        cursor: result.cursor,
+        messages: result.messages.map(messageJson),
+        warnings: result.warnings,
+      });
+    }
+    printMessages(ctx, result.messages, "(no new messages)");
+  },
+
+  async wait(ctx, [channels], opts) {
+    const as = ctx.agent(text(opts.as));
+    const list = splitList(channels);
+    if (list.length === 0) throw new UsageError("name at least one channel");
+    const store = await ctx.open();
+    const result = await store.wait(list, {
+      as,
+      timeoutMs: parseSeconds(text(opts.timeout)!, "--timeout"),
+      intervalMs: Math.max(10, parseSeconds(text(opts.interval)!, "--interval")),
+      signal: ctx.abort.signal,
+    });
+    for (const w of result.warnings) ctx.warn(w);
+    if (ctx.json) {
+      return ctx.printJson({
+        cursors: result.cursors,
+        messages: result.messages.map(messageJson),
+        warnings: result.warnings,
+      });
+    }
+    printMessages(ctx, result.messages, "");
+  },
+
+  async peek(ctx, [channel], opts) {
+    const store = await ctx.open();
+    const messages = await store.peek(channel!, parsePositiveInt(text(opts.count)!, "-n"));
+    if (ctx.json) return ctx.printJson({ channel, messages: messages.map(messageJson) });
+    printMessages(ctx, messages, "(no messages)");
+  },
+
+  async channels(ctx) {
+    const store = await ctx.open();
+    const warnings: string[] = [];
+    const list = await store.channels({ onWarning: (w) => warnings.push(w) });
+    if (ctx.json) return ctx.printJson({ root: store.location, channels: list, warnings });
+    for (const warning of warnings) ctx.warn(warning);
+    if (list.length === 0) {
+      ctx.err(`no channels in ${store.location} (create one with: agent-chat init NAME)\n`);
+      return;
+    }
+    for (const ch of list) {
+      const members = ch.members.length > 0 ? ch.members.join(",") : "(open)";
+      ctx.out(`${ch.name}\t#${ch.lastSeq}\t${members}\t${ch.topic}\n`);
+    }
+  },
+
+  async tasks(ctx, [channel]) {
+    const list = await (await ctx.open()).tasks(channel!);
+    for (const t of list) if (t.warning !== undefined) ctx.err(`agent-chat: ${t.warning}\n`);
+    if (ctx.json) return ctx.printJson({ channel, tasks: list });
+    if (list.length === 0) ctx.err(`no tasks in ${channel}\n`);
+    for (const t of list) ctx.out(`${formatTask(t)}\n`);
+  },
+
+  async claim(ctx, [channel, task], opts) {
+    const as = ctx.agent(text(opts.as));
+    const ttl = text(opts.ttl);
+    const options = ttl === undefined ? {} : { ttlMs: parseTtl(ttl) };
+    const info = await (await ctx.open()).claim(channel!, task!, as, options);
+    if (ctx.json) return ctx.printJson(info);
+    ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
+  },
+};
+
+export function printMessages(ctx: CliContext, messages: Message[], empty: string): void {
+  if (messages.length === 0 && empty) ctx.err(`${empty}\n`);
+  for (const message of messages) ctx.out(formatMessageHuman(message));
+}
+
+/**
+ * `task-1<TAB>claimed by bob<TAB>title`, as before leases, then the lease in a fourth column:
+ * a script that cuts the first three keeps working.
+ */
+function formatTask(t: TaskInfo): string {
+  const line = `task-${t.id}\t${stateText(t)}\t${t.title}`;
+  return t.state === "open" ? line : `${line}\t${leaseText(t)}`;
+}
+
+export function stateText(t: TaskInfo): string {
+  if (t.state === "open") return "open";
+  if (t.state === "expired") return `expired, held by ${t.holder}`;
+  return `${t.state} by ${t.holder}`;
+}
+
+/** `token 3, 29m 59s left`; `no lease (claimed by chat.py)`; a done task's note. */
+export function leaseText(t: TaskInfo): string {
+  if (t.token === undefined) return "no lease: claimed by chat.py, never expires";
+  const token = `token ${t.token}`;
+  if (t.state === "done") return t.note === undefined ? token : `${token}, note: ${t.note}`;
+  if (t.expiresAt === undefined) return token;
+  const left = Date.parse(t.expiresAt) - Date.now();
+  return left >= 0
+    ? `${token}, ${formatDuration(left)} left`
+    : `${token}, expired ${formatDuration(-left)} ago`;
+}
+
+/** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */
+export function locate(location: string, ...parts: string[]): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(location)
+    ? [location, ...parts].join("/")
+    : join(location, ...parts);
+}

@@ -1,0 +1,18 @@
+import { HOT_ACTIONS } from "./commands/hot.js";
+import { CliContext } from "./context.js";
+import type { HotLine } from "./hot-line.js";
+import { exitQuietlyOnBrokenPipe } from "./pipe.js";
+import { runCommand } from "./run.js";
+
+/**
+ * The lean entry, bundled alone into one CommonJS file, `dist/hot.cjs`: the commands agents run
+ * all the time (hot-line.ts), run by the very actions and context the full CLI uses, without
+ * commander, the command groups or ES-module loading of the CLI's chunks.
+ */
+export async function run(line: HotLine, argv: readonly string[]): Promise<void> {
+  exitQuietlyOnBrokenPipe();
+  const ctx = new CliContext(() => line.globals);
+  process.exitCode = await runCommand(ctx, argv, () =>
+    HOT_ACTIONS[line.command](ctx, line.operands, line.options),
+  );
+}

@@ -1,0 +1,218 @@
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { Command, type Option } from "commander";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerCoreCommands } from "../../src/cli/commands/core.js";
+import { CliContext } from "../../src/cli/context.js";
+import { HOT_COMMANDS, parseHotLine } from "../../src/cli/hot-line.js";
+import { CLI, runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+
+const DIST = dirname(CLI);
+
+/**
+ * A preload that logs every module the process loads: CommonJS `require`s (built-ins included)
+ * through Module._load, ES modules through a resolve hook.
+ */
+const RECORDER = `
+const Module = require("node:module");
+const { appendFileSync } = require("node:fs");
+const log = process.env.LOAD_LOG;
+const load = Module._load;
+Module._load = function (request, parent, isMain) {
+  const loaded = load.apply(this, arguments);
+  let at = request;
+  try { at = Module._resolveFilename(request, parent, isMain); } catch {}
+  appendFileSync(log, at + "\\n");
+  return loaded;
+};
+Module.register("data:text/javascript," + encodeURIComponent(
+  'import { appendFileSync } from "node:fs";' +
+  'export async function resolve(s, c, next) { const r = await next(s, c);' +
+  ' appendFileSync(' + JSON.stringify(log) + ', r.url + "\\\\n"); return r; }'));
+`;
+
+let tmp: ReturnType<typeof tempDir>;
+let recorder: string;
+
+beforeAll(async () => {
+  tmp = tempDir();
+  recorder = join(tmp.dir, "recorder.cjs");
+  writeFileSync(recorder, RECORDER);
+  const root = join(tmp.dir, "root");
+  expect((await runCli(["init", "review"], { root })).code).toBe(0);
+  const post = ["post", "review", "--from", "alice", "--to", "bob", "--body", "hi"];
+  expect((await runCli(post, { root })).code).toBe(0);
+  expect(
+    (await runCli(["post", "review", "--from", "alice", "--body", "all"], { root })).code,
+  ).toBe(0);
+  expect(
+    (await runCli(["task", "add", "review", "--title", "t", "--as", "alice"], { root })).code,
+  ).toBe(0);
+});
+
+afterAll(() => tmp.cleanup());
+
+/** Runs the built CLI and returns what it loaded, one module per line. */
+function loadedBy(args: string[], input = ""): string[] {
+  const log = join(tmp.dir, `load-${Math.random().toString(36).slice(2)}.log`);
+  writeFileSync(log, "");
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    AGENT_CHAT_ROOT: join(tmp.dir, "root"),
+    AGENT_CHAT_NAME: "bob",
+    // A socket that does not exist: the command looks for a daemon and finds none.
+    AGENT_CHAT_SOCKET: join(tmp.dir, "no-daemon.sock"),
+    LOAD_LOG: log,
+  };
+  delete env.NODE_OPTIONS;
+  const r = spawnSync(process.execPath, ["--require", recorder, CLI, ...args], {
+    env,
+    input,
+    encoding: "utf8",
+  });
+  expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+  return readFileSync(log, "utf8").split("\n").filter(Boolean);
+}
+
+/** What a hot command must never load: the heavy dependencies and the full CLI. */
+const HEAVY = [
+  /@modelcontextprotocol/,
+  /@nats-io/,
+  /[\\/]zod[\\/]/,
+  /playwright/,
+  /[\\/]commander[\\/]/,
+  // The full CLI: its entry and its chunks bundle commander and zod.
+  /dist[\\/]main\.js$/,
+  /dist[\\/]chunks[\\/]/,
+  // Built-ins a folder command does not need without a daemon.
+  /^node:(net|child_process|http|https|worker_threads)$/,
+];
+
+describe("start-up: what the commands agents run all the time load", () => {
+  const lines: Array<[string, string[], string?]> = [
+    ["post", ["post", "review", "--from", "alice", "--to", "bob", "--body", "again"]],
+    ["read", ["read", "review", "--as", "bob", "--peek"]],
+    ["read --json", ["--json", "read", "review"]],
+    ["peek", ["peek", "review", "-n", "1"]],
+    ["channels", ["channels"]],
+    ["tasks", ["tasks", "review"]],
+    ["wait (a message is there)", ["wait", "review", "--as", "dave", "--timeout", "5"]],
+    ["hook prompt", ["hook", "prompt"], JSON.stringify({ hook_event_name: "UserPromptSubmit" })],
+    ["--version", ["--version"]],
+    ["--help", ["--help"]],
+  ];
+  it.each(lines)(
+    "%s loads neither the MCP SDK, NATS, zod, playwright, commander nor node:net",
+    (_, args, input) => {
+      const loaded = loadedBy(args, input);
+      expect(loaded.length).toBeGreaterThan(0);
+      const heavy = loaded.filter((m) => HEAVY.some((h) => h.test(m)));
+      expect(heavy).toEqual([]);
+      // One file of ours besides the executable, at most.
+      const ours = new Set(loaded.filter((m) => m.startsWith(DIST) && m !== CLI));
+      expect(ours.size, [...ours].join(", ")).toBeLessThanOrEqual(1);
+    },
+  );
+
+  it("the full CLI's lines still load it (the recorder sees what it must)", () => {
+    const loaded = loadedBy(["roster", "review"]);
+    expect(loaded.some((m) => /dist[\\/]main\.js$/.test(m))).toBe(true);
+  });
+});
+
+/** A command's options as commander declares them, in the lean parser's terms. */
+function declaredOptions(options: Option[]) {
+  const values: Record<string, string> = {};
+  const flags: Record<string, string> = {};
+  const defaults: Record<string, string> = {};
+  for (const opt of options) {
+    const into = opt.required ? values : flags;
+    for (const f of [opt.long, opt.short]) if (f) into[f] = opt.attributeName();
+    if (opt.defaultValue !== undefined) defaults[opt.attributeName()] = opt.defaultValue;
+  }
+  return { values, flags, defaults };
+}
+
+describe("the lean entry's command lines", () => {
+  it("declares each hot command's arguments, options and defaults as commander does", () => {
+    const program = new Command();
+    registerCoreCommands(program, new CliContext(() => ({})));
+    for (const [name, spec] of Object.entries(HOT_COMMANDS)) {
+      const cmd = program.commands.find((c) => c.name() === name)!;
+      expect(cmd.registeredArguments.map((a) => a.required)).toEqual(
+        Array(spec.operands).fill(true),
+      );
+      expect(declaredOptions(cmd.options as Option[]), name).toEqual({
+        values: spec.values,
+        flags: spec.flags,
+        defaults: spec.defaults,
+      });
+    }
+  });
+
+  it("leaves to the full CLI every line it does not fully understand", () => {
+    const not = [
+      ["post", "review", "--body", "--json"],
+      ["post", "review", "--bogus"],
+      ["read"],
+      ["read", "a", "b"],
+      ["read", "review", "--all=yes"],
+      ["read", "review", "--as", "a", "--as", "b"],
+      ["read", "review", "--help"],
+      ["--as", "bob", "read", "review"],
+      ["read", "review", "--", "x"],
+      ["peek", "review", "-n5"],
+      ["help", "read"],
+      ["roster", "review"],
+    ];
+    for (const argv of not) expect(parseHotLine(argv), argv.join(" ")).toBeUndefined();
+    expect(parseHotLine(["read", "review"], "nats://localhost:4222/x")).toBeUndefined();
+    expect(parseHotLine(["read", "review", "--root=tls://h/x"])).toBeUndefined();
+    expect(parseHotLine(["read", "review", "--root", "/r", "--json", "--peek"])).toEqual({
+      command: "read",
+      operands: ["review"],
+      options: { peek: true },
+      globals: { root: "/r", json: true },
+    });
+  });
+
+  it("prints, exits and reports errors exactly as the full CLI does", async () => {
+    const root = join(tmp.dir, "root");
+    const full = join(DIST, "main.js");
+    const lines = [
+      ["read", "review", "--as", "bob", "--peek"],
+      ["--json", "read", "review", "--as", "bob", "--peek"],
+      ["peek", "review", "--count=1"],
+      ["--json", "channels"],
+      ["tasks", "review"],
+      ["--json", "claim", "review", "99", "--as", "bob"],
+      ["read", "nowhere", "--as", "bob"],
+      ["--json", "peek", "review", "-n", "0"],
+      ["post", "review", "--body", "x"],
+      ["--json", "wait", "review", "--as", "bob", "--timeout", "soon"],
+      ["--max-body", "1", "post", "review", "--from", "a", "--body", "too long"],
+      ["--version"],
+      ["-V"],
+      ["--help"],
+      ["-h"],
+    ];
+    for (const line of lines) {
+      const env = { AGENT_CHAT_SOCKET: join(tmp.dir, "no-daemon.sock") };
+      const lean = await runCli(line, { root, env });
+      const wholeEnv: NodeJS.ProcessEnv = { ...process.env, AGENT_CHAT_ROOT: root, ...env };
+      delete wholeEnv.AGENT_CHAT_NAME;
+      const whole = spawnSync(process.execPath, [full, ...line], {
+        env: wholeEnv,
+        encoding: "utf8",
+      });
+      expect(lean, line.join(" ")).toEqual({
+        code: whole.status,
+        signal: null,
+        stdout: whole.stdout,
+        stderr: whole.stderr,
+      });
+    }
+  });
+});
