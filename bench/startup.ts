@@ -121,37 +121,9 @@ export function startupBench(options: {
     async run(ctx: BenchContext): Promise<Row[]> {
       const rows: Row[] = [];
       const n = ctx.quick ? 15 : 40;
-      // Each kind of figure has its own root, so that no figure's writes grow another's work
-      // (the hook counts unread messages in every channel of its root).
-      const root = ctx.tmp(); // read, peek, channels, tasks, hook: bob has one unread message
-      const postRoot = ctx.tmp(); // our posts
-      const refRoot = ctx.tmp(); // the reference's posts
-      const wakeRoot = ctx.tmp(); // the wakes
-      const fill = async (at: string) => {
-        const store = new FsStore(at);
-        await store.init("small");
-        for (let i = 0; i < 1000; i++)
-          await store.post("small", { from: "filler", to: "nobody", body: `old ${i}` });
-        return store;
-      };
-      const setup = await fill(root);
-      // bob has read the channel up to this one message, as an agent that keeps up has.
-      await setup.read("small", { as: "bob" });
-      await setup.post("small", { from: "alice", to: "bob", body: "unread" });
-      await setup.addTask("small", { title: "t", from: "alice" });
-      await setup.close();
-      await (await fill(postRoot)).close();
-      await (await fill(refRoot)).close();
-      const waker = new FsStore(wakeRoot);
-      await waker.init("wake");
-      await waker.init("pywake");
+      const { root, postRoot, refRoot, wakeRoot, waker } = await prepareRoots(ctx);
 
-      const machine: NodeJS.ProcessEnv = { ...options.env, AGENT_CHAT_ROOT: root };
-      for (const k of Object.keys(machine))
-        if (k.startsWith("AGENT_CHAT_") && k !== "AGENT_CHAT_ROOT") delete machine[k];
-      const clean: NodeJS.ProcessEnv = { ...machine };
-      for (const k of SLOWING_ENV) delete clean[k];
-      const slowing = SLOWING_ENV.filter((k) => machine[k]);
+      const { machine, clean, slowing } = environments(options.env, root);
 
       const py = python();
       const chatPy = options.chatPy ?? STANDIN;
@@ -218,116 +190,19 @@ export function startupBench(options: {
         vsNode("`agent-chat tasks`", "tasks"),
         vsNode("`agent-chat hook prompt` (1 unread)", "hook prompt", 1.3),
       );
-      if (py) {
-        rows.push(
-          {
-            group,
-            figure: "`agent-chat post …`",
-            unit: "ms",
-            stats: at("post"),
-            baseline: { name: `${reference} post`, stats: at("ref post") },
-            goal: `≤ 0.7× ${reference} post`,
-            met: at("post").median / at("ref post").median <= 0.7,
-          },
-          {
-            group,
-            figure: "`agent-chat read --peek`",
-            unit: "ms",
-            stats: at("read"),
-            baseline: { name: `${reference} read`, stats: at("ref read") },
-          },
-          {
-            group,
-            figure: "python3 -c pass (the interpreter alone)",
-            unit: "ms",
-            stats: at("python3 -c pass"),
-            baseline: { name: "node -e 0", stats: at("node -e 0") },
-            note: `${py}, ${chatPy}`,
-          },
-        );
-      } else {
-        rows.push({
-          group,
-          figure: "reference rows",
-          unit: "—",
-          stats: stats([]),
-          note: "python3 not found: no reference baseline",
-        });
-      }
+      rows.push(...referenceRows(group, at, py && { py, chatPy, reference }));
 
-      // The wake of a waiting process: parked, then woken by a post.
-      const wakeN = ctx.quick ? 10 : 30;
-      const ours: number[] = [];
-      for (let i = 0; i < wakeN + 2; i++) {
-        const ms = await wakeOnce(
-          node,
-          [ctx.cli, "wait", "wake", "--as", "bob", "--timeout", "30"],
-          { ...clean, AGENT_CHAT_ROOT: wakeRoot },
-          async (pid) => {
-            while (!watching(pid)) await pause(5);
-          },
-          waker,
-          "wake",
-        );
-        if (i >= 2) ours.push(ms);
-      }
-      const wakeRow: Row = {
-        group,
-        figure: "wake of a waiting `agent-chat wait` process (post → its exit)",
-        unit: "ms",
-        stats: stats(ours),
-      };
-      if (py) {
-        // The reference sleep-polls (every 5 s by default): each post lands at a random moment
-        // of its cycle. Fewer samples, they take seconds each.
-        const theirs: number[] = [];
-        for (let i = 0; i < (ctx.quick ? 3 : 8); i++) {
-          theirs.push(
-            await wakeOnce(
-              py,
-              [chatPy, "wait", "pywake", "--as", "bob", "--timeout", "30"],
-              { ...clean, AGENT_CHAT_ROOT: wakeRoot },
-              () => pause(500 + Math.random() * 5000),
-              waker,
-              "pywake",
-            ),
-          );
-        }
-        wakeRow.baseline = { name: `${reference} wait (sleep-poll)`, stats: stats(theirs) };
-      }
-      rows.push(wakeRow);
+      const wakeEnv = { ...clean, AGENT_CHAT_ROOT: wakeRoot };
+      rows.push(await wakeRow(ctx, group, wakeEnv, waker, py && { py, chatPy, reference }));
       await waker.close();
-
-      // The machine's own environment, as context only (n smaller).
       if (slowing.length > 0) {
-        const m = await rounds(
-          [
-            { name: "node -e 0", run: () => spawnTime(node, ["-e", "0"], machine) },
-            { name: "--version", run: cli(machine, ["--version"]) },
-            { name: "post", run: cli({ ...machine, AGENT_CHAT_ROOT: postRoot }, post) },
-            {
-              name: "hook prompt",
-              run: cli({ ...machine, AGENT_CHAT_NAME: "bob" }, ["hook", "prompt"], hookInput),
-            },
-          ],
-          Math.ceil(n / 2),
-        );
-        for (const [name, figure] of [
-          ["node -e 0", "node -e 0"],
-          ["--version", "`agent-chat --version`"],
-          ["post", "`agent-chat post …`"],
-          ["hook prompt", "`agent-chat hook prompt`"],
-        ] as const) {
-          const row: Row = {
-            group: `context: this machine's env (${slowing.join(", ")})`,
-            figure,
-            unit: "ms",
-            stats: m.get(name)!,
-          };
-          if (name !== "node -e 0")
-            row.baseline = { name: "node -e 0", stats: m.get("node -e 0")! };
-          rows.push(row);
-        }
+        const figures = {
+          "node -e 0": () => spawnTime(node, ["-e", "0"], machine),
+          "--version": cli(machine, ["--version"]),
+          post: cli({ ...machine, AGENT_CHAT_ROOT: postRoot }, post),
+          "hook prompt": cli({ ...machine, AGENT_CHAT_NAME: "bob" }, ["hook", "prompt"], hookInput),
+        };
+        rows.push(...(await contextRows(figures, slowing, Math.ceil(n / 2))));
       }
       return rows;
     },
@@ -340,4 +215,172 @@ export function chatPyFrom(argv: readonly string[], env: NodeJS.ProcessEnv): str
   if (!given) return undefined;
   if (!existsSync(given)) throw new Error(`--chat-py: no such file ${given}`);
   return realpathSync(join(given));
+}
+
+/**
+ * The roots the figures run in. Each kind of figure has its own, so that no figure's writes grow
+ * another's work (the hook counts unread messages in every channel of its root).
+ */
+async function prepareRoots(ctx: BenchContext) {
+  const root = ctx.tmp(); // read, peek, channels, tasks, hook: bob has one unread message
+  const postRoot = ctx.tmp(); // our posts
+  const refRoot = ctx.tmp(); // the reference's posts
+  const wakeRoot = ctx.tmp(); // the wakes
+  const fill = async (at: string) => {
+    const store = new FsStore(at);
+    await store.init("small");
+    for (let i = 0; i < 1000; i++)
+      await store.post("small", { from: "filler", to: "nobody", body: `old ${i}` });
+    return store;
+  };
+  const setup = await fill(root);
+  // bob has read the channel up to this one message, as an agent that keeps up has.
+  await setup.read("small", { as: "bob" });
+  await setup.post("small", { from: "alice", to: "bob", body: "unread" });
+  await setup.addTask("small", { title: "t", from: "alice" });
+  await setup.close();
+  await (await fill(postRoot)).close();
+  await (await fill(refRoot)).close();
+  const waker = new FsStore(wakeRoot);
+  await waker.init("wake");
+  await waker.init("pywake");
+  return { root, postRoot, refRoot, wakeRoot, waker };
+}
+
+/** Our post and read against the reference's, and the interpreter alone; or why there are none. */
+function referenceRows(
+  group: string,
+  at: (name: string) => Stats,
+  python: { py: string; chatPy: string; reference: string } | undefined | "" | null,
+): Row[] {
+  if (!python) {
+    return [
+      {
+        group,
+        figure: "reference rows",
+        unit: "—",
+        stats: stats([]),
+        note: "python3 not found: no reference baseline",
+      },
+    ];
+  }
+  const { py, chatPy, reference } = python;
+  return [
+    {
+      group,
+      figure: "`agent-chat post …`",
+      unit: "ms",
+      stats: at("post"),
+      baseline: { name: `${reference} post`, stats: at("ref post") },
+      goal: `≤ 0.7× ${reference} post`,
+      met: at("post").median / at("ref post").median <= 0.7,
+    },
+    {
+      group,
+      figure: "`agent-chat read --peek`",
+      unit: "ms",
+      stats: at("read"),
+      baseline: { name: `${reference} read`, stats: at("ref read") },
+    },
+    {
+      group,
+      figure: "python3 -c pass (the interpreter alone)",
+      unit: "ms",
+      stats: at("python3 -c pass"),
+      baseline: { name: "node -e 0", stats: at("node -e 0") },
+      note: `${py}, ${chatPy}`,
+    },
+  ];
+}
+
+/** The wake of a waiting process: parked, then woken by a post; the reference's beside it. */
+async function wakeRow(
+  ctx: BenchContext,
+  group: string,
+  env: NodeJS.ProcessEnv,
+  waker: FsStore,
+  python: { py: string; chatPy: string; reference: string } | undefined | "" | null,
+): Promise<Row> {
+  const node = process.execPath;
+  const ours: number[] = [];
+  for (let i = 0; i < (ctx.quick ? 10 : 30) + 2; i++) {
+    const ms = await wakeOnce(
+      node,
+      [ctx.cli, "wait", "wake", "--as", "bob", "--timeout", "30"],
+      env,
+      async (pid) => {
+        while (!watching(pid)) await pause(5);
+      },
+      waker,
+      "wake",
+    );
+    if (i >= 2) ours.push(ms);
+  }
+  const row: Row = {
+    group,
+    figure: "wake of a waiting `agent-chat wait` process (post → its exit)",
+    unit: "ms",
+    stats: stats(ours),
+  };
+  if (!python) return row;
+  // The reference sleep-polls (every 5 s by default): each post lands at a random moment of its
+  // cycle. Fewer samples, they take seconds each.
+  const { py, chatPy, reference } = python;
+  const theirs: number[] = [];
+  for (let i = 0; i < (ctx.quick ? 3 : 8); i++) {
+    theirs.push(
+      await wakeOnce(
+        py,
+        [chatPy, "wait", "pywake", "--as", "bob", "--timeout", "30"],
+        env,
+        () => pause(500 + Math.random() * 5000),
+        waker,
+        "pywake",
+      ),
+    );
+  }
+  row.baseline = { name: `${reference} wait (sleep-poll)`, stats: stats(theirs) };
+  return row;
+}
+
+/** The machine's own environment (the variables that slow Node kept), as context only. */
+async function contextRows(
+  figures: Record<"node -e 0" | "--version" | "post" | "hook prompt", () => Promise<number>>,
+  slowing: string[],
+  n: number,
+): Promise<Row[]> {
+  const m = await rounds(
+    Object.entries(figures).map(([name, run]) => ({ name, run })),
+    n,
+  );
+  const labels = {
+    "node -e 0": "node -e 0",
+    "--version": "`agent-chat --version`",
+    post: "`agent-chat post …`",
+    "hook prompt": "`agent-chat hook prompt`",
+  };
+  return Object.entries(labels).map(([name, figure]) => {
+    const row: Row = {
+      group: `context: this machine's env (${slowing.join(", ")})`,
+      figure,
+      unit: "ms",
+      stats: m.get(name)!,
+    };
+    if (name !== "node -e 0") row.baseline = { name: "node -e 0", stats: m.get("node -e 0")! };
+    return row;
+  });
+}
+
+/**
+ * The machine's environment (no agent-chat settings but the root), the same without the
+ * variables known to slow Node, and which of those the machine had.
+ */
+function environments(env: NodeJS.ProcessEnv, root: string) {
+  const machine: NodeJS.ProcessEnv = { ...env, AGENT_CHAT_ROOT: root };
+  for (const k of Object.keys(machine)) {
+    if (k.startsWith("AGENT_CHAT_") && k !== "AGENT_CHAT_ROOT") delete machine[k];
+  }
+  const clean: NodeJS.ProcessEnv = { ...machine };
+  for (const k of SLOWING_ENV) delete clean[k];
+  return { machine, clean, slowing: SLOWING_ENV.filter((k) => machine[k]) };
 }

@@ -118,16 +118,25 @@ function takeOption(line: Parsing, word: string, next: string | undefined): 0 | 
   const globals = line.globals as Record<string, unknown>;
   if (flag === "--json" && inline === undefined) return setOnce(globals, "json", true);
   const globalKey = lookup(GLOBAL_VALUES, flag);
+  if (globalKey !== undefined) return takeValue(globals, globalKey, inline, next);
   const valueKey = line.spec && lookup(line.spec.values, flag);
-  if (globalKey !== undefined || valueKey !== undefined) {
-    const value = inline ?? next;
-    if (value === undefined || value.startsWith("-")) return undefined;
-    const set = setOnce(globalKey ? globals : line.options, (globalKey ?? valueKey)!, value);
-    return set === undefined || inline !== undefined ? set : 1;
-  }
+  if (valueKey !== undefined) return takeValue(line.options, valueKey, inline, next);
   const flagKey = line.spec && lookup(line.spec.flags, flag);
   if (flagKey === undefined || inline !== undefined) return undefined;
   return setOnce(line.options, flagKey, true);
+}
+
+/** An option's value, given inline (`--as=bob`) or as the next word; never one like a flag. */
+function takeValue(
+  target: Record<string, unknown>,
+  key: string,
+  inline: string | undefined,
+  next: string | undefined,
+): 0 | 1 | undefined {
+  const value = inline ?? next;
+  if (value === undefined || value.startsWith("-")) return undefined;
+  if (setOnce(target, key, value) === undefined) return undefined;
+  return inline === undefined ? 1 : 0;
 }
 
 function lookup<T extends string>(table: Readonly<Record<string, T>>, key: string): T | undefined {
