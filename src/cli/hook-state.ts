@@ -1,5 +1,6 @@
 import { promises as fsp } from "node:fs";
 import { join } from "node:path";
+import { shortHash } from "../core/hash.js";
 
 /**
  * What the hooks of one host-tool session have already said, so that a notice is shown once per
@@ -33,22 +34,7 @@ export function hookStateDir(env: NodeJS.ProcessEnv, home: string): string {
 function sessionFile(dir: string, agent: string, sessionId: string): string {
   const key = `${agent}\n${sessionId}`;
   const name = Buffer.from(key).toString("base64url");
-  return join(dir, name.length <= 200 ? name : `${name.slice(0, 180)}-${fnv1a(key)}`);
-}
-
-/**
- * FNV-1a, 32 bits twice (two offsets): enough to tell session ids apart, and no `node:crypto`
- * to load on the hook's path, which host tools run on every prompt.
- */
-function fnv1a(text: string): string {
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ 0x5bd1e995;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193);
-  }
-  return `${(a >>> 0).toString(36)}${(b >>> 0).toString(36)}`;
+  return join(dir, name.length <= 200 ? name : `${name.slice(0, 180)}-${shortHash(key)}`);
 }
 
 export async function loadSeen(

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { shortHash } from "../core/hash.js";
 
 /** A Unix socket path must fit `sockaddr_un.sun_path` (108 bytes with the NUL on Linux). */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -42,7 +42,7 @@ export function canonicalRoot(root: string): string {
  * (a deep `$XDG_RUNTIME_DIR`), `/tmp` is used instead.
  */
 export function socketPathFor(root: string, place: SocketPlace): string {
-  const hash = createHash("sha256").update(canonicalRoot(root)).digest("hex").slice(0, 16);
+  const hash = shortHash(canonicalRoot(root));
   const path = join(socketDir(place), `${hash}.sock`);
   if (Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES) return path;
   return join(socketDir({ tmpDir: "/tmp", uid: place.uid }), `${hash}.sock`);

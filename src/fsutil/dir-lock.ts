@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import {
   lstatSync,
   mkdirSync,
@@ -11,7 +10,7 @@ import {
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
-import { entryKind, removeFileEntry, removeOwnDir } from "./root-files.js";
+import { entryKind, removeFileEntry, removeOwnDir, uniqueHex } from "./root-files.js";
 
 /**
  * A folder's lock `_seq.lock`. In a channel it is the sequence lock, under the name the reference
@@ -85,7 +84,7 @@ export async function acquireDirLock(
   const lockPath = join(channelDir, LOCK_DIR);
   const timeoutMs = options.timeoutMs ?? LOCK_TIMEOUT_MS;
   const staleMs = options.staleMs ?? STALE_MS;
-  const ownerName = `${OWNER_PREFIX}${process.pid}.${randomBytes(8).toString("hex")}.${HOST}`;
+  const ownerName = `${OWNER_PREFIX}${process.pid}.${uniqueHex()}.${HOST}`;
   const ownerDir = join(channelDir, ownerName);
   makeOwnerDir(ownerDir, channelDir);
   const deadline = Date.now() + timeoutMs;
@@ -252,7 +251,7 @@ function steal(lockPath: string, seen: SeenLock): boolean {
   try {
     const now = inspectLock(lockPath);
     if (!sameInstance(now, seen)) return false;
-    const grave = join(channelDir, `${STALE_PREFIX}${randomBytes(6).toString("hex")}`);
+    const grave = join(channelDir, `${STALE_PREFIX}${uniqueHex()}`);
     try {
       renameSync(lockPath, grave);
     } catch {

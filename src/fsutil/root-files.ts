@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import {
   closeSync,
   constants,
@@ -214,7 +213,22 @@ function tooLarge(path: string, size: number, maxBytes: number): void {
 
 /** A name for a temporary file that every reader ignores (dot-files are never messages). */
 export function tempName(): string {
-  return `.tmp-${randomBytes(8).toString("hex")}`;
+  return `.tmp-${uniqueHex()}`;
+}
+
+let made = 0;
+
+/**
+ * 16 hex digits, 48 random bits and a per-process count: a part of a name that no other call
+ * here or in another process makes. From `Math.random` (seeded per process by V8 from the OS),
+ * not `node:crypto`: loading that costs every CLI start several milliseconds, and these names
+ * must be unique, not secret — every file or link named with them is created exclusively, so
+ * even a collision would fail loudly, never overwrite.
+ */
+export function uniqueHex(): string {
+  made = (made + 1) % 0x10000;
+  const random = Math.floor(Math.random() * 2 ** 48);
+  return `${random.toString(16).padStart(12, "0")}${made.toString(16).padStart(4, "0")}`;
 }
 
 /** Writes a new temporary file in `dir` (exclusively: never through something planted there). */

@@ -86,8 +86,9 @@ const HEAVY = [
   // The full CLI: its entry and its chunks bundle commander and zod.
   /dist[\\/]main\.js$/,
   /dist[\\/]chunks[\\/]/,
-  // Built-ins a folder command does not need without a daemon.
-  /^node:(net|child_process|http|https|worker_threads)$/,
+  // Built-ins a folder command does not need without a daemon; node:crypto alone costs several
+  // ms of each start (temporary names and socket names are made without it).
+  /^node:(net|child_process|http|https|worker_threads|crypto)$/,
 ];
 
 describe("start-up: what the commands agents run all the time load", () => {
@@ -104,7 +105,7 @@ describe("start-up: what the commands agents run all the time load", () => {
     ["--help", ["--help"]],
   ];
   it.each(lines)(
-    "%s loads neither the MCP SDK, NATS, zod, playwright, commander nor node:net",
+    "%s loads neither the MCP SDK, NATS, zod, playwright, commander, node:net nor node:crypto",
     (_, args, input) => {
       const loaded = loadedBy(args, input);
       expect(loaded.length).toBeGreaterThan(0);
