@@ -604,6 +604,23 @@ export function storeConformance(
         expect((await store.fence("ch", "1", 1)).live).toBe(false);
       });
 
+      it("the holder's post or read in the channel renews its lease; nobody else's does", async () => {
+        await store.claim("ch", "1", "bob"); // the default lease: 30 minutes
+        advance(15 * MINUTE);
+        await (await another()).post("ch", { from: "bob", body: "still on it" });
+        advance(25 * MINUTE); // 40 minutes after the claim: past the lease it was granted
+        expect((await store.tasks("ch"))[0]).toMatchObject({ state: "claimed", holder: "bob" });
+        await (await another()).read("ch", { as: "bob" }); // 5 minutes left: renewed again
+        advance(25 * MINUTE);
+        expect((await store.tasks("ch"))[0]).toMatchObject({ state: "claimed", holder: "bob" });
+        const carol = await another();
+        await carol.post("ch", { from: "carol", body: "anyone on task 1?" });
+        await carol.read("ch", { as: "carol" });
+        advance(6 * MINUTE); // 31 minutes after bob's last activity
+        expect((await store.tasks("ch"))[0]).toMatchObject({ state: "expired", holder: "bob" });
+        expect(await carol.claim("ch", "1", "carol")).toMatchObject({ holder: "carol", token: 2 });
+      });
+
       it("renew moves the expiry from now; the holder's own expired lease cannot be renewed", async () => {
         await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
         advance(MINUTE / 2);

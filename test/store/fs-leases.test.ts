@@ -110,3 +110,24 @@ describe("folder store leases beside chat.py", () => {
     expect((await store.claim("ch", "1", "bob")).token).toBe(6);
   });
 });
+
+describe("renewal by the holder's activity", () => {
+  it("a parked wait by the holder keeps its lease alive past its TTL", async () => {
+    await store.init("short", { extra: { task_ttl: 3 } });
+    await store.addTask("short", { id: "1", title: "t", from: "alice" });
+    await store.claim("short", "1", "bob"); // a 3 s lease, the channel's
+    // Parked for longer than the lease, in real time: only the wait's own renewal keeps it.
+    expect(await code(store.wait(["short"], { as: "bob", timeoutMs: 4_500 }))).toBe("TIMEOUT");
+    const [task] = await store.tasks("short");
+    expect(task).toMatchObject({ state: "claimed", holder: "bob", token: 1 });
+  });
+
+  it("renews for as long as the lease was granted, not the channel's default", async () => {
+    const HOUR = 3_600_000;
+    await store.claim("ch", "1", "bob", { ttlMs: 2 * HOUR });
+    skew = 1.5 * HOUR; // half an hour left: due (less than two thirds of 2 h)
+    await store.read("ch", { as: "bob" });
+    const [task] = await store.tasks("ch");
+    expect(Date.parse(task!.expiresAt!) - (Date.now() + skew)).toBeGreaterThan(HOUR + 50 * 60_000);
+  });
+});

@@ -117,6 +117,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** Posts from this store to one channel go one at a time: no self-contention. */
   private readonly tails = new Map<string, Promise<unknown>>();
   private readonly warned = new Set<string>();
+  /** When the default {@link heldTasks} last listed a channel's markers for a holder. */
+  private readonly leaseLooks = new Map<string, number>();
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
   protected readonly now: () => number;
 
@@ -159,6 +161,19 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** One task marker; the folder store lists them, a key-value backend gets one key. */
   protected async taskRecord(channel: string, id: string): Promise<TaskRecord | undefined> {
     return (await this.sortedTasks(channel)).find((t) => t.id === id);
+  }
+
+  /**
+   * The tasks `holder` (an identity) holds in a channel, for renewal by its activity. This
+   * default lists every marker, at most once per {@link LEASE_LOOK_MS} per channel and holder;
+   * the folder store answers from its index instead, on every operation.
+   */
+  protected async heldTasks(channel: string, holder: string): Promise<TaskRecord[]> {
+    const key = `${channel}\n${holder}`;
+    const at = Date.now();
+    if (at - (this.leaseLooks.get(key) ?? Number.NEGATIVE_INFINITY) < LEASE_LOOK_MS) return [];
+    this.leaseLooks.set(key, at);
+    return (await this.taskRecords(channel)).filter((t) => t.holder === holder);
   }
 
   /** Runs task changes excluded from this channel's other writers, where the backend must. */
@@ -247,7 +262,9 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) this.known.delete(channel);
       }),
     );
-    return run;
+    const result = await run;
+    await this.keepLeases(channel, draft.from);
+    return result;
   }
 
   async cursor(channel: string, agent: string): Promise<number> {
@@ -270,6 +287,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       next = scan.scannedTo;
       await this.saveCursor(channel, options.as, next);
     }
+    await this.keepLeases(channel, options.as);
     return { channel, messages, cursor: next, warnings: scan.warnings };
   }
 
@@ -289,10 +307,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       throw new AgentChatError("INVALID_ARGUMENT", "no channel to wait on");
     }
     const unique = [...new Set(channels)];
-    for (const channel of unique) await this.roster(channel);
+    const metas = [];
+    for (const channel of unique) metas.push(await this.roster(channel));
     const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
     const wake = new Wakeup();
     const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
+    const keeper = this.keepLeasesWhileParked(unique, options.as, metas);
     const onAbort = () => wake.fail(abortError());
     options.signal?.addEventListener("abort", onAbort, { once: true });
     const unsubscribe: Array<() => void> = [];
@@ -309,11 +329,14 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         wake.kick(),
       );
       const pass: WaitPass<F> = { feeds, agent: options.as, net, looked: new Map(), warnings: [] };
-      return await this.waitLoop(pass, wake);
+      const result = await this.waitLoop(pass, wake);
+      for (const channel of unique) await this.keepLeases(channel, options.as);
+      return result;
     } finally {
       for (const off of unsubscribe) off();
       net.end();
       clearTimeout(timer);
+      clearInterval(keeper);
       options.signal?.removeEventListener("abort", onAbort);
     }
   }
@@ -551,6 +574,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         token,
         holder,
         expiresAt: now + ttlMs,
+        ttlMs,
         history: history.slice(-MAX_HISTORY),
       };
       if (!(await this.swapTaskRecord(channel, current, { holder, lease }))) {
@@ -577,7 +601,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
           `task ${current.id} was claimed without a lease (by chat.py); it never expires`,
         );
       }
-      return { holder: current.holder, lease: { ...lease, expiresAt: now + ttlMs } };
+      return { holder: current.holder, lease: { ...lease, expiresAt: now + ttlMs, ttlMs } };
     });
   }
 
@@ -658,11 +682,69 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     });
   }
 
+  /**
+   * Renewal by activity: an agent that posts, reads or waits in a channel keeps the leases it
+   * holds there alive. A lease is extended to now + the channel's TTL (never shortened) once a
+   * third of that TTL has passed, so an active holder costs one write per task per TTL/3 at
+   * most. It never fails the operation that caused it: a lease it could not renew runs on.
+   */
+  private async keepLeases(channel: string, agent: string): Promise<void> {
+    try {
+      const holder = identity(agent);
+      const held = await this.heldTasks(channel, holder);
+      if (held.length === 0) return;
+      const channelTtlMs = channelTtl(await this.roster(channel));
+      for (const { id } of held) {
+        await this.exclusive(channel, async () => {
+          const current = await this.taskRecord(channel, id);
+          const now = this.now();
+          // As long again as it was granted or last renewed for (older leases: the channel's).
+          const ttlMs = current?.lease?.ttlMs ?? channelTtlMs;
+          if (!current?.lease || !dueForRenewal(current, holder, now, ttlMs)) return;
+          const lease = { ...current.lease, expiresAt: now + ttlMs };
+          await this.swapTaskRecord(channel, current, { holder, lease });
+        });
+      }
+    } catch {
+      // A courtesy of activity: the post, read or wait it rode on has succeeded.
+    }
+  }
+
+  /**
+   * A parked wait is activity too: it looks at the agent's leases every third of the channel's
+   * TTL (but at least every 30 s, and never more than once a second) and renews those due.
+   */
+  private keepLeasesWhileParked(
+    channels: string[],
+    agent: string,
+    metas: ChannelMeta[],
+  ): NodeJS.Timeout {
+    const every = Math.min(...metas.map((meta) => channelTtl(meta) / 3), LEASE_LOOK_MS);
+    const timer = setInterval(
+      () => {
+        for (const channel of channels) void this.keepLeases(channel, agent);
+      },
+      Math.max(every, 1_000),
+    );
+    timer.unref();
+    return timer;
+  }
+
   private async existingTask(channel: string, id: string): Promise<TaskRecord> {
     const current = await this.taskRecord(channel, id);
     if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
     return current;
   }
+}
+
+/** How often a holder's leases are looked for without an index, and renewed while parked. */
+const LEASE_LOOK_MS = 30_000;
+
+/** A live lease of `holder` with less than two thirds of `ttlMs` left. */
+function dueForRenewal(record: TaskRecord, holder: string, now: number, ttlMs: number): boolean {
+  const status = leaseStatus(record, now);
+  if (status.state !== "claimed" || !status.leased || status.holder !== holder) return false;
+  return status.expiresAt !== undefined && status.expiresAt - now < (ttlMs * 2) / 3;
 }
 
 /** `NOT_HOLDER`, naming the current holder and token, unless `me` holds the live grant. */

@@ -70,6 +70,8 @@ export interface Lease {
   /** The holder of grant `token` while it lasts (cleared by release and done). */
   holder?: string;
   expiresAt?: number;
+  /** The lease's length, renewed by the holder's activity for as long again. */
+  ttlMs?: number;
   done?: { by: string; at: number; note?: string };
   /** The newest grants, oldest first (at most {@link MAX_HISTORY}). */
   history: Grant[];
@@ -84,8 +86,8 @@ export function leaseFileName(id: string): string {
 
 /** A lease as stored: JSON in one key order, so that an export round-trips byte for byte. */
 export function formatLease(lease: Lease): string {
-  const { token, holder, expiresAt, done, history } = lease;
-  return `${JSON.stringify({ token, holder, expiresAt, done, history })}\n`;
+  const { token, holder, expiresAt, ttlMs, done, history } = lease;
+  return `${JSON.stringify({ token, holder, expiresAt, ttlMs, done, history })}\n`;
 }
 /** Tokens and times read from storage are safe integers below this (DESIGN §10). */
 const MAX_NUMBER = 2 ** 50;
@@ -135,6 +137,8 @@ function parseGrant(v: Record<string, unknown>, lease: Lease): boolean {
   if (holder && expiresAt !== undefined) {
     lease.holder = holder;
     lease.expiresAt = expiresAt;
+    const ttlMs = count(v.ttlMs);
+    if (ttlMs !== undefined && ttlMs > 0) lease.ttlMs = ttlMs;
   }
   return (
     (v.holder === undefined || holder !== undefined) &&

@@ -36,6 +36,8 @@ export class ChannelIndex {
   leftovers: string[] = [];
   /** Names shaped like messages whose number is past MAX_SEQ: never messages, reported once. */
   readonly outOfRange = new Set<string>();
+  /** Claimed task markers (`task-<id>.CLAIMED-<holder>.md`), for renewal by the holder's activity. */
+  private readonly claimed = new Set<string>();
 
   constructor(
     private readonly dir: string,
@@ -100,6 +102,7 @@ export class ChannelIndex {
     const known = new Set([...this.bySeq.values()].flat());
     if (names.some((n) => !known.has(n) && seqOfFileName(n) !== undefined)) this.version++;
     this.bySeq.clear();
+    this.claimed.clear();
     this.leftovers = [];
     for (const name of names) {
       // Temporary files and lock owners a killed process could not finish removing.
@@ -161,10 +164,17 @@ export class ChannelIndex {
     this.notify(name);
   }
 
+  /** The claimed markers of `holder` (its identity) as last seen. */
+  claimedBy(holder: string): string[] {
+    const suffix = `.CLAIMED-${holder}.md`;
+    return [...this.claimed].filter((name) => name.endsWith(suffix));
+  }
+
   private insert(name: string, keepOrder: boolean): void {
     const seq = seqOfFileName(name);
     if (seq === undefined) {
       if (hasOversizedSeq(name)) this.outOfRange.add(name);
+      else if (CLAIMED_MARKER.test(name)) this.trackMarker(name, keepOrder);
       return;
     }
     const names = this.bySeq.get(seq);
@@ -181,6 +191,12 @@ export class ChannelIndex {
     // Messages arrive in seq order, so this is almost always an append.
     if (seq > (this.seqs.at(-1) ?? -1)) this.seqs.push(seq);
     else this.seqs.splice(firstAbove(this.seqs, seq), 0, seq);
+  }
+
+  /** A marker seen by a rescan exists; one named by the watch may have been renamed away. */
+  private trackMarker(name: string, fromWatch: boolean): void {
+    if (!fromWatch || existsSync(join(this.dir, name))) this.claimed.add(name);
+    else this.claimed.delete(name);
   }
 
   /**
@@ -256,6 +272,9 @@ export class ChannelIndex {
     for (const listener of this.listeners) listener(name);
   }
 }
+
+/** A claimed task marker as the reference names it. */
+const CLAIMED_MARKER = /^task-[A-Za-z0-9][A-Za-z0-9_-]*\.CLAIMED-[a-z0-9-]+\.md$/;
 
 /** The shortest time between two poll-driven looks at one folder. */
 const POLL_GAP_MS = 250;

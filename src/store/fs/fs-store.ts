@@ -553,28 +553,43 @@ export class FsStore extends BackendStore<FolderFeed> {
     const dir = this.state(channel).dir;
     const out: TaskRecord[] = [];
     for (const file of await fsp.readdir(dir)) {
-      const m = TASK_FILE.exec(file);
-      if (!m) continue;
-      let text: string;
-      try {
-        text = readRootTextSync(join(dir, file), MAX_TASK_BYTES);
-        parseTaskFile(text);
-      } catch {
-        continue;
-      }
-      const record: TaskRecord = { id: m[1]!, text, version: file };
-      if (m[2]) record.holder = m[2];
-      this.readLease(dir, record);
-      out.push(record);
+      const record = this.readTaskRecord(dir, file);
+      if (record) out.push(record);
     }
     return out;
   }
 
   /**
-   * The lease file is input like any other in the root: a link, a FIFO, a hard link or bytes
-   * that do not parse are no lease (reported once), and a token that parses is kept, so that
-   * the next grant is still above it.
+   * The markers claimed by `holder`, from the channel index as the operation that called this
+   * left it (each syncs it first): no folder read of its own.
    */
+  protected override async heldTasks(channel: string, holder: string): Promise<TaskRecord[]> {
+    const state = this.state(channel);
+    const out: TaskRecord[] = [];
+    for (const file of state.index.claimedBy(holder)) {
+      const record = this.readTaskRecord(state.dir, file);
+      if (record?.holder === holder) out.push(record);
+    }
+    return out;
+  }
+
+  /** One marker and its lease; undefined when it is no task marker or cannot be read. */
+  private readTaskRecord(dir: string, file: string): TaskRecord | undefined {
+    const m = TASK_FILE.exec(file);
+    if (!m) return undefined;
+    let text: string;
+    try {
+      text = readRootTextSync(join(dir, file), MAX_TASK_BYTES);
+      parseTaskFile(text);
+    } catch {
+      return undefined;
+    }
+    const record: TaskRecord = { id: m[1]!, text, version: file };
+    if (m[2]) record.holder = m[2];
+    this.readLease(dir, record);
+    return record;
+  }
+
   private readLease(dir: string, record: TaskRecord): void {
     let text: string;
     try {
