@@ -136,20 +136,7 @@ describe("Claude Code (real binary) after setup claude-code --write", () => {
     expect(await exited, stderr).toBe(0);
     expect(results).toEqual(["Posted.", "Posted."]);
 
-    const read = await sandbox.agentChat([
-      "--json",
-      "read",
-      "general",
-      "--as",
-      "bob",
-      "--all",
-      "--peek",
-    ]);
-    const messages = JSON.parse(read.stdout).messages as {
-      seq: number;
-      from: string;
-      body: string;
-    }[];
+    const messages = await sandbox.messages("general");
     expect(messages.map((m) => [m.seq, m.from, m.body])).toEqual([
       [1, "bob", "hi"],
       [2, "alice", "hello from claude"],

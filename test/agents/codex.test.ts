@@ -44,18 +44,7 @@ const exec = (prompt: string, ...flags: string[]) =>
   );
 
 const messages = async () => {
-  const read = await sandbox.agentChat([
-    "--json",
-    "read",
-    "general",
-    "--as",
-    "bob",
-    "--all",
-    "--peek",
-  ]);
-  return (JSON.parse(read.stdout).messages as { from: string; body: string }[]).map(
-    (m) => `${m.from}: ${m.body}`,
-  );
+  return (await sandbox.messages("general")).map((m) => `${m.from}: ${m.body}`);
 };
 
 describe("Codex (real binary) after setup codex --write", () => {

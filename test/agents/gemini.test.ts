@@ -69,16 +69,7 @@ describe("Gemini CLI (real binary) after setup gemini --write", () => {
     expect(run.stderr).toContain(
       "Hook system message: 1 unread agent-chat message for alice (general: 1).",
     );
-    const read = await sandbox.agentChat([
-      "--json",
-      "read",
-      "general",
-      "--as",
-      "bob",
-      "--all",
-      "--peek",
-    ]);
-    const messages = JSON.parse(read.stdout).messages as { from: string; body: string }[];
+    const messages = await sandbox.messages("general");
     expect(messages.map((m) => `${m.from}: ${m.body}`)).toEqual([
       "bob: hi",
       "alice: hello from gemini",

@@ -69,16 +69,7 @@ describe("MCP Inspector --cli on the .mcp.json setup writes", () => {
     const [posted, footer] = JSON.parse(call.stdout).content.map((c: { text: string }) => c.text);
     expect(posted).toBe("Posted #1 to general.");
     expect(footer).toMatch(/^<agent-chat>\{"chat":\{"msgs":0\b.*<\/agent-chat>$/);
-    const read = await sandbox.agentChat([
-      "--json",
-      "read",
-      "general",
-      "--as",
-      "bob",
-      "--all",
-      "--peek",
-    ]);
-    const [message] = JSON.parse(read.stdout).messages as { from: string; body: string }[];
+    const [message] = await sandbox.messages("general");
     expect(message).toMatchObject({ from: "alice", body: "from the inspector" });
   }, 60_000);
 });

@@ -26,6 +26,8 @@ export interface Sandbox {
   env: Record<string, string>;
   /** Runs agent-chat as the tools do (found on PATH). */
   agentChat(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  /** Every message of a channel, as `read --all --peek --json` gives them (no cursor moves). */
+  messages(channel: string): Promise<Array<{ seq: number; from: string; body: string }>>;
   cleanup(): void;
 }
 
@@ -54,13 +56,19 @@ export function makeSandbox(prefix: string): Sandbox {
     TERM: "dumb",
     NO_COLOR: "1",
   };
+  const agentChat: Sandbox["agentChat"] = (args) =>
+    runCli(["--root", root, ...args], { env, cwd: project });
   return {
     dir,
     home,
     project,
     root,
     env,
-    agentChat: (args) => runCli(["--root", root, ...args], { env, cwd: project }),
+    agentChat,
+    messages: async (channel) => {
+      const read = await agentChat(["--json", "read", channel, "--as", "bob", "--all", "--peek"]);
+      return JSON.parse(read.stdout).messages;
+    },
     cleanup,
   };
 }
