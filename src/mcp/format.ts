@@ -46,7 +46,8 @@ const NEXT_STEP: Partial<Record<ErrorCode | "INTERNAL", string>> = {
   TASK_EXISTS: "Choose another id, or leave id out to get the next number.",
   CLAIM_LOST:
     "Someone else holds this task: do not work on it. Pick another open task (chat_tasks action=list).",
-  NOT_HOLDER: "Only the agent that claimed a task can release it.",
+  NOT_HOLDER:
+    "Only the agent holding a task's live lease can finish or release it: if it passed to someone else, stop working on it (chat_tasks action=list).",
   TOO_LARGE: "Shorten the body, or split it over several messages.",
   LOCK_TIMEOUT: "Another writer held the channel's lock too long; try again in a few seconds.",
   CORRUPT_META: "The channel's _meta.json is damaged; tell the user.",

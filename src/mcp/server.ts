@@ -353,13 +353,17 @@ function registerTools(
   tool(
     "chat_tasks",
     "Task markers of a channel. list: all tasks; add: create one (title); " +
-      "claim: take one before working on it (exactly one claimant wins); release: give it back.",
+      "claim: take one before working on it (exactly one claimant wins; a lease your activity " +
+      "in the channel keeps alive); done: finish yours (note); release: give it back.",
     {
-      action: z.enum(["list", "add", "claim", "release"]).describe("What to do"),
+      action: z.enum(["list", "add", "claim", "done", "release"]).describe("What to do"),
       channel,
-      task: z.string().optional().describe("Task id, for claim and release (add: optional id)"),
+      task: z
+        .string()
+        .optional()
+        .describe("Task id, for claim, done and release (add: optional id)"),
       title: z.string().optional().describe("For add: what is to be done"),
-      body: z.string().optional().describe("For add: details, markdown"),
+      body: z.string().optional().describe("For add: details, markdown; for done: a short note"),
     },
     // add creates a task, claim marks it; release gives back only the caller's own claim and
     // the task stays: nothing of anyone else's is removed.
@@ -383,7 +387,15 @@ function registerTools(
         }
         case "claim": {
           const info = await store.claim(args.channel, requireTask(args), agent);
-          return `Claimed task ${info.id} in ${args.channel}: it is yours; release it if you stop.`;
+          return (
+            `Claimed task ${info.id} in ${args.channel} (token ${info.token}): it is yours while ` +
+            "you stay active in the channel; mark it done when finished, release it if you stop."
+          );
+        }
+        case "done": {
+          const note = args.body?.trim() ? { note: args.body } : {};
+          const info = await store.done(args.channel, requireTask(args), agent, note);
+          return `Done: task ${info.id} in ${args.channel}.`;
         }
         case "release": {
           const info = await store.release(args.channel, requireTask(args), agent);

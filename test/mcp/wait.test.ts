@@ -57,6 +57,25 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
     ).toEqual([`task-1.CLAIMED-${winner}.md`]);
     const listed = await bob.call("chat_tasks", { action: "list", channel: "review" });
     expect(listed.text).toBe(`task 1 · claimed by ${winner} · Review the schema`);
+    expect(winners[0]!.text).toMatch(/^Claimed task 1 in review \(token 1\)/);
+
+    // Only the winner finishes it; the other is told why and what to do.
+    const [winnerAgent, loserAgent] = winner === "alice" ? [alice, bob] : [bob, alice];
+    const refused = await loserAgent.call("chat_tasks", {
+      action: "done",
+      channel: "review",
+      task: "1",
+    });
+    expect(refused.text).toMatch(/^Error NOT_HOLDER: .*claimed by/);
+    const done = await winnerAgent.call("chat_tasks", {
+      action: "done",
+      channel: "review",
+      task: "1",
+      body: "schema reviewed",
+    });
+    expect(done.text).toBe("Done: task 1 in review.");
+    const after = await bob.call("chat_tasks", { action: "list", channel: "review" });
+    expect(after.text).toBe(`task 1 · done by ${winner} · Review the schema`);
   });
 
   it("cancelling a pending wait leaves the server usable and consumes nothing", async () => {
