@@ -94,6 +94,23 @@ describe.skipIf(natsSkipReason !== undefined)(
       await Promise.all(stores.map((s) => s.close()));
     });
 
+    it("a task value another client wrote as garbage hides no other task and is no task", async () => {
+      const store = await NatsStore.open(server.url(ns()));
+      await store.init("work");
+      await store.addTask("work", { id: "1", title: "the real one", from: "lead" });
+      const { Kvm } = await import("@nats-io/kv");
+      const kv = await new Kvm(store.js).open(store.bucketName);
+      await kv.put("task.work.2", "not json");
+      await kv.put("task.work.3", JSON.stringify({ text: 42 }));
+      await kv.put("task.work.4", JSON.stringify({ text: "t", holder: "../../etc" }));
+      expect((await store.tasks("work")).map((t) => t.id)).toEqual(["1"]);
+      await expect(store.claim("work", "2", "bob")).rejects.toMatchObject({
+        code: "TASK_NOT_FOUND",
+      });
+      expect(await store.claim("work", "1", "bob")).toMatchObject({ holder: "bob", token: 1 });
+      await store.close();
+    });
+
     it("a waiter on one connection wakes when another connection posts", async () => {
       const url = server.url(ns());
       const waiter = await NatsStore.open(url);

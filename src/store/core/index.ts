@@ -11,6 +11,7 @@ export {
 export {
   formatLease,
   formatTask,
+  HOLDER,
   type Lease,
   leaseFileName,
   parseLease,

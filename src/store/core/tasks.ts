@@ -91,7 +91,8 @@ export function formatLease(lease: Lease): string {
 }
 /** Tokens and times read from storage are safe integers below this (DESIGN §10). */
 const MAX_NUMBER = 2 ** 50;
-const HOLDER = /^[a-z0-9-]{1,100}$/;
+/** What a holder looks like in a marker's name and a lease (an identity). */
+export const HOLDER = /^[a-z0-9-]{1,100}$/;
 
 function count(value: unknown): number | undefined {
   return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) < MAX_NUMBER

@@ -10,6 +10,7 @@ import {
   BackendStore,
   type Feed,
   formatLease,
+  HOLDER,
   type Lease,
   type PostDraft,
   parseLease,
@@ -368,7 +369,10 @@ export class NatsStore extends BackendStore {
       for (const key of keys) {
         const entry = await this.kv.get(key);
         if (entry?.operation !== "PUT") continue;
-        out.push(taskRecord(key.slice(prefix.length), entry.json<StoredTask>(), entry.revision));
+        const stored = storedTask(entry.string());
+        // A value that is no task of ours (written by another client) is no task, as a marker
+        // that cannot be read is none on the folder store: it never hides the others.
+        if (stored) out.push(taskRecord(key.slice(prefix.length), stored, entry.revision));
       }
       return out;
     }, `cannot list the tasks of ${channel}`);
@@ -383,7 +387,8 @@ export class NatsStore extends BackendStore {
       `cannot read task ${id}`,
     );
     if (entry?.operation !== "PUT") return undefined;
-    return taskRecord(id, entry.json<StoredTask>(), entry.revision);
+    const stored = storedTask(entry.string());
+    return stored && taskRecord(id, stored, entry.revision);
   }
 
   protected async createTaskRecord(channel: string, id: string, text: string): Promise<boolean> {
@@ -615,6 +620,22 @@ function cursorKey(channel: string, agent: string): string {
 
 function taskKey(channel: string, id: string): string {
   return `task.${token(channel)}.${id}`;
+}
+
+/** A task value as read from KV, which any client of the server may have written. */
+function storedTask(text: string): StoredTask | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const v = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
+  if (typeof v.text !== "string") return undefined;
+  if (v.holder !== undefined && (typeof v.holder !== "string" || !HOLDER.test(v.holder))) {
+    return undefined;
+  }
+  return v as unknown as StoredTask;
 }
 
 function taskRecord(id: string, stored: StoredTask, revision: number): TaskRecord {
