@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { promises as fsp, mkdirSync, renameSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../core/errors.js";
@@ -26,6 +25,7 @@ import {
   removeTreeSync,
   replaceFile,
   tempName,
+  uniqueHex,
   unsafeEntry,
 } from "../fsutil/root-files.js";
 
@@ -297,7 +297,7 @@ export class KFolder {
   async deleteFolder(path: string[], focus: string[]): Promise<void> {
     if (path.length === 0) throw new AgentChatError("INVALID_ARGUMENT", "cannot delete the root");
     const target = join(this.dirOf(path.slice(0, -1)), validateFolderName(path[path.length - 1]!));
-    const grave = join(this.dirOf([]), `.trash-${randomBytes(8).toString("hex")}`);
+    const grave = join(this.dirOf([]), `.trash-${uniqueHex()}`);
     try {
       await fsp.rename(target, grave);
     } catch (err) {

@@ -2,6 +2,7 @@ import { existsSync, type FSWatcher, promises as fsp, watch } from "node:fs";
 import { join } from "node:path";
 import { hasOversizedSeq, seqOfFileName } from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
+import { TASK_FILE } from "../core/index.js";
 
 /**
  * Which message files a channel folder holds, by seq, without re-reading the folder on every
@@ -174,7 +175,7 @@ export class ChannelIndex {
     const seq = seqOfFileName(name);
     if (seq === undefined) {
       if (hasOversizedSeq(name)) this.outOfRange.add(name);
-      else if (CLAIMED_MARKER.test(name)) this.trackMarker(name, keepOrder);
+      else if (TASK_FILE.exec(name)?.[2] !== undefined) this.trackMarker(name, keepOrder);
       return;
     }
     const names = this.bySeq.get(seq);
@@ -272,9 +273,6 @@ export class ChannelIndex {
     for (const listener of this.listeners) listener(name);
   }
 }
-
-/** A claimed task marker as the reference names it. */
-const CLAIMED_MARKER = /^task-[A-Za-z0-9][A-Za-z0-9_-]*\.CLAIMED-[a-z0-9-]+\.md$/;
 
 /** The shortest time between two poll-driven looks at one folder. */
 const POLL_GAP_MS = 250;

@@ -3,7 +3,12 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import { formatTimestamp, messageFileName, serializeMessage } from "../../core/message.js";
+import {
+  formatTimestamp,
+  messageFileName,
+  parseSeqText,
+  serializeMessage,
+} from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import {
@@ -333,9 +338,7 @@ export class NatsStore extends BackendStore {
       () => this.kv.get(cursorKey(channel, agent)),
       `cannot read the cursor of ${agent}`,
     );
-    if (entry?.operation !== "PUT") return 0;
-    const n = Number.parseInt(entry.string().trim(), 10);
-    return Number.isSafeInteger(n) && n > 0 ? n : 0;
+    return entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
   }
 
   protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
