@@ -40,6 +40,20 @@ await build({
 // the hook, and the hot commands (post, read, wait, peek, channels, tasks, claim).
 // bench/README.md ("Start-up") says what must stay out of these two files.
 const commonjs = { bundle: true, format: "cjs", platform: "node", target: "node20" };
+/** The NATS backend's entry replaced by a module that fails if it is ever loaded. */
+const withoutNats = {
+  name: "without-nats",
+  setup(b) {
+    b.onResolve({ filter: /[\\/]store[\\/]nats[\\/]index\.js$/ }, (args) => ({
+      path: args.path,
+      namespace: "without-nats",
+    }));
+    b.onLoad({ filter: /.*/, namespace: "without-nats" }, () => ({
+      contents: 'throw new Error("a nats:// root is served by the full CLI (dist/main.js)");',
+      loader: "js",
+    }));
+  },
+};
 // The program's --help as the full CLI prints it to a pipe (not a terminal, whose width it
 // would follow), so that the executable can answer `--help` without loading the full CLI.
 const env = { ...process.env };
@@ -63,8 +77,9 @@ for (const [entry, outfile] of [
     ...commonjs,
     entryPoints: [entry],
     outfile,
-    // Neither serves a NATS root (the executable sends those to the full CLI).
-    external: ["@nats-io/*"],
+    // Neither serves a URL root (the executable sends those to the full CLI): the NATS backend
+    // stays out of both, so V8 has a quarter less to read at each start.
+    plugins: [withoutNats],
     // Less text for V8 to read at each start; names are kept, so stack traces still read.
     minifyWhitespace: true,
     minifySyntax: true,

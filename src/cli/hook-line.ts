@@ -1,3 +1,4 @@
+import { isUrlRoot } from "../store/roots.js";
 import type { HookArgs } from "./hook.js";
 
 /** A hook invocation the fast path serves: the request and the `--root` given, if any. */
@@ -40,6 +41,7 @@ export function parseHookLine(argv: readonly string[], envRoot?: string): HookLi
   }
   if (!sawHook || line.event === undefined) return undefined;
   const root = line.root ?? envRoot;
-  if (root?.startsWith("nats:")) return undefined;
+  // A URL root (NATS) is served by the full CLI, as in the lean entry of the hot commands.
+  if (root !== undefined && isUrlRoot(root)) return undefined;
   return line as HookLine;
 }

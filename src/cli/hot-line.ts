@@ -1,3 +1,4 @@
+import { isUrlRoot } from "../store/roots.js";
 /**
  * The commands agents run all the time, with their options as `commands/core.ts` declares them
  * to commander (test/cli/startup.test.ts checks that the two agree): a line made only of these
@@ -155,7 +156,7 @@ function finish(line: Parsing, envRoot: string | undefined): HotLine | undefined
   if (!spec || !command || operands.length !== spec.operands) return undefined;
   // resolveRoot's precedence: --root, else a non-blank $AGENT_CHAT_ROOT.
   const root = globals.root || (envRoot?.trim() ? envRoot : undefined);
-  if (root !== undefined && /^[a-z][a-z0-9+.-]*:\/\//i.test(root)) return undefined;
+  if (root !== undefined && isUrlRoot(root)) return undefined;
   for (const [key, value] of Object.entries(spec.defaults)) {
     if (!Object.hasOwn(options, key)) options[key] = value;
   }

@@ -3,6 +3,7 @@ import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
+import { isUrlRoot } from "../store/roots.js";
 import type { Store } from "../store/types.js";
 
 export interface OpenOptions extends FsStoreOptions {
@@ -18,7 +19,7 @@ export interface OpenOptions extends FsStoreOptions {
  */
 export async function openStore(root: string, options: OpenOptions = {}): Promise<Store> {
   if (root.trim() === "") throw new AgentChatError("INVALID_ARGUMENT", "root is empty");
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(root)) {
+  if (isUrlRoot(root)) {
     const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
     if (scheme === "nats" || scheme === "tls") {
       const { NatsStore } = await import("../store/nats/index.js");

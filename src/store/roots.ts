@@ -2,6 +2,11 @@
  * What a root names, decided without loading any backend: the CLI asks this on every start, and
  * the NATS client must stay off the start-up path of folder commands.
  */
+/** A root given as a URL (`nats://…`, `tls://…`, any `scheme://`) rather than a folder path. */
+export function isUrlRoot(root: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(root);
+}
+
 export function isNatsUrl(root: string): boolean {
   return /^(nats|tls):\/\//i.test(root);
 }

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { Message } from "../../core/message.js";
+import { isUrlRoot } from "../../store/roots.js";
 import type { TaskInfo } from "../../store/types.js";
 import { readBody } from "../body.js";
 import {
@@ -163,7 +164,5 @@ export function leaseText(t: TaskInfo): string {
 
 /** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */
 export function locate(location: string, ...parts: string[]): string {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(location)
-    ? [location, ...parts].join("/")
-    : join(location, ...parts);
+  return isUrlRoot(location) ? [location, ...parts].join("/") : join(location, ...parts);
 }

@@ -1,6 +1,7 @@
 import { type B00tEnvelope, envelopeToPost, validateEnvelope } from "../../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { validateName } from "../../core/names.js";
+import { isUrlRoot } from "../roots.js";
 import type { PostResult } from "../types.js";
 import { connectNats } from "./connect.js";
 import type { NatsStore } from "./nats-store.js";
@@ -19,7 +20,7 @@ export function envelopeSubject(channel: string): string {
 export async function publishEnvelope(natsUrl: string, envelope: B00tEnvelope): Promise<void> {
   const valid = validateEnvelope(envelope);
   validateName("channel", valid.channel);
-  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(natsUrl) ? natsUrl : `nats://${natsUrl}`;
+  const url = isUrlRoot(natsUrl) ? natsUrl : `nats://${natsUrl}`;
   const target = parseNatsUrl(url, false);
   const nc = await connectNats(target, {});
   try {
