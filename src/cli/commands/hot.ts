@@ -130,7 +130,7 @@ export const HOT_ACTIONS: Record<
   },
 };
 
-export function printMessages(ctx: CliContext, messages: Message[], empty: string): void {
+function printMessages(ctx: CliContext, messages: Message[], empty: string): void {
   if (messages.length === 0 && empty) ctx.err(`${empty}\n`);
   for (const message of messages) ctx.out(formatMessageHuman(message));
 }

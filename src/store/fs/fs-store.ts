@@ -347,11 +347,8 @@ export class FsStore extends BackendStore<FolderFeed> {
     state: ChannelState,
     name: string,
     seq: number,
-    warnings?: string[],
   ): Promise<Message | undefined> {
-    const read = await this.readFile(state, name, seq);
-    if (read.problem) warnings?.push(read.problem);
-    return read.message;
+    return (await this.readFile(state, name, seq)).message;
   }
 
   /**
