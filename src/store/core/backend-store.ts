@@ -691,10 +691,13 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   private async keepLeases(channel: string, agent: string): Promise<void> {
     try {
       const holder = identity(agent);
-      const held = await this.heldTasks(channel, holder);
-      if (held.length === 0) return;
+      // Most activity finds nothing due: only a lease past a third of its length takes the lock.
+      const due = (await this.heldTasks(channel, holder)).filter((t) =>
+        isDue(t, holder, this.now()),
+      );
+      if (due.length === 0) return;
       const channelTtlMs = channelTtl(await this.roster(channel));
-      for (const { id } of held) {
+      for (const { id } of due) {
         await this.exclusive(channel, async () => {
           const current = await this.taskRecord(channel, id);
           const now = this.now();
@@ -739,6 +742,16 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
 
 /** How often a holder's leases are looked for without an index, and renewed while parked. */
 const LEASE_LOOK_MS = 30_000;
+
+/**
+ * Whether a held task may be due, before the lock: a lease that records its length is judged by
+ * it; an older one (no length) is looked at under the lock with the channel's.
+ */
+function isDue(record: TaskRecord, holder: string, now: number): boolean {
+  const ttlMs = record.lease?.ttlMs;
+  if (ttlMs === undefined) return record.lease?.holder === holder;
+  return dueForRenewal(record, holder, now, ttlMs);
+}
 
 /** A live lease of `holder` with less than two thirds of `ttlMs` left. */
 function dueForRenewal(record: TaskRecord, holder: string, now: number, ttlMs: number): boolean {
