@@ -202,9 +202,9 @@ export function parseTtl(value: string, flag = "--ttl"): number {
   return ms;
 }
 
-/** `1h 5m`, `29m 59s`, `45s`: a time left, to the second. */
+/** `1h 5m`, `29m 59s`, `45s`: a time left, to the nearest second (a lease just granted reads `30m`). */
 export function formatDuration(ms: number): string {
-  let s = Math.floor(ms / 1000);
+  let s = Math.round(ms / 1000);
   const parts: string[] = [];
   for (const [unit, size] of [
     ["d", 86_400],
