@@ -9,7 +9,7 @@ import { hookStateDir } from "./hook-state.js";
  * prompt of an agent tool, so it loads one file instead of the full CLI.
  */
 export async function run(line: HookLine): Promise<void> {
-  await runHook(line, {
+  process.exitCode = await runHook(line, {
     root: resolveRoot({ flag: line.root, env: process.env.AGENT_CHAT_ROOT, home: homedir() }),
     env: process.env,
     stateDir: hookStateDir(process.env, homedir()),

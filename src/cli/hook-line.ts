@@ -6,11 +6,17 @@ export interface HookLine extends HookArgs {
   root?: string;
 }
 
-const VALUE_FLAGS = { "--root": "root", "--as": "as", "--format": "format" } as const;
+const VALUE_FLAGS = {
+  "--root": "root",
+  "--as": "as",
+  "--format": "format",
+  "--timeout": "timeout",
+} as const;
 
 /**
  * Recognises the one command line host tools run on every prompt,
- * `[--root DIR] hook EVENT [--as NAME] [--format TOOL] [--block]` (as `setup` writes it), so
+ * `[--root DIR] hook EVENT [--as NAME] [--format TOOL] [--block] [--timeout S]` (as `setup` writes
+ * it), so
  * that it can skip loading the full command-line parser. Anything else, including `--help`, a
  * flag it does not know or a NATS root (whose client is ESM-only), is undefined: the full CLI
  * then handles it, with its checks and messages.

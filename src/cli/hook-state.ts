@@ -89,3 +89,50 @@ export async function saveSeen(
     dated.slice(MAX_SESSIONS).map(({ name }) => fsp.unlink(join(dir, name)).catch(() => {})),
   );
 }
+
+/**
+ * The parked `hook wait` that may wake a session: its id, in a file of its own beside the
+ * session's marks (the Stop hooks run at once, so the marks' file would lose one of two writes).
+ * A newer wait replaces it; a prompt (the session started a turn) removes it; any other waiter
+ * stays silent.
+ */
+function waiterFile(dir: string, agent: string, sessionId: string): string {
+  return `${sessionFile(dir, agent, sessionId)}.waiter`;
+}
+
+export async function setWaiter(
+  dir: string,
+  agent: string,
+  sessionId: string,
+  id: string,
+): Promise<void> {
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = waiterFile(dir, agent, sessionId);
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fsp.writeFile(tmp, id, { mode: 0o600 });
+  await fsp.rename(tmp, file);
+}
+
+export async function currentWaiter(
+  dir: string,
+  agent: string,
+  sessionId: string,
+): Promise<string | undefined> {
+  try {
+    const text = await fsp.readFile(waiterFile(dir, agent, sessionId), "utf8");
+    return text.length <= 200 ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes the session's waiter mark: any, or only `id`'s (a waiter leaving). */
+export async function clearWaiter(
+  dir: string,
+  agent: string,
+  sessionId: string,
+  id?: string,
+): Promise<void> {
+  if (id !== undefined && (await currentWaiter(dir, agent, sessionId)) !== id) return;
+  await fsp.unlink(waiterFile(dir, agent, sessionId)).catch(() => {});
+}

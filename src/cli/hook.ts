@@ -13,7 +13,8 @@ import {
 } from "../mcp/hook.js";
 import { countUnread, type UnreadCount } from "../mcp/unread.js";
 import type { Store } from "../store/types.js";
-import { loadSeen, saveSeen } from "./hook-state.js";
+import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
+import { runHookWait } from "./hook-wait.js";
 import { oneOf, UsageError } from "./usage.js";
 
 /** How long a hook waits for its host's JSON on stdin, and how much of it it reads. */
@@ -26,7 +27,12 @@ export interface HookArgs {
   as?: string | undefined;
   format?: string | undefined;
   block?: boolean | undefined;
+  /** `hook wait`: how long to stay parked, in seconds. */
+  timeout?: string | undefined;
 }
+
+/** The event of `hook wait` (Claude Code's async rewake Stop hook, see hook-wait.ts). */
+export const WAKE_EVENT = "wait";
 
 /** What a hook needs from its process: the root, the environment and the two outputs. */
 export interface HookIo {
@@ -41,40 +47,64 @@ export interface HookIo {
 /**
  * `agent-chat hook EVENT`: prints the unread notice in the host tool's form, or nothing when
  * nothing is unread. It never throws and never moves a cursor: a hook must not break the tool
- * that runs it, so a problem is said on stderr and the process still exits 0.
+ * that runs it, so a problem is said on stderr and the exit code is 0. `hook wait` parks until
+ * there is news and returns 2 with it (see hook-wait.ts). Returns the exit code.
  */
-export async function runHook(args: HookArgs, io: HookIo): Promise<void> {
+export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
   try {
     const input = parseHookInput(await readHookStdin());
     const agent = args.as ?? io.env.AGENT_CHAT_NAME;
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
+    if (args.event === WAKE_EVENT) {
+      // A long wait: the store watches its folders, so news comes without waiting for a poll.
+      const store = await openStore(io.root);
+      try {
+        return await runHookWait(
+          store,
+          { agent, sessionId: input.session_id, timeout: args.timeout },
+          io,
+        );
+      } finally {
+        await store.close();
+      }
+    }
     const format = args.format ? oneOf(args.format, HOOK_FORMATS, "--format") : detectFormat(input);
     const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
+    // The session started a turn: a parked `hook wait` must no longer wake it.
+    if (event === "prompt" && input.session_id !== undefined) {
+      await clearWaiter(io.stateDir, agent, input.session_id);
+    }
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
     const store = await openStore(io.root, { watch: false });
     try {
-      const count = await countUnread(store, agent);
-      if (count.msgs === 0) return;
-      if (input.session_id !== undefined) {
-        const fresh = await firstTelling(store, io, { agent, event, input, count });
-        if (!fresh) return;
-      }
-      io.out(
-        hookOutput({
-          event,
-          format: format as HookFormat,
-          agent,
-          count,
-          input,
-          block: args.block === true,
-        }),
-      );
+      await printNotice(store, { agent, event, format: format as HookFormat, input, args }, io);
     } finally {
       await store.close();
     }
   } catch (err) {
     io.err(`agent-chat hook: ${(err as Error).message}\n`);
   }
+  return 0;
+}
+
+async function printNotice(
+  store: Store,
+  {
+    agent,
+    event,
+    format,
+    input,
+    args,
+  }: { agent: string; event: HookEvent; format: HookFormat; input: HookInput; args: HookArgs },
+  io: HookIo,
+): Promise<void> {
+  const count = await countUnread(store, agent);
+  if (count.msgs === 0) return;
+  if (input.session_id !== undefined) {
+    const fresh = await firstTelling(store, io, { agent, event, input, count });
+    if (!fresh) return;
+  }
+  io.out(hookOutput({ event, format, agent, count, input, block: args.block === true }));
 }
 
 /**

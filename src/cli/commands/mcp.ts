@@ -14,8 +14,9 @@ import { FOOTER_STYLES } from "../../mcp/unread.js";
 import { isNatsUrl } from "../../store/roots.js";
 import { type CliContext, parsePositiveInt, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
-import { runHook } from "../hook.js";
+import { type HookArgs, runHook, WAKE_EVENT } from "../hook.js";
 import { hookStateDir } from "../hook-state.js";
+import { DEFAULT_WAKE_TIMEOUT_S } from "../hook-wait.js";
 import { oneOf } from "../usage.js";
 
 declare const __VERSION__: string | undefined;
@@ -220,19 +221,26 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
   program
     .command("hook")
     .description("print the unread notice an agent tool's hook shows (never moves a cursor)")
-    .argument("<event>", HOOK_EVENTS.join(" | "))
+    .argument("<event>", [...HOOK_EVENTS, WAKE_EVENT].join(" | "))
     .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
     .option("--format <tool>", `output form: ${HOOK_FORMATS.join(" | ")} (default: from the input)`)
     .option("--block", "at stop, keep the agent going to read its messages (once)")
+    .option(
+      "--timeout <seconds>",
+      `wait: how long to stay parked (default ${DEFAULT_WAKE_TIMEOUT_S})`,
+    )
     .addHelpText(
       "after",
       "\nReads the tool's hook JSON on stdin (none or invalid is fine), prints one line when\n" +
-        "messages are unread and nothing otherwise, and always exits 0.\n\nExamples:\n" +
+        "messages are unread and nothing otherwise, and always exits 0.\n" +
+        "`hook wait` (Claude Code's async Stop hook, written by setup claude-code --wake) parks\n" +
+        "instead, and exits 2 with a notice on stderr when a message arrives that the session\n" +
+        "has neither read nor been told of, which wakes the idle session; 0 on its timeout.\n\nExamples:\n" +
         "  agent-chat hook session-start --as bob\n" +
         '  echo \'{"hook_event_name":"Stop"}\' | agent-chat hook stop --as bob --format claude',
     )
-    .action(async (event: string, opts: { as?: string; format?: string; block?: boolean }) => {
-      await runHook(
+    .action(async (event: string, opts: Omit<HookArgs, "event">) => {
+      ctx.exitCode = await runHook(
         { event, ...opts },
         {
           root: ctx.root,

@@ -1,0 +1,118 @@
+import { countUnread } from "../mcp/unread.js";
+import { memberChannels } from "../mcp/wait-all.js";
+import { waitForNews, wakeNotice } from "../mcp/wake.js";
+import type { Store } from "../store/types.js";
+import type { HookIo } from "./hook.js";
+import { clearWaiter, currentWaiter, loadSeen, saveSeen, setWaiter } from "./hook-state.js";
+import { UsageError } from "./usage.js";
+
+/**
+ * How long `hook wait` stays parked when not told (`--timeout`): an idle session can be woken
+ * for an hour after its last turn; the next turn's Stop parks a new wait.
+ */
+export const DEFAULT_WAKE_TIMEOUT_S = 3600;
+/** How often a parked wait asks whether it is still wanted (and looks for new channels). */
+const WAKE_POLL_MS = 1000;
+
+/** Exit code that makes Claude Code wake the session with the hook's stderr (see below). */
+const EXIT_WAKE = 2;
+
+export interface HookWaitRequest {
+  agent: string;
+  sessionId: string | undefined;
+  /** Seconds, as given on the command line. */
+  timeout: string | undefined;
+}
+
+/**
+ * `agent-chat hook wait`, Claude Code's Stop hook with `"async": true, "asyncRewake": true`.
+ * What Claude Code 2.1.332 does with it (read in its shipped code, node_modules/@anthropic-ai/
+ * claude-code/bin/claude.exe): the hook schema says asyncRewake "runs in background and wakes
+ * the model on exit code 2 (blocking error). Implies async."; `async: true` keeps it in the
+ * background in every mode (asyncRewake alone is backgrounded only when interactive or with
+ * `--input-format stream-json`, else it would hold up `claude -p` like a plain Stop hook). When
+ * it exits 2, Claude Code queues a task notification ("Stop hook feedback") whose text is
+ * `Stop hook blocking error from command "Stop": ` + the hook's stderr (stdout if stderr is
+ * empty), priority "next", so an idle session takes a new turn with it; that turn's Stop input
+ * has `stop_hook_active: true`. Any other exit code wakes nothing. The hook's environment
+ * carries `CLAUDE_PID`. At the end of a headless session Claude Code waits up to 30 s for
+ * pending asyncRewake hooks.
+ *
+ * Returns the exit code: 2 with a notice on stderr when a message arrived that the agent has
+ * neither read nor been told of; 0 otherwise (its own timeout, a newer wait or a prompt took
+ * over, Claude Code is gone, or a problem, said on stderr). Never moves a cursor, and never
+ * tells of the same message twice: what it tells is recorded as told for the session.
+ */
+export async function runHookWait(
+  store: Store,
+  request: HookWaitRequest,
+  io: HookIo,
+): Promise<number> {
+  const timeoutMs = parseWakeTimeout(request.timeout);
+  const { agent, sessionId: session } = request;
+  const id = `${process.pid}-${Date.now()}`;
+  let told: Record<string, number>;
+  if (session === undefined) {
+    // No session to remember what was told: only what arrives from now on is news.
+    told = await lastSeqs(store, await memberChannels(store, agent));
+  } else {
+    told = (await loadSeen(io.stateDir, agent, session, io.root)).context;
+    await setWaiter(io.stateDir, agent, session, id);
+  }
+  const mine = async () =>
+    session === undefined || (await currentWaiter(io.stateDir, agent, session)) === id;
+  const hostAlive = hostChecker(io.env);
+  const result = await waitForNews(store, agent, {
+    told,
+    timeoutMs,
+    pollMs: WAKE_POLL_MS,
+    stillWanted: async () => hostAlive() && (await mine()),
+  });
+  if (session !== undefined) await clearWaiter(io.stateDir, agent, session, id);
+  if (result.kind !== "news") return 0;
+  const count = await countUnread(store, agent);
+  if (session !== undefined) {
+    // Told now: the next prompt's notice and the next wait leave these messages alone.
+    const seen = await loadSeen(io.stateDir, agent, session, io.root);
+    const last = await lastSeqs(store, Object.keys(count.channels));
+    const { channel, seq } = result.message;
+    last[channel] = Math.max(last[channel] ?? 0, seq);
+    await saveSeen(io.stateDir, agent, session, { ...seen, context: { ...seen.context, ...last } });
+  }
+  io.err(`${wakeNotice(result.message, count, agent)}\n`);
+  return EXIT_WAKE;
+}
+
+async function lastSeqs(store: Store, names: readonly string[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const info of await store.channels()) {
+    if (names.includes(info.name)) out[info.name] = info.lastSeq;
+  }
+  return out;
+}
+
+function parseWakeTimeout(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_WAKE_TIMEOUT_S * 1000;
+  const seconds = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!(seconds > 0 && seconds <= 7 * 86_400)) {
+    throw new UsageError(`--timeout must be whole seconds, 1 to 604800 (got ${value})`);
+  }
+  return seconds * 1000;
+}
+
+/**
+ * Whether the Claude Code that started this hook (`CLAUDE_PID`) still runs: a wait left behind
+ * by a session that ended must not stay parked until its timeout.
+ */
+function hostChecker(env: NodeJS.ProcessEnv): () => boolean {
+  const pid = Number(env.CLAUDE_PID);
+  if (!Number.isSafeInteger(pid) || pid <= 1) return () => true;
+  return () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === "EPERM";
+    }
+  };
+}

@@ -1,0 +1,207 @@
+import { type ChildProcess, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/client/open.js";
+import { collect, runCli, startCli, watching } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+import { initChannels } from "../mcp/client.js";
+
+/*
+ * `agent-chat hook wait`, Claude Code's async rewake Stop hook, run as Claude Code runs it: the
+ * Stop input on stdin, parked until news, exit 2 with the notice on stderr (what Claude Code
+ * hands the model as a new turn), exit 0 otherwise.
+ */
+
+let root: string;
+let state: string;
+const cleanups: Array<() => void> = [];
+const children: ChildProcess[] = [];
+
+beforeEach(async () => {
+  const r = tempDir("agent-chat-wake-");
+  const s = tempDir("agent-chat-wake-state-");
+  root = r.dir;
+  state = s.dir;
+  cleanups.push(r.cleanup, s.cleanup);
+  await initChannels(root, { review: ["alice", "bob"], ops: ["alice", "carol"] });
+});
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+async function post(channel: string, from: string, body: string, to?: string): Promise<number> {
+  const store = await openStore(root, { watch: false });
+  const { seq } = await store.post(channel, to ? { from, body, to } : { from, body });
+  await store.close();
+  return seq;
+}
+
+async function cursor(channel: string, agent: string): Promise<number> {
+  const store = await openStore(root, { watch: false });
+  const at = await store.cursor(channel, agent);
+  await store.close();
+  return at;
+}
+
+const stopInput = (session = "s1", active = false) => ({
+  session_id: session,
+  hook_event_name: "Stop",
+  stop_hook_active: active,
+});
+
+const env = (extra: Record<string, string> = {}) => ({ XDG_STATE_HOME: state, ...extra });
+
+/** Starts `hook wait` and resolves once it is parked (it holds its file watch). */
+async function parkWait(args: string[], input: unknown, extra: Record<string, string> = {}) {
+  const child = startCli(["hook", "wait", "--as", "bob", ...args], {
+    root,
+    input: JSON.stringify(input),
+    env: env(extra),
+    timeoutMs: 30_000,
+  });
+  children.push(child);
+  await watching(child);
+  return child;
+}
+
+function hook(event: string, input: unknown) {
+  return runCli(["hook", event, "--as", "bob", "--format", "claude"], {
+    root,
+    input: JSON.stringify(input),
+    env: env(),
+  });
+}
+
+describe("agent-chat hook wait", () => {
+  it("exits 2 with a notice on stderr when a message for the agent arrives, and moves no cursor", async () => {
+    const waiter = await parkWait([], stopInput());
+    await post("review", "bob", "bob's own message is no news for bob");
+    await post("ops", "alice", "bob is not in ops");
+    await post("review", "alice", "for carol only", "carol");
+    const seq = await post("review", "alice", "# Deploy?\n\nready when you are", "bob");
+    const result = await collect(waiter);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toBe(
+      `not an error: a new agent-chat message arrived while you were idle: review #${seq} from alice ("Deploy?"). ` +
+        "1 unread agent-chat message for bob (review: 1). Read it with the chat_read tool (or: agent-chat read review --as bob).\n",
+    );
+    expect(await cursor("review", "bob")).toBe(0);
+    const read = await runCli(["read", "review", "--as", "bob"], { root });
+    expect(read.stdout).toContain("ready when you are");
+  });
+
+  it("never tells of the same message twice: the woken turn's Stop parks again, silent until something new", async () => {
+    const first = await parkWait([], stopInput());
+    await post("review", "alice", "one", "bob");
+    expect((await collect(first)).code).toBe(2);
+    // The model was told but did not read: its next Stop (stop_hook_active, as after a wake)
+    // must not wake it again for the same message, and neither may the next prompt's notice.
+    const quiet = await runCli(["hook", "wait", "--as", "bob", "--timeout", "1"], {
+      root,
+      input: JSON.stringify(stopInput("s1", true)),
+      env: env(),
+    });
+    expect(quiet).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    const prompt = await hook("prompt", { session_id: "s1", hook_event_name: "UserPromptSubmit" });
+    expect(prompt).toMatchObject({ code: 0, stdout: "" });
+    // Something new wakes it again, about the new message.
+    const second = await parkWait([], stopInput("s1", true));
+    const seq = await post("review", "alice", "two", "bob");
+    const woke = await collect(second);
+    expect(woke.code).toBe(2);
+    expect(woke.stderr).toContain(`review #${seq} from alice`);
+    expect(woke.stderr).toContain("2 unread agent-chat messages for bob (review: 2)");
+    expect(await cursor("review", "bob")).toBe(0);
+  });
+
+  it("wakes at once for a message that came during the turn and nobody told of; not for one already told", async () => {
+    await post("review", "alice", "told at session start", "bob");
+    const start = await hook("session-start", {
+      session_id: "s1",
+      hook_event_name: "SessionStart",
+    });
+    expect(start.stdout).toContain("1 unread");
+    const told = await runCli(["hook", "wait", "--as", "bob", "--timeout", "1"], {
+      root,
+      input: JSON.stringify(stopInput()),
+      env: env(),
+    });
+    expect(told).toMatchObject({ code: 0, stderr: "" });
+    const seq = await post("review", "alice", "came mid-turn", "bob");
+    const untold = await runCli(["hook", "wait", "--as", "bob"], {
+      root,
+      input: JSON.stringify(stopInput()),
+      env: env(),
+    });
+    expect(untold.code).toBe(2);
+    expect(untold.stderr).toContain(`review #${seq} from alice`);
+  });
+
+  it("exits 0, silent, on its own timeout", async () => {
+    const started = Date.now();
+    const result = await runCli(["hook", "wait", "--as", "bob", "--timeout", "1"], {
+      root,
+      input: JSON.stringify(stopInput()),
+      env: env(),
+    });
+    expect(result).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("stays silent when the agent started a turn of its own (a prompt after this Stop)", async () => {
+    const waiter = await parkWait([], stopInput());
+    const prompt = await hook("prompt", { session_id: "s1", hook_event_name: "UserPromptSubmit" });
+    expect(prompt).toMatchObject({ code: 0, stdout: "" });
+    await post("review", "alice", "during the user's turn", "bob");
+    expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("a newer wait of the session takes over: exactly one of two parked waits wakes it", async () => {
+    const older = await parkWait([], stopInput());
+    const newer = await parkWait([], stopInput());
+    await post("review", "alice", "one wake only", "bob");
+    const [a, b] = await Promise.all([collect(older), collect(newer)]);
+    expect(a).toMatchObject({ code: 0, stderr: "" });
+    expect(b.code).toBe(2);
+    expect(b.stderr).toContain("review #1 from alice");
+  });
+
+  it("ends, silent, when the Claude Code that started it (CLAUDE_PID) is gone", async () => {
+    const gone = spawnSync(process.execPath, ["-e", ""]).pid;
+    const waiter = await parkWait([], stopInput(), { CLAUDE_PID: String(gone) });
+    expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("without a session id, only what arrives after it started is news", async () => {
+    await post("review", "alice", "old", "bob");
+    const waiter = await parkWait([], {});
+    const exited = collect(waiter);
+    // It takes the channels' last seqs just after its watch is up: a message posted in that
+    // instant may count as old, so post until one wakes it; "old" must never be the news.
+    let result: Awaited<typeof exited> | undefined;
+    for (let i = 0; i < 5 && !result; i++) {
+      await post("review", "alice", `new ${i}`, "bob");
+      result = await Promise.race([exited, delay(2000).then(() => undefined)]);
+    }
+    expect(result?.code).toBe(2);
+    expect(result?.stderr).toMatch(/review #[2-6] from alice \("new \d"\)/);
+  });
+
+  it("a bad --timeout or no identity is said on stderr and exits 0 (a hook never fails its host)", async () => {
+    const bad = await runCli(["hook", "wait", "--as", "bob", "--timeout", "soon"], {
+      root,
+      input: "{}",
+      env: env(),
+    });
+    expect(bad).toMatchObject({ code: 0, stdout: "" });
+    expect(bad.stderr).toContain("--timeout must be whole seconds");
+    const nobody = await runCli(["hook", "wait"], { root, input: "{}", env: env() });
+    expect(nobody.code).toBe(0);
+    expect(nobody.stderr).toContain("--as NAME is required");
+    expect(existsSync(join(root, "review", ".cursors"))).toBe(false);
+  });
+});
