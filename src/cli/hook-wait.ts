@@ -1,16 +1,11 @@
 import { countUnread } from "../mcp/unread.js";
 import { memberChannels } from "../mcp/wait-all.js";
-import { waitForNews, wakeNotice } from "../mcp/wake.js";
+import { DEFAULT_WAKE_TIMEOUT_S, waitForNews, wakeNotice } from "../mcp/wake.js";
 import type { Store } from "../store/types.js";
 import type { HookIo } from "./hook.js";
 import { clearWaiter, currentWaiter, loadSeen, saveSeen, setWaiter } from "./hook-state.js";
 import { UsageError } from "./usage.js";
 
-/**
- * How long `hook wait` stays parked when not told (`--timeout`): an idle session can be woken
- * for an hour after its last turn; the next turn's Stop parks a new wait.
- */
-export const DEFAULT_WAKE_TIMEOUT_S = 3600;
 /** How often a parked wait asks whether it is still wanted (and looks for new channels). */
 const WAKE_POLL_MS = 1000;
 

@@ -12,6 +12,7 @@ import {
   parseHookInput,
 } from "../mcp/hook.js";
 import { countUnread, type UnreadCount } from "../mcp/unread.js";
+import { WAKE_EVENT } from "../mcp/wake.js";
 import type { Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
 import { runHookWait } from "./hook-wait.js";
@@ -30,9 +31,6 @@ export interface HookArgs {
   /** `hook wait`: how long to stay parked, in seconds. */
   timeout?: string | undefined;
 }
-
-/** The event of `hook wait` (Claude Code's async rewake Stop hook, see hook-wait.ts). */
-export const WAKE_EVENT = "wait";
 
 /** What a hook needs from its process: the root, the environment and the two outputs. */
 export interface HookIo {

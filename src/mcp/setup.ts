@@ -5,6 +5,7 @@ import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { validateName } from "../core/names.js";
 import { ensureRealDir, entryKind } from "../fsutil/root-files.js";
 import { HOOK_EVENTS, type HookEvent, type HookFormat, hostEventName } from "./hook.js";
+import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "./wake.js";
 
 export type SetupTool = "claude-code" | "codex" | "gemini";
 export const SETUP_TOOLS: readonly SetupTool[] = ["claude-code", "codex", "gemini"];
@@ -26,6 +27,11 @@ export interface SetupOptions {
   geminiTrustedFolders: string;
   /** Gemini CLI: also mark projectDir as trusted (the user asked, with `--trust`). */
   trust?: boolean;
+  /**
+   * Claude Code: the async rewake Stop hook, `hook wait`: true adds it (`--wake`), false takes it
+   * out (`--no-wake`), unset keeps it if an earlier setup wrote it.
+   */
+  wake?: boolean;
   /** Codex: `default_tools_approval_mode` for the agent-chat server (unset: Codex's default). */
   toolsApproval?: CodexToolsApproval;
 }
@@ -69,6 +75,12 @@ const HOOK_TIMEOUT_SECONDS = 10;
 
 export function planSetup(options: SetupOptions): SetupPlan {
   validateName("agent", options.agent);
+  if (options.wake && options.tool !== "claude-code") {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `--wake is for claude-code: ${options.tool === "codex" ? "Codex" : "Gemini CLI"} has no supported way to wake an idle session; its next prompt's hook notice tells what arrived meanwhile (docs/mcp.md, "Waking an idle agent")`,
+    );
+  }
   const plan = (() => {
     switch (options.tool) {
       case "claude-code":
@@ -204,8 +216,28 @@ function isOurHook(entry: unknown): boolean {
     : false;
 }
 
-/** Each event's hook groups without ours; events left with nothing are dropped. */
-function withoutOurHooks(current: Json): Json {
+/** Recognises the wake hook (`hook wait`) a `setup claude-code --wake` wrote. */
+function isOurWakeHook(entry: unknown): boolean {
+  const command = (entry as { command?: unknown })?.command;
+  return typeof command === "string" && ` ${command} `.includes(` hook ${WAKE_EVENT} `)
+    ? command.includes("agent-chat") || command.includes(" --as ")
+    : false;
+}
+
+function hasWakeHook(hooks: Json): boolean {
+  const stop = hooks.Stop;
+  return (
+    Array.isArray(stop) &&
+    stop.some((group) => Array.isArray(group?.hooks) && group.hooks.some(isOurWakeHook))
+  );
+}
+
+/**
+ * Each event's hook groups without ours (and without our wake hook if `wake`); events left
+ * with nothing are dropped.
+ */
+function withoutOurHooks(current: Json, wake: boolean): Json {
+  const ours = (h: unknown) => isOurHook(h) || (wake && isOurWakeHook(h));
   const next: Json = {};
   for (const [event, value] of Object.entries(current)) {
     if (!Array.isArray(value)) {
@@ -216,7 +248,7 @@ function withoutOurHooks(current: Json): Json {
       .map((group) => {
         const list = Array.isArray(group?.hooks) ? (group.hooks as unknown[]) : undefined;
         if (!list) return group;
-        return { ...group, hooks: list.filter((h) => !isOurHook(h)) };
+        return { ...group, hooks: list.filter((h) => !ours(h)) };
       })
       .filter((group) => !Array.isArray(group?.hooks) || (group.hooks as unknown[]).length > 0);
     if (kept.length > 0 || value.length === 0) next[event] = kept;
@@ -232,6 +264,8 @@ interface SettingsEdit {
   env?: Record<string, string>;
   /** Claude Code's per-user approval of a project `.mcp.json` server. */
   enableMcpjsonServer?: boolean;
+  /** Our wake hook, and whether to write it (unset: if the file has one already). */
+  wake?: { hook: Json; on: boolean | undefined };
 }
 
 function mergeSettings(path: string, existing: string | undefined, edit: SettingsEdit): string {
@@ -245,15 +279,22 @@ function mergeSettings(path: string, existing: string | undefined, edit: Setting
     const list = Array.isArray(doc.enabledMcpjsonServers) ? doc.enabledMcpjsonServers : [];
     if (!list.includes(SERVER_NAME)) doc.enabledMcpjsonServers = [...list, SERVER_NAME];
   }
-  if (edit.hooks) {
-    const next = withoutOurHooks(objectAt(doc, "hooks", path));
-    for (const [event, groups] of Object.entries(edit.hooks)) {
-      const kept = Array.isArray(next[event]) ? (next[event] as Json[]) : [];
-      next[event] = [...kept, ...groups];
-    }
-    doc.hooks = next;
-  }
+  if (edit.hooks) doc.hooks = mergeHooks(objectAt(doc, "hooks", path), edit.hooks, edit.wake);
   return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/** The file's hooks with ours replaced by `hooks` (ours go after everyone else's). */
+function mergeHooks(current: Json, hooks: HookGroups, wake: SettingsEdit["wake"]): Json {
+  const next = withoutOurHooks(current, wake !== undefined);
+  const ours = { ...hooks };
+  if (wake && (wake.on ?? hasWakeHook(current))) {
+    ours.Stop = [...(ours.Stop ?? []), { hooks: [wake.hook] }];
+  }
+  for (const [event, groups] of Object.entries(ours)) {
+    const kept = Array.isArray(next[event]) ? (next[event] as Json[]) : [];
+    next[event] = [...kept, ...groups];
+  }
+  return next;
 }
 
 /** Whether a server entry names one person (an earlier setup wrote `mcp --as NAME`). */
@@ -288,7 +329,7 @@ function sharedFileCleanup(path: string, serverKey: string | undefined): SetupFi
         }
       }
       if (typeof doc.hooks === "object" && doc.hooks !== null && !Array.isArray(doc.hooks)) {
-        const next = withoutOurHooks(doc.hooks as Json);
+        const next = withoutOurHooks(doc.hooks as Json, true);
         if (JSON.stringify(next) !== JSON.stringify(doc.hooks)) {
           doc.hooks = next;
           changed = true;
@@ -318,7 +359,11 @@ function jsonFile(path: string, edit: SettingsEdit): SetupFile {
   if (edit.server) snippet[edit.server.key] = { [SERVER_NAME]: edit.server.entry };
   if (edit.env) snippet.env = edit.env;
   if (edit.enableMcpjsonServer) snippet.enabledMcpjsonServers = [SERVER_NAME];
-  if (edit.hooks) snippet.hooks = edit.hooks;
+  if (edit.hooks) {
+    snippet.hooks = edit.wake?.on
+      ? { ...edit.hooks, Stop: [...(edit.hooks.Stop ?? []), { hooks: [edit.wake.hook] }] }
+      : edit.hooks;
+  }
   return {
     path,
     format: "json",
@@ -341,6 +386,7 @@ function claudePlan(o: SetupOptions): ToolPlan {
     command,
     timeout: HOOK_TIMEOUT_SECONDS,
   }));
+  const wake = { hook: wakeHook(o), on: o.wake };
   return {
     tool: "claude-code",
     files: [
@@ -349,6 +395,7 @@ function claudePlan(o: SetupOptions): ToolPlan {
         env: { AGENT_CHAT_NAME: o.agent, AGENT_CHAT_ROOT: o.root },
         enableMcpjsonServer: true,
         hooks,
+        wake,
       }),
       sharedFileCleanup(join(o.projectDir, ".claude", "settings.json"), undefined),
     ],
@@ -364,10 +411,31 @@ function claudePlan(o: SetupOptions): ToolPlan {
     notes: [
       ".mcp.json names no one and can be committed; the identity, the root, the approval and the hooks are in .claude/settings.local.json (not committed).",
       "Hooks: SessionStart and UserPromptSubmit add the unread notice to the model's context; Stop tells you (add --block to the stop hook to make the agent read instead).",
+      o.wake
+        ? `Wake: a second Stop hook (hook wait, "async": true, "asyncRewake": true) parks after each turn and, when a message for ${o.agent} arrives that the session has neither read nor been told of, wakes the idle session with a new turn that carries a short notice; it moves no cursor and gives up after ${DEFAULT_WAKE_TIMEOUT_S / 60} minutes idle.`
+        : "--wake also wakes an idle session when a message arrives (an async Stop hook that parks until one does); --no-wake takes it out.",
     ],
     todo: [
       `Claude Code: start \`claude\` in ${o.projectDir} and accept its "trust this folder" question (servers and hooks wait for it); \`claude mcp list\` then shows agent-chat connected.`,
     ],
+  };
+}
+
+/**
+ * Claude Code's async rewake Stop hook (src/cli/hook-wait.ts says what Claude Code does with
+ * it). `async` keeps it in the background in every mode; Claude Code's own timeout comes after
+ * the hook's, so the hook always ends itself.
+ */
+function wakeHook(o: SetupOptions): Json {
+  const command = [o.command, "--root", o.root, "hook", WAKE_EVENT, "--as", o.agent]
+    .map(shellQuote)
+    .join(" ");
+  return {
+    type: "command",
+    command,
+    async: true,
+    asyncRewake: true,
+    timeout: DEFAULT_WAKE_TIMEOUT_S + 60,
   };
 }
 

@@ -4,6 +4,15 @@ import type { Store } from "../store/types.js";
 import { describeUnread, type UnreadCount } from "./unread.js";
 import { CHANNEL_POLL_MS, memberChannels } from "./wait-all.js";
 
+/** The hook command's event that parks for news: `agent-chat hook wait`. */
+export const WAKE_EVENT = "wait";
+
+/**
+ * How long `hook wait` stays parked when not told (`--timeout`): an idle session can be woken
+ * for an hour after its last turn; the next turn's Stop parks a new wait.
+ */
+export const DEFAULT_WAKE_TIMEOUT_S = 3600;
+
 export interface WakeWaitOptions {
   /**
    * Per channel, the last seq the session was already told of: a message at or below it is no

@@ -166,6 +166,76 @@ describe("agent-chat setup", () => {
     expect(out).toContain("1 unread agent-chat message for bob (review: 1)");
   });
 
+  it("claude-code --wake adds the async rewake Stop hook, once; without --wake nothing changes, --no-wake removes it", async () => {
+    const plain = await setup(["claude-code", "--as", "alice", "--dir", project, "--write"]);
+    expect(plain.stdout).toContain(
+      "note: --wake also wakes an idle session when a message arrives",
+    );
+    const local = join(project, ".claude", "settings.local.json");
+    expect(readJson(local).hooks.Stop).toHaveLength(1);
+
+    const wake = await setup([
+      "claude-code",
+      "--as",
+      "alice",
+      "--dir",
+      project,
+      "--write",
+      "--wake",
+    ]);
+    expect(wake.code).toBe(0);
+    expect(wake.stdout).toContain(`updated ${local}`);
+    expect(wake.stdout).toMatch(
+      /note: Wake: a second Stop hook \(hook wait, "async": true, "asyncRewake": true\) parks after each turn/,
+    );
+    const stop = readJson(local).hooks.Stop;
+    expect(stop).toHaveLength(2);
+    expect(stop[0].hooks[0].command).toContain("hook stop --as alice");
+    expect(stop[1]).toEqual({
+      hooks: [
+        {
+          type: "command",
+          command: `agent-chat --root '${root}' hook wait --as alice`,
+          async: true,
+          asyncRewake: true,
+          timeout: 3660,
+        },
+      ],
+    });
+    const written = readFileSync(local, "utf8");
+    // Again with --wake: the same file; again without: the wake hook is left as it is.
+    const again = await setup([
+      "claude-code",
+      "--as",
+      "alice",
+      "--dir",
+      project,
+      "--write",
+      "--wake",
+    ]);
+    expect(again.stdout).toContain(`unchanged ${local}`);
+    const without = await setup(["claude-code", "--as", "alice", "--dir", project, "--write"]);
+    expect(without.stdout).toContain(`unchanged ${local}`);
+    expect(readFileSync(local, "utf8")).toBe(written);
+    // As someone else, without --wake: kept, for the new identity; --no-wake takes it out.
+    await setup(["claude-code", "--as", "bob", "--dir", project, "--write"]);
+    expect(readJson(local).hooks.Stop[1].hooks[0].command).toContain("hook wait --as bob");
+    await setup(["claude-code", "--as", "bob", "--dir", project, "--write", "--no-wake"]);
+    expect(readJson(local).hooks.Stop).toHaveLength(1);
+    // Printed instead of written, the snippet carries it too.
+    const printed = await setup(["claude-code", "--as", "alice", "--dir", project, "--wake"]);
+    expect(printed.stdout).toContain('"asyncRewake": true');
+  });
+
+  it("--wake is refused for Codex and Gemini CLI, which have no supported wake", async () => {
+    for (const tool of ["codex", "gemini"]) {
+      const r = await setup([tool, "--as", "alice", "--dir", project, "--write", "--wake"]);
+      expect(r.code, tool).toBe(1);
+      expect(r.stderr).toContain("has no supported way to wake an idle session");
+      expect(existsSync(join(dir, "home", tool === "codex" ? ".codex" : ".gemini"))).toBe(false);
+    }
+  });
+
   it("refuses to overwrite a settings file that is not valid JSON", async () => {
     const path = join(project, ".mcp.json");
     writeFileSync(path, "{ broken");

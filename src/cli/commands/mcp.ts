@@ -11,12 +11,12 @@ import {
   type SetupTool,
 } from "../../mcp/setup.js";
 import { FOOTER_STYLES } from "../../mcp/unread.js";
+import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "../../mcp/wake.js";
 import { isNatsUrl } from "../../store/roots.js";
 import { type CliContext, parsePositiveInt, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
-import { type HookArgs, runHook, WAKE_EVENT } from "../hook.js";
+import { type HookArgs, runHook } from "../hook.js";
 import { hookStateDir } from "../hook-state.js";
-import { DEFAULT_WAKE_TIMEOUT_S } from "../hook-wait.js";
 import { oneOf } from "../usage.js";
 
 declare const __VERSION__: string | undefined;
@@ -89,6 +89,11 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .option("--command <path>", "how the tool starts agent-chat", "agent-chat")
     .option("--trust", "gemini: also add the project folder to Gemini CLI's trusted folders")
     .option(
+      "--wake",
+      "claude-code: also an async Stop hook (hook wait) that wakes an idle session when a message arrives",
+    )
+    .option("--no-wake", "claude-code: take that hook out (by default an earlier one is kept)")
+    .option(
       "--tools-approval <mode>",
       `codex: default_tools_approval_mode for agent-chat's tools: ${CODEX_TOOLS_APPROVALS.join(" | ")}`,
     )
@@ -112,6 +117,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
           dir?: string;
           command: string;
           trust?: boolean;
+          wake?: boolean;
           toolsApproval?: string;
         },
       ) => {
@@ -128,6 +134,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
           geminiTrustedFolders:
             ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
           trust: opts.trust === true,
+          ...(opts.wake !== undefined && { wake: opts.wake }),
           ...(opts.toolsApproval !== undefined && {
             toolsApproval: oneOf(
               opts.toolsApproval,
