@@ -7,6 +7,12 @@ import type { Message } from "../core/message.js";
 import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
 import type { PostInput, ReadResult, Store } from "../store/types.js";
+import {
+  CHANNEL_CAPABILITY,
+  CHANNEL_METHOD,
+  pushChannelMessages,
+  pushStart,
+} from "./channel-push.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";
@@ -42,6 +48,8 @@ export interface McpServerOptions {
    * 2 s). Tests set it far beyond their limit to prove that the wake-up alone answers.
    */
   waitIntervalMs?: number;
+  /** Claude Code channels: push each new message for the agent (see channel-push.ts). */
+  channelPush?: boolean;
 }
 
 /** A tool plugged into the MCP server; its result text gets the same footer as every tool's. */
@@ -110,6 +118,9 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
   const server = new McpServer(
     { name: "agent-chat", version: options.version },
     {
+      ...(options.channelPush && {
+        capabilities: { experimental: { [CHANNEL_CAPABILITY]: {} } },
+      }),
       instructions:
         problem !== undefined
           ? noIdentityText(problem)
@@ -142,6 +153,18 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();
   });
+  const push = new AbortController();
+  if (options.channelPush && problem === undefined) {
+    // Messages from now on are new; pushing starts once the client is ready to hear them.
+    const start = await pushStart(store);
+    server.server.oninitialized = () => {
+      pushChannelMessages(store, agent, {
+        start,
+        signal: push.signal,
+        send: (params) => server.server.notification({ method: CHANNEL_METHOD, params }),
+      }).catch((err: unknown) => options.warn?.(`channel push stopped: ${(err as Error).message}`));
+    };
+  }
   const stop = () => {
     server.close().catch(() => {});
   };
@@ -155,6 +178,7 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
     if (options.signal?.aborted) stop();
     await closed;
   } finally {
+    push.abort();
     options.input.off("end", stop);
     options.input.off("close", stop);
     options.signal?.removeEventListener("abort", stop);

@@ -36,6 +36,10 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       `unread footer on every tool result: ${FOOTER_STYLES.join(" | ")}`,
       "agent-chat",
     )
+    .option(
+      "--channel-push",
+      "Claude Code channels (research preview): push each new message for you as notifications/claude/channel",
+    )
     .addHelpText(
       "after",
       "\nTools: chat_channels, chat_create_channel, chat_post, chat_read, chat_wait, chat_tasks, chat_workspace.\n" +
@@ -44,7 +48,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         "  agent-chat mcp --as bob\n  AGENT_CHAT_NAME=bob agent-chat --root ./chat mcp --footer b00t\n" +
         "  claude mcp add agent-chat -- agent-chat mcp --as bob",
     )
-    .action(async (opts: { as?: string; footer: string }) => {
+    .action(async (opts: { as?: string; footer: string; channelPush?: boolean }) => {
       // Started anyway without one: every tool call then says how to set it, where exiting
       // would show only "Failed to connect" in the agent tool.
       const agent = opts.as || ctx.env.AGENT_CHAT_NAME || undefined;
@@ -76,6 +80,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
             : Math.max(DEFAULT_MAX_MESSAGE_BYTES, 6 * maxBody + 65536),
         warn: (message) => ctx.warn(message),
         ...(waitIntervalMs !== undefined ? { waitIntervalMs } : {}),
+        channelPush: opts.channelPush === true,
       });
     });
 
