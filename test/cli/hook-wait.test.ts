@@ -204,4 +204,33 @@ describe("agent-chat hook wait", () => {
     expect(nobody.stderr).toContain("--as NAME is required");
     expect(existsSync(join(root, "review", ".cursors"))).toBe(false);
   });
+
+  it("Codex and Gemini CLI (no supported wake): the next prompt's notice carries what arrived while idle, once", async () => {
+    const cases = [
+      { format: "codex", event: "UserPromptSubmit", session: "codex-1" },
+      { format: "gemini", event: "BeforeAgent", session: "gemini-1" },
+    ];
+    for (const { format, event, session } of cases) {
+      const prompt = (text: string) =>
+        runCli(["hook", "prompt", "--as", "bob", "--format", format], {
+          root,
+          input: JSON.stringify({ session_id: session, hook_event_name: event, prompt: text }),
+          env: env(),
+        });
+      const first = await prompt("start");
+      const before = first.stdout === "" ? 0 : Number(/(\d+) unread/.exec(first.stdout)![1]);
+      // Idle: two messages arrive; the next prompt tells of them, the one after says nothing.
+      await post("review", "alice", `while ${format} was idle`, "bob");
+      await post("review", "alice", `and again for ${format}`);
+      const next = await prompt("anything new?");
+      expect(JSON.parse(next.stdout).hookSpecificOutput, format).toEqual({
+        hookEventName: event,
+        additionalContext: expect.stringContaining(
+          `${before + 2} unread agent-chat messages for bob (review: ${before + 2})`,
+        ),
+      });
+      expect((await prompt("and now?")).stdout, format).toBe("");
+    }
+    expect(await cursor("review", "bob")).toBe(0);
+  });
 });
