@@ -15,6 +15,17 @@ describe("the hook fast path recognises only the line host tools run", () => {
       root: "/r",
       event: "session-start",
     });
+    // The wake hook `setup claude-code --wake` writes, and its --timeout.
+    expect(parseHookLine(["--root", "/r", "hook", "wait", "--as", "bob"])).toEqual({
+      root: "/r",
+      event: "wait",
+      as: "bob",
+    });
+    expect(parseHookLine(["hook", "wait", "--as", "bob", "--timeout=60"])).toEqual({
+      event: "wait",
+      as: "bob",
+      timeout: "60",
+    });
   });
 
   it("leaves everything else to the full CLI, which checks and explains", () => {
@@ -33,6 +44,8 @@ describe("the hook fast path recognises only the line host tools run", () => {
       ["hook", "prompt", "--root", "/r"],
       ["--block", "hook", "prompt"],
       ["--json", "hook", "prompt"],
+      ["--timeout", "5", "hook", "wait"],
+      ["hook", "wait", "--timeout"],
     ]) {
       expect(parseHookLine(argv), argv.join(" ")).toBeUndefined();
     }
