@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { countUnread } from "../mcp/unread.js";
 import { memberChannels } from "../mcp/wait-all.js";
 import { DEFAULT_WAKE_TIMEOUT_S, waitForNews, wakeNotice } from "../mcp/wake.js";
@@ -31,7 +32,7 @@ export interface HookWaitRequest {
  * empty), priority "next", so an idle session takes a new turn with it; that turn's Stop input
  * has `stop_hook_active: true`. Any other exit code wakes nothing. The hook's environment
  * carries `CLAUDE_PID`. At the end of a headless session Claude Code waits up to 30 s for
- * pending asyncRewake hooks.
+ * pending asyncRewake hooks, so under a one-shot `claude -p` this exits at once.
  *
  * Returns the exit code: 2 with a notice on stderr when a message arrived that the agent has
  * neither read nor been told of; 0 otherwise (its own timeout, a newer wait or a prompt took
@@ -45,6 +46,8 @@ export async function runHookWait(
 ): Promise<number> {
   const timeoutMs = parseWakeTimeout(request.timeout);
   const { agent, sessionId: session } = request;
+  // A one-shot `claude -p "…"` ends after this turn: a parked wait would only hold its exit.
+  if (await oneShotHost(io.env)) return 0;
   const id = `${process.pid}-${Date.now()}`;
   let told: Record<string, number>;
   if (session === undefined) {
@@ -93,6 +96,30 @@ function parseWakeTimeout(value: string | undefined): number {
     throw new UsageError(`--timeout must be whole seconds, 1 to 604800 (got ${value})`);
   }
   return seconds * 1000;
+}
+
+/**
+ * Whether the Claude Code that started this hook is a one-shot headless run: `-p`/`--print`
+ * without `--input-format stream-json` takes no further input, so nothing can wake it, and it
+ * waits up to 30 s at its end for a parked wait. Read from `/proc/CLAUDE_PID/cmdline` (Linux);
+ * elsewhere, or when it cannot be read, the wait parks as usual.
+ */
+async function oneShotHost(env: NodeJS.ProcessEnv): Promise<boolean> {
+  const pid = Number(env.CLAUDE_PID);
+  if (!Number.isSafeInteger(pid) || pid <= 1) return false;
+  let args: string[];
+  try {
+    args = (await readFile(`/proc/${pid}/cmdline`, "utf8")).split("\0");
+  } catch {
+    return false;
+  }
+  const print = args.some((a) => a === "-p" || a === "--print");
+  const streaming = args.some(
+    (a, i) =>
+      a === "--input-format=stream-json" ||
+      (a === "--input-format" && args[i + 1] === "stream-json"),
+  );
+  return print && !streaming;
 }
 
 /**

@@ -208,4 +208,19 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
       { timeout: 10_000, interval: 50 },
     );
   }, 90_000);
+
+  it("a one-shot claude -p with the wake hook installed ends as soon as its turn does", async () => {
+    await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
+    await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write", "--wake"]);
+    trustProject();
+    const started = Date.now();
+    const run = await runTool(sandbox, claude(), ["-p", "Say hi."], { env: modelEnv() });
+    const took = Date.now() - started;
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain("Done.");
+    // Claude Code waits up to 30 s at the end of a headless run for a parked asyncRewake hook;
+    // under a one-shot run the hook does not park.
+    expect(took).toBeLessThan(25_000);
+    expect(waiters()).toEqual([]);
+  }, 60_000);
 });

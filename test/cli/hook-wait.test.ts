@@ -1,4 +1,4 @@
-import { type ChildProcess, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -174,6 +174,31 @@ describe("agent-chat hook wait", () => {
     const gone = spawnSync(process.execPath, ["-e", ""]).pid;
     const waiter = await parkWait([], stopInput(), { CLAUDE_PID: String(gone) });
     expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("under a one-shot claude -p it exits at once; under -p --input-format stream-json it parks", async () => {
+    // Stand-ins for Claude Code whose command lines are what hook wait reads (/proc/PID/cmdline).
+    const host = (...args: string[]) => {
+      const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", "--", ...args], {
+        stdio: "ignore",
+      });
+      children.push(child);
+      return String(child.pid);
+    };
+    await post("review", "alice", "unread, untold", "bob");
+    const oneShot = await runCli(["hook", "wait", "--as", "bob"], {
+      root,
+      input: JSON.stringify(stopInput()),
+      env: env({ CLAUDE_PID: host("-p", "do the thing") }),
+    });
+    expect(oneShot).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    const streaming = await runCli(["hook", "wait", "--as", "bob"], {
+      root,
+      input: JSON.stringify(stopInput()),
+      env: env({ CLAUDE_PID: host("-p", "--input-format", "stream-json") }),
+    });
+    expect(streaming.code).toBe(2);
+    expect(streaming.stderr).toContain("review #1 from alice");
   });
 
   it("without a session id, only what arrives after it started is news", async () => {
