@@ -1,7 +1,12 @@
 import { readFile } from "node:fs/promises";
 import { countUnread } from "../mcp/unread.js";
 import { memberChannels } from "../mcp/wait-all.js";
-import { DEFAULT_WAKE_TIMEOUT_S, waitForNews, wakeNotice } from "../mcp/wake.js";
+import {
+  DEFAULT_WAKE_TIMEOUT_S,
+  type WakeWaitResult,
+  waitForNews,
+  wakeNotice,
+} from "../mcp/wake.js";
 import type { Store } from "../store/types.js";
 import type { HookIo } from "./hook.js";
 import { clearWaiter, currentWaiter, loadSeen, saveSeen, setWaiter } from "./hook-state.js";
@@ -60,13 +65,17 @@ export async function runHookWait(
   const mine = async () =>
     session === undefined || (await currentWaiter(io.stateDir, agent, session)) === id;
   const hostAlive = hostChecker(io.env);
-  const result = await waitForNews(store, agent, {
-    told,
-    timeoutMs,
-    pollMs: WAKE_POLL_MS,
-    stillWanted: async () => hostAlive() && (await mine()),
-  });
-  if (session !== undefined) await clearWaiter(io.stateDir, agent, session, id);
+  let result: WakeWaitResult;
+  try {
+    result = await waitForNews(store, agent, {
+      told,
+      timeoutMs,
+      pollMs: WAKE_POLL_MS,
+      stillWanted: async () => hostAlive() && (await mine()),
+    });
+  } finally {
+    if (session !== undefined) await clearWaiter(io.stateDir, agent, session, id);
+  }
   if (result.kind !== "news") return 0;
   const count = await countUnread(store, agent);
   if (session !== undefined) {

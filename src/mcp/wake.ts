@@ -77,7 +77,7 @@ async function waitRound(
   try {
     const news = await firstNews(store, agent, names, after, options, round.signal);
     if (news) {
-      end("unwanted");
+      round.abort();
       return (await options.stillWanted()) ? { kind: "news", message: news } : { kind: "unwanted" };
     }
   } finally {
