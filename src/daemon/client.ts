@@ -12,6 +12,8 @@ import type {
   FenceResult,
   InitOptions,
   NewTask,
+  PathLeaseInfo,
+  PathLeaseOptions,
   PostInput,
   PostResult,
   ReadOptions,
@@ -294,6 +296,52 @@ export class DaemonClient implements Store {
 
   fence(channel: string, task: string, token: number): Promise<FenceResult> {
     return this.call("fence", { channel, task, token }) as Promise<FenceResult>;
+  }
+
+  addPathLease(
+    channel: string,
+    pattern: string,
+    agent: string,
+    options: PathLeaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.call("lease_add", {
+      channel,
+      pattern,
+      as: agent,
+      ...options,
+    }) as Promise<PathLeaseInfo>;
+  }
+
+  pathLeases(channel: string): Promise<PathLeaseInfo[]> {
+    return this.call("leases", { channel }) as Promise<PathLeaseInfo[]>;
+  }
+
+  renewPathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: RenewOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.call("lease_renew", {
+      channel,
+      lease,
+      as: agent,
+      ...options,
+    }) as Promise<PathLeaseInfo>;
+  }
+
+  releasePathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.call("lease_release", {
+      channel,
+      lease,
+      as: agent,
+      ...options,
+    }) as Promise<PathLeaseInfo>;
   }
 
   async close(): Promise<void> {

@@ -480,6 +480,30 @@ class Connection {
         return store.release(request.channel, request.task, request.as, { token: request.token });
       case "fence":
         return store.fence(request.channel, request.task, request.token);
+      default:
+        return this.pathLeaseRequest(store, request);
+    }
+  }
+
+  private pathLeaseRequest(store: Store, request: Request): Promise<unknown> {
+    switch (request.op) {
+      case "lease_add": {
+        const { channel, pattern, as, id: _id, op: _op, ...options } = request;
+        return store.addPathLease(channel, pattern, as, options);
+      }
+      case "leases":
+        return store.pathLeases(request.channel);
+      case "lease_renew":
+        return store.renewPathLease(request.channel, request.lease, request.as, {
+          token: request.token,
+          ttlMs: request.ttlMs,
+        });
+      case "lease_release":
+        return store.releasePathLease(request.channel, request.lease, request.as, {
+          token: request.token,
+        });
+      default:
+        throw new AgentChatError("INVALID_ARGUMENT", `unknown op ${request.op}`);
     }
   }
 

@@ -16,6 +16,8 @@ import {
   type InitOptions,
   MAX_TASK_TTL_MS,
   type NewTask,
+  type PathLeaseInfo,
+  type PathLeaseOptions,
   type PostInput,
   type PostResult,
   type ReadOptions,
@@ -30,6 +32,7 @@ import {
   type WatchOptions,
 } from "../types.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
+import { PathLeaseBook, type PathLeaseDoc, type PathLeaseRecord } from "./path-leases.js";
 import {
   formatTask,
   type Lease,
@@ -122,9 +125,19 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
   protected readonly now: () => number;
 
+  /** Path leases: their rules over this backend's {@link readPathLeases} and swap. */
+  private readonly pathBook: PathLeaseBook;
+
   constructor(maxBodyBytes: number | undefined, now: () => number = Date.now) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.now = now;
+    this.pathBook = new PathLeaseBook({
+      read: (channel) => this.readPathLeases(channel),
+      swap: (channel, current, doc) => this.swapPathLeases(channel, current, doc),
+      exclusive: (channel, fn) => this.exclusive(channel, fn),
+      channelTtl: async (channel) => channelTtl(await this.roster(channel)),
+      now: () => this.now(),
+    });
   }
 
   // ---- Primitives: what each backend implements. ----
@@ -153,6 +166,14 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     channel: string,
     current: TaskRecord,
     next: { holder: string | undefined; lease: Lease },
+  ): Promise<boolean>;
+  /** A channel's path lease document (empty when it has none). */
+  protected abstract readPathLeases(channel: string): Promise<PathLeaseRecord>;
+  /** Replaces it unless it changed since `current` was read; false then. */
+  protected abstract swapPathLeases(
+    channel: string,
+    current: PathLeaseRecord,
+    doc: PathLeaseDoc,
   ): Promise<boolean>;
   abstract close(): Promise<void>;
 
@@ -650,6 +671,41 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return { live, task: this.describe(channel, current, now) };
   }
 
+  // ---- Path leases (docs/leases.md; the rules are in path-leases.ts) ----
+
+  async addPathLease(
+    channel: string,
+    pattern: string,
+    agent: string,
+    options: PathLeaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    checkTtl(options.ttlMs);
+    return this.pathBook.add(channel, pattern, agent, options);
+  }
+
+  async pathLeases(channel: string): Promise<PathLeaseInfo[]> {
+    return this.pathBook.list(channel);
+  }
+
+  async renewPathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: RenewOptions = {},
+  ): Promise<PathLeaseInfo> {
+    checkTtl(options.ttlMs);
+    return this.pathBook.renew(channel, lease, agent, options);
+  }
+
+  async releasePathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.pathBook.release(channel, lease, agent, options);
+  }
+
   /**
    * Runs a change that only the holder of the live grant may make (and, given a token, only
    * with that grant's token): a late holder, whose lease expired or passed to someone else,
@@ -689,6 +745,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
    * most. It never fails the operation that caused it: a lease it could not renew runs on.
    */
   private async keepLeases(channel: string, agent: string): Promise<void> {
+    await this.pathBook.keepAlive(channel, agent);
     try {
       const holder = identity(agent);
       // Most activity finds nothing due: only a lease past a third of its length takes the lock.
