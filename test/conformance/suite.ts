@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
+import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
 import type { Store } from "../../src/store/types.js";
 
 /**
@@ -572,7 +573,7 @@ export function storeConformance(
         await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
         expect((await store.fence("ch", "1", 1)).live).toBe(true);
         await expectCode(store.claim("ch", "1", "carol"), "CLAIM_LOST");
-        advance(MINUTE + 1);
+        advance(MINUTE + SKEW_GRACE_MS + 1);
         const expired = (await store.tasks("ch"))[0]!;
         expect(expired).toMatchObject({ state: "expired", holder: "bob", token: 1 });
         expect((await store.fence("ch", "1", 1)).live).toBe(false);
@@ -664,7 +665,7 @@ export function storeConformance(
 
       it("16 concurrent claimants of an expired task: exactly one wins, with token + 1", async () => {
         await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
-        advance(MINUTE + 1);
+        advance(MINUTE + SKEW_GRACE_MS + 1);
         const stores = await Promise.all(Array.from({ length: 16 }, () => another()));
         const results = await Promise.allSettled(
           stores.map((s, i) => s.claim("ch", "1", `agent${i}`)),
@@ -762,7 +763,7 @@ export function storeConformance(
 
       it("an expired lease reserves nothing; its late holder can neither renew nor release it", async () => {
         await store.addPathLease("ch", "src/**", "bob", { ttlMs: MINUTE });
-        advance(MINUTE + 1);
+        advance(MINUTE + SKEW_GRACE_MS + 1);
         expect((await store.pathLeases("ch"))[0]).toMatchObject({
           state: "expired",
           holder: "bob",

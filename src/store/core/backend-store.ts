@@ -667,7 +667,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     const current = await this.existingTask(channel, id);
     const now = this.now();
     const status = leaseStatus(current, now);
-    const live = status.state === "claimed" && status.leased && status.token === token;
+    // The holder acts only until its lease's end by its own clock, not into the skew grace.
+    const live =
+      status.state === "claimed" &&
+      status.leased &&
+      status.token === token &&
+      now <= (status.expiresAt ?? 0);
     return { live, task: this.describe(channel, current, now) };
   }
 

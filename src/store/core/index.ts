@@ -9,6 +9,7 @@ export {
   type PathLeaseRecord,
   parsePathLeases,
 } from "./path-leases.js";
+export { pastGrace, SKEW_GRACE_MS } from "./skew.js";
 export {
   formatLease,
   formatTask,

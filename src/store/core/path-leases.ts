@@ -3,6 +3,7 @@ import { oneLine } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
 import type { PathLeaseInfo, PathLeaseOptions, ReleaseOptions, RenewOptions } from "../types.js";
 import { normalizePattern, patternsOverlap } from "./path-globs.js";
+import { pastGrace } from "./skew.js";
 import { HOLDER } from "./tasks.js";
 
 /**
@@ -117,9 +118,9 @@ function count(value: unknown): number | undefined {
     : undefined;
 }
 
-/** Whether the lease still reserves its paths at `now`. */
+/** Whether the lease still reserves its paths at `now`: until its end and the skew grace. */
 export function pathLeaseLive(lease: PathLease, now: number): boolean {
-  return now <= lease.expiresAt;
+  return !pastGrace(lease.expiresAt, now);
 }
 
 export function pathLeaseInfo(channel: string, lease: PathLease, now: number): PathLeaseInfo {
