@@ -193,3 +193,45 @@ describe("agent-chat guard and setup git-hook", () => {
     expect(readFileSync(hook, "utf8")).toBe("#!/usr/bin/env python3\nprint(1)\n");
   });
 });
+
+describe("the channel's default lease: govern --task-ttl, init --task-ttl", () => {
+  it("govern sets it; claims and path leases without --ttl get it", async () => {
+    const set = await cli(["govern", "review", "--task-ttl", "45m"]);
+    expect(set.code).toBe(0);
+    expect(set.stdout).toContain("default lease of review: 45m");
+    expect(JSON.parse((await cli(["--json", "roster", "review"])).stdout).task_ttl).toBe(2700);
+    await cli(["task", "add", "review", "--title", "t", "--as", "alice"]);
+    const claim = JSON.parse((await cli(["--json", "claim", "review", "1", "--as", "bob"])).stdout);
+    const lease = JSON.parse(
+      (await cli(["--json", "lease", "add", "review", "src/**", "--as", "bob"])).stdout,
+    );
+    for (const end of [claim.expiresAt, lease.expiresAt]) {
+      const left = Date.parse(end) - Date.now();
+      expect(left).toBeGreaterThan(44 * 60_000);
+      expect(left).toBeLessThanOrEqual(45 * 60_000);
+    }
+  });
+
+  it.each(["0", "-1m", "soon", "8d"])(
+    "--task-ttl %s is a usage error, exit 64, and changes nothing",
+    async (ttl) => {
+      expect((await cli(["govern", "review", `--task-ttl=${ttl}`])).code).toBe(64);
+      expect((await cli(["init", "other", `--task-ttl=${ttl}`])).code).toBe(64);
+      expect(
+        JSON.parse((await cli(["--json", "roster", "review"])).stdout).task_ttl,
+      ).toBeUndefined();
+    },
+  );
+
+  it("init takes it; once a maintainer is set, only they change it", async () => {
+    expect((await cli(["init", "other", "--task-ttl", "2h", "--maintainer", "alice"])).code).toBe(
+      0,
+    );
+    expect(JSON.parse((await cli(["--json", "roster", "other"])).stdout).task_ttl).toBe(7200);
+    const bob = await cli(["govern", "other", "--task-ttl", "1h", "--as", "bob"]);
+    expect(bob.code).not.toBe(0);
+    expect(bob.stderr).toContain("maintainer (alice)");
+    expect((await cli(["govern", "other", "--task-ttl", "1h", "--as", "alice"])).code).toBe(0);
+    expect(JSON.parse((await cli(["--json", "roster", "other"])).stdout).task_ttl).toBe(3600);
+  });
+});
