@@ -168,6 +168,8 @@ class Connection {
   private queued = 0;
   /** `wait` and `subscribe` in progress, by request id, so `cancel` and shutdown can end them. */
   private readonly running = new Map<RequestId, { abort: AbortController; kind: string }>();
+  /** Aborted once the client has sent everything: its parked waits then renew no lease. */
+  private readonly active = new AbortController();
   /** The same, as promises that settle when each one has sent its last line. */
   private readonly longRunning = new Set<Promise<void>>();
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
@@ -189,7 +191,11 @@ class Connection {
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     // A client that vanishes mid-line or mid-wait: drop the partial line, end its long requests.
     socket.on("error", () => {});
-    socket.on("end", () => void this.finish());
+    socket.on("end", () => {
+      // Its waits still answer, but no longer count as its activity (leases follow liveness).
+      this.active.abort();
+      void this.finish();
+    });
     socket.on("close", () => {
       this.closed = true;
       this.dropPending();
@@ -512,7 +518,11 @@ class Connection {
     abort: AbortController,
   ): Promise<void> {
     try {
-      const options: Parameters<Store["wait"]>[1] = { as: request.as, signal: abort.signal };
+      const options: Parameters<Store["wait"]>[1] = {
+        as: request.as,
+        signal: abort.signal,
+        activity: this.active.signal,
+      };
       if (request.timeoutMs !== undefined) options.timeoutMs = request.timeoutMs;
       if (request.intervalMs !== undefined) options.intervalMs = request.intervalMs;
       this.respond(request.id, await this.daemon.store.wait(request.channels, options));

@@ -169,6 +169,12 @@ export interface WaitOptions {
   /** The sleep-poll safety net that catches anything the file watch missed (default 2 s). */
   intervalMs?: number;
   signal?: AbortSignal;
+  /**
+   * While parked, the wait is the agent's activity and renews its leases; once this signal
+   * aborts it no longer does (it still waits). The daemon aborts it when its client's side of
+   * the connection ends: a client that died and one that only stopped sending look alike.
+   */
+  activity?: AbortSignal;
 }
 
 export interface WaitResult {

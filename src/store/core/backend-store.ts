@@ -334,6 +334,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     const wake = new Wakeup();
     const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
     const keeper = this.keepLeasesWhileParked(unique, options.as, metas);
+    const inactive = () => clearInterval(keeper);
+    options.activity?.addEventListener("abort", inactive, { once: true });
     const onAbort = () => wake.fail(abortError());
     options.signal?.addEventListener("abort", onAbort, { once: true });
     const unsubscribe: Array<() => void> = [];
@@ -351,13 +353,16 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       );
       const pass: WaitPass<F> = { feeds, agent: options.as, net, looked: new Map(), warnings: [] };
       const result = await this.waitLoop(pass, wake);
-      for (const channel of unique) await this.keepLeases(channel, options.as);
+      if (!options.activity?.aborted) {
+        for (const channel of unique) await this.keepLeases(channel, options.as);
+      }
       return result;
     } finally {
       for (const off of unsubscribe) off();
       net.end();
       clearTimeout(timer);
       clearInterval(keeper);
+      options.activity?.removeEventListener("abort", inactive);
       options.signal?.removeEventListener("abort", onAbort);
     }
   }
