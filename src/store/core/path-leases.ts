@@ -2,7 +2,7 @@ import { AgentChatError } from "../../core/errors.js";
 import { oneLine } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
 import type { PathLeaseInfo, PathLeaseOptions, ReleaseOptions, RenewOptions } from "../types.js";
-import { normalizePattern, patternsOverlap } from "./path-globs.js";
+import { MAX_PATTERN_LENGTH, normalizePattern, patternsOverlap } from "./path-globs.js";
 import { pastGrace } from "./skew.js";
 import { HOLDER } from "./tasks.js";
 
@@ -92,6 +92,9 @@ function parseOne(value: unknown): PathLease | undefined {
   if (token === undefined || at === undefined || expiresAt === undefined || !ttlMs) return;
   if (typeof r.holder !== "string" || !HOLDER.test(r.holder)) return;
   if (typeof r.pattern !== "string" || typeof r.exclusive !== "boolean") return;
+  // Written by anyone with access to the root: a pattern is matched by the guard, so it is
+  // bounded as one given on the command line is (control characters, length).
+  if (r.pattern.length > MAX_PATTERN_LENGTH || /[\u0000-\u001f]/.test(r.pattern)) return;
   const lease: PathLease = {
     token,
     pattern: r.pattern,
