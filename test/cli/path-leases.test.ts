@@ -148,6 +148,11 @@ describe("agent-chat guard and setup git-hook", () => {
     expect(git("rev-list", "--all").trim()).toBe("");
     const mine = commit("bob");
     expect(mine.ok).toBe(true);
+    // Moving a leased file out of the lease touches it too (its old path is staged as deleted).
+    git("mv", "src/store/fs.ts", "moved.ts");
+    const moved = commit("carol");
+    expect(moved.ok).toBe(false);
+    expect(moved.out).toContain("src/store/fs.ts: leased by bob");
     expect(mine.out + git("log", "--format=%s")).toContain("m");
   });
 

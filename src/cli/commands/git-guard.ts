@@ -72,7 +72,9 @@ async function guard(
 /** The staged paths, or why they cannot be known. */
 function stagedPaths(dir: string): string[] | string {
   try {
-    const out = execFileSync("git", ["diff", "--cached", "--name-only", "-z"], {
+    // --no-renames: a file moved out of a lease is staged as deleted at its old path, which
+    // the lease covers (with rename detection git would list only the new path).
+    const out = execFileSync("git", ["diff", "--cached", "--name-only", "--no-renames", "-z"], {
       cwd: dir,
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
