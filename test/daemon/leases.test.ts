@@ -40,3 +40,23 @@ it("a vanished client's parked wait stops renewing its leases; the lease expires
     tmp.cleanup();
   }
 }, 30_000);
+
+it("a wait through the daemon client accepts the activity option (the daemon judges activity by the connection)", async () => {
+  const tmp = tempDir();
+  const store = await openStore(join(tmp.dir, "root"));
+  const daemon = new DaemonServer({ store, root: store.location, version: "test" });
+  const socket = join(tmp.dir, "run", "d.sock");
+  await daemon.listen(socket);
+  const client = await DaemonClient.connect(socket);
+  try {
+    await store.init("ch");
+    await store.post("ch", { from: "alice", to: "bob", body: "hi" });
+    const got = await client.wait(["ch"], { as: "bob", activity: new AbortController().signal });
+    expect(got.messages.map((m) => m.body)).toEqual(["hi"]);
+  } finally {
+    await client.close();
+    await daemon.close();
+    await store.close();
+    tmp.cleanup();
+  }
+});
