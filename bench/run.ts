@@ -7,6 +7,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import daemonBench from "./daemon.js";
 import { fsBench } from "./fs.js";
+import leasesBench from "./leases.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
 import mcpBench from "./mcp.js";
 import natsBench from "./nats.js";
@@ -16,7 +17,7 @@ import wakeBench from "./wake.js";
 if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
-  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, mcp, wake)
+  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, leases, mcp, wake)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
@@ -31,6 +32,7 @@ const modules: BenchModule[] = [
   fsBench,
   daemonBench,
   natsBench,
+  leasesBench,
   mcpBench,
   wakeBench,
 ];

@@ -35,6 +35,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/governance.js")).registerGovernanceCommands,
   },
   {
+    commands: ["lease", "leases", "guard"],
+    load: async () => (await import("./commands/leases.js")).registerLeaseCommands,
+  },
+  {
     commands: ["slash"],
     load: async () => (await import("./commands/slash.js")).registerSlashCommands,
   },

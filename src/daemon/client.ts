@@ -12,6 +12,8 @@ import type {
   FenceResult,
   InitOptions,
   NewTask,
+  PathLeaseInfo,
+  PathLeaseOptions,
   PostInput,
   PostResult,
   ReadOptions,
@@ -186,7 +188,8 @@ export class DaemonClient implements Store {
   }
 
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
-    const { signal, ...rest } = options;
+    // `activity` stays here: the daemon judges it by this connection (open: active).
+    const { signal, activity: _activity, ...rest } = options;
     if (signal?.aborted) throw new AgentChatError("ABORTED", "wait was interrupted");
     const id = this.nextId++;
     // The daemon parks the wait; aborting asks it to stop, and it answers ABORTED.
@@ -294,6 +297,52 @@ export class DaemonClient implements Store {
 
   fence(channel: string, task: string, token: number): Promise<FenceResult> {
     return this.call("fence", { channel, task, token }) as Promise<FenceResult>;
+  }
+
+  addPathLease(
+    channel: string,
+    pattern: string,
+    agent: string,
+    options: PathLeaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.call("lease_add", {
+      channel,
+      pattern,
+      as: agent,
+      ...options,
+    }) as Promise<PathLeaseInfo>;
+  }
+
+  pathLeases(channel: string): Promise<PathLeaseInfo[]> {
+    return this.call("leases", { channel }) as Promise<PathLeaseInfo[]>;
+  }
+
+  renewPathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: RenewOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.call("lease_renew", {
+      channel,
+      lease,
+      as: agent,
+      ...options,
+    }) as Promise<PathLeaseInfo>;
+  }
+
+  releasePathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.call("lease_release", {
+      channel,
+      lease,
+      as: agent,
+      ...options,
+    }) as Promise<PathLeaseInfo>;
   }
 
   async close(): Promise<void> {

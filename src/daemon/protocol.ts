@@ -41,6 +41,10 @@ export const OPS = [
   "done",
   "release",
   "fence",
+  "lease_add",
+  "leases",
+  "lease_renew",
+  "lease_release",
 ] as const;
 
 export type Op = (typeof OPS)[number];

@@ -18,6 +18,8 @@ const token = z.number().int();
 const base = { id };
 /** Who acts on which task. */
 const holder = { channel, task: z.string(), as: z.string() };
+/** Who acts on which path lease (its token or pattern), with the token they hold. */
+const pathHolder = { channel, lease: z.string(), as: z.string(), token: token.optional() };
 
 export const requestSchema = z.discriminatedUnion("op", [
   z.strictObject({ ...base, op: z.literal("info") }),
@@ -101,6 +103,20 @@ export const requestSchema = z.discriminatedUnion("op", [
   }),
   z.strictObject({ ...base, op: z.literal("release"), ...holder, token: token.optional() }),
   z.strictObject({ ...base, op: z.literal("fence"), channel, task: z.string(), token }),
+  z.strictObject({
+    ...base,
+    op: z.literal("lease_add"),
+    channel,
+    pattern: z.string(),
+    as: z.string(),
+    ttlMs: ms.optional(),
+    shared: z.boolean().optional(),
+    reason: z.string().max(4096).optional(),
+    force: z.boolean().optional(),
+  }),
+  z.strictObject({ ...base, op: z.literal("leases"), channel }),
+  z.strictObject({ ...base, op: z.literal("lease_renew"), ...pathHolder, ttlMs: ms.optional() }),
+  z.strictObject({ ...base, op: z.literal("lease_release"), ...pathHolder }),
 ]);
 
 export type Request = z.infer<typeof requestSchema>;

@@ -168,6 +168,8 @@ class Connection {
   private queued = 0;
   /** `wait` and `subscribe` in progress, by request id, so `cancel` and shutdown can end them. */
   private readonly running = new Map<RequestId, { abort: AbortController; kind: string }>();
+  /** Aborted once the client has sent everything: its parked waits then renew no lease. */
+  private readonly active = new AbortController();
   /** The same, as promises that settle when each one has sent its last line. */
   private readonly longRunning = new Set<Promise<void>>();
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
@@ -189,7 +191,11 @@ class Connection {
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     // A client that vanishes mid-line or mid-wait: drop the partial line, end its long requests.
     socket.on("error", () => {});
-    socket.on("end", () => void this.finish());
+    socket.on("end", () => {
+      // Its waits still answer, but no longer count as its activity (leases follow liveness).
+      this.active.abort();
+      void this.finish();
+    });
     socket.on("close", () => {
       this.closed = true;
       this.dropPending();
@@ -480,6 +486,30 @@ class Connection {
         return store.release(request.channel, request.task, request.as, { token: request.token });
       case "fence":
         return store.fence(request.channel, request.task, request.token);
+      default:
+        return this.pathLeaseRequest(store, request);
+    }
+  }
+
+  private pathLeaseRequest(store: Store, request: Request): Promise<unknown> {
+    switch (request.op) {
+      case "lease_add": {
+        const { channel, pattern, as, id: _id, op: _op, ...options } = request;
+        return store.addPathLease(channel, pattern, as, options);
+      }
+      case "leases":
+        return store.pathLeases(request.channel);
+      case "lease_renew":
+        return store.renewPathLease(request.channel, request.lease, request.as, {
+          token: request.token,
+          ttlMs: request.ttlMs,
+        });
+      case "lease_release":
+        return store.releasePathLease(request.channel, request.lease, request.as, {
+          token: request.token,
+        });
+      default:
+        throw new AgentChatError("INVALID_ARGUMENT", `unknown op ${request.op}`);
     }
   }
 
@@ -488,7 +518,11 @@ class Connection {
     abort: AbortController,
   ): Promise<void> {
     try {
-      const options: Parameters<Store["wait"]>[1] = { as: request.as, signal: abort.signal };
+      const options: Parameters<Store["wait"]>[1] = {
+        as: request.as,
+        signal: abort.signal,
+        activity: this.active.signal,
+      };
       if (request.timeoutMs !== undefined) options.timeoutMs = request.timeoutMs;
       if (request.intervalMs !== undefined) options.intervalMs = request.intervalMs;
       this.respond(request.id, await this.daemon.store.wait(request.channels, options));

@@ -15,6 +15,7 @@ import {
 } from "./channel-push.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
+import { leaseAction } from "./leases.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";
 import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
 import { memberChannels, waitEverywhere } from "./wait-all.js";
@@ -378,16 +379,29 @@ function registerTools(
     "chat_tasks",
     "Task markers of a channel. list: all tasks; add: create one (title); " +
       "claim: take one before working on it (exactly one claimant wins; a lease your activity " +
-      "in the channel keeps alive); done: finish yours (note); release: give it back.",
+      "in the channel keeps alive); renew: extend it; done: finish yours (note); release: give " +
+      "it back. lease: reserve files (paths) so other agents' commits there are refused; " +
+      "leases: list; unlease: release one.",
     {
-      action: z.enum(["list", "add", "claim", "done", "release"]).describe("What to do"),
+      action: z
+        .enum(["list", "add", "claim", "renew", "done", "release", "lease", "leases", "unlease"])
+        .describe("What to do"),
       channel,
       task: z
         .string()
         .optional()
-        .describe("Task id, for claim, done and release (add: optional id)"),
+        .describe("Task id, for claim, renew, done and release (add: optional id)"),
       title: z.string().optional().describe("For add: what is to be done"),
-      body: z.string().optional().describe("For add: details, markdown; for done: a short note"),
+      body: z
+        .string()
+        .optional()
+        .describe("For add: details, markdown; for done: a short note; for lease: why"),
+      paths: z
+        .string()
+        .optional()
+        .describe(
+          "For lease: a repository-relative glob, e.g. src/api/**; unlease: it or its token",
+        ),
     },
     // add creates a task, claim marks it; release gives back only the caller's own claim and
     // the task stays: nothing of anyone else's is removed.
@@ -425,6 +439,8 @@ function registerTools(
           const info = await store.release(args.channel, requireTask(args), agent);
           return `Released task ${info.id} in ${args.channel}.`;
         }
+        default:
+          return leaseAction(store, agent, { ...args, action: args.action });
       }
     },
   );

@@ -12,6 +12,8 @@ import type {
   FenceResult,
   InitOptions,
   NewTask,
+  PathLeaseInfo,
+  PathLeaseOptions,
   PostInput,
   PostResult,
   ReadOptions,
@@ -163,6 +165,40 @@ class IdentityGuard implements Store {
 
   fence(channel: string, task: string, token: number): Promise<FenceResult> {
     return this.inner.fence(channel, task, token);
+  }
+
+  async addPathLease(
+    channel: string,
+    pattern: string,
+    agent: string,
+    options?: PathLeaseOptions,
+  ): Promise<PathLeaseInfo> {
+    await this.admit(channel, agent);
+    return this.inner.addPathLease(channel, pattern, agent, options);
+  }
+
+  pathLeases(channel: string): Promise<PathLeaseInfo[]> {
+    return this.inner.pathLeases(channel);
+  }
+
+  async renewPathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options?: RenewOptions,
+  ): Promise<PathLeaseInfo> {
+    await this.admit(channel, agent);
+    return this.inner.renewPathLease(channel, lease, agent, options);
+  }
+
+  async releasePathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options?: ReleaseOptions,
+  ): Promise<PathLeaseInfo> {
+    await this.admit(channel, agent);
+    return this.inner.releasePathLease(channel, lease, agent, options);
   }
 
   close(): Promise<void> {

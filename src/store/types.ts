@@ -49,6 +49,35 @@ export interface Store {
   fence(channel: string, task: string, token: number): Promise<FenceResult>;
 
   /**
+   * Reserves the paths a repository-relative glob covers (docs/leases.md): a lease with its own
+   * fencing token. An exclusive lease that overlaps another agent's live lease (or a shared one
+   * that overlaps an exclusive one) is refused with `CLAIM_LOST` naming them, unless `force`.
+   * The holder asking again for a pattern it holds renews that lease.
+   */
+  addPathLease(
+    channel: string,
+    pattern: string,
+    agent: string,
+    options?: PathLeaseOptions,
+  ): Promise<PathLeaseInfo>;
+  /** The channel's path leases, live and recently expired, by token. */
+  pathLeases(channel: string): Promise<PathLeaseInfo[]>;
+  /** Extends the holder's live path lease (`lease`: its token, or its pattern). */
+  renewPathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options?: RenewOptions,
+  ): Promise<PathLeaseInfo>;
+  /** Gives a path lease back: only its holder, while it is live (`NOT_HOLDER` otherwise). */
+  releasePathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options?: ReleaseOptions,
+  ): Promise<PathLeaseInfo>;
+
+  /**
    * Optional: rewrites a channel's `_meta.json` atomically, excluded from other writers (on the
    * folder store: under the channel's seq lock, then an atomic rename). `update` receives the
    * current meta and returns the next; only keys of ours may change: the reference's four keys
@@ -140,6 +169,12 @@ export interface WaitOptions {
   /** The sleep-poll safety net that catches anything the file watch missed (default 2 s). */
   intervalMs?: number;
   signal?: AbortSignal;
+  /**
+   * While parked, the wait is the agent's activity and renews its leases; once this signal
+   * aborts it no longer does (it still waits). The daemon aborts it when its client's side of
+   * the connection ends: a client that died and one that only stopped sending look alike.
+   */
+  activity?: AbortSignal;
 }
 
 export interface WaitResult {
@@ -215,6 +250,37 @@ export interface FenceResult {
   /** `token` is the current grant and its lease has not expired. */
   live: boolean;
   task: TaskInfo;
+}
+
+/** A reservation of paths in a repository (`lease add`). */
+export interface PathLeaseInfo {
+  /** Its id in the channel and its fencing token: every grant gets the next number. */
+  token: number;
+  channel: string;
+  /** A repository-relative glob, e.g. `src/store/**`. */
+  pattern: string;
+  holder: string;
+  /** Exclusive (the default) or shared (`--shared`: compatible with other shared leases). */
+  exclusive: boolean;
+  /**
+   * `expired`: its holder let it lapse; it no longer reserves anything. `released`: only in
+   * the answer to the release that ended it (a released lease is no longer listed).
+   */
+  state: "live" | "expired" | "released";
+  /** ISO-8601. */
+  grantedAt: string;
+  expiresAt: string;
+  reason?: string;
+  /** It was granted with `force` over these live leases of others. */
+  forced?: string[];
+}
+
+export interface PathLeaseOptions extends ClaimOptions {
+  shared?: boolean;
+  /** One line on why, shown to whoever it conflicts with. */
+  reason?: string;
+  /** Grant it despite overlapping leases of others, and record them. */
+  force?: boolean;
 }
 
 /** The lease a claim gets when neither the caller nor the channel says otherwise. */

@@ -58,6 +58,19 @@ export interface TaskView {
   state: "open" | "claimed" | "expired" | "done";
   holder?: string;
   title: string;
+  /** The lease's fencing token and end (ISO-8601), when the task has a lease. */
+  token?: number;
+  expiresAt?: string;
+}
+
+/** A live path lease (`lease add`): who reserves which files, until when. */
+export interface PathLeaseView {
+  token: number;
+  pattern: string;
+  holder: string;
+  exclusive: boolean;
+  expiresAt: string;
+  reason?: string;
 }
 
 /**
@@ -123,6 +136,7 @@ export interface ChannelView {
   messageCount: number;
   lastSeq: number;
   tasks: TaskView[];
+  leases: PathLeaseView[];
   panels: PanelView[];
 }
 

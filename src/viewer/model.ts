@@ -9,6 +9,7 @@ import {
   type MessagesPage,
   type MessageView,
   type PanelView,
+  type PathLeaseView,
   type ReplyTarget,
   type StateView,
   type TaskView,
@@ -205,6 +206,18 @@ export class ViewerModel {
     }
   }
 
+  /** The channel's live path leases; none when they cannot be read (the rest still shows). */
+  private async liveLeases(channel: string): Promise<PathLeaseView[]> {
+    const all = await this.store.pathLeases(channel).catch(() => []);
+    return all
+      .filter((l) => l.state === "live")
+      .map(({ token, pattern, holder, exclusive, expiresAt, reason }) =>
+        reason === undefined
+          ? { token, pattern, holder, exclusive, expiresAt }
+          : { token, pattern, holder, exclusive, expiresAt, reason },
+      );
+  }
+
   private async channelView(info: ChannelInfo): Promise<ChannelView> {
     const cache = await this.cache(info.name);
     const newest = maxSeq(cache);
@@ -216,8 +229,11 @@ export class ViewerModel {
     const tasks: TaskView[] = (await this.store.tasks(info.name)).map((t) => {
       const view: TaskView = { id: t.id, state: t.state, title: t.title };
       if (t.holder !== undefined) view.holder = t.holder;
+      if (t.token !== undefined) view.token = t.token;
+      if (t.expiresAt !== undefined && t.state === "claimed") view.expiresAt = t.expiresAt;
       return view;
     });
+    const leases = await this.liveLeases(info.name);
     const panels: PanelView[] = [];
     for (const provider of this.panelProviders) {
       try {
@@ -238,6 +254,7 @@ export class ViewerModel {
       members,
       messageCount: messages.length,
       lastSeq: Math.max(info.lastSeq, maxSeq(cache)),
+      leases,
       tasks,
       panels,
     };
@@ -326,6 +343,7 @@ function brokenChannelView(info: ChannelInfo): ChannelView {
     messageCount: 0,
     lastSeq: info.lastSeq,
     tasks: [],
+    leases: [],
     panels: [],
   };
 }

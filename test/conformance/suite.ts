@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
+import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
 import type { Store } from "../../src/store/types.js";
 
 /**
@@ -572,7 +573,7 @@ export function storeConformance(
         await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
         expect((await store.fence("ch", "1", 1)).live).toBe(true);
         await expectCode(store.claim("ch", "1", "carol"), "CLAIM_LOST");
-        advance(MINUTE + 1);
+        advance(MINUTE + SKEW_GRACE_MS + 1);
         const expired = (await store.tasks("ch"))[0]!;
         expect(expired).toMatchObject({ state: "expired", holder: "bob", token: 1 });
         expect((await store.fence("ch", "1", 1)).live).toBe(false);
@@ -664,7 +665,7 @@ export function storeConformance(
 
       it("16 concurrent claimants of an expired task: exactly one wins, with token + 1", async () => {
         await store.claim("ch", "1", "bob", { ttlMs: MINUTE });
-        advance(MINUTE + 1);
+        advance(MINUTE + SKEW_GRACE_MS + 1);
         const stores = await Promise.all(Array.from({ length: 16 }, () => another()));
         const results = await Promise.allSettled(
           stores.map((s, i) => s.claim("ch", "1", `agent${i}`)),
@@ -683,6 +684,145 @@ export function storeConformance(
         await expectCode(store.fence("ch", "1", 0), "INVALID_ARGUMENT");
         await expectCode(store.fence("ch", "1", -2), "INVALID_ARGUMENT");
         expect((await store.fence("ch", "1", 1)).live).toBe(false);
+      });
+    });
+
+    describe("path leases", () => {
+      const MINUTE = 60_000;
+      beforeEach(async () => {
+        await store.init("ch");
+      });
+
+      it("an exclusive lease is granted with a token; another agent's overlapping one is refused naming it", async () => {
+        const mine = await store.addPathLease("ch", "./src/store/**", "bob", {
+          ttlMs: 10 * MINUTE,
+          reason: "backend core",
+        });
+        expect(mine).toMatchObject({
+          token: 1,
+          pattern: "src/store/**",
+          holder: "bob",
+          exclusive: true,
+          state: "live",
+          reason: "backend core",
+        });
+        const other = await another();
+        for (const pattern of ["src/store/fs/fs-store.ts", "src/**", "src", "**/*.ts"]) {
+          const err = await expectCode(other.addPathLease("ch", pattern, "carol"), "CLAIM_LOST");
+          expect(err.message).toContain("bob holds src/store/**");
+          expect(err.message).toContain("token 1");
+        }
+        await expectCode(
+          other.addPathLease("ch", "src/store/x", "carol", { shared: true }),
+          "CLAIM_LOST",
+        );
+        const apart = await other.addPathLease("ch", "docs/**", "carol");
+        expect(apart).toMatchObject({ token: 2, holder: "carol" });
+        // bob's own leases never conflict with each other.
+        expect((await store.addPathLease("ch", "src/store/fs/**", "bob")).token).toBe(3);
+        const listed = await other.pathLeases("ch");
+        expect(listed.map((l) => [l.token, l.holder, l.pattern])).toEqual([
+          [1, "bob", "src/store/**"],
+          [2, "carol", "docs/**"],
+          [3, "bob", "src/store/fs/**"],
+        ]);
+      });
+
+      it("shared leases coexist; --force records a conflicting lease and the leases it overrode", async () => {
+        await store.addPathLease("ch", "README.md", "bob", { shared: true });
+        expect(
+          await store.addPathLease("ch", "README.md", "carol", { shared: true }),
+        ).toMatchObject({ token: 2, exclusive: false });
+        const forced = await store.addPathLease("ch", "*.md", "dave", { force: true });
+        expect(forced.forced).toHaveLength(2);
+        expect(forced.forced!.join(" ")).toContain("bob holds README.md");
+        expect((await store.pathLeases("ch")).find((l) => l.token === 3)?.forced).toHaveLength(2);
+      });
+
+      it("refuses TTLs and patterns that are out of bounds", async () => {
+        for (const ttlMs of [0, -1, 1.5, 7 * 24 * 60 * MINUTE + 1]) {
+          await expectCode(
+            store.addPathLease("ch", "src/**", "bob", { ttlMs }),
+            "INVALID_ARGUMENT",
+          );
+        }
+        for (const pattern of [
+          "../x",
+          "/etc/passwd",
+          "src/../../x",
+          "C:/x",
+          "{..,src}/x",
+          "",
+          "!src",
+        ]) {
+          await expectCode(store.addPathLease("ch", pattern, "bob"), "INVALID_ARGUMENT");
+        }
+        expect(await store.pathLeases("ch")).toEqual([]);
+        await expectCode(store.addPathLease("nope", "src/**", "bob"), "CHANNEL_NOT_FOUND");
+      });
+
+      it("an expired lease reserves nothing; its late holder can neither renew nor release it", async () => {
+        await store.addPathLease("ch", "src/**", "bob", { ttlMs: MINUTE });
+        advance(MINUTE + SKEW_GRACE_MS + 1);
+        expect((await store.pathLeases("ch"))[0]).toMatchObject({
+          state: "expired",
+          holder: "bob",
+        });
+        const other = await another();
+        expect(await other.addPathLease("ch", "src/a.ts", "carol")).toMatchObject({ token: 2 });
+        for (const late of [
+          () => store.renewPathLease("ch", "1", "bob", { token: 1 }),
+          () => store.releasePathLease("ch", "src/**", "bob"),
+        ]) {
+          const err = await expectCode(late(), "NOT_HOLDER");
+          expect(err.message).toContain("expired");
+        }
+        // Asking again is how it comes back: a new grant, a new token (refused while carol holds a part).
+        await expectCode(store.addPathLease("ch", "src/**", "bob"), "CLAIM_LOST");
+      });
+
+      it("renew and release by token or pattern: only the holder, only with the live token", async () => {
+        await store.addPathLease("ch", "src/**", "bob", { ttlMs: MINUTE });
+        const other = await another();
+        const err = await expectCode(other.releasePathLease("ch", "1", "carol"), "NOT_HOLDER");
+        expect(err.message).toContain("bob holds src/**");
+        await expectCode(store.renewPathLease("ch", "src/**", "bob", { token: 7 }), "NOT_HOLDER");
+        await expectCode(store.releasePathLease("ch", "lib/**", "bob"), "NOT_FOUND");
+        advance(MINUTE / 2);
+        const renewed = await store.renewPathLease("ch", "src/**", "Bob", { token: 1 });
+        expect(renewed).toMatchObject({ token: 1, state: "live" });
+        expect(Date.parse(renewed.expiresAt)).toBeGreaterThanOrEqual(clock() + MINUTE - 1000);
+        // Asking again for a pattern one holds renews it: same token.
+        expect((await store.addPathLease("ch", "src/**", "bob")).token).toBe(1);
+        const released = await store.releasePathLease("ch", "1", "bob", { token: 1 });
+        expect(released).toMatchObject({ token: 1, state: "released" });
+        expect(await store.pathLeases("ch")).toEqual([]);
+        expect((await other.addPathLease("ch", "src/**", "carol")).token).toBe(2);
+      });
+
+      it("the holder's post or read renews its path leases; nobody else's does", async () => {
+        await store.addPathLease("ch", "src/**", "bob", { ttlMs: 30 * MINUTE });
+        advance(15 * MINUTE);
+        await (await another()).post("ch", { from: "bob", body: "still on it" });
+        advance(25 * MINUTE);
+        expect((await store.pathLeases("ch"))[0]).toMatchObject({ state: "live", holder: "bob" });
+        const carol = await another();
+        await carol.post("ch", { from: "carol", body: "anyone in src?" });
+        advance(31 * MINUTE);
+        expect((await store.pathLeases("ch"))[0]).toMatchObject({ state: "expired" });
+      });
+
+      it("8 agents racing for overlapping exclusive leases: exactly one wins", async () => {
+        const stores = await Promise.all(Array.from({ length: 8 }, () => another()));
+        const results = await Promise.allSettled(
+          stores.map((s, i) => s.addPathLease("ch", i % 2 ? "src/**" : "src/a.ts", `agent${i}`)),
+        );
+        const won = results.filter((r) => r.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        for (const r of results) {
+          if (r.status === "rejected") expect((r.reason as AgentChatError).code).toBe("CLAIM_LOST");
+        }
+        expect(await store.pathLeases("ch")).toHaveLength(1);
       });
     });
   });

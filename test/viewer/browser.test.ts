@@ -100,7 +100,11 @@ describe("web viewer in headless Chromium", () => {
     expect(await bob.locator(".cursor").textContent()).toBe("read to #3");
     expect(await bob.locator(".badge").textContent()).toBe("1 unread");
     expect(await page.locator('[data-member="alice"] .badge').textContent()).toBe("2 unread");
-    expect(await page.locator('[data-task="1"] .badge').textContent()).toBe("claimed by bob");
+    // A lease's token and time left beside its holder (docs/leases.md).
+    expect(await page.locator('[data-task="1"] .badge').textContent()).toMatch(
+      /^claimed by bob · token 1 · (30m|29m) left$/,
+    );
+    expect(await page.locator("#leases .empty").textContent()).toBe("No path leases.");
     expect(await page.locator('[data-task="2"] .badge').textContent()).toBe("open");
     // Showing cursors never moves them.
     expect(readFileSync(join(tmp.dir, "review", ".cursors", "bob.txt"), "utf8")).toBe("3");

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { isRelevant } from "../../core/message.js";
+import { TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -15,7 +16,8 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       .description("create a channel (fails if it exists)")
       .argument("<channel>", "channel name")
       .option("--members <list>", "comma-separated members; empty means open to everyone")
-      .option("--topic <text>", "what the channel is for", ""),
+      .option("--topic <text>", "what the channel is for", "")
+      .option("--task-ttl <duration>", "the default lease of claims and path leases: 45m, 2h"),
   )
     .addHelpText(
       "after",
@@ -23,13 +25,20 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "  agent-chat init release --maintainer alice --band merge=approval --band '*'=auto",
     )
     .action(
-      async (channel: string, opts: { members?: string; topic: string } & GovernanceFlags) => {
-        const extra = initGovernanceExtra(opts, channel);
+      async (
+        channel: string,
+        opts: { members?: string; topic: string; taskTtl?: string } & GovernanceFlags,
+      ) => {
+        const ttl = opts.taskTtl === undefined ? undefined : parseTtl(opts.taskTtl, "--task-ttl");
+        const extra = {
+          ...initGovernanceExtra(opts, channel),
+          ...(ttl === undefined ? {} : { [TASK_TTL_KEY]: ttl / 1000 }),
+        };
         const store = await ctx.open();
         const meta = await store.init(channel, {
           members: splitList(opts.members),
           topic: opts.topic,
-          ...(extra ? { extra } : {}),
+          ...(Object.keys(extra).length > 0 ? { extra } : {}),
         });
         if (ctx.json) return ctx.printJson(meta);
         const who = meta.members.length > 0 ? meta.members.join(", ") : "open to everyone";

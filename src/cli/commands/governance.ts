@@ -7,6 +7,7 @@ import {
   type RequestInput,
   requestAction,
 } from "../../client/governance.js";
+import { setTaskTtl } from "../../client/task-ttl.js";
 import { AgentChatError } from "../../core/errors.js";
 import {
   type Band,
@@ -19,8 +20,16 @@ import {
   type Verdict,
   validateAction,
 } from "../../core/governance.js";
+import { type Store, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
-import { type CliContext, parsePositiveInt, parseSeconds, UsageError } from "../context.js";
+import {
+  type CliContext,
+  formatDuration,
+  parsePositiveInt,
+  parseSeconds,
+  parseTtl,
+  UsageError,
+} from "../context.js";
 
 /** Repeatable `--band a=b` (and `--band a=b,c=d`). */
 function collect(value: string, previous: string[] = []): string[] {
@@ -74,6 +83,19 @@ export function addGovernanceOptions(command: Command): Command {
     .option("--veto-window <seconds>", "how long a notify request waits for a veto (default 300)");
 }
 
+/** `govern --task-ttl`: the channel's default lease, validated as `--ttl` is. */
+async function changeTaskTtl(
+  ctx: CliContext,
+  store: Store,
+  channel: string,
+  value: string,
+  as: string | undefined,
+): Promise<void> {
+  const ttlMs = parseTtl(value, "--task-ttl");
+  await setTaskTtl(store, channel, ttlMs, as);
+  if (!ctx.json) ctx.out(`default lease of ${channel}: ${formatDuration(ttlMs)}\n`);
+}
+
 export function registerGovernanceCommands(program: Command, ctx: CliContext): void {
   addGovernanceOptions(
     program
@@ -82,6 +104,10 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       .argument("<channel>"),
   )
     .option("--remove-band <action>", "drop an action's band (repeatable)", collect)
+    .option(
+      "--task-ttl <duration>",
+      "the default lease of claims and path leases here: 90s, 45m, 2h (at most 7d)",
+    )
     .option(
       "--as <name>",
       "who changes it: the current maintainer, once one is set (default: $AGENT_CHAT_NAME)",
@@ -94,15 +120,20 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         "  agent-chat govern review\n" +
         "  agent-chat govern review --as alice --maintainer alice --band merge=approval --band deploy=approval \\\n" +
         "      --band refactor=notify --band '*'=auto --veto-window 120\n" +
-        "  agent-chat govern review --as alice --remove-band refactor",
+        "  agent-chat govern review --as alice --remove-band refactor\n" +
+        "  agent-chat govern review --as alice --task-ttl 45m",
     )
     .action(
-      async (channel: string, opts: GovernanceFlags & { removeBand?: string[]; as?: string }) => {
+      async (
+        channel: string,
+        opts: GovernanceFlags & { removeBand?: string[]; as?: string; taskTtl?: string },
+      ) => {
         const change = governanceChange(opts, opts.removeBand ?? []);
         const store = await ctx.open();
         const changed = Object.keys(change).length > 0;
         // Optional: a channel without a maintainer yet may be governed by anyone.
         const as = opts.as ?? (ctx.env.AGENT_CHAT_NAME || undefined);
+        if (opts.taskTtl !== undefined) await changeTaskTtl(ctx, store, channel, opts.taskTtl, as);
         const meta = changed
           ? await govern(store, channel, change, as)
           : await store.roster(channel);
@@ -112,6 +143,7 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
             channel,
             governed: profile !== undefined,
             ...profileJson(profile),
+            ...(meta[TASK_TTL_KEY] === undefined ? {} : { taskTtlSeconds: meta[TASK_TTL_KEY] }),
           });
         }
         if (!profile) {

@@ -87,7 +87,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
   program
     .command("setup")
     .description("print (or --write) the MCP server and hook configuration for an agent tool")
-    .argument("<tool>", SETUP_TOOLS.join(" | "))
+    .argument("<tool>", `${SETUP_TOOLS.join(" | ")} | git-hook`)
+    .argument("[channels]", "git-hook: the channels whose path leases guard commits (default: all)")
     .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
     .option("--write", "merge the configuration into the tool's files instead of printing it")
     .option("--dir <path>", "project folder for project-level files (default: current folder)")
@@ -111,11 +112,13 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         "--write keeps every other entry of those files and replaces only agent-chat's, then\n" +
         "lists what is left for you to do.\n\nExamples:\n" +
         "  agent-chat setup claude-code --as alice\n  agent-chat setup codex --as bob --write\n" +
+        "  agent-chat setup git-hook review   (pre-commit: `agent-chat guard review`)\n" +
         "  agent-chat --root ~/team-chat setup gemini --as carol --write --dir ~/src/app",
     )
     .action(
       async (
         tool: string,
+        channels: string | undefined,
         opts: {
           as?: string;
           write?: boolean;
@@ -126,6 +129,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
           toolsApproval?: string;
         },
       ) => {
+        if (tool === "git-hook") {
+          return (await import("./git-guard.js")).setupGitHook(ctx, channels, opts);
+        }
         const home = homedir();
         const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
         const plan = planSetup({

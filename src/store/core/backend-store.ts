@@ -16,6 +16,8 @@ import {
   type InitOptions,
   MAX_TASK_TTL_MS,
   type NewTask,
+  type PathLeaseInfo,
+  type PathLeaseOptions,
   type PostInput,
   type PostResult,
   type ReadOptions,
@@ -30,6 +32,7 @@ import {
   type WatchOptions,
 } from "../types.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
+import { PathLeaseBook, type PathLeaseDoc, type PathLeaseRecord } from "./path-leases.js";
 import {
   formatTask,
   type Lease,
@@ -122,9 +125,19 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
   protected readonly now: () => number;
 
+  /** Path leases: their rules over this backend's {@link readPathLeases} and swap. */
+  private readonly pathBook: PathLeaseBook;
+
   constructor(maxBodyBytes: number | undefined, now: () => number = Date.now) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.now = now;
+    this.pathBook = new PathLeaseBook({
+      read: (channel) => this.readPathLeases(channel),
+      swap: (channel, current, doc) => this.swapPathLeases(channel, current, doc),
+      exclusive: (channel, fn) => this.exclusive(channel, fn),
+      channelTtl: async (channel) => channelTtl(await this.roster(channel)),
+      now: () => this.now(),
+    });
   }
 
   // ---- Primitives: what each backend implements. ----
@@ -153,6 +166,14 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     channel: string,
     current: TaskRecord,
     next: { holder: string | undefined; lease: Lease },
+  ): Promise<boolean>;
+  /** A channel's path lease document (empty when it has none). */
+  protected abstract readPathLeases(channel: string): Promise<PathLeaseRecord>;
+  /** Replaces it unless it changed since `current` was read; false then. */
+  protected abstract swapPathLeases(
+    channel: string,
+    current: PathLeaseRecord,
+    doc: PathLeaseDoc,
   ): Promise<boolean>;
   abstract close(): Promise<void>;
 
@@ -313,6 +334,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     const wake = new Wakeup();
     const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
     const keeper = this.keepLeasesWhileParked(unique, options.as, metas);
+    const inactive = () => clearInterval(keeper);
+    options.activity?.addEventListener("abort", inactive, { once: true });
     const onAbort = () => wake.fail(abortError());
     options.signal?.addEventListener("abort", onAbort, { once: true });
     const unsubscribe: Array<() => void> = [];
@@ -330,13 +353,16 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       );
       const pass: WaitPass<F> = { feeds, agent: options.as, net, looked: new Map(), warnings: [] };
       const result = await this.waitLoop(pass, wake);
-      for (const channel of unique) await this.keepLeases(channel, options.as);
+      if (!options.activity?.aborted) {
+        for (const channel of unique) await this.keepLeases(channel, options.as);
+      }
       return result;
     } finally {
       for (const off of unsubscribe) off();
       net.end();
       clearTimeout(timer);
       clearInterval(keeper);
+      options.activity?.removeEventListener("abort", inactive);
       options.signal?.removeEventListener("abort", onAbort);
     }
   }
@@ -646,8 +672,48 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     const current = await this.existingTask(channel, id);
     const now = this.now();
     const status = leaseStatus(current, now);
-    const live = status.state === "claimed" && status.leased && status.token === token;
+    // The holder acts only until its lease's end by its own clock, not into the skew grace.
+    const live =
+      status.state === "claimed" &&
+      status.leased &&
+      status.token === token &&
+      now <= (status.expiresAt ?? 0);
     return { live, task: this.describe(channel, current, now) };
+  }
+
+  // ---- Path leases (docs/leases.md; the rules are in path-leases.ts) ----
+
+  async addPathLease(
+    channel: string,
+    pattern: string,
+    agent: string,
+    options: PathLeaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    checkTtl(options.ttlMs);
+    return this.pathBook.add(channel, pattern, agent, options);
+  }
+
+  async pathLeases(channel: string): Promise<PathLeaseInfo[]> {
+    return this.pathBook.list(channel);
+  }
+
+  async renewPathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: RenewOptions = {},
+  ): Promise<PathLeaseInfo> {
+    checkTtl(options.ttlMs);
+    return this.pathBook.renew(channel, lease, agent, options);
+  }
+
+  async releasePathLease(
+    channel: string,
+    lease: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    return this.pathBook.release(channel, lease, agent, options);
   }
 
   /**
@@ -689,6 +755,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
    * most. It never fails the operation that caused it: a lease it could not renew runs on.
    */
   private async keepLeases(channel: string, agent: string): Promise<void> {
+    await this.pathBook.keepAlive(channel, agent);
     try {
       const holder = identity(agent);
       // Most activity finds nothing due: only a lease past a third of its length takes the lock.

@@ -1,6 +1,15 @@
 /** The logic above the backends: what every backend shares, written once. */
 export { BackendStore, type Feed, type SafetyNet, type Scan } from "./backend-store.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft } from "./draft.js";
+export { type Blocked, blockedPaths } from "./path-globs.js";
+export {
+  formatPathLeases,
+  PATH_LEASES_FILE,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
+  parsePathLeases,
+} from "./path-leases.js";
+export { pastGrace, SKEW_GRACE_MS } from "./skew.js";
 export {
   formatLease,
   formatTask,

@@ -1,5 +1,6 @@
 import { oneLine } from "../../core/message.js";
 import type { TaskInfo, TaskState } from "../types.js";
+import { pastGrace } from "./skew.js";
 
 /**
  * Task markers: `task-<id>.md` while open, `task-<id>.CLAIMED-<holder>.md` once claimed, as the
@@ -198,7 +199,8 @@ export function leaseStatus(record: TaskRecord, now: number): LeaseStatus {
   // The lease describes the marker only when it names the marker's holder: a marker claimed by
   // chat.py, or renamed by hand, has no lease of ours, and never expires by our rule.
   if (lease?.holder === holder && lease.expiresAt !== undefined) {
-    const state = now > lease.expiresAt ? "expired" : "claimed";
+    // Claimed until its end is a skew grace behind: another host's clock may run ahead.
+    const state = pastGrace(lease.expiresAt, now) ? "expired" : "claimed";
     return { state, holder, token: lease.token, expiresAt: lease.expiresAt, leased: true };
   }
   return { state: "claimed", holder, leased: false };

@@ -42,11 +42,16 @@ import {
   BackendStore,
   type Feed,
   formatLease,
+  formatPathLeases,
   type Lease,
   leaseFileName,
   MAX_FRONTMATTER_BYTES,
+  PATH_LEASES_FILE,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
   type PostDraft,
   parseLease,
+  parsePathLeases,
   parseTaskFile,
   type SafetyNet,
   type Scan,
@@ -93,6 +98,8 @@ const MAX_META_BYTES = 256 * 1024;
 const MAX_TASK_BYTES = 1024 * 1024;
 /** The largest lease file read (a token, a holder, times and at most 20 grants: ~2 KB). */
 const MAX_LEASE_BYTES = 64 * 1024;
+/** The largest `.leases.json` read: a thousand leases of long patterns and reasons. */
+const MAX_PATH_LEASE_BYTES = 2 * 1024 * 1024;
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -641,6 +648,41 @@ export class FsStore extends BackendStore<FolderFeed> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
       throw wrapIoError(err, `cannot ${verb} task ${current.id}`);
+    }
+  }
+
+  /**
+   * A channel's path leases live in `.leases.json` (a name chat.py ignores), replaced
+   * atomically; its text is the version a swap compares, under the channel lock.
+   */
+  protected async readPathLeases(channel: string): Promise<PathLeaseRecord> {
+    const state = this.state(channel);
+    this.assertChannelDir(state);
+    const text = this.readPathLeaseText(state.dir);
+    return { doc: parsePathLeases(text), version: text ?? "" };
+  }
+
+  protected async swapPathLeases(
+    channel: string,
+    current: PathLeaseRecord,
+    doc: PathLeaseDoc,
+  ): Promise<boolean> {
+    const dir = this.state(channel).dir;
+    if ((this.readPathLeaseText(dir) ?? "") !== current.version) return false;
+    try {
+      await replaceFile(dir, PATH_LEASES_FILE, formatPathLeases(doc));
+      return true;
+    } catch (err) {
+      throw wrapIoError(err, `cannot write the path leases of ${channel}`);
+    }
+  }
+
+  private readPathLeaseText(dir: string): string | undefined {
+    try {
+      return readOwnTextSync(join(dir, PATH_LEASES_FILE), MAX_PATH_LEASE_BYTES);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
     }
   }
 

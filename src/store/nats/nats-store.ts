@@ -15,10 +15,14 @@ import {
   BackendStore,
   type Feed,
   formatLease,
+  formatPathLeases,
   HOLDER,
   type Lease,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
   type PostDraft,
   parseLease,
+  parsePathLeases,
   TASK_FILE,
   type TaskRecord,
   taskFileName,
@@ -433,6 +437,36 @@ export class NatsStore extends BackendStore {
     }
   }
 
+  /** A channel's path leases: one KV value, created once and then updated by revision. */
+  protected async readPathLeases(channel: string): Promise<PathLeaseRecord> {
+    const entry = await this.guard(
+      () => this.kv.get(pathLeasesKey(channel)),
+      `cannot read the path leases of ${channel}`,
+    );
+    if (entry?.operation !== "PUT") return { doc: parsePathLeases(undefined), version: 0 };
+    return { doc: parsePathLeases(entry.string()), version: entry.revision };
+  }
+
+  protected async swapPathLeases(
+    channel: string,
+    current: PathLeaseRecord,
+    doc: PathLeaseDoc,
+  ): Promise<boolean> {
+    const key = pathLeasesKey(channel);
+    const text = formatPathLeases(doc);
+    const revision = Number(current.version);
+    try {
+      await this.guard(
+        () => (revision === 0 ? this.kv.create(key, text) : this.kv.update(key, text, revision)),
+        `cannot write the path leases of ${channel}`,
+      );
+      return true;
+    } catch (err) {
+      if (isWrongLastSequence(err)) return false;
+      throw err;
+    }
+  }
+
   /** Everything of one channel in SPEC-folder form (export). */
   async dump(channel: string): Promise<ChannelDump> {
     const entry = await this.guard(() => this.kv.get(metaKey(channel)), `cannot read ${channel}`);
@@ -619,6 +653,10 @@ function metaKey(channel: string): string {
 
 function cursorKey(channel: string, agent: string): string {
   return `cursor.${token(channel)}.${identity(agent)}`;
+}
+
+function pathLeasesKey(channel: string): string {
+  return `leases.${token(channel)}`;
 }
 
 function taskKey(channel: string, id: string): string {

@@ -2,6 +2,7 @@ import type {
   ChannelView,
   PanelAction,
   PanelView,
+  PathLeaseView,
   RequestItem,
   RequestsPanel,
   TaskView,
@@ -59,7 +60,7 @@ export class Panels {
     const panels = [...c.panels]
       .sort((a, b) => Number(b.kind === "requests") - Number(a.kind === "requests"))
       .map((p) => this.panelNode(c.name, p));
-    box.replaceChildren(...panels, membersNode(c), tasksNode(c));
+    box.replaceChildren(...panels, membersNode(c), tasksNode(c), leasesNode(c));
   }
 
   private panelNode(channel: string, panel: PanelView): HTMLElement {
@@ -263,7 +264,45 @@ function tasksNode(c: ChannelView): HTMLElement {
 function taskBadge(t: TaskView): HTMLElement {
   if (t.state === "open") return h("span", { class: "badge open" }, "open");
   const what = t.state === "expired" ? "expired, held by" : `${t.state} by`;
-  return h("span", { class: `badge ${t.state}` }, `${what} ${t.holder ?? "?"}`);
+  const lease = t.token === undefined ? "" : ` · token ${t.token}${timeLeft(t.expiresAt)}`;
+  return h("span", { class: `badge ${t.state}` }, `${what} ${t.holder ?? "?"}${lease}`);
+}
+
+/** Live path leases: who reserves which files, with token and time left (docs/leases.md). */
+function leasesNode(c: ChannelView): HTMLElement {
+  const row = (l: PathLeaseView) =>
+    h(
+      "li",
+      { "data-lease": String(l.token) },
+      h("code", { class: "lease-pattern" }, l.pattern),
+      h(
+        "span",
+        { class: `badge ${l.exclusive ? "claimed" : "open"}` },
+        `${l.exclusive ? "" : "shared, "}${l.holder} · token ${l.token}${timeLeft(l.expiresAt)}`,
+      ),
+      l.reason ? h("span", { class: "task-title" }, l.reason) : "",
+    );
+  return h(
+    "section",
+    { class: "panel", id: "leases" },
+    h("h2", {}, "Path leases"),
+    c.leases.length === 0
+      ? h("p", { class: "empty" }, "No path leases.")
+      : h("ul", { class: "tasks" }, ...c.leases.map(row)),
+  );
+}
+
+/** ` · 12m left`, as of the last refresh of the state. */
+function timeLeft(expiresAt: string | undefined): string {
+  if (expiresAt === undefined) return "";
+  const s = Math.max(0, Math.round((Date.parse(expiresAt) - Date.now()) / 1000));
+  const text =
+    s >= 3600
+      ? `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`
+      : s >= 60
+        ? `${Math.floor(s / 60)}m`
+        : `${s}s`;
+  return ` · ${text} left`;
 }
 
 /** One line under the channel name pointing at its panels (on a phone they sit far below). */
