@@ -4,6 +4,7 @@ import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { LineSplitter } from "../core/ndjson.js";
+import { pollReceipts } from "../store/core/index.js";
 import type {
   Capabilities,
   ChannelInfo,
@@ -14,12 +15,15 @@ import type {
   NewTask,
   PostInput,
   PostResult,
+  PresenceInfo,
   ReadOptions,
   ReadResult,
+  Receipts,
   ReleaseOptions,
   RenewOptions,
   Store,
   TaskInfo,
+  WaitForOptions,
   WaitOptions,
   WaitResult,
   WatchOptions,
@@ -247,6 +251,27 @@ export class DaemonClient implements Store {
       if (!ended) cancel();
       this.streams.delete(id);
     }
+  }
+
+  receipts(channel: string, seq: number): Promise<Receipts> {
+    return this.call("receipts", { channel, seq }) as Promise<Receipts>;
+  }
+
+  explain(channel: string, seq: number): Promise<Receipts> {
+    return this.call("explain", { channel, seq }) as Promise<Receipts>;
+  }
+
+  /** Looks at the receipts every `intervalMs` (the daemon parks no receipt waits). */
+  waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
+    return pollReceipts(this, channel, seq, options);
+  }
+
+  async notify(channel: string, agent: string, seq: number): Promise<void> {
+    await this.call("notify", { channel, as: agent, seq });
+  }
+
+  who(channel?: string): Promise<PresenceInfo[]> {
+    return this.call("who", channel === undefined ? {} : { channel }) as Promise<PresenceInfo[]>;
   }
 
   addTask(channel: string, task: NewTask): Promise<TaskInfo> {

@@ -41,6 +41,10 @@ export const OPS = [
   "done",
   "release",
   "fence",
+  "receipts",
+  "explain",
+  "notify",
+  "who",
 ] as const;
 
 export type Op = (typeof OPS)[number];

@@ -101,6 +101,16 @@ export const requestSchema = z.discriminatedUnion("op", [
   }),
   z.strictObject({ ...base, op: z.literal("release"), ...holder, token: token.optional() }),
   z.strictObject({ ...base, op: z.literal("fence"), channel, task: z.string(), token }),
+  z.strictObject({ ...base, op: z.literal("receipts"), channel, seq: z.number().int() }),
+  z.strictObject({ ...base, op: z.literal("explain"), channel, seq: z.number().int() }),
+  z.strictObject({
+    ...base,
+    op: z.literal("notify"),
+    channel,
+    as: z.string(),
+    seq: z.number().int(),
+  }),
+  z.strictObject({ ...base, op: z.literal("who"), channel: channel.optional() }),
 ]);
 
 export type Request = z.infer<typeof requestSchema>;

@@ -480,6 +480,14 @@ class Connection {
         return store.release(request.channel, request.task, request.as, { token: request.token });
       case "fence":
         return store.fence(request.channel, request.task, request.token);
+      case "receipts":
+        return store.receipts(request.channel, request.seq);
+      case "explain":
+        return store.explain(request.channel, request.seq);
+      case "notify":
+        return store.notify(request.channel, request.as, request.seq).then(() => ({}));
+      case "who":
+        return store.who(request.channel);
     }
   }
 

@@ -1,5 +1,12 @@
 /** The logic above the backends: what every backend shares, written once. */
-export { BackendStore, type Feed, type SafetyNet, type Scan } from "./backend-store.js";
+export {
+  BackendStore,
+  type Feed,
+  type PresenceOptions,
+  type SafetyNet,
+  type Scan,
+} from "./backend-store.js";
+export { type Note, type NoteKind, pollReceipts } from "./delivery.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft } from "./draft.js";
 export {
   formatLease,
