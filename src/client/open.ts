@@ -29,6 +29,8 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
           ...nats,
           ...(rest.maxBodyBytes === undefined ? {} : { maxBodyBytes: rest.maxBodyBytes }),
           ...(rest.now === undefined ? {} : { now: rest.now }),
+          ...(rest.harness === undefined ? {} : { harness: rest.harness }),
+          ...(rest.onWarning === undefined ? {} : { onWarning: rest.onWarning }),
         }),
       );
     }

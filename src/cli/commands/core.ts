@@ -68,9 +68,18 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .option("--status <label>", "discussion | proposal | ack | done | …", "discussion")
     .option("--body <text>", "message body (markdown)")
     .option("--body-file <file>", "read the body from a file ('-' for stdin)")
+    .option(
+      "--wait-for <state>",
+      "then park until every addressee has: notified | read | answered (exit 2 on timeout)",
+    )
+    .option(
+      "--timeout <duration>",
+      "with --wait-for: give up after this long (30s, 5m; default 15m)",
+    )
     .addHelpText(
       "after",
       "\nExamples:\n  agent-chat post review --from alice --to bob --title 'Draft ready' --body 'See PR 12.'\n" +
+        "  agent-chat post review --from alice --to bob --body 'Ready?' --wait-for read --timeout 30s\n" +
         "  git diff | agent-chat post review --from alice --title 'Patch' --status proposal\n" +
         "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
     )
