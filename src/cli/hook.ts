@@ -1,4 +1,5 @@
 import { openStore } from "../client/open.js";
+import { NotifiedRecorder } from "../mcp/delivery.js";
 import {
   contextWasReset,
   detectFormat,
@@ -11,10 +12,17 @@ import {
   hookOutput,
   parseHookInput,
 } from "../mcp/hook.js";
-import { countUnread, type UnreadCount } from "../mcp/unread.js";
-import type { Store } from "../store/types.js";
+import { type UnreadCount, UnreadCounter } from "../mcp/unread.js";
+import type { Harness, Store } from "../store/types.js";
 import { loadSeen, saveSeen } from "./hook-state.js";
 import { oneOf, UsageError } from "./usage.js";
+
+/** The host tool a hook runs in, by the form of its output, for presence. */
+const HARNESS_OF: Record<HookFormat, Harness> = {
+  claude: "claude-code",
+  codex: "codex",
+  gemini: "gemini",
+};
 
 /** How long a hook waits for its host's JSON on stdin, and how much of it it reads. */
 const HOOK_STDIN_MS = 250;
@@ -51,9 +59,11 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<void> {
     const format = args.format ? oneOf(args.format, HOOK_FORMATS, "--format") : detectFormat(input);
     const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
-    const store = await openStore(io.root, { watch: false });
+    const harness = HARNESS_OF[format as HookFormat];
+    const store = await openStore(io.root, { watch: false, harness });
     try {
-      const count = await countUnread(store, agent);
+      const counter = new UnreadCounter(store, agent);
+      const count = await counter.count();
       if (count.msgs === 0) return;
       if (input.session_id !== undefined) {
         const fresh = await firstTelling(store, io, { agent, event, input, count });
@@ -69,6 +79,8 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<void> {
           block: args.block === true,
         }),
       );
+      // The notice told the session what waits: the messages' "notified" step (docs/delivery.md).
+      await new NotifiedRecorder(store, agent).told(counter.upTo);
     } finally {
       await store.close();
     }

@@ -328,15 +328,17 @@ export class Delivery {
     return out;
   }
 
-  /** An open channel's people: who posted in it, and who has a receipt there. */
+  /** An open channel's people: who posted in it, who was named in it, who has a receipt there. */
   private async seenIn(
     channel: string,
     notes: Map<string, ReceiptNote>,
     messages?: Message[],
   ): Promise<string[]> {
     const names = new Map<string, string>();
-    for (const m of messages ?? (await this.host.messages(channel, 0)))
-      names.set(identity(m.from), m.from);
+    const all = messages ?? (await this.host.messages(channel, 0));
+    for (const m of all) names.set(identity(m.from), m.from);
+    for (const m of all)
+      for (const key of parseTo(m.to).names) if (!names.has(key)) names.set(key, key);
     for (const key of notes.keys()) if (!names.has(key)) names.set(key, key);
     return [...names.values()];
   }
