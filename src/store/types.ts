@@ -286,7 +286,7 @@ export interface WaitForOptions {
   /** Default 900 s; then `TIMEOUT`. */
   timeoutMs?: number;
   signal?: AbortSignal;
-  /** How often receipts are looked at besides new messages (default 250 ms). */
+  /** How often receipts are looked at besides new messages (default 100 ms). */
   intervalMs?: number;
 }
 

@@ -161,6 +161,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         this.writeNote(scope, kind, name, text, version),
       warnOnce: (warning, report, scope) => this.warnOnce(warning, report, scope),
       ...(presence.onWarning ? { onWarning: presence.onWarning } : {}),
+      recordPresence: presence.recordPresence !== false,
     });
   }
 
@@ -836,6 +837,8 @@ export interface PresenceOptions {
   pid?: number;
   /** Hears, once, that a presence or receipt record could not be written. */
   onWarning?: (warning: string) => void;
+  /** False: record no presence (a bench's baseline, or a user who wants none shared). */
+  recordPresence?: boolean;
 }
 
 function defaultHost(): string {

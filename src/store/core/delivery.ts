@@ -74,11 +74,14 @@ export interface DeliveryHost {
   ): Promise<boolean>;
   warnOnce(warning: string, report: ((w: string) => void) | undefined, scope?: string): void;
   onWarning?: (warning: string) => void;
+  /** False: this store records no presence (receipts are still kept). */
+  recordPresence: boolean;
 }
 
 /** A revision-checked read-modify-write gives up after this many lost races. */
 const WRITE_TRIES = 4;
-const DEFAULT_RECEIPTS_POLL_MS = 250;
+/** Cursors move without a message: a receipt wait looks this often (a few small reads). */
+const DEFAULT_RECEIPTS_POLL_MS = 100;
 
 /**
  * Delivery states, receipts and presence, written once above the backends (docs/delivery.md).
@@ -97,6 +100,7 @@ export class Delivery {
    * it). Plain activity within {@link PRESENCE_THROTTLE_MS} of the last record is not written.
    */
   async touch(agent: string, parked?: Parked | null): Promise<void> {
+    if (!this.host.recordPresence) return;
     try {
       const key = identity(agent);
       for (let i = 0; i < WRITE_TRIES; i++) {
