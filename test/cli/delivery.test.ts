@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { collect, runCli, startCli, untilStdout } from "../helpers/cli.js";
+import { collect, runCli, startCli, untilStdout, watching } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
@@ -120,6 +120,22 @@ describe("receipts, explain, who", () => {
     expect(text.stdout).toMatch(/^#1 in review from alice: one\n {2}bob\tread\tread 20/);
     expect((await cli(["receipts", "review", "9"])).code).toBe(1);
     expect((await cli(["receipts", "review", "x"])).code).toBe(64);
+  });
+
+  it("a message shown by tail --as bob is notified to bob", async () => {
+    const tail = startCli(["tail", "review", "--as", "bob"], { root: tmp.dir, env });
+    await watching(tail);
+    await cli(["post", "review", "--from", "alice", "--to", "bob", "--body", "seen on tail"]);
+    await untilStdout(tail, (out) => out.includes("seen on tail"));
+    await vi.waitFor(
+      async () => {
+        const r = JSON.parse((await cli(["--json", "receipts", "review", "1"])).stdout);
+        expect(r.addressees[0]).toMatchObject({ agent: "bob", state: "notified" });
+      },
+      { timeout: 5_000, interval: 100 },
+    );
+    tail.kill("SIGINT");
+    await collect(tail);
   });
 
   it("explain --for says what is known of one addressee", async () => {

@@ -126,7 +126,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("tail")
     .description("print new messages as they arrive, until Ctrl-C (NDJSON with --json)")
     .argument("<channels>", "one channel, or several separated by commas")
-    .option("--as <name>", "only the messages relevant to this agent (no cursor moves)")
+    .option(
+      "--as <name>",
+      "only the messages relevant to this agent (no cursor moves; each is marked notified)",
+    )
     .option("--from-start", "print the existing messages first")
     .addHelpText(
       "after",
@@ -142,6 +145,8 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         if (opts.as && !isRelevant(message, opts.as)) continue;
         if (ctx.json) ctx.printJson(messageJson(message));
         else ctx.out(formatMessageHuman(message));
+        // Shown to the agent's tail: that is its "notified" step (docs/delivery.md).
+        if (opts.as) await store.notify(message.channel, opts.as, message.seq).catch(() => {});
       }
     });
 
