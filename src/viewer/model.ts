@@ -1,7 +1,7 @@
 import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
-import type { ChannelInfo, Store } from "../store/types.js";
+import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
   type ChannelView,
   MESSAGE_PAGE_DEFAULT,
@@ -270,6 +270,7 @@ export class ViewerModel {
         }
       }
     }
+    const presence = await this.presence(info.name);
     const out: MemberView[] = [];
     for (const { name, declared } of names.values()) {
       let cursor = 0;
@@ -279,9 +280,26 @@ export class ViewerModel {
         // A name the store cannot hold a cursor for (not a valid agent name) has read nothing.
       }
       const unread = messages.filter((m) => m.seq > cursor && isRelevant(m, name)).length;
-      out.push({ name, declared, cursor, unread });
+      const p = presence.get(identity(name));
+      out.push({
+        name,
+        declared,
+        cursor,
+        unread,
+        presence: p?.state ?? "never-seen",
+        owes: p?.owes ?? [],
+      });
     }
     return out;
+  }
+
+  /** Each member's presence and owed answers; none when the records cannot be read now. */
+  private async presence(channel: string): Promise<Map<string, PresenceInfo>> {
+    try {
+      return new Map((await this.store.who(channel)).map((p) => [identity(p.agent), p]));
+    } catch {
+      return new Map();
+    }
   }
 
   /** Watches every channel; when channels come or go, starts again from where it was. */
