@@ -273,12 +273,7 @@ export class ViewerModel {
     const presence = await this.presence(info.name);
     const out: MemberView[] = [];
     for (const { name, declared } of names.values()) {
-      let cursor = 0;
-      try {
-        cursor = await this.store.cursor(info.name, name);
-      } catch {
-        // A name the store cannot hold a cursor for (not a valid agent name) has read nothing.
-      }
+      const cursor = await this.cursorOf(info.name, name);
       const unread = messages.filter((m) => m.seq > cursor && isRelevant(m, name)).length;
       const p = presence.get(identity(name));
       out.push({
@@ -291,6 +286,15 @@ export class ViewerModel {
       });
     }
     return out;
+  }
+
+  private async cursorOf(channel: string, name: string): Promise<number> {
+    try {
+      return await this.store.cursor(channel, name);
+    } catch {
+      // A name the store cannot hold a cursor for (not a valid agent name) has read nothing.
+      return 0;
+    }
   }
 
   /** Each member's presence and owed answers; none when the records cannot be read now. */
