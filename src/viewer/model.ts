@@ -1,6 +1,7 @@
 import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
+import { owedBy } from "../store/core/index.js";
 import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
   type ChannelView,
@@ -270,7 +271,7 @@ export class ViewerModel {
         }
       }
     }
-    const presence = await this.presence(info.name);
+    const presence = await this.presence();
     const out: MemberView[] = [];
     for (const { name, declared } of names.values()) {
       const cursor = await this.cursorOf(info.name, name);
@@ -282,7 +283,7 @@ export class ViewerModel {
         cursor,
         unread,
         presence: p?.state ?? "never-seen",
-        owes: p?.owes ?? [],
+        owes: owedBy(messages, name),
       });
     }
     return out;
@@ -297,10 +298,13 @@ export class ViewerModel {
     }
   }
 
-  /** Each member's presence and owed answers; none when the records cannot be read now. */
-  private async presence(channel: string): Promise<Map<string, PresenceInfo>> {
+  /**
+   * Everyone's presence (the records alone: owed answers are counted here from the messages
+   * already in memory, not by a scan of each channel every second); none when unreadable now.
+   */
+  private async presence(): Promise<Map<string, PresenceInfo>> {
     try {
-      return new Map((await this.store.who(channel)).map((p) => [identity(p.agent), p]));
+      return new Map((await this.store.who()).map((p) => [identity(p.agent), p]));
     } catch {
       return new Map();
     }

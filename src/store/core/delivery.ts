@@ -27,9 +27,9 @@ import {
   addressees,
   addStep,
   answerOf,
-  asksForAnswer,
   emptyNote,
   formatReceiptNote,
+  owedBy,
   parseReceiptNote,
   type ReceiptNote,
   reached,
@@ -293,17 +293,7 @@ export class Delivery {
   private async owed(channel: string, agent: string, messages: Message[]) {
     const cursor = await this.host.loadCursor(channel, agent);
     const unread = messages.filter((m) => m.seq > cursor && isRelevant(m, agent));
-    const me = identity(agent);
-    const owes = messages
-      .filter(
-        (m) => asksForAnswer(m) && !parseTo(m.to).broadcast && parseTo(m.to).names.includes(me),
-      )
-      .filter(
-        (m) =>
-          identity(m.from) !== me &&
-          !messages.some((a) => identity(a.from) === me && a.replyTo === m.seq),
-      )
-      .map((m) => m.seq);
+    const owes = owedBy(messages, agent);
     const result: Pick<PresenceInfo, "unread" | "oldestUnread" | "owes"> = {
       unread: unread.length,
       owes,

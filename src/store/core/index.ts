@@ -8,6 +8,7 @@ export {
 } from "./backend-store.js";
 export { type Note, type NoteKind, pollReceipts } from "./delivery.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft } from "./draft.js";
+export { owedBy } from "./receipts.js";
 export {
   formatLease,
   formatTask,

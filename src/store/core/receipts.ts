@@ -177,6 +177,22 @@ function presenceLine(presence: PresenceInfo | undefined, channel: string): stri
   }
 }
 
+/**
+ * The messages `agent` owes an answer, in seq order: addressed to it by name (not a broadcast),
+ * asking for an answer ({@link asksForAnswer}), and with no reply from it (`reply_to`).
+ */
+export function owedBy(messages: readonly Message[], agent: string): number[] {
+  const me = identity(agent);
+  const replied = new Set<number>();
+  for (const m of messages) {
+    if (m.replyTo !== undefined && identity(m.from) === me) replied.add(m.replyTo);
+  }
+  return messages
+    .filter((m) => identity(m.from) !== me && !replied.has(m.seq) && asksForAnswer(m))
+    .filter((m) => parseTo(m.to).names.includes(me))
+    .map((m) => m.seq);
+}
+
 /** A message that asks its addressees for an answer. */
 export function asksForAnswer(message: Message): boolean {
   return (
