@@ -67,6 +67,7 @@ interface Pending {
 
 interface Stream {
   message(message: Message): void;
+  presence?(agents: PresenceInfo[]): void;
   end(error?: AgentChatError): void;
 }
 
@@ -274,6 +275,62 @@ export class DaemonClient implements Store {
     return this.call("who", channel === undefined ? {} : { channel }) as Promise<PresenceInfo[]>;
   }
 
+  /**
+   * Presence as the daemon pushes it: everyone's (or a channel's members'), first as it is, then
+   * each time it changed, until the signal aborts.
+   */
+  async *watchPresence(
+    channel?: string,
+    options: { signal?: AbortSignal } = {},
+  ): AsyncIterable<PresenceInfo[]> {
+    const { signal } = options;
+    if (signal?.aborted) return;
+    const id = this.nextId++;
+    const queue: PresenceInfo[][] = [];
+    let ended = false;
+    let failure: AgentChatError | undefined;
+    let wake: (() => void) | undefined;
+    this.streams.set(id, {
+      message() {},
+      presence(agents) {
+        queue.push(agents);
+        wake?.();
+      },
+      end(error) {
+        ended = true;
+        failure = error;
+        wake?.();
+      },
+    });
+    const cancel = () => {
+      if (!ended) this.send({ id: this.nextId++, op: "cancel", target: id });
+      wake?.();
+    };
+    signal?.addEventListener("abort", cancel, { once: true });
+    try {
+      const first = (await this.call("presence", channel === undefined ? {} : { channel }, id)) as {
+        agents: PresenceInfo[];
+      };
+      yield first.agents;
+      for (;;) {
+        while (queue.length > 0) {
+          if (signal?.aborted) return;
+          yield queue.shift()!;
+        }
+        if (failure) throw failure;
+        if (ended || signal?.aborted) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+      if (!ended) cancel();
+      this.streams.delete(id);
+    }
+  }
+
   addTask(channel: string, task: NewTask): Promise<TaskInfo> {
     const { id, ...rest } = task;
     return this.call(
@@ -384,6 +441,7 @@ export class DaemonClient implements Store {
       error?: WireError;
       event?: string;
       message?: Message;
+      agents?: PresenceInfo[];
     };
     try {
       value = JSON.parse(line);
@@ -395,6 +453,7 @@ export class DaemonClient implements Store {
       const stream = this.streams.get(value.id);
       if (!stream) return;
       if (value.event === "message" && value.message) stream.message(value.message);
+      else if (value.event === "presence" && value.agents) stream.presence?.(value.agents);
       else if (value.event === "end") stream.end(value.error && fromWire(value.error));
       return;
     }

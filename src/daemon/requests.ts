@@ -111,6 +111,7 @@ export const requestSchema = z.discriminatedUnion("op", [
     seq: z.number().int(),
   }),
   z.strictObject({ ...base, op: z.literal("who"), channel: channel.optional() }),
+  z.strictObject({ ...base, op: z.literal("presence"), channel: channel.optional() }),
 ]);
 
 export type Request = z.infer<typeof requestSchema>;
