@@ -465,9 +465,11 @@ class Connection {
       while (!abort.signal.aborted && !this.closed) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, PRESENCE_PUSH_MS);
-          abort.signal.addEventListener("abort", () => (clearTimeout(timer), resolve()), {
-            once: true,
-          });
+          const stop = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          abort.signal.addEventListener("abort", stop, { once: true });
         });
         if (abort.signal.aborted || this.closed) break;
         const agents = await this.daemon.store.who(channel);
