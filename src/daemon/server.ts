@@ -464,11 +464,13 @@ class Connection {
     try {
       while (!abort.signal.aborted && !this.closed) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, PRESENCE_PUSH_MS);
+          // One listener at a time: a stream that lives for hours adds none per second.
           const stop = () => {
             clearTimeout(timer);
+            abort.signal.removeEventListener("abort", stop);
             resolve();
           };
+          const timer = setTimeout(stop, PRESENCE_PUSH_MS);
           abort.signal.addEventListener("abort", stop, { once: true });
         });
         if (abort.signal.aborted || this.closed) break;
