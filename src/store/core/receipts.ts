@@ -170,7 +170,7 @@ function presenceLine(presence: PresenceInfo | undefined, channel: string): stri
       return `gone (${presence.why})`;
     case "waiting":
       return presence.parkedOn?.includes(channel)
-        ? `waiting on this channel since ${since}`
+        ? `waiting on this channel now; ${since}`
         : `parked on other channels (${presence.parkedOn?.join(", ")}); ${since}`;
     default:
       return since;
