@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { collect, runCli, startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
-import { launchChromium, type RunningViewer, startView } from "./helpers.js";
+import { launchChromium, type RunningViewer, rawRequest, startView } from "./helpers.js";
 
 /**
  * Delivery in the viewer (docs/delivery.md), in headless Chromium: each message says who of its
@@ -89,5 +89,18 @@ describe("viewer: receipts, presence dots, owed answers", () => {
     waiter.kill("SIGINT");
     await collect(waiter);
     expect(pageErrors).toEqual([]);
+  });
+
+  it("a person posting from the viewer is present as viewer", async () => {
+    const cookie = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+    const posted = await rawRequest(view.port, "/api/channels/review/messages", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Cookie: cookie, Origin: view.origin },
+      body: JSON.stringify({ from: "dana", body: "hello from the page" }),
+    });
+    expect(posted.status, posted.body).toBe(201);
+    const who = await runCli(["--json", "who"], { root: tmp.dir, env });
+    const dana = JSON.parse(who.stdout).agents.find((p: { agent: string }) => p.agent === "dana");
+    expect(dana).toMatchObject({ state: "active", harness: "viewer" });
   });
 });
