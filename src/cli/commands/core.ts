@@ -135,20 +135,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       "after",
       "\nExamples:\n  agent-chat tail review\n  agent-chat --json tail review,deploy",
     )
-    .action(async (channels: string, opts: { as?: string; fromStart?: boolean }) => {
-      const list = splitList(channels);
-      if (list.length === 0) throw new UsageError("name at least one channel");
-      const store = await ctx.open();
-      const watchOptions: Parameters<typeof store.watch>[1] = { signal: ctx.abort.signal };
-      if (opts.fromStart) watchOptions.after = 0;
-      for await (const message of store.watch(list, watchOptions)) {
-        if (opts.as && !isRelevant(message, opts.as)) continue;
-        if (ctx.json) ctx.printJson(messageJson(message));
-        else ctx.out(formatMessageHuman(message));
-        // Shown to the agent's tail: that is its "notified" step (docs/delivery.md).
-        if (opts.as) await store.notify(message.channel, opts.as, message.seq).catch(() => {});
-      }
-    });
+    .action((channels: string, opts: TailFlags) => tail(ctx, channels, opts));
 
   program
     .command("claim")
@@ -296,4 +283,24 @@ interface HolderFlags {
 
 function tokenOption(token: string | undefined): { token?: number } {
   return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
+}
+
+interface TailFlags {
+  as?: string;
+  fromStart?: boolean;
+}
+
+async function tail(ctx: CliContext, channels: string, opts: TailFlags): Promise<void> {
+  const list = splitList(channels);
+  if (list.length === 0) throw new UsageError("name at least one channel");
+  const store = await ctx.open();
+  const watchOptions: Parameters<typeof store.watch>[1] = { signal: ctx.abort.signal };
+  if (opts.fromStart) watchOptions.after = 0;
+  for await (const message of store.watch(list, watchOptions)) {
+    if (opts.as && !isRelevant(message, opts.as)) continue;
+    if (ctx.json) ctx.printJson(messageJson(message));
+    else ctx.out(formatMessageHuman(message));
+    // Shown to the agent's tail: that is its "notified" step (docs/delivery.md).
+    if (opts.as) await store.notify(message.channel, opts.as, message.seq).catch(() => {});
+  }
 }
