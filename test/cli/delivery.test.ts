@@ -118,6 +118,10 @@ describe("receipts, explain, who", () => {
     ]);
     const text = await cli(["receipts", "review", "1"]);
     expect(text.stdout).toMatch(/^#1 in review from alice: one\n {2}bob\tread\tread 20/);
+    await cli(["post", "review", "--from", "alice", "--to", "carol", "--body", "two"]);
+    expect((await cli(["receipts", "review", "2"])).stdout).toBe(
+      "#2 in review from alice: two\n  carol\tstored\n",
+    );
     expect((await cli(["receipts", "review", "9"])).code).toBe(1);
     expect((await cli(["receipts", "review", "x"])).code).toBe(64);
   });

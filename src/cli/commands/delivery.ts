@@ -20,7 +20,10 @@ export function registerDeliveryCommands(program: Command, ctx: CliContext): voi
       });
       if (ctx.json) return ctx.printJson(receipts);
       ctx.out(heading(receipts));
-      for (const r of receipts.addressees) ctx.out(`  ${r.agent}\t${r.state}\t${steps(r)}\n`);
+      for (const r of receipts.addressees) {
+        const times = steps(r);
+        ctx.out(`  ${r.agent}\t${r.state}${times ? `\t${times}` : ""}\n`);
+      }
     });
 
   program
