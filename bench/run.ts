@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import daemonBench from "./daemon.js";
+import deliveryBench from "./delivery.js";
 import { fsBench } from "./fs.js";
 import leasesBench from "./leases.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
@@ -17,7 +18,7 @@ import wakeBench from "./wake.js";
 if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
-  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, leases, mcp, wake)
+  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, leases, mcp, wake, delivery)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
@@ -35,6 +36,7 @@ const modules: BenchModule[] = [
   leasesBench,
   mcpBench,
   wakeBench,
+  deliveryBench,
 ];
 
 const quick = process.argv.includes("--quick");

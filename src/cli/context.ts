@@ -5,7 +5,7 @@ import { isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { isNatsUrl, type NatsConnectionOptions } from "../store/roots.js";
-import { MAX_TASK_TTL_MS, type Store } from "../store/types.js";
+import { HARNESSES, type Harness, MAX_TASK_TTL_MS, type Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { UsageError } from "./usage.js";
 
@@ -66,7 +66,11 @@ export class CliContext {
 
   /** Options for opening any root; NATS connection options only for nats:// roots. */
   openOptions(): OpenOptions {
-    const options: OpenOptions = {};
+    const options: OpenOptions = {
+      harness: this.harness,
+      // Presence is a courtesy of the command: one that cannot be recorded is said once.
+      onWarning: (warning) => this.warn(warning),
+    };
     if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
     if (isNatsUrl(this.root)) options.nats = natsOptionsFromEnv(this.env);
     return options;
@@ -122,6 +126,17 @@ export class CliContext {
     }
   }
 
+  /** Where this process runs, for presence: set by the MCP server, else told by the host's env. */
+  private harnessSet: Harness | undefined;
+
+  get harness(): Harness {
+    return this.harnessSet ?? harnessFromEnv(this.env);
+  }
+
+  set harness(harness: Harness) {
+    this.harnessSet = harness;
+  }
+
   /** The acting agent: `--as`/`--from`, else `$AGENT_CHAT_NAME`. */
   agent(given: string | undefined, flag = "--as"): string {
     const name = given ?? this.env.AGENT_CHAT_NAME;
@@ -151,6 +166,20 @@ export class CliContext {
   async close(): Promise<void> {
     await this.store?.close();
   }
+}
+
+/**
+ * The host tool a command runs under, from what each sets in its children's environment
+ * (`$AGENT_CHAT_HARNESS` overrides): Claude Code `CLAUDECODE=1`, Gemini CLI `GEMINI_CLI=1`,
+ * Codex `CODEX_SANDBOX` or `CODEX_HOME`; else a person or script at a shell (`cli`).
+ */
+export function harnessFromEnv(env: NodeJS.ProcessEnv): Harness {
+  const given = HARNESSES.find((h) => h === env.AGENT_CHAT_HARNESS);
+  if (given) return given;
+  if (env.CLAUDECODE === "1") return "claude-code";
+  if (env.GEMINI_CLI === "1") return "gemini";
+  if (env.CODEX_SANDBOX || env.CODEX_HOME || env.CODEX_MANAGED_BY_NPM) return "codex";
+  return "cli";
 }
 
 function noSuchFile(path: string): boolean {

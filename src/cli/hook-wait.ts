@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
-import { countUnread } from "../mcp/unread.js";
+import { NotifiedRecorder } from "../mcp/delivery.js";
+import { UnreadCounter } from "../mcp/unread.js";
 import { memberChannels } from "../mcp/wait-all.js";
 import {
   DEFAULT_WAKE_TIMEOUT_S,
@@ -77,7 +78,8 @@ export async function runHookWait(
     if (session !== undefined) await clearWaiter(io.stateDir, agent, session, id);
   }
   if (result.kind !== "news") return 0;
-  const count = await countUnread(store, agent);
+  const counter = new UnreadCounter(store, agent);
+  const count = await counter.count();
   if (session !== undefined) {
     // Told now: the next prompt's notice and the next wait leave these messages alone.
     const seen = await loadSeen(io.stateDir, agent, session, io.root);
@@ -87,6 +89,8 @@ export async function runHookWait(
     await saveSeen(io.stateDir, agent, session, { ...seen, context: { ...seen.context, ...last } });
   }
   io.err(`${wakeNotice(result.message, count, agent)}\n`);
+  // The wake told the session what waits: the messages' "notified" step (docs/delivery.md).
+  await new NotifiedRecorder(store, agent).told(counter.upTo);
   return EXIT_WAKE;
 }
 

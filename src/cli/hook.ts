@@ -1,4 +1,5 @@
 import { openStore } from "../client/open.js";
+import { NotifiedRecorder } from "../mcp/delivery.js";
 import {
   contextWasReset,
   detectFormat,
@@ -11,12 +12,19 @@ import {
   hookOutput,
   parseHookInput,
 } from "../mcp/hook.js";
-import { countUnread, type UnreadCount } from "../mcp/unread.js";
+import { type UnreadCount, UnreadCounter } from "../mcp/unread.js";
 import { WAKE_EVENT } from "../mcp/wake.js";
-import type { Store } from "../store/types.js";
+import type { Harness, Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
 import { runHookWait } from "./hook-wait.js";
 import { oneOf, UsageError } from "./usage.js";
+
+/** The host tool a hook runs in, by the form of its output, for presence. */
+const HARNESS_OF: Record<HookFormat, Harness> = {
+  claude: "claude-code",
+  codex: "codex",
+  gemini: "gemini",
+};
 
 /** How long a hook waits for its host's JSON on stdin, and how much of it it reads. */
 const HOOK_STDIN_MS = 250;
@@ -55,7 +63,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
     if (args.event === WAKE_EVENT) {
       // A long wait: the store watches its folders, so news comes without waiting for a poll.
-      const store = await openStore(io.root);
+      const store = await openStore(io.root, { harness: "claude-code" });
       try {
         return await runHookWait(
           store,
@@ -73,7 +81,8 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
       await clearWaiter(io.stateDir, agent, input.session_id);
     }
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
-    const store = await openStore(io.root, { watch: false });
+    const harness = HARNESS_OF[format as HookFormat];
+    const store = await openStore(io.root, { watch: false, harness });
     try {
       await printNotice(store, { agent, event, format: format as HookFormat, input, args }, io);
     } finally {
@@ -96,13 +105,16 @@ async function printNotice(
   }: { agent: string; event: HookEvent; format: HookFormat; input: HookInput; args: HookArgs },
   io: HookIo,
 ): Promise<void> {
-  const count = await countUnread(store, agent);
+  const counter = new UnreadCounter(store, agent);
+  const count = await counter.count();
   if (count.msgs === 0) return;
   if (input.session_id !== undefined) {
     const fresh = await firstTelling(store, io, { agent, event, input, count });
     if (!fresh) return;
   }
   io.out(hookOutput({ event, format, agent, count, input, block: args.block === true }));
+  // The notice told the session what waits: the messages' "notified" step (docs/delivery.md).
+  await new NotifiedRecorder(store, agent).told(counter.upTo);
 }
 
 /**

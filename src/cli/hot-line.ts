@@ -15,6 +15,8 @@ export const HOT_COMMANDS = {
       "--status": "status",
       "--body": "body",
       "--body-file": "bodyFile",
+      "--wait-for": "waitFor",
+      "--timeout": "timeout",
     },
     flags: {},
     defaults: { status: "discussion" },

@@ -39,6 +39,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/leases.js")).registerLeaseCommands,
   },
   {
+    commands: ["receipts", "explain", "who"],
+    load: async () => (await import("./commands/delivery.js")).registerDeliveryCommands,
+  },
+  {
     commands: ["slash"],
     load: async () => (await import("./commands/slash.js")).registerSlashCommands,
   },

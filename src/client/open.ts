@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
+import type { NatsStoreOptions } from "../store/nats/index.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import { isUrlRoot } from "../store/roots.js";
 import type { Store } from "../store/types.js";
@@ -23,14 +24,7 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
     const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
     if (scheme === "nats" || scheme === "tls") {
       const { NatsStore } = await import("../store/nats/index.js");
-      const { nats, ...rest } = options;
-      return guardIdentities(
-        await NatsStore.open(root, {
-          ...nats,
-          ...(rest.maxBodyBytes === undefined ? {} : { maxBodyBytes: rest.maxBodyBytes }),
-          ...(rest.now === undefined ? {} : { now: rest.now }),
-        }),
-      );
+      return guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
     }
     throw new AgentChatError(
       "BACKEND_UNAVAILABLE",
@@ -38,6 +32,18 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
     );
   }
   return guardIdentities(new FsStore(root, options));
+}
+
+/** The options a NATS store takes from those given for any root (not the folder's lock ones). */
+function natsStoreOptions(options: OpenOptions): NatsStoreOptions {
+  const { nats, maxBodyBytes, now, harness, onWarning, recordPresence } = options;
+  const picked: NatsStoreOptions = { ...nats };
+  if (maxBodyBytes !== undefined) picked.maxBodyBytes = maxBodyBytes;
+  if (now !== undefined) picked.now = now;
+  if (harness !== undefined) picked.harness = harness;
+  if (onWarning !== undefined) picked.onWarning = onWarning;
+  if (recordPresence !== undefined) picked.recordPresence = recordPresence;
+  return picked;
 }
 
 export interface RootSources {

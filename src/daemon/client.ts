@@ -4,6 +4,7 @@ import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { LineSplitter } from "../core/ndjson.js";
+import { pollReceipts } from "../store/core/index.js";
 import type {
   Capabilities,
   ChannelInfo,
@@ -16,12 +17,15 @@ import type {
   PathLeaseOptions,
   PostInput,
   PostResult,
+  PresenceInfo,
   ReadOptions,
   ReadResult,
+  Receipts,
   ReleaseOptions,
   RenewOptions,
   Store,
   TaskInfo,
+  WaitForOptions,
   WaitOptions,
   WaitResult,
   WatchOptions,
@@ -65,6 +69,7 @@ interface Pending {
 
 interface Stream {
   message(message: Message): void;
+  presence?(agents: PresenceInfo[]): void;
   end(error?: AgentChatError): void;
 }
 
@@ -252,6 +257,83 @@ export class DaemonClient implements Store {
     }
   }
 
+  receipts(channel: string, seq: number): Promise<Receipts> {
+    return this.call("receipts", { channel, seq }) as Promise<Receipts>;
+  }
+
+  explain(channel: string, seq: number): Promise<Receipts> {
+    return this.call("explain", { channel, seq }) as Promise<Receipts>;
+  }
+
+  /** Looks at the receipts every `intervalMs` (the daemon parks no receipt waits). */
+  waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
+    return pollReceipts(this, channel, seq, options);
+  }
+
+  async notify(channel: string, agent: string, seq: number): Promise<void> {
+    await this.call("notify", { channel, as: agent, seq });
+  }
+
+  who(channel?: string): Promise<PresenceInfo[]> {
+    return this.call("who", channel === undefined ? {} : { channel }) as Promise<PresenceInfo[]>;
+  }
+
+  /**
+   * Presence as the daemon pushes it: everyone's (or a channel's members'), first as it is, then
+   * each time it changed, until the signal aborts.
+   */
+  async *watchPresence(
+    channel?: string,
+    options: { signal?: AbortSignal } = {},
+  ): AsyncIterable<PresenceInfo[]> {
+    const { signal } = options;
+    if (signal?.aborted) return;
+    const id = this.nextId++;
+    const queue: PresenceInfo[][] = [];
+    let ended = false;
+    let failure: AgentChatError | undefined;
+    let wake: (() => void) | undefined;
+    this.streams.set(id, {
+      message() {},
+      presence(agents) {
+        queue.push(agents);
+        wake?.();
+      },
+      end(error) {
+        ended = true;
+        failure = error;
+        wake?.();
+      },
+    });
+    const cancel = () => {
+      if (!ended) this.send({ id: this.nextId++, op: "cancel", target: id });
+      wake?.();
+    };
+    signal?.addEventListener("abort", cancel, { once: true });
+    try {
+      const first = (await this.call("presence", channel === undefined ? {} : { channel }, id)) as {
+        agents: PresenceInfo[];
+      };
+      yield first.agents;
+      for (;;) {
+        while (queue.length > 0) {
+          if (signal?.aborted) return;
+          yield queue.shift()!;
+        }
+        if (failure) throw failure;
+        if (ended || signal?.aborted) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+      if (!ended) cancel();
+      this.streams.delete(id);
+    }
+  }
+
   addTask(channel: string, task: NewTask): Promise<TaskInfo> {
     const { id, ...rest } = task;
     return this.call(
@@ -408,6 +490,7 @@ export class DaemonClient implements Store {
       error?: WireError;
       event?: string;
       message?: Message;
+      agents?: PresenceInfo[];
     };
     try {
       value = JSON.parse(line);
@@ -419,6 +502,7 @@ export class DaemonClient implements Store {
       const stream = this.streams.get(value.id);
       if (!stream) return;
       if (value.event === "message" && value.message) stream.message(value.message);
+      else if (value.event === "presence" && value.agents) stream.presence?.(value.agents);
       else if (value.event === "end") stream.end(value.error && fromWire(value.error));
       return;
     }

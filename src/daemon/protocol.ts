@@ -45,6 +45,11 @@ export const OPS = [
   "leases",
   "lease_renew",
   "lease_release",
+  "receipts",
+  "explain",
+  "notify",
+  "who",
+  "presence",
 ] as const;
 
 export type Op = (typeof OPS)[number];
@@ -62,6 +67,8 @@ export type Response =
 
 export type StreamEvent =
   | { id: RequestId; event: "message"; message: unknown }
+  /** A `presence` stream: everyone's presence (or a channel's members'), each time it changed. */
+  | { id: RequestId; event: "presence"; agents: unknown }
   | { id: RequestId; event: "end"; error?: WireError };
 
 /** What `info` returns: enough for `agent-chat info` and for a client to size its requests. */

@@ -117,6 +117,17 @@ export const requestSchema = z.discriminatedUnion("op", [
   z.strictObject({ ...base, op: z.literal("leases"), channel }),
   z.strictObject({ ...base, op: z.literal("lease_renew"), ...pathHolder, ttlMs: ms.optional() }),
   z.strictObject({ ...base, op: z.literal("lease_release"), ...pathHolder }),
+  z.strictObject({ ...base, op: z.literal("receipts"), channel, seq: z.number().int() }),
+  z.strictObject({ ...base, op: z.literal("explain"), channel, seq: z.number().int() }),
+  z.strictObject({
+    ...base,
+    op: z.literal("notify"),
+    channel,
+    as: z.string(),
+    seq: z.number().int(),
+  }),
+  z.strictObject({ ...base, op: z.literal("who"), channel: channel.optional() }),
+  z.strictObject({ ...base, op: z.literal("presence"), channel: channel.optional() }),
 ]);
 
 export type Request = z.infer<typeof requestSchema>;

@@ -159,6 +159,9 @@ export class DaemonServer {
   }
 }
 
+/** How often a presence stream looks for a change (presence changes at human pace). */
+const PRESENCE_PUSH_MS = 1_000;
+
 /** One client connection: splits lines, runs requests, streams subscriptions. */
 class Connection {
   private readonly lines: LineSplitter;
@@ -388,6 +391,7 @@ class Connection {
   }
 
   private async run(request: Exclude<Request, { op: "cancel" }>): Promise<void> {
+    if (request.op === "presence") return this.startPresence(request);
     if (request.op === "wait" || request.op === "subscribe") {
       if (this.running.has(request.id)) {
         this.respondError(
@@ -432,7 +436,65 @@ class Connection {
     this.longRunning.add(done);
   }
 
-  private async execute(request: Exclude<Request, { op: "wait" | "subscribe" | "cancel" }>) {
+  /**
+   * A presence stream: answers with the presence now, then pushes it again each time it changed
+   * (looked at every {@link PRESENCE_PUSH_MS}), until cancelled.
+   */
+  private async startPresence(request: Extract<Request, { op: "presence" }>): Promise<void> {
+    if (this.running.has(request.id)) {
+      const inUse = `request id ${request.id} is already in use`;
+      return this.respondError(request.id, new AgentChatError("INVALID_ARGUMENT", inUse));
+    }
+    let agents: unknown;
+    try {
+      agents = await this.daemon.store.who(request.channel);
+    } catch (err) {
+      return this.respondError(request.id, err);
+    }
+    const abort = new AbortController();
+    this.running.set(request.id, { abort, kind: "presence" });
+    this.respond(request.id, { agents });
+    this.track(
+      request.id,
+      this.runPresence(request.id, request.channel, JSON.stringify(agents), abort),
+    );
+  }
+
+  private async runPresence(
+    id: RequestId,
+    channel: string | undefined,
+    last: string,
+    abort: AbortController,
+  ): Promise<void> {
+    let error: WireError | undefined;
+    try {
+      while (!abort.signal.aborted && !this.closed) {
+        await new Promise<void>((resolve) => {
+          // One listener at a time: a stream that lives for hours adds none per second.
+          const stop = () => {
+            clearTimeout(timer);
+            abort.signal.removeEventListener("abort", stop);
+            resolve();
+          };
+          const timer = setTimeout(stop, PRESENCE_PUSH_MS);
+          abort.signal.addEventListener("abort", stop, { once: true });
+        });
+        if (abort.signal.aborted || this.closed) break;
+        const agents = await this.daemon.store.who(channel);
+        const json = JSON.stringify(agents);
+        if (json === last) continue;
+        last = json;
+        this.write({ id, event: "presence", agents });
+      }
+    } catch (err) {
+      error = toWireError(err);
+    }
+    this.write(error ? { id, event: "end", error } : { id, event: "end" });
+  }
+
+  private async execute(
+    request: Exclude<Request, { op: "wait" | "subscribe" | "cancel" | "presence" }>,
+  ) {
     const store = this.daemon.store;
     switch (request.op) {
       case "info":
@@ -486,6 +548,14 @@ class Connection {
         return store.release(request.channel, request.task, request.as, { token: request.token });
       case "fence":
         return store.fence(request.channel, request.task, request.token);
+      case "receipts":
+        return store.receipts(request.channel, request.seq);
+      case "explain":
+        return store.explain(request.channel, request.seq);
+      case "notify":
+        return store.notify(request.channel, request.as, request.seq).then(() => ({}));
+      case "who":
+        return store.who(request.channel);
       default:
         return this.pathLeaseRequest(store, request);
     }

@@ -13,6 +13,7 @@ import {
   pushChannelMessages,
   pushStart,
 } from "./channel-push.js";
+import { NotifiedRecorder, OwedCounter, presenceLine } from "./delivery.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
 import { leaseAction } from "./leases.js";
@@ -137,6 +138,8 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
     ...(options.warn ? { warn: options.warn } : {}),
   });
   const counter = new UnreadCounter(store, agent);
+  const notified = new NotifiedRecorder(store, agent);
+  const owed = new OwedCounter(store, agent);
   registerTools(
     server,
     store,
@@ -149,7 +152,12 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
   const transport = new FooterTransport(stdio, async () => {
     // Becomes the footer's note "(agent-chat: unread count unavailable: …)".
     if (problem !== undefined) throw new Error("no identity");
-    return formatFooter(await counter.count(), options.footer);
+    const count = await counter.count();
+    const owes = await owed.total();
+    if (owes > 0) count.owes = owes;
+    // The footer tells the session what waits: that is the messages' "notified" step.
+    await notified.told(counter.upTo);
+    return formatFooter(count, options.footer);
   });
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();
@@ -223,7 +231,7 @@ function registerTools(
 
   tool(
     "chat_channels",
-    "List the channels with your unread count in each, their members and topic.",
+    "List the channels with your unread count in each, their members (waiting, active, gone) and topic, and what you owe an answer.",
     {},
     // Counts unread with peeks: moves no cursor, writes nothing.
     TOOL_HINTS.readOnly,
@@ -233,14 +241,18 @@ function registerTools(
         return "No channels yet. Create one per topic with chat_create_channel.";
       }
       const unread = await counter.count();
-      return list
-        .map((c) => {
-          const mine = isMember({ ...c, channel: c.name }, agent);
-          const members = c.members.length > 0 ? c.members.join(",") : "open";
-          const state = mine ? `${unread.channels[c.name] ?? 0} unread` : "not a member";
-          return `${c.name} · ${state} · last #${c.lastSeq} · members ${members}${c.topic ? ` · ${c.topic}` : ""}`;
-        })
-        .join("\n");
+      const lines = [];
+      for (const c of list) {
+        const mine = isMember({ ...c, channel: c.name }, agent);
+        const members = mine
+          ? await presenceLine(store, c.name, agent)
+          : c.members.join(",") || "open";
+        const state = mine ? `${unread.channels[c.name] ?? 0} unread` : "not a member";
+        lines.push(
+          `${c.name} · ${state} · last #${c.lastSeq} · members ${members}${c.topic ? ` · ${c.topic}` : ""}`,
+        );
+      }
+      return lines.join("\n");
     },
   );
 

@@ -7,20 +7,13 @@ export interface UnreadCount {
   msgs: number;
   /** Only the channels with something unread, by name. */
   channels: Record<string, number>;
+  /** Messages addressed to the agent that ask for an answer it has not given (MCP footer). */
+  owes?: number;
 }
 
 export type FooterStyle = "agent-chat" | "b00t";
 
 export const FOOTER_STYLES: readonly FooterStyle[] = ["agent-chat", "b00t"];
-
-/**
- * Counts what `read` would deliver to `agent` in every channel it belongs to (listed as a member,
- * or the channel is open), without moving any cursor: a channel whose last seq is not past the
- * cursor costs one small file read; the others are scanned with `peek`.
- */
-export async function countUnread(store: Store, agent: string): Promise<UnreadCount> {
-  return new UnreadCounter(store, agent).count();
-}
 
 interface ChannelMemo {
   /** The cursor the count was made from. */
@@ -32,7 +25,10 @@ interface ChannelMemo {
 }
 
 /**
- * {@link countUnread} for a long-lived caller (the MCP server counts after every tool call).
+ * Counts what `read` would deliver to `agent` in every channel it belongs to (listed as a member,
+ * or the channel is open), without moving any cursor, for the hook and for a long-lived caller
+ * (the MCP server counts after every tool call): a channel whose last seq is not past the
+ * cursor costs one small file read; the others are scanned with `peek`.
  * An agent that only posts never moves its cursor, so a fresh count would re-parse every message
  * after it, on every call; this one remembers what it counted and, while the cursor stays put,
  * parses only the messages that arrived since. Message files are never rewritten, so a count,
@@ -42,6 +38,8 @@ interface ChannelMemo {
  */
 export class UnreadCounter {
   private readonly memo = new Map<string, ChannelMemo>();
+  /** The last seq of each channel with something unread, as of the last count. */
+  readonly upTo = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -50,10 +48,12 @@ export class UnreadCounter {
 
   async count(): Promise<UnreadCount> {
     const count: UnreadCount = { msgs: 0, channels: {} };
+    this.upTo.clear();
     for (const info of await this.store.channels()) {
       if (!isMember({ ...info, channel: info.name }, this.agent)) continue;
       const n = await this.channel(info.name, info.lastSeq);
       if (n === 0) continue;
+      this.upTo.set(info.name, info.lastSeq);
       count.channels[info.name] = n;
       count.msgs += n;
     }

@@ -16,15 +16,19 @@ import type {
   PathLeaseOptions,
   PostInput,
   PostResult,
+  PresenceInfo,
   ReadOptions,
   ReadResult,
+  Receipts,
   ReleaseOptions,
   RenewOptions,
   Store,
   TaskInfo,
+  WaitForOptions,
   WaitOptions,
   WaitResult,
   WatchOptions,
+  WhoOptions,
 } from "./types.js";
 
 /** A name a channel declares, and how (for the refusal message). */
@@ -199,6 +203,27 @@ class IdentityGuard implements Store {
   ): Promise<PathLeaseInfo> {
     await this.admit(channel, agent);
     return this.inner.releasePathLease(channel, lease, agent, options);
+  }
+
+  receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    return this.inner.receipts(channel, seq, options);
+  }
+
+  explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    return this.inner.explain(channel, seq, options);
+  }
+
+  waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
+    return this.inner.waitFor(channel, seq, options);
+  }
+
+  async notify(channel: string, agent: string, seq: number): Promise<void> {
+    await this.admit(channel, agent);
+    return this.inner.notify(channel, agent, seq);
+  }
+
+  who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
+    return this.inner.who(channel, options);
   }
 
   close(): Promise<void> {

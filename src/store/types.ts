@@ -86,6 +86,22 @@ export interface Store {
    */
   updateMeta?(channel: string, update: (meta: ChannelMeta) => ChannelMeta): Promise<ChannelMeta>;
 
+  // ---- Delivery and presence (docs/delivery.md) ----
+
+  /** Each addressee of message `seq`: stored, notified, read or answered, with times. */
+  receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts>;
+  /** Receipts with, per addressee short of answered, what is known of why (`why`). */
+  explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts>;
+  /**
+   * Parks until every addressee of `seq` reached `state` (or a later one), then returns the
+   * receipts; `TIMEOUT` (naming who has not, and why) or `ABORTED` otherwise.
+   */
+  waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts>;
+  /** Records that `agent`'s session was told messages up to `seq` wait for it (monotone). */
+  notify(channel: string, agent: string, seq: number): Promise<void>;
+  /** What is known of each agent: a channel's members (and those seen in it), or everyone. */
+  who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]>;
+
   close(): Promise<void>;
 }
 
@@ -293,3 +309,75 @@ export const TASK_TTL_KEY = "task_ttl";
 export const DEFAULT_WAIT_TIMEOUT_MS = 900_000;
 export const DEFAULT_POLL_INTERVAL_MS = 2_000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/** How far a message got with one addressee, in order. */
+export type DeliveryState = "stored" | "notified" | "read" | "answered";
+export const DELIVERY_STATES: readonly DeliveryState[] = ["stored", "notified", "read", "answered"];
+
+/** Where an agent runs: what its presence record says. */
+export type Harness = "claude-code" | "codex" | "gemini" | "cli" | "mcp" | "viewer";
+export const HARNESSES: readonly Harness[] = [
+  "claude-code",
+  "codex",
+  "gemini",
+  "cli",
+  "mcp",
+  "viewer",
+];
+
+export interface Receipt {
+  agent: string;
+  state: DeliveryState;
+  /** ISO-8601 times of each step, where known (a read by chat.py has no time). */
+  notifiedAt?: string;
+  readAt?: string;
+  answeredAt?: string;
+  /** The seq of the answer. */
+  answer?: number;
+  /** What is known about why it got no further (for an addressee short of `answered`). */
+  why?: string;
+}
+
+export interface Receipts {
+  channel: string;
+  seq: number;
+  from: string;
+  title: string;
+  /** One per addressee: the named recipients, or for a broadcast the members (or everyone seen). */
+  addressees: Receipt[];
+}
+
+export interface WaitForOptions {
+  state: DeliveryState;
+  /** Default 900 s; then `TIMEOUT`. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** How often receipts are looked at besides new messages (default 100 ms). */
+  intervalMs?: number;
+}
+
+export interface WhoOptions {
+  /** Hears, once per store, why a presence record was ignored (corrupt, future, by hand). */
+  onWarning?: (warning: string) => void;
+}
+
+/** `waiting`: parked on channels now; `gone`: its parked process died, or silent too long. */
+export type PresenceState = "waiting" | "active" | "idle" | "gone" | "never-seen";
+
+export interface PresenceInfo {
+  agent: string;
+  state: PresenceState;
+  harness?: Harness;
+  host?: string;
+  pid?: number;
+  /** Last activity, ISO-8601. */
+  lastActive?: string;
+  /** What it is parked on (waiting), or was when its process died (gone). */
+  parkedOn?: string[];
+  /** Why it is gone. */
+  why?: string;
+  /** With a channel: its unread messages there, the oldest one's time, what it owes an answer. */
+  unread?: number;
+  oldestUnread?: string;
+  owes?: number[];
+}

@@ -51,6 +51,10 @@ export interface MemberView {
   cursor: number;
   /** Messages relevant to this member after its cursor. */
   unread: number;
+  /** Its presence (docs/delivery.md): waiting, active, idle, gone or never-seen. */
+  presence: "waiting" | "active" | "idle" | "gone" | "never-seen";
+  /** The messages it owes an answer (addressed to it, asking, no reply from it yet). */
+  owes: number[];
 }
 
 export interface TaskView {

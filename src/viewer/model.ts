@@ -1,7 +1,8 @@
 import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
-import type { ChannelInfo, Store } from "../store/types.js";
+import { owedBy } from "../store/core/index.js";
+import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
   type ChannelView,
   MESSAGE_PAGE_DEFAULT,
@@ -287,18 +288,43 @@ export class ViewerModel {
         }
       }
     }
+    const presence = await this.presence();
     const out: MemberView[] = [];
     for (const { name, declared } of names.values()) {
-      let cursor = 0;
-      try {
-        cursor = await this.store.cursor(info.name, name);
-      } catch {
-        // A name the store cannot hold a cursor for (not a valid agent name) has read nothing.
-      }
+      const cursor = await this.cursorOf(info.name, name);
       const unread = messages.filter((m) => m.seq > cursor && isRelevant(m, name)).length;
-      out.push({ name, declared, cursor, unread });
+      const p = presence.get(identity(name));
+      out.push({
+        name,
+        declared,
+        cursor,
+        unread,
+        presence: p?.state ?? "never-seen",
+        owes: owedBy(messages, name),
+      });
     }
     return out;
+  }
+
+  private async cursorOf(channel: string, name: string): Promise<number> {
+    try {
+      return await this.store.cursor(channel, name);
+    } catch {
+      // A name the store cannot hold a cursor for (not a valid agent name) has read nothing.
+      return 0;
+    }
+  }
+
+  /**
+   * Everyone's presence (the records alone: owed answers are counted here from the messages
+   * already in memory, not by a scan of each channel every second); none when unreadable now.
+   */
+  private async presence(): Promise<Map<string, PresenceInfo>> {
+    try {
+      return new Map((await this.store.who()).map((p) => [identity(p.agent), p]));
+    } catch {
+      return new Map();
+    }
   }
 
   /** Watches every channel; when channels come or go, starts again from where it was. */

@@ -825,7 +825,148 @@ export function storeConformance(
         expect(await store.pathLeases("ch")).toHaveLength(1);
       });
     });
+
+    describe("delivery: receipts, waitFor, presence (docs/delivery.md)", () => {
+      beforeEach(async () => {
+        await store.init("team", { members: ["alice", "bob", "carol"] });
+      });
+
+      const stateOf = (r: { addressees: Array<{ agent: string; state: string }> }, agent: string) =>
+        r.addressees.find((a) => a.agent === agent)?.state;
+
+      it("a message goes stored → notified → read → answered, with a time for each step", async () => {
+        const { seq } = await store.post("team", { from: "alice", to: "bob", body: "ship it?" });
+        const bob = await another();
+        let r = await store.receipts("team", seq);
+        expect(r).toMatchObject({ channel: "team", seq, from: "alice" });
+        expect(r.addressees).toEqual([{ agent: "bob", state: "stored" }]);
+        await bob.notify("team", "bob", seq);
+        r = await store.receipts("team", seq);
+        expect(r.addressees[0]).toMatchObject({
+          state: "notified",
+          notifiedAt: expect.any(String),
+        });
+        await bob.read("team", { as: "bob" });
+        r = await store.receipts("team", seq);
+        expect(r.addressees[0]).toMatchObject({ state: "read", readAt: expect.any(String) });
+        const answer = await bob.post("team", {
+          from: "bob",
+          to: "alice",
+          body: "yes",
+          replyTo: seq,
+        });
+        r = await store.receipts("team", seq);
+        expect(r.addressees[0]).toMatchObject({ state: "answered", answer: answer.seq });
+        expect(Date.parse(r.addressees[0]!.answeredAt!)).toBeGreaterThan(0);
+      });
+
+      it("a broadcast's addressees are the members but its sender; notify never goes back", async () => {
+        const { seq } = await store.post("team", { from: "alice", body: "hello all" });
+        await store.notify("team", "carol", seq);
+        await store.notify("team", "carol", 1);
+        const r = await store.receipts("team", seq);
+        expect(r.addressees.map((a) => a.agent).sort()).toEqual(["bob", "carol"]);
+        expect(stateOf(r, "carol")).toBe("notified");
+        expect(stateOf(r, "bob")).toBe("stored");
+      });
+
+      it("receipts of a missing message, channel or a bad seq: clear errors", async () => {
+        await expectCode(store.receipts("team", 5), "NOT_FOUND");
+        await expectCode(store.receipts("nope", 1), "CHANNEL_NOT_FOUND");
+        await expectCode(store.receipts("team", 0), "INVALID_ARGUMENT");
+        await expectCode(store.notify("team", "bob", -1), "INVALID_ARGUMENT");
+      });
+
+      it("waitFor read returns once the addressee reads", async () => {
+        const { seq } = await store.post("team", { from: "alice", to: "bob", body: "read me" });
+        const bob = await another();
+        const waiting = store.waitFor("team", seq, {
+          state: "read",
+          timeoutMs: 10_000,
+          intervalMs: 50,
+        });
+        await bob.read("team", { as: "bob" });
+        const r = await waiting;
+        expect(stateOf(r, "bob")).toBe("read");
+      });
+
+      it("waitFor times out naming who has not, and why; an unknown state is refused", async () => {
+        const { seq } = await store.post("team", { from: "alice", to: "bob", body: "anyone?" });
+        const err = await expectCode(
+          store.waitFor("team", seq, { state: "answered", timeoutMs: 300, intervalMs: 50 }),
+          "TIMEOUT",
+        );
+        expect(err.message).toMatch(/bob: never notified; never seen/);
+        await expectCode(
+          store.waitFor("team", seq, { state: "seen" as "read", timeoutMs: 300 }),
+          "INVALID_ARGUMENT",
+        );
+      });
+
+      it("who lists members: active, never seen, unread and what each owes an answer", async () => {
+        const q = await store.post("team", {
+          from: "alice",
+          to: "bob",
+          body: "which schema?",
+          status: "question",
+        });
+        const who = await store.who("team");
+        expect(who.map((p) => p.agent)).toEqual(["alice", "bob", "carol"]);
+        const [alice, bob, carol] = who;
+        expect(alice).toMatchObject({ state: "active", harness: "cli" });
+        expect(bob).toMatchObject({ state: "never-seen", unread: 1, owes: [q.seq] });
+        expect(bob!.oldestUnread).toEqual(expect.any(String));
+        expect(carol).toMatchObject({ state: "never-seen", unread: 0, owes: [] });
+        await store.post("team", { from: "bob", to: "alice", body: "v2", replyTo: q.seq });
+        expect((await store.who("team")).find((p) => p.agent === "bob")?.owes).toEqual([]);
+      });
+
+      it("a parked wait shows as waiting on its channels, and not once it returns", async () => {
+        const bob = await another();
+        const controller = new AbortController();
+        const waiting = bob.wait(["team"], {
+          as: "bob",
+          timeoutMs: 10_000,
+          signal: controller.signal,
+        });
+        await until(
+          async () => (await store.who("team")).find((p) => p.agent === "bob")?.state === "waiting",
+        );
+        expect((await store.who()).find((p) => p.agent === "bob")?.parkedOn).toEqual(["team"]);
+        await store.post("team", { from: "alice", to: "bob", body: "wake" });
+        await waiting;
+        await until(
+          async () => (await store.who("team")).find((p) => p.agent === "bob")?.state === "active",
+        );
+      });
+
+      it("a parked wait silent past the threshold is gone", async () => {
+        const bob = await another();
+        const controller = new AbortController();
+        const waiting = bob
+          .wait(["team"], { as: "bob", timeoutMs: 10_000, signal: controller.signal })
+          .catch(() => undefined);
+        await until(
+          async () => (await store.who("team")).find((p) => p.agent === "bob")?.state === "waiting",
+        );
+        advance(5 * 60_000);
+        const bobNow = (await store.who("team")).find((p) => p.agent === "bob");
+        expect(bobNow).toMatchObject({ state: "gone", parkedOn: ["team"] });
+        expect(bobNow?.why).toMatch(/silent/);
+        controller.abort();
+        await waiting;
+      });
+    });
   });
+}
+
+/** Polls `condition` until it holds (5 s at most). */
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met within 5 s");
+    await delay(20);
+  }
 }
 
 function bodies(messages: Message[]): string[] {

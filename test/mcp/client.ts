@@ -70,7 +70,7 @@ export async function connectAgent(
 
 /** The agent-chat footer's JSON. */
 export function footerJson(footer: string): {
-  chat: { msgs: number; channels: Record<string, number> };
+  chat: { msgs: number; channels: Record<string, number>; owes?: number };
 } {
   const m = /^<agent-chat>(.*)<\/agent-chat>$/.exec(footer);
   if (!m) throw new Error(`not an agent-chat footer: ${footer}`);

@@ -102,9 +102,9 @@ describe("agent-chat hook", () => {
       source: "clear",
     });
     expect(cleared.stdout).toContain("unread agent-chat message");
-    // The state is kept outside the root.
+    // The session state is kept outside the root (inside: only presence, shared by design).
     expect(readdirSync(join(state, "agent-chat", "hook-sessions")).length).toBe(2);
-    expect(readdirSync(root).sort()).toEqual(["ops", "review"]);
+    expect(readdirSync(root).sort()).toEqual([".presence", "ops", "review"]);
   });
 
   it("Claude Code: Stop tells the user, or with --block makes the agent read (never twice)", async () => {

@@ -52,8 +52,12 @@ describe("agent-chat mcp", () => {
     expect(footerJson(posted.footer)).toEqual({ chat: { msgs: 0, channels: {} } });
 
     const listed = await bob.call("chat_channels");
-    expect(listed.text).toMatch(/^review · 1 unread · last #1 · members alice,bob/);
-    expect(footerJson(listed.footer)).toEqual({ chat: { msgs: 1, channels: { review: 1 } } });
+    expect(listed.text).toMatch(/^review · 1 unread · last #1 · members alice \(active\), bob /);
+    // A proposal addressed to bob: he owes it an answer until he replies.
+    expect(listed.text).toMatch(/ · you owe an answer to #1/);
+    expect(footerJson(listed.footer)).toEqual({
+      chat: { msgs: 1, channels: { review: 1 }, owes: 1 },
+    });
 
     const read = await bob.call("chat_read", { channel: "review" });
     expect(read.text).toContain("review #1 · from alice · to bob · proposal");

@@ -77,9 +77,18 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .option("--status <label>", "discussion | proposal | ack | done | …", "discussion")
     .option("--body <text>", "message body (markdown)")
     .option("--body-file <file>", "read the body from a file ('-' for stdin)")
+    .option(
+      "--wait-for <state>",
+      "then park until every addressee has: notified | read | answered (exit 2 on timeout)",
+    )
+    .option(
+      "--timeout <duration>",
+      "with --wait-for: give up after this long (30s, 5m; default 15m)",
+    )
     .addHelpText(
       "after",
       "\nExamples:\n  agent-chat post review --from alice --to bob --title 'Draft ready' --body 'See PR 12.'\n" +
+        "  agent-chat post review --from alice --to bob --body 'Ready?' --wait-for read --timeout 30s\n" +
         "  git diff | agent-chat post review --from alice --title 'Patch' --status proposal\n" +
         "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
     )
@@ -126,24 +135,16 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("tail")
     .description("print new messages as they arrive, until Ctrl-C (NDJSON with --json)")
     .argument("<channels>", "one channel, or several separated by commas")
-    .option("--as <name>", "only the messages relevant to this agent (no cursor moves)")
+    .option(
+      "--as <name>",
+      "only the messages relevant to this agent (no cursor moves; each is marked notified)",
+    )
     .option("--from-start", "print the existing messages first")
     .addHelpText(
       "after",
       "\nExamples:\n  agent-chat tail review\n  agent-chat --json tail review,deploy",
     )
-    .action(async (channels: string, opts: { as?: string; fromStart?: boolean }) => {
-      const list = splitList(channels);
-      if (list.length === 0) throw new UsageError("name at least one channel");
-      const store = await ctx.open();
-      const watchOptions: Parameters<typeof store.watch>[1] = { signal: ctx.abort.signal };
-      if (opts.fromStart) watchOptions.after = 0;
-      for await (const message of store.watch(list, watchOptions)) {
-        if (opts.as && !isRelevant(message, opts.as)) continue;
-        if (ctx.json) ctx.printJson(messageJson(message));
-        else ctx.out(formatMessageHuman(message));
-      }
-    });
+    .action((channels: string, opts: TailFlags) => tail(ctx, channels, opts));
 
   program
     .command("claim")
@@ -291,4 +292,24 @@ interface HolderFlags {
 
 function tokenOption(token: string | undefined): { token?: number } {
   return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
+}
+
+interface TailFlags {
+  as?: string;
+  fromStart?: boolean;
+}
+
+async function tail(ctx: CliContext, channels: string, opts: TailFlags): Promise<void> {
+  const list = splitList(channels);
+  if (list.length === 0) throw new UsageError("name at least one channel");
+  const store = await ctx.open();
+  const watchOptions: Parameters<typeof store.watch>[1] = { signal: ctx.abort.signal };
+  if (opts.fromStart) watchOptions.after = 0;
+  for await (const message of store.watch(list, watchOptions)) {
+    if (opts.as && !isRelevant(message, opts.as)) continue;
+    if (ctx.json) ctx.printJson(messageJson(message));
+    else ctx.out(formatMessageHuman(message));
+    // Shown to the agent's tail: that is its "notified" step (docs/delivery.md).
+    if (opts.as) await store.notify(message.channel, opts.as, message.seq).catch(() => {});
+  }
 }

@@ -1,7 +1,12 @@
 import { join } from "node:path";
 import type { Message } from "../../core/message.js";
 import { isUrlRoot } from "../../store/roots.js";
-import type { TaskInfo } from "../../store/types.js";
+import {
+  DEFAULT_WAIT_TIMEOUT_MS,
+  DELIVERY_STATES,
+  type DeliveryState,
+  type TaskInfo,
+} from "../../store/types.js";
 import { readBody } from "../body.js";
 import {
   type CliContext,
@@ -14,6 +19,7 @@ import {
 } from "../context.js";
 import type { HotCommand } from "../hot-line.js";
 import { formatMessageHuman, messageJson } from "../output.js";
+import { oneOf } from "../usage.js";
 
 /**
  * The actions of the commands agents run all the time, shared by their commander definitions
@@ -31,6 +37,8 @@ export const HOT_ACTIONS: Record<
 > = {
   async post(ctx, [channel], opts) {
     const from = ctx.agent(text(opts.from), "--from");
+    // Checked before anything is posted: a bad state or timeout leaves the channel as it was.
+    const waitFor = deliveryGoal(opts);
     const body = await readBody(
       { body: text(opts.body), bodyFile: text(opts.bodyFile) },
       ctx.maxBodyBytes,
@@ -42,8 +50,18 @@ export const HOT_ACTIONS: Record<
     if (opts.reply !== undefined) input.replyTo = parsePositiveInt(text(opts.reply)!, "--reply");
     const result = await store.post(channel!, input);
     const path = locate(store.location, channel!, result.file);
-    if (ctx.json) return ctx.printJson({ ...result, path });
-    ctx.out(`posted #${result.seq} ${path}\n`);
+    if (!waitFor) {
+      if (ctx.json) return ctx.printJson({ ...result, path });
+      return ctx.out(`posted #${result.seq} ${path}\n`);
+    }
+    if (!ctx.json) ctx.out(`posted #${result.seq} ${path}\n`);
+    const receipts = await store.waitFor(channel!, result.seq, {
+      ...waitFor,
+      signal: ctx.abort.signal,
+    });
+    if (ctx.json) return ctx.printJson({ ...result, path, receipts });
+    const who = receipts.addressees.map((r) => r.agent).join(", ") || "nobody (no addressee)";
+    ctx.out(`${waitFor.state} by ${who}\n`);
   },
 
   async read(ctx, [channel], opts) {
@@ -129,6 +147,20 @@ export const HOT_ACTIONS: Record<
     ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
   },
 };
+
+/** `--wait-for STATE [--timeout 30s]`, refused (exit 64) before anything is posted. */
+function deliveryGoal(opts: HotOptions): { state: DeliveryState; timeoutMs: number } | undefined {
+  const timeout = text(opts.timeout);
+  if (text(opts.waitFor) === undefined) {
+    if (timeout !== undefined) throw new UsageError("--timeout goes with --wait-for");
+    return undefined;
+  }
+  const state = oneOf(text(opts.waitFor)!, DELIVERY_STATES, "--wait-for");
+  return {
+    state,
+    timeoutMs: timeout === undefined ? DEFAULT_WAIT_TIMEOUT_MS : parseTtl(timeout, "--timeout"),
+  };
+}
 
 function printMessages(ctx: CliContext, messages: Message[], empty: string): void {
   if (messages.length === 0 && empty) ctx.err(`${empty}\n`);

@@ -58,6 +58,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       const waitIntervalMs = pollMs
         ? parsePositiveInt(pollMs, "AGENT_CHAT_WAIT_POLL_MS")
         : undefined;
+      // Presence says "mcp" (the session's host tool starts the server; its env may say which).
+      if (!ctx.env.AGENT_CHAT_HARNESS) ctx.harness = "mcp";
       const store = await ctx.open();
       // Loaded only here: the rest of the CLI never pays for the MCP SDK.
       const { runMcpServer } = await import("../../mcp/server.js");

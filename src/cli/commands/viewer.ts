@@ -24,6 +24,8 @@ export function registerViewerCommands(program: Command, ctx: CliContext): void 
       const { startViewer } = await import("../../viewer/server.js");
       const { viewerPanels } = await import("../plugins/viewer-panels.js");
       const address = parseListenAddress(opts.http ?? "");
+      // A person posting from the page is present in the viewer.
+      if (!ctx.env.AGENT_CHAT_HARNESS) ctx.harness = "viewer";
       const store = await ctx.open();
       const viewer = await startViewer({
         store,

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { formatTimestamp, isRelevant, type Message, oneLine } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
@@ -20,19 +21,25 @@ import {
   type PathLeaseOptions,
   type PostInput,
   type PostResult,
+  type PresenceInfo,
   type ReadOptions,
   type ReadResult,
+  type Receipts,
   type ReleaseOptions,
   type RenewOptions,
   type Store,
   TASK_TTL_KEY,
   type TaskInfo,
+  type WaitForOptions,
   type WaitOptions,
   type WaitResult,
   type WatchOptions,
+  type WhoOptions,
 } from "../types.js";
+import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
 import { PathLeaseBook, type PathLeaseDoc, type PathLeaseRecord } from "./path-leases.js";
+import type { Actor } from "./presence.js";
 import {
   formatTask,
   type Lease,
@@ -128,7 +135,14 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** Path leases: their rules over this backend's {@link readPathLeases} and swap. */
   private readonly pathBook: PathLeaseBook;
 
-  constructor(maxBodyBytes: number | undefined, now: () => number = Date.now) {
+  /** Delivery states and presence (store/core/delivery.ts), over the note primitives. */
+  private readonly delivery: Delivery;
+
+  constructor(
+    maxBodyBytes: number | undefined,
+    now: () => number = Date.now,
+    presence: PresenceOptions = {},
+  ) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.now = now;
     this.pathBook = new PathLeaseBook({
@@ -137,6 +151,30 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       exclusive: (channel, fn) => this.exclusive(channel, fn),
       channelTtl: async (channel) => channelTtl(await this.roster(channel)),
       now: () => this.now(),
+    });
+    const store = this;
+    this.delivery = new Delivery({
+      get location() {
+        return store.location;
+      },
+      now,
+      actor: {
+        harness: presence.harness ?? "cli",
+        host: presence.host ?? defaultHost(),
+        pid: presence.pid ?? process.pid,
+      },
+      roster: (channel) => this.roster(channel),
+      messages: async (channel, after) =>
+        (await (await this.openFeed(channel)).scan(after)).messages,
+      loadCursor: (channel, agent) => this.loadCursor(channel, agent),
+      onChange: async (channel, listener) => (await this.openFeed(channel)).onChange(listener),
+      listNotes: (scope, kind) => this.listNotes(scope, kind),
+      readNote: (scope, kind, name) => this.readNote(scope, kind, name),
+      writeNote: (scope, kind, name, text, version) =>
+        this.writeNote(scope, kind, name, text, version),
+      warnOnce: (warning, report, scope) => this.warnOnce(warning, report, scope),
+      ...(presence.onWarning ? { onWarning: presence.onWarning } : {}),
+      recordPresence: presence.recordPresence !== false,
     });
   }
 
@@ -174,6 +212,24 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     channel: string,
     current: PathLeaseRecord,
     doc: PathLeaseDoc,
+  ): Promise<boolean>;
+  /** Small JSON records in names chat.py ignores: `scope` a channel, or "" for the store. */
+  protected abstract listNotes(scope: string, kind: NoteKind): Promise<Note[]>;
+  protected abstract readNote(
+    scope: string,
+    kind: NoteKind,
+    name: string,
+  ): Promise<Note | undefined>;
+  /**
+   * Writes a note atomically; on a backend with revisions, only if it is still at `version`
+   * (undefined: only if absent), false otherwise.
+   */
+  protected abstract writeNote(
+    scope: string,
+    kind: NoteKind,
+    name: string,
+    text: string,
+    version: Note["version"],
   ): Promise<boolean>;
   abstract close(): Promise<void>;
 
@@ -285,6 +341,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     );
     const result = await run;
     await this.keepLeases(channel, draft.from);
+    await this.delivery.touch(draft.from);
     return result;
   }
 
@@ -307,8 +364,10 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     if (!options.peek && scan.scannedTo > cursor) {
       next = scan.scannedTo;
       await this.saveCursor(channel, options.as, next);
+      await this.delivery.step(channel, options.as, "read", next);
     }
     await this.keepLeases(channel, options.as);
+    await this.delivery.touch(options.as);
     return { channel, messages, cursor: next, warnings: scan.warnings };
   }
 
@@ -340,6 +399,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     options.signal?.addEventListener("abort", onAbort, { once: true });
     const unsubscribe: Array<() => void> = [];
     let net = NO_SAFETY_NET;
+    const unpark = await this.delivery.park(options.as, unique);
     try {
       if (options.signal?.aborted) throw abortError();
       const feeds: F[] = [];
@@ -364,6 +424,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       clearInterval(keeper);
       options.activity?.removeEventListener("abort", inactive);
       options.signal?.removeEventListener("abort", onAbort);
+      await unpark();
     }
   }
 
@@ -378,6 +439,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         if (found) {
           for (const [channel, seq] of Object.entries(found.advance)) {
             await this.saveCursor(channel, pass.agent, seq);
+            await this.delivery.step(channel, pass.agent, "read", seq);
           }
           return found.result;
         }
@@ -509,6 +571,34 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       yield* scan.messages;
     }
     net.stalledOn(stalled);
+  }
+
+  // ---- Delivery and presence ----
+
+  async receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    validateName("channel", channel);
+    return this.delivery.receipts(channel, seq, options);
+  }
+
+  /** Receipts with, per addressee short of answered, what is known of why (`explain`). */
+  async explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    validateName("channel", channel);
+    return this.delivery.explain(channel, seq, options);
+  }
+
+  async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
+    validateName("channel", channel);
+    return this.delivery.waitFor(channel, seq, options);
+  }
+
+  async notify(channel: string, agent: string, seq: number): Promise<void> {
+    validateName("channel", channel);
+    return this.delivery.notify(channel, agent, seq);
+  }
+
+  async who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
+    if (channel !== undefined) validateName("channel", channel);
+    return this.delivery.who(channel, options);
   }
 
   // ---- Tasks ----
@@ -804,6 +894,25 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     const current = await this.taskRecord(channel, id);
     if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
     return current;
+  }
+}
+
+/** Who the process recording presence is, beyond the agent's name (defaults: cli, this host). */
+export interface PresenceOptions {
+  harness?: Actor["harness"];
+  host?: string;
+  pid?: number;
+  /** Hears, once, that a presence or receipt record could not be written. */
+  onWarning?: (warning: string) => void;
+  /** False: record no presence (a bench's baseline, or a user who wants none shared). */
+  recordPresence?: boolean;
+}
+
+function defaultHost(): string {
+  try {
+    return hostname();
+  } catch {
+    return "localhost";
   }
 }
 

@@ -1,5 +1,12 @@
 /** The logic above the backends: what every backend shares, written once. */
-export { BackendStore, type Feed, type SafetyNet, type Scan } from "./backend-store.js";
+export {
+  BackendStore,
+  type Feed,
+  type PresenceOptions,
+  type SafetyNet,
+  type Scan,
+} from "./backend-store.js";
+export { type Note, type NoteKind, pollReceipts } from "./delivery.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft } from "./draft.js";
 export { type Blocked, blockedPaths } from "./path-globs.js";
 export {
@@ -9,6 +16,7 @@ export {
   type PathLeaseRecord,
   parsePathLeases,
 } from "./path-leases.js";
+export { owedBy } from "./receipts.js";
 export { pastGrace, SKEW_GRACE_MS } from "./skew.js";
 export {
   formatLease,

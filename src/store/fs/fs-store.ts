@@ -26,6 +26,7 @@ import {
   createFileExclusive,
   ensureRealDir,
   entryKind,
+  listRealDir,
   overwriteOwnFileSync,
   publishExclusiveSync,
   type RootFile,
@@ -46,10 +47,13 @@ import {
   type Lease,
   leaseFileName,
   MAX_FRONTMATTER_BYTES,
+  type Note,
+  type NoteKind,
   PATH_LEASES_FILE,
   type PathLeaseDoc,
   type PathLeaseRecord,
   type PostDraft,
+  type PresenceOptions,
   parseLease,
   parsePathLeases,
   parseTaskFile,
@@ -62,7 +66,7 @@ import {
 import type { Capabilities, PostResult } from "../types.js";
 import { ChannelIndex } from "./channel-index.js";
 
-export interface FsStoreOptions extends LockOptions {
+export interface FsStoreOptions extends LockOptions, PresenceOptions {
   /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
   watch?: boolean;
   /** Largest accepted message body in bytes (default 1 MiB). */
@@ -100,6 +104,9 @@ const MAX_TASK_BYTES = 1024 * 1024;
 const MAX_LEASE_BYTES = 64 * 1024;
 /** The largest `.leases.json` read: a thousand leases of long patterns and reasons. */
 const MAX_PATH_LEASE_BYTES = 2 * 1024 * 1024;
+/** Presence and receipt records: a few hundred bytes each. */
+const MAX_NOTE_BYTES = 16 * 1024;
+const NOTE_SUFFIX = ".json";
 /** Temporary files older than this were left by a crashed writer and are removed. */
 const LEFTOVER_AGE_MS = 60_000;
 
@@ -131,7 +138,7 @@ export class FsStore extends BackendStore<FolderFeed> {
     readonly location: string,
     private readonly options: FsStoreOptions = {},
   ) {
-    super(options.maxBodyBytes, options.now);
+    super(options.maxBodyBytes, options.now, options);
   }
 
   protected async createChannel(channel: string, meta: ChannelMeta): Promise<void> {
@@ -684,6 +691,51 @@ export class FsStore extends BackendStore<FolderFeed> {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw err;
     }
+  }
+
+  /** `<root>/.presence/` for the store, `<channel>/.receipts/` for a channel: names chat.py ignores. */
+  private notesDir(scope: string, kind: NoteKind): string {
+    return scope === "" ? join(this.location, `.${kind}`) : join(this.location, scope, `.${kind}`);
+  }
+
+  protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
+    const dir = this.notesDir(scope, kind);
+    if (entryKind(dir) === undefined) return [];
+    const out: Note[] = [];
+    for (const entry of listRealDir(dir)) {
+      if (!entry.name.endsWith(NOTE_SUFFIX) || entry.name.startsWith(".")) continue;
+      const name = entry.name.slice(0, -NOTE_SUFFIX.length);
+      out.push(this.noteAt(dir, name));
+    }
+    return out;
+  }
+
+  protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
+    const dir = this.notesDir(scope, kind);
+    if (entryKind(join(dir, `${name}${NOTE_SUFFIX}`)) === undefined) return undefined;
+    return this.noteAt(dir, name);
+  }
+
+  /** A note file; one that is a link, a FIFO, too large or not ours comes back with a problem. */
+  private noteAt(dir: string, name: string): Note {
+    try {
+      return { name, text: readOwnTextSync(join(dir, `${name}${NOTE_SUFFIX}`), MAX_NOTE_BYTES) };
+    } catch (err) {
+      return { name, problem: `cannot be read (${(err as Error).message}); ignored` };
+    }
+  }
+
+  /** Replaces the file atomically; the folder has no revisions, so the last writer wins. */
+  protected async writeNote(
+    scope: string,
+    kind: NoteKind,
+    name: string,
+    text: string,
+  ): Promise<boolean> {
+    const dir = this.notesDir(scope, kind);
+    ensureRealDir(dir);
+    replaceFileSync(dir, `${name}${NOTE_SUFFIX}`, text);
+    return true;
   }
 
   async close(): Promise<void> {

@@ -18,6 +18,8 @@ import {
   formatPathLeases,
   HOLDER,
   type Lease,
+  type Note,
+  type NoteKind,
   type PathLeaseDoc,
   type PathLeaseRecord,
   type PostDraft,
@@ -94,7 +96,7 @@ export class NatsStore extends BackendStore {
     private readonly headerFactory: () => MsgHdrs,
     options: NatsStoreOptions,
   ) {
-    super(options.maxBodyBytes, options.now);
+    super(options.maxBodyBytes, options.now, options);
     this.location = target.location;
     this.namespace = target.namespace;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
@@ -365,6 +367,57 @@ export class NatsStore extends BackendStore {
       /did not answer/.test(err.message) ||
       /timeout|disconnect/i.test(`${cause?.name ?? ""} ${cause?.message ?? ""}`)
     );
+  }
+
+  protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
+    const prefix = notePrefix(scope, kind);
+    return this.guard(async () => {
+      const keys: string[] = [];
+      for await (const key of await this.kv.keys(`${prefix}*`)) keys.push(key);
+      const out: Note[] = [];
+      for (const key of keys) {
+        const entry = await this.kv.get(key);
+        if (entry?.operation !== "PUT") continue;
+        out.push({ name: key.slice(prefix.length), text: entry.string(), version: entry.revision });
+      }
+      return out;
+    }, `cannot list the ${kind} records`);
+  }
+
+  protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
+    const entry = await this.guard(
+      () => this.kv.get(`${notePrefix(scope, kind)}${name}`),
+      `cannot read the ${kind} record of ${name}`,
+    );
+    if (entry?.operation !== "PUT") {
+      // A deleted key keeps a revision: the next write must be checked against it.
+      return entry ? { name, version: -entry.revision } : undefined;
+    }
+    return { name, text: entry.string(), version: entry.revision };
+  }
+
+  /** A create when there was none, else an update checked against the revision read. */
+  protected async writeNote(
+    scope: string,
+    kind: NoteKind,
+    name: string,
+    text: string,
+    version: Note["version"],
+  ): Promise<boolean> {
+    const key = `${notePrefix(scope, kind)}${name}`;
+    try {
+      await this.guard(
+        () =>
+          typeof version === "number" && version > 0
+            ? this.kv.update(key, text, version)
+            : this.kv.create(key, text),
+        `cannot write the ${kind} record of ${name}`,
+      );
+      return true;
+    } catch (err) {
+      if (isWrongLastSequence(err)) return false;
+      throw err;
+    }
   }
 
   protected async taskRecords(channel: string): Promise<TaskRecord[]> {
@@ -657,6 +710,11 @@ function cursorKey(channel: string, agent: string): string {
 
 function pathLeasesKey(channel: string): string {
   return `leases.${token(channel)}`;
+}
+
+/** `presence.<agent>` for the namespace, `receipts.<channel>.<agent>` per channel. */
+function notePrefix(scope: string, kind: NoteKind): string {
+  return scope === "" ? `${kind}.` : `${kind}.${token(scope)}.`;
 }
 
 function taskKey(channel: string, id: string): string {

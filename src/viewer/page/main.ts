@@ -53,9 +53,14 @@ followEvents({
     const first = page.data === undefined;
     page.data = state;
     render();
+    messages.refreshReceipts();
     if (first) void onRoute();
   },
   onMessage({ channel, message }) {
-    if (channel === page.channel) messages.add([message]);
+    if (channel === page.channel) {
+      messages.add([message]);
+      // An answer changes the receipts of the message it replies to.
+      messages.refreshReceipts();
+    }
   },
 });

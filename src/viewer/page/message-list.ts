@@ -7,8 +7,9 @@ import {
 import { byId, h } from "./dom.js";
 import { fetchMessages } from "./http.js";
 import { messageNode, type Summary } from "./message.js";
+import { receiptsText } from "./receipts.js";
 import { atEnd, jumpTo, keepingPlace, scrollToEnd } from "./scroll.js";
-import type { PageState } from "./state.js";
+import { currentChannel, type PageState } from "./state.js";
 
 /**
  * The open channel's messages (`#messages`): it opens on the newest page, earlier pages are
@@ -228,6 +229,25 @@ export class MessageList {
 
   private node(m: MessageView): HTMLElement {
     const replied = m.replyTo !== undefined ? this.summaries.get(m.replyTo) : undefined;
-    return messageNode(m, { channel: this.page.channel ?? "", replied, onReply: this.onReply });
+    const node = messageNode(m, {
+      channel: this.page.channel ?? "",
+      replied,
+      onReply: this.onReply,
+    });
+    node.append(h("p", { class: "receipts" }, this.receipts(m)));
+    return node;
+  }
+
+  /** Brings every message's receipts line up to the last state (cursors move, answers come). */
+  refreshReceipts(): void {
+    for (const m of this.messages) {
+      const line = document.querySelector(`#m-${m.seq} > .receipts`);
+      const text = this.receipts(m);
+      if (line && line.textContent !== text) line.textContent = text;
+    }
+  }
+
+  private receipts(m: MessageView): string {
+    return receiptsText(m, currentChannel(this.page), this.messages);
   }
 }

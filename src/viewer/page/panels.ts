@@ -213,7 +213,7 @@ function membersNode(c: ChannelView): HTMLElement {
   return h(
     "section",
     { class: "panel", id: "members" },
-    h("h2", {}, "Members & read cursors"),
+    h("h2", {}, "Members, presence & read cursors"),
     c.members.length === 0
       ? h("p", { class: "empty" }, "Nobody yet.")
       : h(
@@ -222,7 +222,12 @@ function membersNode(c: ChannelView): HTMLElement {
           ...c.members.map((m) =>
             h(
               "li",
-              { "data-member": m.name },
+              { "data-member": m.name, "data-presence": m.presence },
+              h("span", {
+                class: "presence-dot",
+                title: m.presence.replace("-", " "),
+                "aria-label": m.presence.replace("-", " "),
+              }),
               h("span", { class: "who" }, m.name),
               h(
                 "span",
@@ -232,6 +237,13 @@ function membersNode(c: ChannelView): HTMLElement {
               m.unread > 0
                 ? h("span", { class: "badge unread" }, `${m.unread} unread`)
                 : h("span", { class: "badge done" }, "up to date"),
+              m.owes.length > 0
+                ? h(
+                    "span",
+                    { class: "badge owes", title: m.owes.map((seq) => `#${seq}`).join(", ") },
+                    `owes ${m.owes.length} answer${m.owes.length === 1 ? "" : "s"}`,
+                  )
+                : null,
             ),
           ),
         ),
