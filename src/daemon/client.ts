@@ -18,8 +18,12 @@ import type {
   ReadResult,
   ReleaseOptions,
   RenewOptions,
+  SearchOptions,
+  SearchResult,
   Store,
   TaskInfo,
+  ThreadNode,
+  ThreadOptions,
   WaitOptions,
   WaitResult,
   WatchOptions,
@@ -294,6 +298,19 @@ export class DaemonClient implements Store {
 
   fence(channel: string, task: string, token: number): Promise<FenceResult> {
     return this.call("fence", { channel, task, token }) as Promise<FenceResult>;
+  }
+
+  search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
+    const { channels, ...rest } = options;
+    return this.call("search", {
+      query,
+      ...rest,
+      ...(channels ? { channels: [...channels] } : {}),
+    }) as Promise<SearchResult>;
+  }
+
+  thread(channel: string, seq: number, options: ThreadOptions = {}): Promise<ThreadNode> {
+    return this.call("thread", { channel, seq, ...options }) as Promise<ThreadNode>;
   }
 
   async close(): Promise<void> {

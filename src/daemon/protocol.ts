@@ -41,6 +41,8 @@ export const OPS = [
   "done",
   "release",
   "fence",
+  "search",
+  "thread",
 ] as const;
 
 export type Op = (typeof OPS)[number];

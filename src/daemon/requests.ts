@@ -101,6 +101,26 @@ export const requestSchema = z.discriminatedUnion("op", [
   }),
   z.strictObject({ ...base, op: z.literal("release"), ...holder, token: token.optional() }),
   z.strictObject({ ...base, op: z.literal("fence"), channel, task: z.string(), token }),
+  z.strictObject({
+    ...base,
+    op: z.literal("search"),
+    query: z.string(),
+    channels: z.array(z.string()).max(1000).optional(),
+    from: z.string().optional(),
+    to: z.string().optional(),
+    status: z.string().optional(),
+    since: z.string().optional(),
+    until: z.string().optional(),
+    limit: z.number().int().optional(),
+    archived: z.boolean().optional(),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("thread"),
+    channel,
+    seq: z.number().int(),
+    archived: z.boolean().optional(),
+  }),
 ]);
 
 export type Request = z.infer<typeof requestSchema>;

@@ -480,6 +480,12 @@ class Connection {
         return store.release(request.channel, request.task, request.as, { token: request.token });
       case "fence":
         return store.fence(request.channel, request.task, request.token);
+      case "search": {
+        const { id: _i, op: _o, query, ...options } = request;
+        return store.search(query, options);
+      }
+      case "thread":
+        return store.thread(request.channel, request.seq, { archived: request.archived === true });
     }
   }
 

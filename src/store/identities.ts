@@ -18,8 +18,12 @@ import type {
   ReadResult,
   ReleaseOptions,
   RenewOptions,
+  SearchOptions,
+  SearchResult,
   Store,
   TaskInfo,
+  ThreadNode,
+  ThreadOptions,
   WaitOptions,
   WaitResult,
   WatchOptions,
@@ -56,9 +60,13 @@ export function guardIdentities(store: Store): Store {
 class IdentityGuard implements Store {
   private readonly names = new Map<string, ChannelNames>();
   readonly updateMeta?: Store["updateMeta"];
+  readonly archive?: Store["archive"];
+  readonly prune?: Store["prune"];
 
   constructor(private readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
+    if (inner.archive) this.archive = inner.archive.bind(inner);
+    if (inner.prune) this.prune = inner.prune.bind(inner);
   }
 
   get capabilities(): Capabilities {
@@ -163,6 +171,14 @@ class IdentityGuard implements Store {
 
   fence(channel: string, task: string, token: number): Promise<FenceResult> {
     return this.inner.fence(channel, task, token);
+  }
+
+  search(query: string, options?: SearchOptions): Promise<SearchResult> {
+    return this.inner.search(query, options);
+  }
+
+  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
+    return this.inner.thread(channel, seq, options);
   }
 
   close(): Promise<void> {

@@ -1,5 +1,17 @@
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
+import type {
+  ArchiveOptions,
+  ArchiveResult,
+  PruneOptions,
+  PruneResult,
+  SearchOptions,
+  SearchResult,
+  ThreadNode,
+  ThreadOptions,
+} from "./find-types.js";
+
+export type * from "./find-types.js";
 
 /**
  * The Store contract (DESIGN.md §4). Every backend offers these operations with the same
@@ -56,6 +68,18 @@ export interface Store {
    * profile (`agent-chat govern`); a backend without it cannot change a channel after `init`.
    */
   updateMeta?(channel: string, update: (meta: ChannelMeta) => ChannelMeta): Promise<ChannelMeta>;
+
+  /** Messages whose title or body match `query`, newest first (docs/search.md). */
+  search(query: string, options?: SearchOptions): Promise<SearchResult>;
+  /** The thread message `seq` belongs to: its root with every reply under it, by `reply_to`. */
+  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode>;
+  /**
+   * Optional: moves old messages where chat.py does not look, losing none and numbering on
+   * (the folder store only; docs/search.md).
+   */
+  archive?(channel: string, options: ArchiveOptions): Promise<ArchiveResult>;
+  /** Optional: removes the cursors of agents not seen for a while (the folder store only). */
+  prune?(options: PruneOptions): Promise<PruneResult>;
 
   close(): Promise<void>;
 }

@@ -22,14 +22,19 @@ import {
   type ReadResult,
   type ReleaseOptions,
   type RenewOptions,
+  type SearchOptions,
+  type SearchResult,
   type Store,
   TASK_TTL_KEY,
   type TaskInfo,
+  type ThreadNode,
+  type ThreadOptions,
   type WaitOptions,
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
+import { Searcher } from "./search.js";
 import {
   formatTask,
   type Lease,
@@ -41,6 +46,7 @@ import {
   type TaskRecord,
   taskInfo,
 } from "./tasks.js";
+import { findThread } from "./thread.js";
 import { abortError, timeoutError, Wakeup } from "./wakeup.js";
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -66,6 +72,10 @@ export interface Feed {
   onChange(listener: () => void): () => void;
   /** Throws once the feed can no longer deliver (its stream was deleted under it). */
   throwIfFailed?(): void;
+  /** One message by seq, without a scan (search and thread; default: a scan from it). */
+  message?(seq: number): Promise<Message | undefined>;
+  /** Whether a message file with this seq is there now (the folder store; default: yes). */
+  holds?(): Promise<(seq: number) => boolean>;
 }
 
 /** What a backend runs beside its change events while a wait or watch is parked. */
@@ -121,6 +131,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   private readonly leaseLooks = new Map<string, number>();
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
   protected readonly now: () => number;
+  /** Search with its in-memory index (src/store/core/search.ts says why it lives here). */
+  private searcher: Searcher | undefined;
 
   constructor(maxBodyBytes: number | undefined, now: () => number = Date.now) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -194,6 +206,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** Why the agent's cursor in this channel cannot be saved; undefined when it can. */
   protected cursorProblem(_channel: string, _agent: string): string | undefined {
     return undefined;
+  }
+
+  /** A channel's archived messages, oldest first (none unless the backend archives). */
+  protected async archivedMessages(_channel: string): Promise<Message[]> {
+    return [];
   }
 
   /** Reports `warning` through `report` the first time this store meets it in `scope`. */
@@ -483,6 +500,39 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       yield* scan.messages;
     }
     net.stalledOn(stalled);
+  }
+
+  // ---- Search and threads (src/store/core/search.ts, thread.ts) ----
+
+  search(query: string, options?: SearchOptions): Promise<SearchResult> {
+    this.searcher ??= new Searcher(
+      {
+        channelNames: () => this.channelNames(),
+        roster: (channel) => this.roster(channel),
+        scan: async (channel, after) => (await this.openFeed(channel)).scan(after),
+        holds: async (channel) => {
+          const feed = await this.openFeed(channel);
+          return feed.holds ? feed.holds() : () => true;
+        },
+        archived: (channel) => this.archivedMessages(channel),
+      },
+      this.now,
+    );
+    return this.searcher.search(query, options);
+  }
+
+  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
+    const source = {
+      roster: (ch: string) => this.roster(ch),
+      message: async (ch: string, n: number) => {
+        const feed = await this.openFeed(ch);
+        if (feed.message) return feed.message(n);
+        return (await feed.scan(n - 1)).messages.find((m) => m.seq === n);
+      },
+      scan: async (ch: string, after: number) => (await this.openFeed(ch)).scan(after),
+      archived: (ch: string) => this.archivedMessages(ch),
+    };
+    return findThread(source, channel, seq, options);
   }
 
   // ---- Tasks ----

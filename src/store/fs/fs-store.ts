@@ -483,6 +483,21 @@ export class FsStore extends BackendStore<FolderFeed> {
       },
       last: (count) => this.lastMessages(state, count),
       onChange: (listener) => state.index.onMessageChange(listener),
+      message: async (seq) => {
+        await state.index.sync();
+        for (const name of state.index.names(seq)) {
+          const message = await this.parseFile(state, name, seq);
+          if (message) return message;
+        }
+        return undefined;
+      },
+      // The watch reports a file that went (archived by another process) as a change only.
+      holds: async () => (seq) =>
+        state.index
+          .names(seq)
+          .some(
+            (name) => lstatSync(join(state.dir, name), { throwIfNoEntry: false }) !== undefined,
+          ),
     };
   }
 
