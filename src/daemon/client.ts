@@ -12,6 +12,7 @@ import type {
   FenceResult,
   InitOptions,
   NewTask,
+  PeekOptions,
   PostInput,
   PostResult,
   ReadOptions,
@@ -179,10 +180,12 @@ export class DaemonClient implements Store {
     return this.call("read", { channel, ...options }) as Promise<ReadResult>;
   }
 
-  peek(channel: string, count?: number): Promise<Message[]> {
-    return this.call("peek", count === undefined ? { channel } : { channel, count }) as Promise<
-      Message[]
-    >;
+  peek(channel: string, count?: number, options: PeekOptions = {}): Promise<Message[]> {
+    return this.call("peek", {
+      channel,
+      ...(count === undefined ? {} : { count }),
+      ...(options.archived ? { archived: true } : {}),
+    }) as Promise<Message[]>;
   }
 
   cursor(channel: string, agent: string): Promise<number> {

@@ -53,7 +53,13 @@ export const requestSchema = z.discriminatedUnion("op", [
     everyone: z.boolean().optional(),
     peek: z.boolean().optional(),
   }),
-  z.strictObject({ ...base, op: z.literal("peek"), channel, count: count.optional() }),
+  z.strictObject({
+    ...base,
+    op: z.literal("peek"),
+    channel,
+    count: count.optional(),
+    archived: z.boolean().optional(),
+  }),
   z.strictObject({ ...base, op: z.literal("cursor"), channel, as: z.string() }),
   z.strictObject({
     ...base,

@@ -451,7 +451,7 @@ class Connection {
           peek: request.peek === true,
         });
       case "peek":
-        return store.peek(request.channel, request.count);
+        return store.peek(request.channel, request.count, { archived: request.archived === true });
       case "cursor":
         return store.cursor(request.channel, request.as);
       case "envelope":

@@ -44,6 +44,11 @@ export interface SearchResult {
   warnings: string[];
 }
 
+export interface PeekOptions {
+  /** When the hot messages are fewer than asked for, the newest archived ones before them. */
+  archived?: boolean;
+}
+
 export interface ThreadOptions {
   /** Include archived messages (a thread whose root was archived is then whole again). */
   archived?: boolean;

@@ -12,6 +12,7 @@ import type {
   FenceResult,
   InitOptions,
   NewTask,
+  PeekOptions,
   PostInput,
   PostResult,
   ReadOptions,
@@ -103,8 +104,8 @@ class IdentityGuard implements Store {
     return this.inner.read(channel, options);
   }
 
-  peek(channel: string, count?: number): Promise<Message[]> {
-    return this.inner.peek(channel, count);
+  peek(channel: string, count?: number, options?: PeekOptions): Promise<Message[]> {
+    return this.inner.peek(channel, count, options);
   }
 
   cursor(channel: string, agent: string): Promise<number> {

@@ -3,6 +3,7 @@ import type { ChannelMeta } from "../core/meta.js";
 import type {
   ArchiveOptions,
   ArchiveResult,
+  PeekOptions,
   PruneOptions,
   PruneResult,
   SearchOptions,
@@ -31,7 +32,7 @@ export interface Store {
   /** Relevant messages after the cursor; advances the cursor to the largest seq this scan saw. */
   read(channel: string, options: ReadOptions): Promise<ReadResult>;
   /** The last `count` messages of a channel, whoever they were for; moves no cursor. */
-  peek(channel: string, count?: number): Promise<Message[]>;
+  peek(channel: string, count?: number, options?: PeekOptions): Promise<Message[]>;
   /** The agent's cursor in a channel (0 when it has never read). */
   cursor(channel: string, agent: string): Promise<number>;
   /** Blocks until a relevant message exists in one of the channels, then reads it. */

@@ -16,6 +16,7 @@ import {
   type InitOptions,
   MAX_TASK_TTL_MS,
   type NewTask,
+  type PeekOptions,
   type PostInput,
   type PostResult,
   type ReadOptions,
@@ -308,9 +309,13 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return { channel, messages, cursor: next, warnings: scan.warnings };
   }
 
-  async peek(channel: string, count = 3): Promise<Message[]> {
+  async peek(channel: string, count = 3, options: PeekOptions = {}): Promise<Message[]> {
     await this.roster(channel);
-    return (await this.openFeed(channel)).last(count);
+    const hot = await (await this.openFeed(channel)).last(count);
+    if (!options.archived || hot.length >= count) return hot;
+    const first = hot[0]?.seq ?? Number.POSITIVE_INFINITY;
+    const old = (await this.archivedMessages(channel)).filter((m) => m.seq < first);
+    return old.slice(Math.max(0, old.length - (count - hot.length))).concat(hot);
   }
 
   /**

@@ -48,17 +48,20 @@ export async function findThread(
   }
   let root = start;
   const seen = new Set([root.seq]);
+  let lowest = root.seq;
   for (let steps = 0; root.replyTo !== undefined && steps < MAX_ANCESTORS; steps++) {
     if (seen.has(root.replyTo)) break;
     const parent = await lookup(root.replyTo);
     if (!parent) break;
     seen.add(parent.seq);
+    lowest = Math.min(lowest, parent.seq);
     root = parent;
   }
-  const hot = (await source.scan(channel, root.seq - 1)).messages;
+  // From the lowest number met on the way up: a cycle's members may come before its root.
+  const hot = (await source.scan(channel, lowest - 1)).messages;
   const hotSeqs = new Set(hot.map((m) => m.seq));
   // A message hot and archived at once (a copy put back by hand) counts once: the hot one.
-  const pool = hot.concat(archived.filter((m) => m.seq >= root.seq && !hotSeqs.has(m.seq)));
+  const pool = hot.concat(archived.filter((m) => !hotSeqs.has(m.seq)));
   return buildTree(root, pool);
 }
 

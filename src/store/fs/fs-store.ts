@@ -54,7 +54,15 @@ import {
   type TaskRecord,
   taskFileName,
 } from "../core/index.js";
-import type { Capabilities, PostResult } from "../types.js";
+import type {
+  ArchiveOptions,
+  ArchiveResult,
+  Capabilities,
+  PostResult,
+  PruneOptions,
+  PruneResult,
+} from "../types.js";
+import { archiveChannel, pruneChannel, readArchive } from "./archive.js";
 import { ChannelIndex } from "./channel-index.js";
 
 export interface FsStoreOptions extends LockOptions {
@@ -657,6 +665,73 @@ export class FsStore extends BackendStore<FolderFeed> {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
       throw wrapIoError(err, `cannot ${verb} task ${current.id}`);
     }
+  }
+
+  // ---- Retention (src/store/fs/archive.ts) ----
+
+  async archive(channel: string, options: ArchiveOptions): Promise<ArchiveResult> {
+    await this.roster(channel);
+    const state = this.state(channel);
+    this.assertChannelDir(state);
+    return archiveChannel(
+      {
+        dir: state.dir,
+        channel,
+        pinNewest: () => this.pinNewest(state),
+        files: async () => {
+          await state.index.sync();
+          return state.index.after(0);
+        },
+        parse: (name, seq) => this.parseFile(state, name, seq),
+        moved: (seq, name) => {
+          state.index.forget(seq, name);
+          this.forgetParsed(state, name);
+        },
+        now: this.now(),
+        maxBytes: this.maxBodyBytes + MAX_FRONTMATTER_BYTES,
+      },
+      options,
+    );
+  }
+
+  /**
+   * Under the seq lock: the newest well-formed message (which archive never moves) and the
+   * high-water mark raised to it, so numbering goes on from it whatever is archived.
+   */
+  private async pinNewest(state: ChannelState): Promise<number> {
+    const release = await acquireDirLock(state.dir, this.lockOptions(state));
+    try {
+      const highest = (await this.allocateSeq(state)) - 1;
+      if (highest > this.readHighWater(state)) this.writeHighWater(state, highest);
+      for (const [seq, names] of state.index.descending(0)) {
+        for (const name of names) {
+          if ((await this.parseFile(state, name, seq)) !== undefined) return seq;
+        }
+      }
+      return 0;
+    } finally {
+      release();
+    }
+  }
+
+  protected override async archivedMessages(channel: string): Promise<Message[]> {
+    const state = this.state(channel);
+    this.assertChannelDir(state);
+    return readArchive(state.dir, channel, this.maxBodyBytes + MAX_FRONTMATTER_BYTES, () => {});
+  }
+
+  async prune(options: PruneOptions): Promise<PruneResult> {
+    if (!Number.isSafeInteger(options.olderThanMs) || options.olderThanMs < 0) {
+      throw new AgentChatError("INVALID_ARGUMENT", "--older-than is a duration such as 30d");
+    }
+    const removed = [];
+    const now = this.now();
+    for (const channel of await this.channelNames()) {
+      const dir = join(this.location, channel);
+      if (entryKind(dir) !== "dir") continue;
+      removed.push(...pruneChannel(dir, channel, options, now));
+    }
+    return { removed, dryRun: options.dryRun === true };
   }
 
   async close(): Promise<void> {
