@@ -128,24 +128,36 @@ export function matchMessage(terms: readonly Term[], message: Message): MatchedT
     first ??= span;
   }
   // Lower-casing can change a text's length (a few letters): show the lower-cased text then.
-  return { text: lower.length === text.length ? text : lower, span: first! };
+  const shown = lower.length === text.length ? text : lower;
+  const bodyStart = message.title.length + 1;
+  return { text: shown, span: inBody(terms[0]!, lower, bodyStart) ?? first!, bodyStart };
+}
+
+/** Where the term matches in the body (the title is shown beside a hit anyway). */
+function inBody(term: Term, lower: string, bodyStart: number): Span | undefined {
+  const body = lower.slice(bodyStart);
+  const span = findTerm(term, body, () => tokenize(body));
+  return span && { start: span.start + bodyStart, end: span.end + bodyStart };
 }
 
 export interface MatchedText {
+  /** The title, a newline, the body. */
   text: string;
   span: Span;
+  /** Where the body starts in `text`: a match in the body shows the body only. */
+  bodyStart: number;
 }
 
 const BEFORE = 40;
 const AFTER = 100;
 
 /** Some text around the match, on one line, the match between `**`. */
-export function snippet({ text, span }: MatchedText): string {
-  const from = Math.max(0, span.start - BEFORE);
+export function snippet({ text, span, bodyStart }: MatchedText): string {
+  const from = Math.max(span.start >= bodyStart ? bodyStart : 0, span.start - BEFORE);
   const to = Math.min(text.length, span.end + AFTER);
   const flat = (s: string) => s.replace(/\s+/g, " ");
   return (
-    (from > 0 ? "…" : "") +
+    (from > 0 && from !== bodyStart ? "…" : "") +
     flat(text.slice(from, span.start)).trimStart() +
     `**${flat(text.slice(span.start, span.end))}**` +
     flat(text.slice(span.end, to)).trimEnd() +
