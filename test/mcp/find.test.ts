@@ -7,9 +7,9 @@ const fixture = agentFixture();
 describe("chat_read search and thread", () => {
   it("finds messages in the agent's channels, newest first, moving no cursor", async () => {
     await initChannels(fixture.root(), { secret: ["carol"] });
-    const [alice, bob, carol] = await Promise.all(
-      ["alice", "bob", "carol"].map((n) => fixture.agent(n)),
-    );
+    const alice = await fixture.agent("alice");
+    const bob = await fixture.agent("bob");
+    const carol = await fixture.agent("carol");
     await alice.call("chat_post", { channel: "review", title: "Schema", body: "Use Postgres 16." });
     await bob.call("chat_post", { channel: "review", body: "Postgres ok", reply_to: 1 });
     await carol.call("chat_post", { channel: "secret", body: "postgres password rotation" });
