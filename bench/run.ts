@@ -10,12 +10,14 @@ import { fsBench } from "./fs.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
 import mcpBench from "./mcp.js";
 import natsBench from "./nats.js";
+import searchBench from "./search.js";
 import { chatPyFrom, SLOWING_ENV, startupBench } from "./startup.js";
 
 if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
-  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, mcp)
+  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, mcp,
+                   search)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
@@ -31,6 +33,7 @@ const modules: BenchModule[] = [
   daemonBench,
   natsBench,
   mcpBench,
+  searchBench,
 ];
 
 const quick = process.argv.includes("--quick");

@@ -27,6 +27,7 @@ import type { ArchiveOptions, ArchiveResult, PrunedAgent, PruneOptions } from ".
  * it from `read` (it is still in `peek`, `search` and `thread` with `--archived`).
  */
 export const ARCHIVE_DIR = "_archive";
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /** What archiving needs from the folder store, which keeps its locks and caches private. */
 export interface ArchiveHost {
@@ -169,9 +170,7 @@ function readArchived(
   warn: (warning: string) => void,
 ): Message | undefined {
   try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(
-      readRootFileSync(path, maxBytes).data,
-    );
+    const text = UTF8.decode(readRootFileSync(path, maxBytes).data);
     const parsed = parseMessage(text, name, channel);
     if (parsed.ok) return parsed.message;
     warn(`${ARCHIVE_DIR}: ${name}: ${parsed.reason}, skipped`);
