@@ -2,7 +2,15 @@ import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { type Message, parseTo } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
 import type { SearchHit, SearchOptions, SearchResult } from "../find-types.js";
-import { matchMessage, parseQuery, parseWhen, snippet, type Term, words } from "./search-query.js";
+import {
+  type MatchedText,
+  matchMessage,
+  parseQuery,
+  parseWhen,
+  snippet,
+  type Term,
+  words,
+} from "./search-query.js";
 
 /** What the search needs from a backend: its channels and their messages, hot and archived. */
 export interface SearchSource {
@@ -41,6 +49,8 @@ type MiniSearchT = import("minisearch").default<{ id: number; title: string; bod
 interface ChannelIndex {
   mini: MiniSearchT;
   docs: Map<number, Message>;
+  /** In how many messages each word occurs: a query asks the index for its rarest word only. */
+  counts: Map<string, number>;
   scannedTo: number;
   /** Indexing runs one at a time per channel. */
   busy?: Promise<void>;
@@ -73,29 +83,41 @@ export class Searcher {
     const warnings: string[] = [];
     const channels = await this.channelsOf(options, warnings);
     this.searches += 1;
-    const hits: SearchHit[] = [];
+    const matches: Found[] = [];
     for (const channel of channels) {
       try {
-        const hot = await this.hotCandidates(channel, filters.terms);
-        let found = select(hot, filters, false);
-        if (!hot.all) {
-          // The index may hold messages archived (or deleted) since by another process.
-          const holds = await this.source.holds(channel);
-          found = found.filter((hit) => holds(hit.seq));
-        }
-        hits.push(...found);
-        if (options.archived) {
-          const seen = new Set(hot.all ? hot.messages.map((m) => m.seq) : []);
-          const old = (await this.source.archived(channel)).filter((m) => !seen.has(m.seq));
-          hits.push(...select({ messages: old, all: true }, filters, true));
-        }
+        matches.push(...(await this.searchChannel(channel, filters, options.archived === true)));
       } catch (err) {
         if (options.channels?.length || isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
         warnings.push(`channel ${channel}: ${(err as Error).message}; not searched`);
       }
     }
-    hits.sort(newestFirst);
-    return { hits: hits.slice(0, filters.limit), total: hits.length, warnings };
+    matches.sort((a, b) => b.at - a.at || newestFirst(a, b));
+    // An indexed hit may have been archived (or deleted) since by another process: each one
+    // shown is looked up; the total counts those found gone among them out.
+    const hits: SearchHit[] = [];
+    let gone = 0;
+    for (const entry of matches) {
+      if (hits.length >= filters.limit) break;
+      const matched = matchMessage(filters.terms, entry.message);
+      if (!matched || (entry.holds && !entry.holds(entry.message.seq))) gone++;
+      else hits.push(toHit(entry, matched));
+    }
+    return { hits, total: matches.length - gone, warnings };
+  }
+
+  private async searchChannel(channel: string, filters: Filters, archived: boolean) {
+    const hot = await this.hotCandidates(channel, filters.terms);
+    const holds = hot.all ? undefined : await this.source.holds(channel);
+    // The index matches words and prefixes exactly as the matcher does (the same words): when
+    // it was asked for every term, its answer is the match; a snippet waits for the top hits.
+    const out = select(hot.messages, filters, hot.complete).map((m) => found(m, false, holds));
+    if (archived) {
+      const seen = new Set(hot.all ? hot.messages.map((m) => m.seq) : []);
+      const old = (await this.source.archived(channel)).filter((m) => !seen.has(m.seq));
+      for (const m of select(old, filters, false)) out.push(found(m, true));
+    }
+    return out;
   }
 
   private async channelsOf(options: SearchOptions, warnings: string[]): Promise<string[]> {
@@ -129,15 +151,18 @@ export class Searcher {
   private async hotCandidates(
     channel: string,
     terms: Term[],
-  ): Promise<{ messages: Message[]; all: boolean }> {
+  ): Promise<{ messages: Message[]; all: boolean; complete: boolean }> {
     if (this.searches <= 1 && !this.indexes.has(channel)) {
-      return { messages: (await this.source.scan(channel, 0)).messages, all: true };
+      const { messages } = await this.source.scan(channel, 0);
+      return { messages, all: true, complete: false };
     }
     const index = await this.indexOf(channel);
-    const ids = terms.every((t) => t.kind === "literal")
-      ? [...index.docs.keys()]
-      : index.mini.search(indexQuery(terms)).map((r) => r.id as number);
-    return { messages: ids.map((id) => index.docs.get(id)!), all: false };
+    if (terms.every((t) => t.kind === "literal")) {
+      return { messages: [...index.docs.values()], all: false, complete: false };
+    }
+    const { query, complete } = indexQuery(terms, index.counts);
+    const ids = index.mini.search(query).map((r) => r.id as number);
+    return { messages: ids.map((id) => index.docs.get(id)!), all: false, complete };
   }
 
   private async indexOf(channel: string): Promise<ChannelIndex> {
@@ -153,6 +178,7 @@ export class Searcher {
           searchOptions: { combineWith: "AND" },
         }),
         docs: new Map(),
+        counts: new Map(),
         scannedTo: 0,
       };
       this.indexes.set(channel, index);
@@ -166,6 +192,9 @@ export class Searcher {
         id += 1;
         current.docs.set(id, message);
         current.mini.add({ id, title: message.title, body: message.body });
+        for (const word of new Set(words(`${message.title}\n${message.body}`))) {
+          current.counts.set(word, (current.counts.get(word) ?? 0) + 1);
+        }
       }
       current.scannedTo = scan.scannedTo;
     })().finally(() => {
@@ -176,17 +205,30 @@ export class Searcher {
   }
 }
 
-/** The minisearch query proposing every message in which each term's words all occur. */
-function indexQuery(terms: Term[]): import("minisearch").Query {
+/**
+ * The minisearch query proposing every message that may match: the rarest whole word of the
+ * terms (scoring every message of a common word costs more than checking a few candidates)
+ * and each prefix. `complete` when it asks for every term, so that its answer is the match.
+ */
+function indexQuery(
+  terms: Term[],
+  counts: Map<string, number>,
+): { query: import("minisearch").Query; complete: boolean } {
   const queries: import("minisearch").Query[] = [];
+  const plain: string[] = [];
   for (const term of terms) {
     if (term.kind === "literal") continue;
     term.words.forEach((word, i) => {
-      const prefix = term.kind === "prefix" && i === term.words.length - 1;
-      queries.push({ queries: [word], prefix, fuzzy: false, combineWith: "AND" });
+      if (term.kind === "prefix" && i === term.words.length - 1) {
+        queries.push({ queries: [word], prefix: true, fuzzy: false });
+      } else plain.push(word);
     });
   }
-  return { combineWith: "AND", queries };
+  const rarest = plain.sort((a, b) => (counts.get(a) ?? 0) - (counts.get(b) ?? 0))[0];
+  if (rarest !== undefined) queries.push({ queries: [rarest], fuzzy: false });
+  const complete =
+    plain.length <= 1 && terms.every((t) => t.kind !== "literal" && t.words.length === 1);
+  return { query: { combineWith: "AND", queries }, complete };
 }
 
 function parseFilters(query: string, options: SearchOptions, now: number): Filters {
@@ -208,31 +250,28 @@ function parseFilters(query: string, options: SearchOptions, now: number): Filte
   return filters;
 }
 
-function select(
-  candidates: { messages: Message[]; all?: boolean },
-  filters: Filters,
-  archived: boolean,
-): SearchHit[] {
-  const hits: SearchHit[] = [];
-  for (const message of candidates.messages) {
-    if (!passes(message, filters)) continue;
-    const matched = matchMessage(filters.terms, message);
-    if (!matched) continue;
-    const hit: SearchHit = {
-      channel: message.channel,
-      seq: message.seq,
-      from: message.from,
-      to: message.to,
-      ts: message.ts,
-      status: message.status,
-      title: message.title,
-      snippet: snippet(matched),
-    };
-    if (message.replyTo !== undefined) hit.replyTo = message.replyTo;
-    if (archived) hit.archived = true;
-    hits.push(hit);
-  }
-  return hits;
+/** The messages that pass the filters and (unless `matchedAlready`) match the terms. */
+function select(messages: Message[], filters: Filters, matchedAlready: boolean): Message[] {
+  return messages.filter(
+    (m) => passes(m, filters) && (matchedAlready || matchMessage(filters.terms, m) !== undefined),
+  );
+}
+
+function toHit(entry: Found, matched: MatchedText): SearchHit {
+  const { message } = entry;
+  const hit: SearchHit = {
+    channel: message.channel,
+    seq: message.seq,
+    from: message.from,
+    to: message.to,
+    ts: message.ts,
+    status: message.status,
+    title: message.title,
+    snippet: snippet(matched),
+  };
+  if (message.replyTo !== undefined) hit.replyTo = message.replyTo;
+  if (entry.archived) hit.archived = true;
+  return hit;
 }
 
 function passes(message: Message, filters: Filters): boolean {
@@ -253,8 +292,20 @@ function inTime(message: Message, { since, until }: Filters): boolean {
   return (since === undefined || at >= since) && (until === undefined || at <= until);
 }
 
-function newestFirst(a: SearchHit, b: SearchHit): number {
-  const at = (Date.parse(b.ts) || 0) - (Date.parse(a.ts) || 0);
-  if (at !== 0) return at;
-  return a.channel === b.channel ? b.seq - a.seq : a.channel < b.channel ? -1 : 1;
+/** A match with its time, parsed once for the sort, and how to tell it is still there. */
+interface Found {
+  message: Message;
+  at: number;
+  archived: boolean;
+  holds?: ((seq: number) => boolean) | undefined;
+}
+
+function found(message: Message, archived: boolean, holds?: (seq: number) => boolean): Found {
+  return { message, at: Date.parse(message.ts) || 0, archived, holds };
+}
+
+/** Between matches of one time: by channel, then the higher number first. */
+function newestFirst(a: Found, b: Found): number {
+  const [x, y] = [a.message, b.message];
+  return x.channel === y.channel ? y.seq - x.seq : x.channel < y.channel ? -1 : 1;
 }
