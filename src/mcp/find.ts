@@ -1,7 +1,6 @@
 import { AgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
-import { parseQuery } from "../store/core/search-query.js";
-import { flattenThread } from "../store/core/thread.js";
+import { flattenThread, parseQuery } from "../store/core/index.js";
 import type { Store } from "../store/types.js";
 import { formatMessages } from "./format.js";
 

@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
-import { parseAge } from "../../store/core/search-query.js";
-import { flattenThread } from "../../store/core/thread.js";
+import { flattenThread, parseAge } from "../../store/core/index.js";
 import { isUrlRoot } from "../../store/roots.js";
 import type { SearchOptions, SearchResult, Store, ThreadNode } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, splitList } from "../context.js";

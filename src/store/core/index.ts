@@ -1,6 +1,7 @@
 /** The logic above the backends: what every backend shares, written once. */
 export { BackendStore, type Feed, type SafetyNet, type Scan } from "./backend-store.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft } from "./draft.js";
+export { parseAge, parseQuery } from "./search-query.js";
 export {
   formatLease,
   formatTask,
@@ -13,3 +14,4 @@ export {
   type TaskRecord,
   taskFileName,
 } from "./tasks.js";
+export { flattenThread } from "./thread.js";
