@@ -57,6 +57,16 @@ describe("agent-chat search", () => {
       total: 1,
       hits: [{ channel: "plan", seq: 1, from: "alice", title: "Schema v2" }],
     });
+    const scoped = await cli(
+      "--json",
+      "search",
+      "--channel",
+      "plan",
+      "postgres",
+      "--channel",
+      "plan",
+    );
+    expect(JSON.parse(scoped.stdout)).toMatchObject({ query: "postgres", total: 2 });
     const limited = JSON.parse((await cli("--json", "search", "postgres", "-n", "1")).stdout);
     expect(limited).toMatchObject({ total: 2, hits: [{ seq: 2 }] });
   });

@@ -13,7 +13,13 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
     .command("search")
     .description("find messages by words in their titles and bodies, newest first")
     .argument("<query...>", 'words, "a phrase", a prefix*; every term must match')
-    .option("--channel <name...>", "only these channels (repeat or comma-separate)")
+    // Not variadic: `--channel review postgres` must leave `postgres` to the query.
+    .option(
+      "--channel <names>",
+      "only these channels (comma-separated, or repeat --channel)",
+      (value: string, previous: string[]) => [...previous, value],
+      [] as string[],
+    )
     .option("--from <agent>", "only messages from this agent")
     .option("--to <agent>", "only messages addressed to this agent by name")
     .option("--status <label>", "only messages with this status")
