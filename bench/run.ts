@@ -12,13 +12,15 @@ import leasesBench from "./leases.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
 import mcpBench from "./mcp.js";
 import natsBench from "./nats.js";
+import searchBench from "./search.js";
 import { chatPyFrom, SLOWING_ENV, startupBench } from "./startup.js";
 import wakeBench from "./wake.js";
 
 if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
-  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, leases, mcp, wake, delivery)
+  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, leases,
+                   mcp, wake, delivery, search)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
@@ -37,6 +39,7 @@ const modules: BenchModule[] = [
   mcpBench,
   wakeBench,
   deliveryBench,
+  searchBench,
 ];
 
 const quick = process.argv.includes("--quick");

@@ -23,7 +23,7 @@ export const HOT_COMMANDS = {
   },
   read: {
     operands: 1,
-    values: { "--as": "as" },
+    values: { "--as": "as", "--thread": "thread" },
     flags: { "--all": "all", "--peek": "peek" },
     defaults: {},
   },
@@ -36,7 +36,7 @@ export const HOT_COMMANDS = {
   peek: {
     operands: 1,
     values: { "-n": "count", "--count": "count" },
-    flags: {},
+    flags: { "--archived": "archived" },
     defaults: { count: "3" },
   },
   channels: { operands: 0, values: {}, flags: {}, defaults: {} },

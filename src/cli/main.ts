@@ -47,6 +47,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/slash.js")).registerSlashCommands,
   },
   {
+    commands: ["search", "thread", "archive", "prune"],
+    load: async () => (await import("./commands/find.js")).registerFindCommands,
+  },
+  {
     commands: ["mcp", "setup", "doctor", "hook"],
     load: async () => (await import("./commands/mcp.js")).registerMcpCommands,
   },

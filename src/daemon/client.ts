@@ -15,6 +15,7 @@ import type {
   NewTask,
   PathLeaseInfo,
   PathLeaseOptions,
+  PeekOptions,
   PostInput,
   PostResult,
   PresenceInfo,
@@ -23,8 +24,12 @@ import type {
   Receipts,
   ReleaseOptions,
   RenewOptions,
+  SearchOptions,
+  SearchResult,
   Store,
   TaskInfo,
+  ThreadNode,
+  ThreadOptions,
   WaitForOptions,
   WaitOptions,
   WaitResult,
@@ -182,10 +187,12 @@ export class DaemonClient implements Store {
     return this.call("read", { channel, ...options }) as Promise<ReadResult>;
   }
 
-  peek(channel: string, count?: number): Promise<Message[]> {
-    return this.call("peek", count === undefined ? { channel } : { channel, count }) as Promise<
-      Message[]
-    >;
+  peek(channel: string, count?: number, options: PeekOptions = {}): Promise<Message[]> {
+    return this.call("peek", {
+      channel,
+      ...(count === undefined ? {} : { count }),
+      ...(options.archived ? { archived: true } : {}),
+    }) as Promise<Message[]>;
   }
 
   cursor(channel: string, agent: string): Promise<number> {
@@ -425,6 +432,19 @@ export class DaemonClient implements Store {
       as: agent,
       ...options,
     }) as Promise<PathLeaseInfo>;
+  }
+
+  search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
+    const { channels, ...rest } = options;
+    return this.call("search", {
+      query,
+      ...rest,
+      ...(channels ? { channels: [...channels] } : {}),
+    }) as Promise<SearchResult>;
+  }
+
+  thread(channel: string, seq: number, options: ThreadOptions = {}): Promise<ThreadNode> {
+    return this.call("thread", { channel, seq, ...options }) as Promise<ThreadNode>;
   }
 
   async close(): Promise<void> {

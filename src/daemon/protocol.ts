@@ -50,6 +50,8 @@ export const OPS = [
   "notify",
   "who",
   "presence",
+  "search",
+  "thread",
 ] as const;
 
 export type Op = (typeof OPS)[number];

@@ -55,7 +55,13 @@ export const requestSchema = z.discriminatedUnion("op", [
     everyone: z.boolean().optional(),
     peek: z.boolean().optional(),
   }),
-  z.strictObject({ ...base, op: z.literal("peek"), channel, count: count.optional() }),
+  z.strictObject({
+    ...base,
+    op: z.literal("peek"),
+    channel,
+    count: count.optional(),
+    archived: z.boolean().optional(),
+  }),
   z.strictObject({ ...base, op: z.literal("cursor"), channel, as: z.string() }),
   z.strictObject({
     ...base,
@@ -128,6 +134,26 @@ export const requestSchema = z.discriminatedUnion("op", [
   }),
   z.strictObject({ ...base, op: z.literal("who"), channel: channel.optional() }),
   z.strictObject({ ...base, op: z.literal("presence"), channel: channel.optional() }),
+  z.strictObject({
+    ...base,
+    op: z.literal("search"),
+    query: z.string(),
+    channels: z.array(z.string()).max(1000).optional(),
+    from: z.string().optional(),
+    to: z.string().optional(),
+    status: z.string().optional(),
+    since: z.string().optional(),
+    until: z.string().optional(),
+    limit: z.number().int().optional(),
+    archived: z.boolean().optional(),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("thread"),
+    channel,
+    seq: z.number().int(),
+    archived: z.boolean().optional(),
+  }),
 ]);
 
 export type Request = z.infer<typeof requestSchema>;

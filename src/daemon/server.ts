@@ -519,7 +519,7 @@ class Connection {
           peek: request.peek === true,
         });
       case "peek":
-        return store.peek(request.channel, request.count);
+        return store.peek(request.channel, request.count, { archived: request.archived === true });
       case "cursor":
         return store.cursor(request.channel, request.as);
       case "envelope":
@@ -548,6 +548,12 @@ class Connection {
         return store.release(request.channel, request.task, request.as, { token: request.token });
       case "fence":
         return store.fence(request.channel, request.task, request.token);
+      case "search": {
+        const { id: _i, op: _o, query, ...options } = request;
+        return store.search(query, options);
+      }
+      case "thread":
+        return store.thread(request.channel, request.seq, { archived: request.archived === true });
       case "receipts":
         return store.receipts(request.channel, request.seq);
       case "explain":

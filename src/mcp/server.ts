@@ -14,6 +14,7 @@ import {
   pushStart,
 } from "./channel-push.js";
 import { NotifiedRecorder, OwedCounter, presenceLine } from "./delivery.js";
+import { findText } from "./find.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
 import { leaseAction } from "./leases.js";
@@ -194,6 +195,11 @@ export async function runMcpServer(options: McpServerOptions): Promise<void> {
   }
 }
 
+/** chat_read asked to find messages rather than read new ones. */
+function isFind(args: { search?: string | undefined; thread?: number | undefined }): boolean {
+  return args.search !== undefined || args.thread !== undefined;
+}
+
 function registerTools(
   server: McpServer,
   store: Store,
@@ -306,17 +312,25 @@ function registerTools(
   tool(
     "chat_read",
     "Read the messages for you since your cursor, then advance it. " +
-      "Without channel: every channel you belong to.",
+      "Without channel: every channel you belong to. " +
+      "With search or thread it finds messages instead and moves no cursor.",
     {
       channel: channel.optional(),
       all: z.boolean().optional().describe("From the beginning, not from your cursor"),
       peek: z.boolean().optional().describe("Do not advance your cursor"),
+      search: z
+        .string()
+        .optional()
+        .describe('Words to find, newest first: word "a phrase" prefix*'),
+      thread: z.number().int().positive().optional().describe("A seq: its whole reply thread"),
     },
     // Not read-only: it advances the agent's cursor (unless peek). Nothing is lost (all=true
     // reads again), but a retried call no longer returns what the first one delivered.
     TOOL_HINTS.additive,
     async (args) => {
+      // A search without a channel looks where a read would: the agent's channels.
       const names = args.channel ? [args.channel] : await memberChannels(store, agent);
+      if (isFind(args)) return findText(store, { ...args, channels: names });
       const messages: Message[] = [];
       const warnings: string[] = [];
       for (const name of names) {

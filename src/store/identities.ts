@@ -14,6 +14,7 @@ import type {
   NewTask,
   PathLeaseInfo,
   PathLeaseOptions,
+  PeekOptions,
   PostInput,
   PostResult,
   PresenceInfo,
@@ -22,8 +23,12 @@ import type {
   Receipts,
   ReleaseOptions,
   RenewOptions,
+  SearchOptions,
+  SearchResult,
   Store,
   TaskInfo,
+  ThreadNode,
+  ThreadOptions,
   WaitForOptions,
   WaitOptions,
   WaitResult,
@@ -62,9 +67,13 @@ export function guardIdentities(store: Store): Store {
 class IdentityGuard implements Store {
   private readonly names = new Map<string, ChannelNames>();
   readonly updateMeta?: Store["updateMeta"];
+  readonly archive?: Store["archive"];
+  readonly prune?: Store["prune"];
 
   constructor(private readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
+    if (inner.archive) this.archive = inner.archive.bind(inner);
+    if (inner.prune) this.prune = inner.prune.bind(inner);
   }
 
   get capabilities(): Capabilities {
@@ -101,8 +110,8 @@ class IdentityGuard implements Store {
     return this.inner.read(channel, options);
   }
 
-  peek(channel: string, count?: number): Promise<Message[]> {
-    return this.inner.peek(channel, count);
+  peek(channel: string, count?: number, options?: PeekOptions): Promise<Message[]> {
+    return this.inner.peek(channel, count, options);
   }
 
   cursor(channel: string, agent: string): Promise<number> {
@@ -224,6 +233,14 @@ class IdentityGuard implements Store {
 
   who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
     return this.inner.who(channel, options);
+  }
+
+  search(query: string, options?: SearchOptions): Promise<SearchResult> {
+    return this.inner.search(query, options);
+  }
+
+  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
+    return this.inner.thread(channel, seq, options);
   }
 
   close(): Promise<void> {

@@ -1,5 +1,18 @@
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
+import type {
+  ArchiveOptions,
+  ArchiveResult,
+  PeekOptions,
+  PruneOptions,
+  PruneResult,
+  SearchOptions,
+  SearchResult,
+  ThreadNode,
+  ThreadOptions,
+} from "./find-types.js";
+
+export type * from "./find-types.js";
 
 /**
  * The Store contract (DESIGN.md §4). Every backend offers these operations with the same
@@ -19,7 +32,7 @@ export interface Store {
   /** Relevant messages after the cursor; advances the cursor to the largest seq this scan saw. */
   read(channel: string, options: ReadOptions): Promise<ReadResult>;
   /** The last `count` messages of a channel, whoever they were for; moves no cursor. */
-  peek(channel: string, count?: number): Promise<Message[]>;
+  peek(channel: string, count?: number, options?: PeekOptions): Promise<Message[]>;
   /** The agent's cursor in a channel (0 when it has never read). */
   cursor(channel: string, agent: string): Promise<number>;
   /** Blocks until a relevant message exists in one of the channels, then reads it. */
@@ -101,6 +114,17 @@ export interface Store {
   notify(channel: string, agent: string, seq: number): Promise<void>;
   /** What is known of each agent: a channel's members (and those seen in it), or everyone. */
   who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]>;
+  /** Messages whose title or body match `query`, newest first (docs/search.md). */
+  search(query: string, options?: SearchOptions): Promise<SearchResult>;
+  /** The thread message `seq` belongs to: its root with every reply under it, by `reply_to`. */
+  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode>;
+  /**
+   * Optional: moves old messages where chat.py does not look, losing none and numbering on
+   * (the folder store only; docs/search.md).
+   */
+  archive?(channel: string, options: ArchiveOptions): Promise<ArchiveResult>;
+  /** Optional: removes the cursors of agents not seen for a while (the folder store only). */
+  prune?(options: PruneOptions): Promise<PruneResult>;
 
   close(): Promise<void>;
 }

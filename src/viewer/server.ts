@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import { validateName } from "../core/names.js";
-import type { Store } from "../store/types.js";
+import type { SearchResult, Store } from "../store/types.js";
 import {
   DEFAULT_VIEWER_HOST,
   DEFAULT_VIEWER_PORT,
@@ -143,6 +143,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     if (type) return sendFile(res, assets, path.slice(1), type);
     if (path === "/api/state") return sendJson(res, 200, await model.state());
     if (path === "/api/events") return openStream(res);
+    if (path === "/api/search") return sendJson(res, 200, await searchRequest(options.store, url));
     const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
     if (m) {
       const channel = channelParam(m[1]!);
@@ -458,4 +459,13 @@ function send(
     "Content-Length": Buffer.byteLength(body),
   });
   res.end(res.req.method === "HEAD" ? undefined : body);
+}
+
+/** `GET /api/search?q=…[&channel=…]`: the 20 newest matches (docs/search.md). */
+async function searchRequest(store: Store, url: URL): Promise<SearchResult> {
+  const channel = url.searchParams.get("channel");
+  return store.search(url.searchParams.get("q") ?? "", {
+    limit: 20,
+    ...(channel ? { channels: [channel] } : {}),
+  });
 }

@@ -82,6 +82,7 @@ const HEAVY = [
   /@nats-io/,
   /[\\/]zod[\\/]/,
   /playwright/,
+  /[\\/]minisearch[\\/]/,
   /[\\/]commander[\\/]/,
   // The full CLI: its entry and its chunks bundle commander and zod.
   /dist[\\/]main\.js$/,

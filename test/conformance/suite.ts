@@ -957,6 +957,116 @@ export function storeConformance(
         await waiting;
       });
     });
+
+    describe("search and threads", () => {
+      async function seed(): Promise<void> {
+        await store.init("plan");
+        await store.init("ops");
+        await store.post("plan", {
+          from: "alice",
+          title: "Schema v2",
+          body: "We decided on Postgres.",
+        });
+        await store.post("plan", {
+          from: "bob",
+          to: "alice",
+          title: "Re: schema",
+          body: "Postgres is fine; the migration tool (regex: a.*b) waits.",
+          replyTo: 1,
+          status: "ack",
+        });
+        await store.post("ops", {
+          from: "carol",
+          title: "Deploy",
+          body: "postgresql upgrade at noon",
+        });
+        await store.post("plan", { from: "alice", title: "Lunch", body: "Pizza?", replyTo: 2 });
+      }
+
+      it("finds words, phrases and prefixes in titles and bodies, newest first", async () => {
+        await seed();
+        const words = await store.search("postgres");
+        expect(words.hits.map((h) => `${h.channel}#${h.seq}`)).toEqual(["plan#2", "plan#1"]);
+        expect(words.hits[0]).toMatchObject({ from: "bob", title: "Re: schema", replyTo: 1 });
+        expect(words.hits[0]!.snippet).toContain("**Postgres**");
+        // Time stamps have whole seconds: across channels, posts of one second come in any order.
+        const prefix = await store.search("postgres*");
+        expect(prefix.hits.filter((h) => h.channel === "plan").map((h) => h.seq)).toEqual([2, 1]);
+        expect(prefix.hits.filter((h) => h.channel === "ops").map((h) => h.seq)).toEqual([1]);
+        expect((await store.search('"decided on postgres"')).hits.map((h) => h.seq)).toEqual([1]);
+        expect((await store.search('"postgres decided"')).total).toBe(0);
+        expect((await store.search("SCHEMA")).hits.map((h) => h.seq)).toEqual([2, 1]);
+      });
+
+      it("filters by channel, sender, recipient, status, time and limit", async () => {
+        await seed();
+        const ids = async (o: Parameters<Store["search"]>[1]) =>
+          (await store.search("postgres*", o)).hits.map((h) => `${h.channel}#${h.seq}`);
+        expect(await ids({ channels: ["ops"] })).toEqual(["ops#1"]);
+        expect(await ids({ from: "Alice" })).toEqual(["plan#1"]);
+        expect(await ids({ to: "alice" })).toEqual(["plan#2"]);
+        expect(await ids({ status: "ack" })).toEqual(["plan#2"]);
+        expect(await ids({ since: "1d", until: "2999-01-01" })).toHaveLength(3);
+        expect(await ids({ until: "2000-01-01" })).toEqual([]);
+        const limited = await store.search("postgres*", { limit: 1 });
+        expect(limited).toMatchObject({ total: 3 });
+        expect(limited.hits).toHaveLength(1);
+        await expectCode(store.search("x", { channels: ["nope"] }), "CHANNEL_NOT_FOUND");
+      });
+
+      it("a store searched again (the daemon's index) sees new and only current messages", async () => {
+        await seed();
+        const other = await another();
+        expect((await other.search("pizza")).total).toBe(1);
+        expect((await other.search("pizza")).total).toBe(1);
+        await store.post("ops", { from: "dave", title: "More pizza", body: "pepperoni" });
+        const again = await other.search("pizza");
+        expect(again.hits.map((h) => `${h.channel}#${h.seq}`).sort()).toEqual(["ops#2", "plan#3"]);
+        expect((await other.search("pepp*")).total).toBe(1);
+        expect((await other.search("a.*b")).total).toBe(1);
+      });
+
+      it("bad queries are clear errors or literal matches, quickly", async () => {
+        await seed();
+        const started = Date.now();
+        await expectCode(store.search(""), "INVALID_ARGUMENT");
+        await expectCode(store.search('  "" '), "INVALID_ARGUMENT");
+        await expectCode(store.search("a".repeat(10_240)), "INVALID_ARGUMENT");
+        await expectCode(store.search("(a+)+$ ".repeat(1_000)), "INVALID_ARGUMENT");
+        await expectCode(store.search("x", { since: "last tuesday" }), "INVALID_ARGUMENT");
+        await expectCode(store.search("x", { until: "2026-13-45" }), "INVALID_ARGUMENT");
+        await expectCode(store.search("x", { limit: 0 }), "INVALID_ARGUMENT");
+        // Regex characters are matched as written, never compiled.
+        expect((await store.search("a.*b")).hits.map((h) => h.seq)).toEqual([2]);
+        expect((await store.search("(zz+)+$")).total).toBe(0);
+        expect((await store.search("[")).total).toBe(0);
+        expect((await store.search("(regex:")).hits.map((h) => h.seq)).toEqual([2]);
+        expect(Date.now() - started).toBeLessThan(5_000);
+      });
+
+      it("thread: the root of a message with its whole reply tree", async () => {
+        await seed();
+        await store.post("plan", { from: "carol", title: "Other", body: "unrelated" });
+        await store.post("plan", { from: "carol", title: "Also", body: "to #1", replyTo: 1 });
+        const tree = await store.thread("plan", 3);
+        expect(tree.message.seq).toBe(1);
+        const shape = (n: Awaited<ReturnType<Store["thread"]>>): unknown => [
+          n.message.seq,
+          n.replies.map(shape),
+        ];
+        expect(shape(tree)).toEqual([
+          1,
+          [
+            [2, [[3, []]]],
+            [5, []],
+          ],
+        ]);
+        expect(shape(await store.thread("plan", 4))).toEqual([4, []]);
+        await expectCode(store.thread("plan", 99), "NOT_FOUND");
+        await expectCode(store.thread("nope", 1), "CHANNEL_NOT_FOUND");
+        await expectCode(store.thread("plan", 0), "INVALID_ARGUMENT");
+      });
+    });
   });
 }
 

@@ -461,6 +461,19 @@ describe("a hostile root", () => {
           ["wait", ch, "--as", "bob", "--timeout", "1"],
           [0, 1, 2],
         ],
+        // Search, threads and retention (docs/search.md) read every file of the channel.
+        [
+          ["search", "secret", "--channel", ch, "--archived"],
+          [0, 1],
+        ],
+        [
+          ["thread", ch, "1", "--archived"],
+          [0, 1],
+        ],
+        [
+          ["archive", ch, "--before", "1000", "--dry-run"],
+          [0, 1],
+        ],
       ];
       if (good) first.push([["peek", ch], [0]], [["--json", "roster", ch], [0]]);
       if (WS_CHANNELS.includes(ch)) {

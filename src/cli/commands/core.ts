@@ -101,11 +101,16 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .option("--as <name>", "reader (default: $AGENT_CHAT_NAME)")
     .option("--all", "the whole channel from the start, every message whoever it is for")
     .option("--peek", "do not advance the cursor")
+    .option(
+      "--thread <seq>",
+      "only the thread of this message, whoever it is for (no cursor moves)",
+    )
     .addHelpText(
       "after",
       "\n--all is the reference chat.py's: every message from #1, not only those for you; the\n" +
         "cursor still moves to the end unless --peek.\n" +
-        "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek",
+        "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek\n" +
+        "  agent-chat read review --thread 12",
     )
     .action((channel: string, opts: HotOptions) => HOT_ACTIONS.read(ctx, [channel], opts));
 
@@ -128,6 +133,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .description("print the last messages of a channel, whoever they were for (no cursor moves)")
     .argument("<channel>")
     .option("-n, --count <n>", "how many", "3")
+    .option("--archived", "reach back into archived messages when the channel has fewer")
     .addHelpText("after", "\nExample:\n  agent-chat peek review -n 5")
     .action((channel: string, opts: HotOptions) => HOT_ACTIONS.peek(ctx, [channel], opts));
 

@@ -65,6 +65,7 @@ export const HOT_ACTIONS: Record<
   },
 
   async read(ctx, [channel], opts) {
+    if (opts.thread !== undefined) return readThread(ctx, channel!, text(opts.thread)!);
     const as = ctx.agent(text(opts.as));
     const store = await ctx.open();
     const result = await store.read(channel!, {
@@ -109,7 +110,8 @@ export const HOT_ACTIONS: Record<
 
   async peek(ctx, [channel], opts) {
     const store = await ctx.open();
-    const messages = await store.peek(channel!, parsePositiveInt(text(opts.count)!, "-n"));
+    const count = parsePositiveInt(text(opts.count)!, "-n");
+    const messages = await store.peek(channel!, count, { archived: opts.archived === true });
     if (ctx.json) return ctx.printJson({ channel, messages: messages.map(messageJson) });
     printMessages(ctx, messages, "(no messages)");
   },
@@ -160,6 +162,27 @@ function deliveryGoal(opts: HotOptions): { state: DeliveryState; timeoutMs: numb
     state,
     timeoutMs: timeout === undefined ? DEFAULT_WAIT_TIMEOUT_MS : parseTtl(timeout, "--timeout"),
   };
+}
+
+/** `read --thread N`: the thread's messages in the reference's form, in seq order. */
+async function readThread(ctx: CliContext, channel: string, seq: string): Promise<void> {
+  const store = await ctx.open();
+  const tree = await store.thread(channel, parsePositiveInt(seq, "--thread"));
+  const messages: Message[] = [];
+  const stack = [tree];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    messages.push(node.message);
+    stack.push(...node.replies);
+  }
+  messages.sort((a, b) => a.seq - b.seq);
+  if (ctx.json)
+    return ctx.printJson({
+      channel,
+      thread: tree.message.seq,
+      messages: messages.map(messageJson),
+    });
+  printMessages(ctx, messages, "");
 }
 
 function printMessages(ctx: CliContext, messages: Message[], empty: string): void {

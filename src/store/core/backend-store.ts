@@ -19,6 +19,7 @@ import {
   type NewTask,
   type PathLeaseInfo,
   type PathLeaseOptions,
+  type PeekOptions,
   type PostInput,
   type PostResult,
   type PresenceInfo,
@@ -27,9 +28,13 @@ import {
   type Receipts,
   type ReleaseOptions,
   type RenewOptions,
+  type SearchOptions,
+  type SearchResult,
   type Store,
   TASK_TTL_KEY,
   type TaskInfo,
+  type ThreadNode,
+  type ThreadOptions,
   type WaitForOptions,
   type WaitOptions,
   type WaitResult,
@@ -40,6 +45,7 @@ import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
 import { PathLeaseBook, type PathLeaseDoc, type PathLeaseRecord } from "./path-leases.js";
 import type { Actor } from "./presence.js";
+import { Searcher } from "./search.js";
 import {
   formatTask,
   type Lease,
@@ -51,6 +57,7 @@ import {
   type TaskRecord,
   taskInfo,
 } from "./tasks.js";
+import { findThread } from "./thread.js";
 import { abortError, timeoutError, Wakeup } from "./wakeup.js";
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -76,6 +83,10 @@ export interface Feed {
   onChange(listener: () => void): () => void;
   /** Throws once the feed can no longer deliver (its stream was deleted under it). */
   throwIfFailed?(): void;
+  /** One message by seq, without a scan (search and thread; default: a scan from it). */
+  message?(seq: number): Promise<Message | undefined>;
+  /** Whether a message file with this seq is there now (the folder store; default: yes). */
+  holds?(): Promise<(seq: number) => boolean>;
 }
 
 /** What a backend runs beside its change events while a wait or watch is parked. */
@@ -131,6 +142,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   private readonly leaseLooks = new Map<string, number>();
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
   protected readonly now: () => number;
+  /** Search with its in-memory index (src/store/core/search.ts says why it lives here). */
+  private searcher: Searcher | undefined;
 
   /** Path leases: their rules over this backend's {@link readPathLeases} and swap. */
   private readonly pathBook: PathLeaseBook;
@@ -273,6 +286,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return undefined;
   }
 
+  /** A channel's archived messages, oldest first (none unless the backend archives). */
+  protected async archivedMessages(_channel: string): Promise<Message[]> {
+    return [];
+  }
+
   /** Reports `warning` through `report` the first time this store meets it in `scope`. */
   protected warnOnce(
     warning: string,
@@ -371,9 +389,13 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return { channel, messages, cursor: next, warnings: scan.warnings };
   }
 
-  async peek(channel: string, count = 3): Promise<Message[]> {
+  async peek(channel: string, count = 3, options: PeekOptions = {}): Promise<Message[]> {
     await this.roster(channel);
-    return (await this.openFeed(channel)).last(count);
+    const hot = await (await this.openFeed(channel)).last(count);
+    if (!options.archived || hot.length >= count) return hot;
+    const first = hot[0]?.seq ?? Number.POSITIVE_INFINITY;
+    const old = (await this.archivedMessages(channel)).filter((m) => m.seq < first);
+    return old.slice(Math.max(0, old.length - (count - hot.length))).concat(hot);
   }
 
   /**
@@ -599,6 +621,39 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   async who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
     if (channel !== undefined) validateName("channel", channel);
     return this.delivery.who(channel, options);
+  }
+
+  // ---- Search and threads (src/store/core/search.ts, thread.ts) ----
+
+  search(query: string, options?: SearchOptions): Promise<SearchResult> {
+    this.searcher ??= new Searcher(
+      {
+        channelNames: () => this.channelNames(),
+        roster: (channel) => this.roster(channel),
+        scan: async (channel, after) => (await this.openFeed(channel)).scan(after),
+        holds: async (channel) => {
+          const feed = await this.openFeed(channel);
+          return feed.holds ? feed.holds() : () => true;
+        },
+        archived: (channel) => this.archivedMessages(channel),
+      },
+      this.now,
+    );
+    return this.searcher.search(query, options);
+  }
+
+  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
+    const source = {
+      roster: (ch: string) => this.roster(ch),
+      message: async (ch: string, n: number) => {
+        const feed = await this.openFeed(ch);
+        if (feed.message) return feed.message(n);
+        return (await feed.scan(n - 1)).messages.find((m) => m.seq === n);
+      },
+      scan: async (ch: string, after: number) => (await this.openFeed(ch)).scan(after),
+      archived: (ch: string) => this.archivedMessages(ch),
+    };
+    return findThread(source, channel, seq, options);
   }
 
   // ---- Tasks ----

@@ -17,6 +17,7 @@ export {
   parsePathLeases,
 } from "./path-leases.js";
 export { owedBy } from "./receipts.js";
+export { parseAge, parseQuery } from "./search-query.js";
 export { pastGrace, SKEW_GRACE_MS } from "./skew.js";
 export {
   formatLease,
@@ -30,3 +31,4 @@ export {
   type TaskRecord,
   taskFileName,
 } from "./tasks.js";
+export { flattenThread } from "./thread.js";

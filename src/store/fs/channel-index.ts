@@ -132,6 +132,11 @@ export class ChannelIndex {
     return this.after(after).reverse();
   }
 
+  /** The files that carry the number `seq` (normally one; none when there is none). */
+  names(seq: number): readonly string[] {
+    return this.bySeq.get(seq) ?? [];
+  }
+
   /** Whether any file, well-formed or not, carries the number `seq`. */
   holds(seq: number): boolean {
     return this.bySeq.has(seq);

@@ -4,6 +4,7 @@ import { followEvents } from "./live.js";
 import { MessageList } from "./message-list.js";
 import { Panels } from "./panels.js";
 import { route } from "./route.js";
+import { initSearch } from "./search.js";
 import type { PageState } from "./state.js";
 
 /**
@@ -43,6 +44,7 @@ async function onRoute(): Promise<void> {
 }
 
 compose.init();
+initSearch();
 window.addEventListener("hashchange", () => void onRoute());
 followEvents({
   onUp() {
