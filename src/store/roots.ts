@@ -25,4 +25,11 @@ export interface NatsConnectionOptions {
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
   /** Bound on connecting and on every request (default 5 s): nothing hangs on a dead server. */
   timeoutMs?: number;
+  /**
+   * Copies a new namespace keeps (its stream and KV bucket): default 3 on a cluster of three or
+   * more servers, else as many as it has. The root URL's `?replicas=N` wins over this.
+   */
+  replicas?: number;
+  /** Hears what the user should know but that does not stop the open (an R1 namespace on a cluster). */
+  onWarning?: (warning: string) => void;
 }

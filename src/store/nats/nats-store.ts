@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
@@ -27,6 +27,14 @@ import type { Capabilities, PostResult } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
+import {
+  checkReplicas,
+  clusterSize,
+  createReplicated,
+  replicasFor,
+  replicaWarning,
+  setReplicas,
+} from "./replicas.js";
 
 /** JetStream's error code for a failed expected-last-(subject-)sequence check. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -110,7 +118,6 @@ export class NatsStore extends BackendStore {
     const nc = await connectNats(target, options);
     try {
       const { jetstream, jetstreamManager } = await import("@nats-io/jetstream");
-      const { Kvm } = await import("@nats-io/kv");
       const { headers } = await import("@nats-io/transport-node");
       const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
       let jsm: JetStreamManager;
@@ -124,36 +131,7 @@ export class NatsStore extends BackendStore {
         );
       }
       const js = jetstream(nc, { timeout });
-      const stream = `AGENTCHAT_${target.namespace}`;
-      const bucket = bucketOf(target.namespace);
-      const streamInfo = await jsm.streams.info(stream).catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      });
-      const hasBucket = await exists(() => jsm.streams.info(`KV_${bucket}`));
-      const kvm = new Kvm(js);
-      // Creating is idempotent, so several first connections to a new namespace may race.
-      const kv = hasBucket
-        ? await kvm.open(bucket)
-        : await kvm.create(bucket, { history: 1, description: "agent-chat channels" });
-      // A store only exists after both were made: channels without a stream, or messages
-      // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
-      const damaged =
-        (!streamInfo && hasBucket && (await hasAny(kv, "meta.*"))) ||
-        (streamInfo !== undefined && !hasBucket && streamInfo.state.messages > 0);
-      if (damaged) {
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          `namespace ${target.namespace} on ${target.server} is damaged: its ${streamInfo ? "KV bucket" : "message stream"} was deleted (export what is left, delete the namespace, import it again)`,
-        );
-      }
-      if (!streamInfo) {
-        await jsm.streams.add({
-          name: stream,
-          subjects: [`agentchat.${target.namespace}.msg.>`],
-          description: `agent-chat namespace ${target.namespace}`,
-        });
-      }
+      const kv = await openNamespace(nc, js, jsm, target, options);
       const store = new NatsStore(target, nc, js, jsm, kv, () => headers(), options);
       store.watchForDeletion();
       return store;
@@ -505,6 +483,24 @@ export class NatsStore extends BackendStore {
     }
   }
 
+  /**
+   * Keeps the namespace's stream and KV bucket on `replicas` servers (raising an R1 namespace
+   * made before the cluster grew); resolves once the copies are current.
+   */
+  async setReplicas(replicas: number): Promise<void> {
+    checkReplicas(replicas, clusterSize(this.nc), this.target.server);
+    await this.guard(
+      () =>
+        setReplicas(
+          this.jsm,
+          [this.streamName, `KV_${this.bucketName}`],
+          replicas,
+          6 * this.timeoutMs,
+        ),
+      `cannot set the replicas of namespace ${this.namespace}`,
+    );
+  }
+
   async close(): Promise<void> {
     for (const feed of this.feeds.values()) feed.stop();
     this.feeds.clear();
@@ -558,6 +554,68 @@ export class NatsStore extends BackendStore {
 
 /** How soon a post is sent again after the server did not answer. */
 const AWAY_RETRY_MS = 250;
+
+/**
+ * Makes sure the namespace's stream and bucket exist, creating both (replicated to fit the
+ * cluster) when new, and returns the bucket. An existing namespace with fewer copies than the
+ * cluster could give it is opened with a warning that says how to raise it.
+ */
+async function openNamespace(
+  nc: NatsConnection,
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  target: NatsTarget,
+  options: NatsStoreOptions,
+): Promise<KV> {
+  const { Kvm } = await import("@nats-io/kv");
+  const asked = target.replicas ?? options.replicas;
+  const replicas = replicasFor(nc, asked, target.server);
+  const stream = `AGENTCHAT_${target.namespace}`;
+  const bucket = bucketOf(target.namespace);
+  const streamInfo = await infoOf(jsm, stream);
+  const bucketInfo = await infoOf(jsm, `KV_${bucket}`);
+  const kvm = new Kvm(js);
+  // Creating is idempotent, so several first connections to a new namespace may race.
+  const kv = bucketInfo
+    ? await kvm.open(bucket)
+    : await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
+        kvm.create(bucket, { history: 1, description: "agent-chat channels", replicas: r }),
+      );
+  // A store only exists after both were made: channels without a stream, or messages
+  // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
+  const damaged =
+    (!streamInfo && bucketInfo && (await hasAny(kv, "meta.*"))) ||
+    (streamInfo !== undefined && !bucketInfo && streamInfo.state.messages > 0);
+  if (damaged) {
+    throw new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      `namespace ${target.namespace} on ${target.server} is damaged: its ${streamInfo ? "KV bucket" : "message stream"} was deleted (export what is left, delete the namespace, import it again)`,
+    );
+  }
+  if (!streamInfo) {
+    await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
+      jsm.streams.add({
+        name: stream,
+        subjects: [`agentchat.${target.namespace}.msg.>`],
+        description: `agent-chat namespace ${target.namespace}`,
+        num_replicas: r,
+      }),
+    );
+  }
+  if (streamInfo && bucketInfo) {
+    const warning = replicaWarning(target.namespace, [streamInfo, bucketInfo], nc);
+    if (warning) options.onWarning?.(warning);
+  }
+  return kv;
+}
+
+/** A stream's info, or undefined when there is no such stream. */
+async function infoOf(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {
+  return jsm.streams.info(name).catch((err: unknown) => {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  });
+}
 
 function toBackendError(err: unknown, what: string): AgentChatError {
   if (err instanceof AgentChatError) return err;

@@ -1,5 +1,6 @@
 import { AgentChatError } from "../../core/errors.js";
 import type { NatsConnectionOptions } from "../roots.js";
+import { MAX_REPLICAS } from "./replicas.js";
 
 export interface NatsStoreOptions extends NatsConnectionOptions {
   /** Largest accepted message body in bytes (default 1 MiB, capped by the server's max_payload). */
@@ -17,6 +18,8 @@ export interface NatsTarget {
   user?: string;
   pass?: string;
   token?: string;
+  /** `?replicas=N` in the URL: the copies a new namespace keeps. */
+  replicas?: number;
   /** The URL without credentials: safe to print. */
   location: string;
 }
@@ -61,6 +64,8 @@ export function parseNatsUrl(root: string, requireNamespace = true): NatsTarget 
     namespace,
     location: namespace === "" ? server : `${server}/${namespace}`,
   };
+  const replicas = url.searchParams.get("replicas");
+  if (replicas !== null) target.replicas = parseReplicas(replicas);
   const user = decodeURIComponent(url.username);
   const pass = decodeURIComponent(url.password);
   if (user !== "" && pass !== "") {
@@ -70,4 +75,16 @@ export function parseNatsUrl(root: string, requireNamespace = true): NatsTarget 
     target.token = user;
   }
   return target;
+}
+
+/** A replica count as given in a URL or the environment: 1 to 5. */
+export function parseReplicas(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n < 1 || n > MAX_REPLICAS) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `replicas must be a whole number from 1 to ${MAX_REPLICAS}, got ${JSON.stringify(text)}`,
+    );
+  }
+  return n;
 }
