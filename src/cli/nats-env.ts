@@ -4,7 +4,7 @@ import { parseSeconds, UsageError } from "./context.js";
 
 /**
  * NATS connection options from the environment, and optionally from a JSON file named by
- * $AGENT_CHAT_NATS_CONFIG (keys: user, pass, token, creds, ca, cert, key, timeout, replicas). Variables
+ * $AGENT_CHAT_NATS_CONFIG (keys: user, pass, token, creds, ca, cert, key, timeout, replicas, servers). Variables
  * win over the file; the `nats` CLI's own names (NATS_USER, NATS_PASSWORD, NATS_TOKEN,
  * NATS_CREDS, NATS_CA, NATS_CERT, NATS_KEY) are honoured as fallbacks. Values are never printed.
  */
@@ -24,6 +24,8 @@ export function natsOptionsFromEnv(env: NodeJS.ProcessEnv): NatsConnectionOption
   const key = pick("AGENT_CHAT_NATS_KEY", "NATS_KEY", "key");
   const timeout = pick("AGENT_CHAT_NATS_TIMEOUT", undefined, "timeout");
   const replicas = pick("AGENT_CHAT_NATS_REPLICAS", undefined, "replicas");
+  // A list in the file reads as "h1:4222,h2:4222" here, as the variable is written.
+  const servers = pick("AGENT_CHAT_NATS_SERVERS", undefined, "servers");
   if (user !== undefined) options.user = user;
   if (pass !== undefined) options.pass = pass;
   if (token !== undefined) options.token = token;
@@ -36,6 +38,11 @@ export function natsOptionsFromEnv(env: NodeJS.ProcessEnv): NatsConnectionOption
   }
   if (timeout !== undefined) options.timeoutMs = timeoutMs(timeout);
   if (replicas !== undefined) options.replicas = replicaCount(replicas);
+  if (servers !== undefined)
+    options.servers = servers
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
   return options;
 }
 

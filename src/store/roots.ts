@@ -23,6 +23,8 @@ export interface NatsConnectionOptions {
   credsFile?: string;
   /** TLS: a CA to trust, and a client certificate when the server asks for one. */
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  /** More seed servers (`host:port`) beside the root URL's, e.g. from the config file. */
+  servers?: string[];
   /** Bound on connecting and on every request (default 5 s): nothing hangs on a dead server. */
   timeoutMs?: number;
   /**

@@ -15,6 +15,8 @@ interface MetaCluster {
 export class ClusterNode {
   private child: ChildProcess | undefined;
   private log = "";
+  /** Why the node ended on its own, when it did (for the readiness error). */
+  exited: string | undefined;
   port = 0;
   routePort = 0;
   httpPort = 0;
@@ -65,6 +67,10 @@ export class ClusterNode {
     });
     this.child = child;
     this.log = "";
+    child.once("exit", (code, signal) => {
+      if (this.child === child)
+        this.exited = `${this.name} exited (${code ?? signal}): ${this.log.slice(-1500)}`;
+    });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.off("exit", onExit);
@@ -216,7 +222,7 @@ export class NatsCluster {
       );
       const others = running.filter((n) => n.name !== leader);
       if (leader && leaderMeta && others.every((n) => peers.has(n.name))) return;
-      last = JSON.stringify(metas);
+      last = `${JSON.stringify(metas)} ${this.nodes.map((n) => n.exited ?? "").join(" ")}`;
       if (Date.now() > deadline) throw new Error(`cluster not ready: ${last}`);
       await new Promise((r) => setTimeout(r, 100));
     }

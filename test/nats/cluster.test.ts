@@ -1,10 +1,14 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
+import { parseNatsUrl } from "../../src/store/nats/options.js";
 import { runCli } from "../helpers/cli.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";
+import { tempDir } from "../helpers/tmp.js";
 
 let cluster: NatsCluster;
 let single: NatsServer;
@@ -95,5 +99,64 @@ describe.skipIf(natsSkipReason !== undefined)("nats on a 3-node cluster: replica
     const tooMany = await runCli(["nats", "replicas", name, "4"], { root: `${first()}/${name}` });
     expect(tooMany.code).not.toBe(0);
     expect(tooMany.stderr).toMatch(/replicas 4 is more than the 3 JetStream servers/);
+  });
+});
+
+describe("nats root URL with several seed servers", () => {
+  it("parses every seed (port 4222 by default), credentials, namespace and ?replicas", () => {
+    const t = parseNatsUrl("nats://u:p@h1:4300,h2,[::1]:4301/team-a?replicas=2");
+    expect(t.servers).toEqual(["nats://h1:4300", "nats://h2:4222", "nats://[::1]:4301"]);
+    expect(t.server).toBe("nats://h1:4300,h2:4222,[::1]:4301");
+    expect(t.location).toBe("nats://h1:4300,h2:4222,[::1]:4301/team-a");
+    expect([t.namespace, t.user, t.pass, t.replicas]).toEqual(["team-a", "u", "p", 2]);
+    expect(parseNatsUrl("tls://tok@h1/ns").token).toBe("tok");
+    expect(() => parseNatsUrl("nats://h1,:x/ns")).toThrow(/not a valid server/);
+    expect(() => parseNatsUrl("nats://h1/ns?replicas=6")).toThrow(/from 1 to 5/);
+  });
+});
+
+describe.skipIf(natsSkipReason !== undefined)("nats on a 3-node cluster: seeds", () => {
+  beforeAll(async () => {
+    cluster = await NatsCluster.start();
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.dispose();
+  });
+
+  it("an agent starts while one seed of the root is down (seeds in the URL, or in AGENT_CHAT_NATS_CONFIG)", async () => {
+    const name = ns();
+    const root = cluster.url(name);
+    expect((await runCli(["init", "general"], { root })).code).toBe(0);
+    const down = cluster.nodes[0]!;
+    await down.stop();
+    const config = tempDir("agent-chat-seeds-");
+    try {
+      await cluster.waitReady();
+      const posted = await runCli(["post", "general", "--from", "alice", "--body", "hi"], { root });
+      expect(posted.stderr).toBe("");
+      expect(posted.stdout).toContain("posted #1");
+      // Only the stopped node in the URL; the other two come from the config file.
+      const file = join(config.dir, "nats.json");
+      const others = cluster.nodes.slice(1).map((n) => `127.0.0.1:${n.port}`);
+      writeFileSync(file, JSON.stringify({ servers: others }));
+      const read = await runCli(["read", "general", "--as", "bob"], {
+        root: `nats://127.0.0.1:${down.port}/${name}`,
+        env: { AGENT_CHAT_NATS_CONFIG: file },
+      });
+      expect(read.stderr).toBe("");
+      expect(read.stdout).toContain("hi");
+      const alone = await runCli(["read", "general", "--as", "bob"], {
+        root: `nats://127.0.0.1:${down.port}/${name}`,
+        env: { AGENT_CHAT_NATS_TIMEOUT: "1" },
+      });
+      expect(alone.code).not.toBe(0);
+      expect(alone.stderr).toMatch(
+        /cannot connect to nats:\/\/127\.0\.0\.1:\d+: connection refused/,
+      );
+    } finally {
+      config.cleanup();
+      await down.start();
+      await cluster.waitReady();
+    }
   });
 });

@@ -93,6 +93,7 @@ export class NatsStore extends BackendStore {
     private readonly target: NatsTarget,
     readonly nc: NatsConnection,
     readonly js: JetStreamClient,
+    readonly feedJs: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly kv: KV,
     private readonly headerFactory: () => MsgHdrs,
@@ -132,7 +133,8 @@ export class NatsStore extends BackendStore {
       }
       const js = jetstream(nc, { timeout });
       const kv = await openNamespace(nc, js, jsm, target, options);
-      const store = new NatsStore(target, nc, js, jsm, kv, () => headers(), options);
+      const feedJs = jetstream(nc, { timeout: Math.min(timeout, FEED_REQUEST_MS) });
+      const store = new NatsStore(target, nc, js, feedJs, jsm, kv, () => headers(), options);
       store.watchForDeletion();
       return store;
     } catch (err) {
@@ -295,7 +297,8 @@ export class NatsStore extends BackendStore {
       feed.start();
     }
     const last = await this.lastOf(channel);
-    if (last) await feed.reach(last.streamSeq, this.timeoutMs);
+    // Room for a few consumer placements on a cluster with a node down (see FeedSource.feedJs).
+    if (last) await feed.reach(last.streamSeq, 3 * this.timeoutMs);
     feed.throwIfFailed();
     return feed;
   }
@@ -551,6 +554,9 @@ export class NatsStore extends BackendStore {
     }
   }
 }
+
+/** How long a feed waits for its consumer to be created before asking again. */
+const FEED_REQUEST_MS = 1_500;
 
 /** How soon a post is sent again after the server did not answer. */
 const AWAY_RETRY_MS = 250;
