@@ -228,16 +228,19 @@ export class NatsCluster {
     }
   }
 
-  /** The node that leads a stream now, after the cluster agreed on one (polls). */
-  async streamLeader(stream: string, timeoutMs = 20_000): Promise<ClusterNode> {
+  /**
+   * The node that leads a stream now, as the cluster reports it (polls); `not` waits for a
+   * leader other than that node (after it was killed or frozen).
+   */
+  async streamLeader(stream: string, not?: ClusterNode, timeoutMs = 20_000): Promise<ClusterNode> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      for (const node of this.nodes.filter((n) => n.running)) {
+      for (const node of this.nodes.filter((n) => n.running && n !== not)) {
         const leader = await node
           .streamLeaders()
           .then((m) => m.get(stream))
           .catch(() => undefined);
-        const found = this.nodes.find((n) => n.name === leader && n.running);
+        const found = this.nodes.find((n) => n.name === leader && n.running && n !== not);
         if (found) return found;
       }
       if (Date.now() > deadline) throw new Error(`no leader for stream ${stream}`);

@@ -83,26 +83,31 @@ export class ChannelFeed {
           pause = 100;
         }
       } catch (err) {
-        if (this.stopped) break;
-        const e = err as Error;
+        if (this.stopped || this.failed(err)) break;
         // A consumer placed on a node that is down: ask again at once.
-        if (e?.name === "TimeoutError") pause = RETRY_NOW_MS;
-        if (e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "")) {
-          this.fail(
-            new AgentChatError(
-              "BACKEND_UNAVAILABLE",
-              `the stream ${this.source.streamName} was deleted on the server`,
-              { cause: err },
-            ),
-          );
-          break;
-        }
+        if ((err as Error)?.name === "TimeoutError") pause = RETRY_NOW_MS;
       }
       if (this.stopped) break;
       // The consumer ended (connection lost, server restarted): resume after a short pause.
       await new Promise((r) => setTimeout(r, pause));
       pause = Math.min(Math.max(pause * 2, 100), MAX_PAUSE_MS);
     }
+  }
+
+  /** True when the error ends the feed for good: the stream was deleted. */
+  private failed(err: unknown): boolean {
+    const e = err as Error;
+    if (e?.name !== "StreamNotFoundError" && !/stream not found/i.test(e?.message ?? "")) {
+      return false;
+    }
+    this.fail(
+      new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        `the stream ${this.source.streamName} was deleted on the server`,
+        { cause: err },
+      ),
+    );
+    return true;
   }
 
   private accept(streamSeq: number, headers: MsgHdrs | undefined, text: string): void {

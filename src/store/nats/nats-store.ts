@@ -26,6 +26,7 @@ import {
 import type { Capabilities, PostResult } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
+import { compareAndSet } from "./kv-cas.js";
 import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
 import {
   checkReplicas,
@@ -57,6 +58,12 @@ interface LastOf {
   seq: number;
 }
 
+/** A post's view of the channel's last message, and the check that it is still last. */
+interface Basis {
+  last: LastOf | undefined;
+  expect: { lastSubjectSequence: number } | { lastSequence: number };
+}
+
 /** A channel's contents in SPEC-folder form, for export and import. */
 export interface ChannelDump {
   name: string;
@@ -85,6 +92,10 @@ export class NatsStore extends BackendStore {
   readonly namespace: string;
   private readonly feeds = new Map<string, ChannelFeed>();
   private readonly lastKnown = new Map<string, LastOf>();
+  /** The stream seq of this store's last post, for the cluster's check (see `basis`). */
+  private streamLast = -1;
+  /** Connected to a cluster: posts check the stream's last sequence (see `basis`). */
+  private readonly clustered: boolean;
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -103,6 +114,7 @@ export class NatsStore extends BackendStore {
     this.location = target.location;
     this.namespace = target.namespace;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
+    this.clustered = nc.info?.cluster !== undefined;
   }
 
   get streamName(): string {
@@ -168,14 +180,43 @@ export class NatsStore extends BackendStore {
   }
 
   private async createMeta(channel: string, text: string): Promise<void> {
+    const created = await this.guard(
+      () => this.kvCreate(metaKey(channel), text),
+      `cannot create ${channel}`,
+    );
+    if (!created) throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`);
+  }
+
+  /** KV create: exactly one winner, on a cluster too (see compareAndSet). */
+  private async kvCreate(key: string, value: string): Promise<boolean> {
+    if (this.clustered) {
+      const set = await compareAndSet(this.js, this.jsm, this.bucketName, key, value, (state) => {
+        return state === undefined;
+      });
+      return set !== undefined;
+    }
     try {
-      await this.guard(() => this.kv.create(metaKey(channel), text), `cannot create ${channel}`);
+      await this.kv.create(key, value);
+      return true;
     } catch (err) {
-      if (isWrongLastSequence(err)) {
-        throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`, {
-          cause: err,
-        });
-      }
+      if (isWrongLastSequence(err)) return false;
+      throw err;
+    }
+  }
+
+  /** KV update checked against the revision read: exactly one winner, on a cluster too. */
+  private async kvUpdate(key: string, value: string, revision: number): Promise<boolean> {
+    if (this.clustered) {
+      const set = await compareAndSet(this.js, this.jsm, this.bucketName, key, value, (state) => {
+        return state?.revision === revision;
+      });
+      return set !== undefined;
+    }
+    try {
+      await this.kv.update(key, value, revision);
+      return true;
+    } catch (err) {
+      if (isWrongLastSequence(err)) return false;
       throw err;
     }
   }
@@ -205,38 +246,40 @@ export class NatsStore extends BackendStore {
   }
 
   /**
-   * Publishes the post as seq = last + 1, with the expected-last-subject-sequence check, and on
-   * a lost race learns the new last message and tries the next seq. Every attempt carries one
-   * msgID: when the server goes away mid-publish the same attempt is sent again, and should the
-   * first copy have landed after all, JetStream answers the retry as a duplicate of it instead
-   * of storing the post twice.
+   * Publishes the post as seq = last + 1, with a check that the channel's last message is still
+   * last (see `basis`), and on a lost race learns the new last message and tries the next seq.
+   * Every attempt carries one msgID: when the server goes away mid-publish (a node or the stream
+   * leader died) the same attempt is sent again, and should the first copy have landed after
+   * all, JetStream answers the retry as a duplicate of it instead of storing the post twice.
    */
   protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
     const subject = this.subject(channel);
     const msgID = randomUUID();
     const giveUpAt = Date.now() + 2 * this.timeoutMs;
-    let pending: { last: LastOf | undefined; seq: number; file: string; text: string } | undefined;
+    let pending: { basis: Basis; seq: number; file: string; text: string } | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         if (!pending) {
-          const last = this.lastKnown.get(channel) ?? (await this.lastOf(channel));
-          const seq = (last?.seq ?? 0) + 1;
+          const basis = await this.basis(channel);
+          const seq = (basis.last?.seq ?? 0) + 1;
           const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
           this.checkPayload(text);
-          pending = { last, seq, file: messageFileName(seq, draft.from, draft.title), text };
+          pending = { basis, seq, file: messageFileName(seq, draft.from, draft.title), text };
         }
-        const { last, seq, file, text } = pending;
+        const { basis, seq, file, text } = pending;
         const ack = await this.guard(
           () =>
             this.js.publish(subject, text, {
               msgID,
               headers: this.headers(seq, file),
-              expect: { lastSubjectSequence: last?.streamSeq ?? 0 },
+              expect: basis.expect,
             }),
           `cannot post to ${channel}`,
         );
+        if (ack.duplicate) await this.confirmDuplicate(ack.seq, msgID, channel);
         this.lastKnown.set(channel, { streamSeq: ack.seq, seq });
+        this.streamLast = ack.seq;
         return { seq, channel, file };
       } catch (err) {
         if (this.isTransient(err) && Date.now() < giveUpAt) {
@@ -249,6 +292,52 @@ export class NatsStore extends BackendStore {
         this.lastKnown.delete(channel);
         if (attempt > 3) await delay(Math.random() * Math.min(50, attempt * 2));
       }
+    }
+  }
+
+  /**
+   * What a post builds on: the channel's last message, and the check the server makes that it
+   * is still the last. A single server checks the subject's last sequence in order. A cluster
+   * (nats-server 2.9) checks it against the messages it applied, not those still in flight, so
+   * two concurrent posts could both pass (nats-server#4320); it checks the stream's last
+   * sequence against what it proposed, so there a post expects the stream's last message, read
+   * before the channel's last so that the two agree (a message after it fails the check).
+   */
+  private async basis(channel: string): Promise<Basis> {
+    const cached = this.lastKnown.get(channel);
+    if (!this.clustered) {
+      const last = cached ?? (await this.lastOf(channel));
+      return { last, expect: { lastSubjectSequence: last?.streamSeq ?? 0 } };
+    }
+    if (cached && cached.streamSeq === this.streamLast) {
+      return { last: cached, expect: { lastSequence: cached.streamSeq } };
+    }
+    const info = await this.guard(
+      () => this.jsm.streams.info(this.streamName),
+      `cannot read ${channel}`,
+    );
+    const last = await this.lastOf(channel);
+    return { last, expect: { lastSequence: info.state.last_seq } };
+  }
+
+  /**
+   * A duplicate answer means the first copy was stored, but nats-server 2.9 may answer so while
+   * that copy is still in flight (seq 0), or for a copy a leader change dropped: the post is
+   * acknowledged only once the copy is there, else it is sent again.
+   */
+  private async confirmDuplicate(streamSeq: number, msgID: string, channel: string) {
+    const stored =
+      streamSeq > 0
+        ? await this.guard(
+            () => this.jsm.streams.getMessage(this.streamName, { seq: streamSeq }),
+            `cannot read ${channel}`,
+          ).catch(() => undefined)
+        : undefined;
+    if (stored?.header?.get("Nats-Msg-Id") !== msgID) {
+      throw new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        `cannot post to ${channel}: JetStream did not answer with the stored copy yet`,
+      );
     }
   }
 
@@ -376,16 +465,10 @@ export class NatsStore extends BackendStore {
   }
 
   protected async createTaskRecord(channel: string, id: string, text: string): Promise<boolean> {
-    try {
-      await this.guard(
-        () => this.kv.create(taskKey(channel, id), JSON.stringify({ text })),
-        `cannot create task ${id}`,
-      );
-      return true;
-    } catch (err) {
-      if (isWrongLastSequence(err)) return false;
-      throw err;
-    }
+    return this.guard(
+      () => this.kvCreate(taskKey(channel, id), JSON.stringify({ text })),
+      `cannot create task ${id}`,
+    );
   }
 
   /** The marker, its holder and its lease change in one update, checked against the revision. */
@@ -397,21 +480,11 @@ export class NatsStore extends BackendStore {
     const next: StoredTask =
       holder === undefined ? { text: current.text, lease } : { text: current.text, holder, lease };
     const verb = holder === undefined ? "release" : "claim";
-    try {
-      await this.guard(
-        () =>
-          this.kv.update(
-            taskKey(channel, current.id),
-            JSON.stringify(next),
-            Number(current.version),
-          ),
-        `cannot ${verb} task ${current.id}`,
-      );
-      return true;
-    } catch (err) {
-      if (isWrongLastSequence(err)) return false;
-      throw err;
-    }
+    return this.guard(
+      () =>
+        this.kvUpdate(taskKey(channel, current.id), JSON.stringify(next), Number(current.version)),
+      `cannot ${verb} task ${current.id}`,
+    );
   }
 
   /** Everything of one channel in SPEC-folder form (export). */
@@ -522,8 +595,24 @@ export class NatsStore extends BackendStore {
     if (this.gone) throw this.gone;
   }
 
-  /** Runs one server call, turning every failure into an AgentChatError with a clear message. */
+  /**
+   * Runs one server call, turning every failure into an AgentChatError with a clear message.
+   * A cluster electing a leader answers "JetStream system temporarily unavailable" without
+   * doing anything: the call is made again for up to the timeout.
+   */
   async guard<T>(fn: () => Promise<T>, what: string): Promise<T> {
+    const until = Date.now() + this.timeoutMs;
+    for (;;) {
+      try {
+        return await this.guardOnce(fn, what);
+      } catch (err) {
+        if (!isElecting(err) || Date.now() > until) throw err;
+        await delay(AWAY_RETRY_MS);
+      }
+    }
+  }
+
+  private async guardOnce<T>(fn: () => Promise<T>, what: string): Promise<T> {
     this.check();
     try {
       return await fn();
@@ -585,7 +674,14 @@ async function openNamespace(
   const kv = bucketInfo
     ? await kvm.open(bucket)
     : await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
-        kvm.create(bucket, { history: 1, description: "agent-chat channels", replicas: r }),
+        // Reads from the stream leader, not a replica's direct get that may lag: a cursor
+        // saved on a cluster is read back as saved.
+        kvm.create(bucket, {
+          history: 1,
+          description: "agent-chat channels",
+          replicas: r,
+          allow_direct: false,
+        }),
       );
   // A store only exists after both were made: channels without a stream, or messages
   // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
@@ -633,6 +729,12 @@ function toBackendError(err: unknown, what: string): AgentChatError {
   else if (name === "ClosedConnectionError") why = "the connection to the NATS server is closed";
   else if (/permission/i.test(why)) why = `permission denied (${why})`;
   return new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${why}`, { cause: err });
+}
+
+/** JetStream's answer while a cluster has no leader for the asset (code 10008). */
+function isElecting(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: unknown; message?: string } })?.cause;
+  return cause?.code === 10008 || /temporarily unavailable/i.test(cause?.message ?? "");
 }
 
 export function isWrongLastSequence(err: unknown): boolean {
