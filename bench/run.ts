@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
+import clusterBench from "./cluster.js";
 import daemonBench from "./daemon.js";
 import { fsBench } from "./fs.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
@@ -15,7 +16,7 @@ import { chatPyFrom, SLOWING_ENV, startupBench } from "./startup.js";
 if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
-  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, mcp)
+  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, cluster, mcp)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
@@ -30,6 +31,7 @@ const modules: BenchModule[] = [
   fsBench,
   daemonBench,
   natsBench,
+  clusterBench,
   mcpBench,
 ];
 
