@@ -433,13 +433,23 @@ export class NatsStore extends BackendStore {
     );
   }
 
+  /**
+   * The bucket's keys that match `filter`, from one stream-info request: `kv.keys` would create
+   * a consumer, and a thousand agents woken at once each check their leases this way.
+   */
+  private async keysOf(filter: string): Promise<string[]> {
+    const prefix = `$KV.${this.bucketName}.`;
+    const info = await this.jsm.streams.info(`KV_${this.bucketName}`, {
+      subjects_filter: `${prefix}${filter}`,
+    });
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+  }
+
   protected async taskRecords(channel: string): Promise<TaskRecord[]> {
     const prefix = `task.${token(channel)}.`;
     return this.guard(async () => {
-      const keys: string[] = [];
-      for await (const key of await this.kv.keys(`${prefix}*`)) keys.push(key);
       const out: TaskRecord[] = [];
-      for (const key of keys) {
+      for (const key of await this.keysOf(`${prefix}*`)) {
         const entry = await this.kv.get(key);
         if (entry?.operation !== "PUT") continue;
         const stored = storedTask(entry.string());
