@@ -28,8 +28,11 @@ describe.skipIf(natsSkipReason !== undefined)("test helper: a 3-node JetStream c
 
       const frozen = cluster.nodes[1]!;
       frozen.pause();
+      // Frozen, it answers nothing (its monitoring port neither) but its process is there.
+      expect(await frozen.meta()).toBeUndefined();
       expect(frozen.running).toBe(true);
       frozen.resume();
+      expect((await frozen.meta())?.cluster_size).toBe(3);
       await cluster.waitReady();
     } finally {
       await cluster.dispose();

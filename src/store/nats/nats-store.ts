@@ -282,17 +282,31 @@ export class NatsStore extends BackendStore {
         this.streamLast = ack.seq;
         return { seq, channel, file };
       } catch (err) {
-        if (this.isTransient(err) && Date.now() < giveUpAt) {
-          await delay(AWAY_RETRY_MS);
-          continue;
-        }
-        if (!isWrongLastSequence(err)) throw err;
         // Someone else took this seq: learn the new last message and try the next one.
-        pending = undefined;
-        this.lastKnown.delete(channel);
-        if (attempt > 3) await delay(Math.random() * Math.min(50, attempt * 2));
+        if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) pending = undefined;
       }
     }
+  }
+
+  /**
+   * Decides what a failed publish does next: false sends the same text and msgID again after a
+   * pause (the server was away), true builds a new seq (another post took this one); any other
+   * error is thrown.
+   */
+  private async afterFailedPost(
+    err: unknown,
+    channel: string,
+    attempt: number,
+    giveUpAt: number,
+  ): Promise<boolean> {
+    if (this.isTransient(err) && Date.now() < giveUpAt) {
+      await delay(AWAY_RETRY_MS);
+      return false;
+    }
+    if (!isWrongLastSequence(err)) throw err;
+    this.lastKnown.delete(channel);
+    if (attempt > 3) await delay(Math.random() * Math.min(50, attempt * 2));
+    return true;
   }
 
   /**
