@@ -85,7 +85,7 @@ const bench: BenchModule = {
 
 export default bench;
 
-async function postLatency(store: Store, n: number): Promise<number[]> {
+export async function postLatency(store: Store, n: number): Promise<number[]> {
   const channel = `lat-${Date.now()}`;
   await store.init(channel);
   try {
@@ -111,7 +111,7 @@ async function throughput(stores: Store[], n: number): Promise<number> {
 }
 
 /** From the moment `post` returns to the moment the waiter's `wait` resolves, in ms. */
-async function wakeLatency(waiter: Store, poster: Store, n: number): Promise<number[]> {
+export async function wakeLatency(waiter: Store, poster: Store, n: number): Promise<number[]> {
   const channel = `wake-${Date.now()}`;
   await poster.init(channel);
   const out: number[] = [];

@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
+import clusterBench from "./cluster.js";
 import daemonBench from "./daemon.js";
 import deliveryBench from "./delivery.js";
 import { fsBench } from "./fs.js";
@@ -19,7 +20,7 @@ import wakeBench from "./wake.js";
 if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
-  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, leases,
+  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, cluster, leases,
                    mcp, wake, delivery, search)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
@@ -36,6 +37,7 @@ const modules: BenchModule[] = [
   daemonBench,
   natsBench,
   leasesBench,
+  clusterBench,
   mcpBench,
   wakeBench,
   deliveryBench,

@@ -72,13 +72,13 @@ export class CliContext {
       onWarning: (warning) => this.warn(warning),
     };
     if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
-    if (isNatsUrl(this.root)) options.nats = natsOptionsFromEnv(this.env);
+    if (isNatsUrl(this.root)) options.nats = this.natsOptions();
     return options;
   }
 
   /** NATS connection options from the environment (credentials, TLS, timeout). */
   natsOptions(): NatsConnectionOptions {
-    return natsOptionsFromEnv(this.env);
+    return { ...natsOptionsFromEnv(this.env), onWarning: (w) => this.warn(w) };
   }
 
   /** The root's store without any daemon in between (what `serve` itself serves). */

@@ -23,6 +23,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/nats.js")).registerNatsCommands,
   },
   {
+    commands: ["nats"],
+    load: async () => (await import("./commands/nats-cluster.js")).registerNatsClusterCommands,
+  },
+  {
     commands: ["view"],
     load: async () => (await import("./commands/viewer.js")).registerViewerCommands,
   },

@@ -4,7 +4,7 @@ import { parseSeconds, UsageError } from "./context.js";
 
 /**
  * NATS connection options from the environment, and optionally from a JSON file named by
- * $AGENT_CHAT_NATS_CONFIG (keys: user, pass, token, creds, ca, cert, key, timeout). Variables
+ * $AGENT_CHAT_NATS_CONFIG (keys: user, pass, token, creds, ca, cert, key, timeout, replicas, servers). Variables
  * win over the file; the `nats` CLI's own names (NATS_USER, NATS_PASSWORD, NATS_TOKEN,
  * NATS_CREDS, NATS_CA, NATS_CERT, NATS_KEY) are honoured as fallbacks. Values are never printed.
  */
@@ -23,6 +23,9 @@ export function natsOptionsFromEnv(env: NodeJS.ProcessEnv): NatsConnectionOption
   const cert = pick("AGENT_CHAT_NATS_CERT", "NATS_CERT", "cert");
   const key = pick("AGENT_CHAT_NATS_KEY", "NATS_KEY", "key");
   const timeout = pick("AGENT_CHAT_NATS_TIMEOUT", undefined, "timeout");
+  const replicas = pick("AGENT_CHAT_NATS_REPLICAS", undefined, "replicas");
+  // A list in the file reads as "h1:4222,h2:4222" here, as the variable is written.
+  const servers = pick("AGENT_CHAT_NATS_SERVERS", undefined, "servers");
   if (user !== undefined) options.user = user;
   if (pass !== undefined) options.pass = pass;
   if (token !== undefined) options.token = token;
@@ -33,13 +36,30 @@ export function natsOptionsFromEnv(env: NodeJS.ProcessEnv): NatsConnectionOption
     if (cert !== undefined) options.tls.certFile = cert;
     if (key !== undefined) options.tls.keyFile = key;
   }
-  if (timeout !== undefined) {
-    const ms = parseSeconds(timeout, "AGENT_CHAT_NATS_TIMEOUT");
-    if (ms <= 0)
-      throw new UsageError("AGENT_CHAT_NATS_TIMEOUT must be a positive number of seconds");
-    options.timeoutMs = ms;
-  }
+  if (timeout !== undefined) options.timeoutMs = timeoutMs(timeout);
+  if (replicas !== undefined) options.replicas = replicaCount(replicas);
+  if (servers !== undefined)
+    options.servers = servers
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "");
   return options;
+}
+
+function timeoutMs(text: string): number {
+  const ms = parseSeconds(text, "AGENT_CHAT_NATS_TIMEOUT");
+  if (ms <= 0) throw new UsageError("AGENT_CHAT_NATS_TIMEOUT must be a positive number of seconds");
+  return ms;
+}
+
+function replicaCount(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n < 1 || n > 5) {
+    throw new UsageError(
+      `AGENT_CHAT_NATS_REPLICAS must be a whole number from 1 to 5, got ${text}`,
+    );
+  }
+  return n;
 }
 
 function readConfig(path: string | undefined): Record<string, unknown> {

@@ -23,6 +23,15 @@ export interface NatsConnectionOptions {
   credsFile?: string;
   /** TLS: a CA to trust, and a client certificate when the server asks for one. */
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
+  /** More seed servers (`host:port`) beside the root URL's, e.g. from the config file. */
+  servers?: string[];
   /** Bound on connecting and on every request (default 5 s): nothing hangs on a dead server. */
   timeoutMs?: number;
+  /**
+   * Copies a new namespace keeps (its stream and KV bucket): default 3 on a cluster of three or
+   * more servers, else as many as it has. The root URL's `?replicas=N` wins over this.
+   */
+  replicas?: number;
+  /** Hears what the user should know but that does not stop the open (an R1 namespace on a cluster). */
+  onWarning?: (warning: string) => void;
 }

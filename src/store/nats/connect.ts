@@ -21,7 +21,7 @@ export async function connectNats(
   const pass = options.pass ?? target.pass;
   const token = options.token ?? target.token;
   const opts: Parameters<typeof nats.connect>[0] = {
-    servers: target.server,
+    servers: [...new Set([...target.servers, ...(options.servers ?? []).map(seed)])],
     name: "agent-chat",
     timeout,
     maxReconnectAttempts: -1,
@@ -54,6 +54,11 @@ export async function connectNats(
   } catch (err) {
     throw connectError(err, target);
   }
+}
+
+/** A seed from the config file, `host:port` or a URL, as the client takes it. */
+function seed(server: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(server) ? server : `nats://${server}`;
 }
 
 function connectError(err: unknown, target: NatsTarget): AgentChatError {

@@ -15,7 +15,12 @@ export const FILE_HEADER = "Agent-Chat-File";
 
 /** What a feed needs from its store. */
 export interface FeedSource {
-  readonly js: JetStreamClient;
+  /**
+   * The client feeds create their consumers with: its requests time out sooner than the
+   * store's, because on nats-server before 2.9.12 the server may place the consumer on a
+   * cluster node that is down, and only a new request (placed anew) gets one that works.
+   */
+  readonly feedJs: JetStreamClient;
   readonly streamName: string;
   subject(channel: string): string;
 }
@@ -29,6 +34,7 @@ interface Entry {
 /** How long an idle pull waits before the client renews it; also paces the server's heartbeats. */
 const PULL_EXPIRES_MS = 5_000;
 const MAX_PAUSE_MS = 2_000;
+const RETRY_NOW_MS = 25;
 
 /**
  * One channel's messages as the server pushes them through an ordered consumer, kept in seq
@@ -60,7 +66,7 @@ export class ChannelFeed {
     let pause = 100;
     while (!this.stopped && !this.failure) {
       try {
-        const consumer = await this.source.js.consumers.get(this.source.streamName, {
+        const consumer = await this.source.feedJs.consumers.get(this.source.streamName, {
           filter_subjects: this.source.subject(this.channel),
           deliver_policy: "by_start_sequence" as DeliverPolicy,
           opt_start_seq: this.delivered + 1,
@@ -77,24 +83,31 @@ export class ChannelFeed {
           pause = 100;
         }
       } catch (err) {
-        if (this.stopped) break;
-        const e = err as Error;
-        if (e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "")) {
-          this.fail(
-            new AgentChatError(
-              "BACKEND_UNAVAILABLE",
-              `the stream ${this.source.streamName} was deleted on the server`,
-              { cause: err },
-            ),
-          );
-          break;
-        }
+        if (this.stopped || this.failed(err)) break;
+        // A consumer placed on a node that is down: ask again at once.
+        if ((err as Error)?.name === "TimeoutError") pause = RETRY_NOW_MS;
       }
       if (this.stopped) break;
       // The consumer ended (connection lost, server restarted): resume after a short pause.
       await new Promise((r) => setTimeout(r, pause));
-      pause = Math.min(pause * 2, MAX_PAUSE_MS);
+      pause = Math.min(Math.max(pause * 2, 100), MAX_PAUSE_MS);
     }
+  }
+
+  /** True when the error ends the feed for good: the stream was deleted. */
+  private failed(err: unknown): boolean {
+    const e = err as Error;
+    if (e?.name !== "StreamNotFoundError" && !/stream not found/i.test(e?.message ?? "")) {
+      return false;
+    }
+    this.fail(
+      new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        `the stream ${this.source.streamName} was deleted on the server`,
+        { cause: err },
+      ),
+    );
+    return true;
   }
 
   private accept(streamSeq: number, headers: MsgHdrs | undefined, text: string): void {

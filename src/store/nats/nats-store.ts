@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
@@ -32,7 +32,16 @@ import {
 import type { Capabilities, PostResult } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
+import { compareAndSet } from "./kv-cas.js";
 import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
+import {
+  checkReplicas,
+  clusterSize,
+  createReplicated,
+  replicasFor,
+  replicaWarning,
+  setReplicas,
+} from "./replicas.js";
 
 /** JetStream's error code for a failed expected-last-(subject-)sequence check. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -53,6 +62,12 @@ interface StoredTask {
 interface LastOf {
   streamSeq: number;
   seq: number;
+}
+
+/** A post's view of the channel's last message, and the check that it is still last. */
+interface Basis {
+  last: LastOf | undefined;
+  expect: { lastSubjectSequence: number } | { lastSequence: number };
 }
 
 /** A channel's contents in SPEC-folder form, for export and import. */
@@ -83,6 +98,10 @@ export class NatsStore extends BackendStore {
   readonly namespace: string;
   private readonly feeds = new Map<string, ChannelFeed>();
   private readonly lastKnown = new Map<string, LastOf>();
+  /** The stream seq of this store's last post, for the cluster's check (see `basis`). */
+  private streamLast = -1;
+  /** Connected to a cluster: posts check the stream's last sequence (see `basis`). */
+  private readonly clustered: boolean;
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -91,6 +110,7 @@ export class NatsStore extends BackendStore {
     private readonly target: NatsTarget,
     readonly nc: NatsConnection,
     readonly js: JetStreamClient,
+    readonly feedJs: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly kv: KV,
     private readonly headerFactory: () => MsgHdrs,
@@ -100,6 +120,7 @@ export class NatsStore extends BackendStore {
     this.location = target.location;
     this.namespace = target.namespace;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
+    this.clustered = nc.info?.cluster !== undefined;
   }
 
   get streamName(): string {
@@ -116,7 +137,6 @@ export class NatsStore extends BackendStore {
     const nc = await connectNats(target, options);
     try {
       const { jetstream, jetstreamManager } = await import("@nats-io/jetstream");
-      const { Kvm } = await import("@nats-io/kv");
       const { headers } = await import("@nats-io/transport-node");
       const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
       let jsm: JetStreamManager;
@@ -130,37 +150,9 @@ export class NatsStore extends BackendStore {
         );
       }
       const js = jetstream(nc, { timeout });
-      const stream = `AGENTCHAT_${target.namespace}`;
-      const bucket = bucketOf(target.namespace);
-      const streamInfo = await jsm.streams.info(stream).catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      });
-      const hasBucket = await exists(() => jsm.streams.info(`KV_${bucket}`));
-      const kvm = new Kvm(js);
-      // Creating is idempotent, so several first connections to a new namespace may race.
-      const kv = hasBucket
-        ? await kvm.open(bucket)
-        : await kvm.create(bucket, { history: 1, description: "agent-chat channels" });
-      // A store only exists after both were made: channels without a stream, or messages
-      // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
-      const damaged =
-        (!streamInfo && hasBucket && (await hasAny(kv, "meta.*"))) ||
-        (streamInfo !== undefined && !hasBucket && streamInfo.state.messages > 0);
-      if (damaged) {
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          `namespace ${target.namespace} on ${target.server} is damaged: its ${streamInfo ? "KV bucket" : "message stream"} was deleted (export what is left, delete the namespace, import it again)`,
-        );
-      }
-      if (!streamInfo) {
-        await jsm.streams.add({
-          name: stream,
-          subjects: [`agentchat.${target.namespace}.msg.>`],
-          description: `agent-chat namespace ${target.namespace}`,
-        });
-      }
-      const store = new NatsStore(target, nc, js, jsm, kv, () => headers(), options);
+      const kv = await openNamespace(nc, js, jsm, target, options);
+      const feedJs = jetstream(nc, { timeout: Math.min(timeout, FEED_REQUEST_MS) });
+      const store = new NatsStore(target, nc, js, feedJs, jsm, kv, () => headers(), options);
       store.watchForDeletion();
       return store;
     } catch (err) {
@@ -194,14 +186,43 @@ export class NatsStore extends BackendStore {
   }
 
   private async createMeta(channel: string, text: string): Promise<void> {
+    const created = await this.guard(
+      () => this.kvCreate(metaKey(channel), text),
+      `cannot create ${channel}`,
+    );
+    if (!created) throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`);
+  }
+
+  /** KV create: exactly one winner, on a cluster too (see compareAndSet). */
+  private async kvCreate(key: string, value: string): Promise<boolean> {
+    if (this.clustered) {
+      const set = await compareAndSet(this.js, this.jsm, this.bucketName, key, value, (state) => {
+        return state === undefined;
+      });
+      return set !== undefined;
+    }
     try {
-      await this.guard(() => this.kv.create(metaKey(channel), text), `cannot create ${channel}`);
+      await this.kv.create(key, value);
+      return true;
     } catch (err) {
-      if (isWrongLastSequence(err)) {
-        throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`, {
-          cause: err,
-        });
-      }
+      if (isWrongLastSequence(err)) return false;
+      throw err;
+    }
+  }
+
+  /** KV update checked against the revision read: exactly one winner, on a cluster too. */
+  private async kvUpdate(key: string, value: string, revision: number): Promise<boolean> {
+    if (this.clustered) {
+      const set = await compareAndSet(this.js, this.jsm, this.bucketName, key, value, (state) => {
+        return state?.revision === revision;
+      });
+      return set !== undefined;
+    }
+    try {
+      await this.kv.update(key, value, revision);
+      return true;
+    } catch (err) {
+      if (isWrongLastSequence(err)) return false;
       throw err;
     }
   }
@@ -231,50 +252,112 @@ export class NatsStore extends BackendStore {
   }
 
   /**
-   * Publishes the post as seq = last + 1, with the expected-last-subject-sequence check, and on
-   * a lost race learns the new last message and tries the next seq. Every attempt carries one
-   * msgID: when the server goes away mid-publish the same attempt is sent again, and should the
-   * first copy have landed after all, JetStream answers the retry as a duplicate of it instead
-   * of storing the post twice.
+   * Publishes the post as seq = last + 1, with a check that the channel's last message is still
+   * last (see `basis`), and on a lost race learns the new last message and tries the next seq.
+   * Every attempt carries one msgID: when the server goes away mid-publish (a node or the stream
+   * leader died) the same attempt is sent again, and should the first copy have landed after
+   * all, JetStream answers the retry as a duplicate of it instead of storing the post twice.
    */
   protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
     const subject = this.subject(channel);
     const msgID = randomUUID();
     const giveUpAt = Date.now() + 2 * this.timeoutMs;
-    let pending: { last: LastOf | undefined; seq: number; file: string; text: string } | undefined;
+    let pending: { basis: Basis; seq: number; file: string; text: string } | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
         if (!pending) {
-          const last = this.lastKnown.get(channel) ?? (await this.lastOf(channel));
-          const seq = (last?.seq ?? 0) + 1;
+          const basis = await this.basis(channel);
+          const seq = (basis.last?.seq ?? 0) + 1;
           const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
           this.checkPayload(text);
-          pending = { last, seq, file: messageFileName(seq, draft.from, draft.title), text };
+          pending = { basis, seq, file: messageFileName(seq, draft.from, draft.title), text };
         }
-        const { last, seq, file, text } = pending;
+        const { basis, seq, file, text } = pending;
         const ack = await this.guard(
           () =>
             this.js.publish(subject, text, {
               msgID,
               headers: this.headers(seq, file),
-              expect: { lastSubjectSequence: last?.streamSeq ?? 0 },
+              expect: basis.expect,
             }),
           `cannot post to ${channel}`,
         );
+        if (ack.duplicate) await this.confirmDuplicate(ack.seq, msgID, channel);
         this.lastKnown.set(channel, { streamSeq: ack.seq, seq });
+        this.streamLast = ack.seq;
         return { seq, channel, file };
       } catch (err) {
-        if (this.isTransient(err) && Date.now() < giveUpAt) {
-          await delay(AWAY_RETRY_MS);
-          continue;
-        }
-        if (!isWrongLastSequence(err)) throw err;
         // Someone else took this seq: learn the new last message and try the next one.
-        pending = undefined;
-        this.lastKnown.delete(channel);
-        if (attempt > 3) await delay(Math.random() * Math.min(50, attempt * 2));
+        if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) pending = undefined;
       }
+    }
+  }
+
+  /**
+   * Decides what a failed publish does next: false sends the same text and msgID again after a
+   * pause (the server was away), true builds a new seq (another post took this one); any other
+   * error is thrown.
+   */
+  private async afterFailedPost(
+    err: unknown,
+    channel: string,
+    attempt: number,
+    giveUpAt: number,
+  ): Promise<boolean> {
+    if (this.isTransient(err) && Date.now() < giveUpAt) {
+      await delay(AWAY_RETRY_MS);
+      return false;
+    }
+    if (!isWrongLastSequence(err)) throw err;
+    this.lastKnown.delete(channel);
+    if (attempt > 3) await delay(Math.random() * Math.min(50, attempt * 2));
+    return true;
+  }
+
+  /**
+   * What a post builds on: the channel's last message, and the check the server makes that it
+   * is still the last. A single server checks the subject's last sequence in order. A cluster
+   * (nats-server 2.9) checks it against the messages it applied, not those still in flight, so
+   * two concurrent posts could both pass (nats-server#4320); it checks the stream's last
+   * sequence against what it proposed, so there a post expects the stream's last message, read
+   * before the channel's last so that the two agree (a message after it fails the check).
+   */
+  private async basis(channel: string): Promise<Basis> {
+    const cached = this.lastKnown.get(channel);
+    if (!this.clustered) {
+      const last = cached ?? (await this.lastOf(channel));
+      return { last, expect: { lastSubjectSequence: last?.streamSeq ?? 0 } };
+    }
+    if (cached && cached.streamSeq === this.streamLast) {
+      return { last: cached, expect: { lastSequence: cached.streamSeq } };
+    }
+    const info = await this.guard(
+      () => this.jsm.streams.info(this.streamName),
+      `cannot read ${channel}`,
+    );
+    const last = await this.lastOf(channel);
+    return { last, expect: { lastSequence: info.state.last_seq } };
+  }
+
+  /**
+   * A duplicate answer means the first copy was stored, but nats-server 2.9 may answer so while
+   * that copy is still in flight (seq 0), or for a copy a leader change dropped: the post is
+   * acknowledged only once the copy is there, else it is sent again.
+   */
+  private async confirmDuplicate(streamSeq: number, msgID: string, channel: string) {
+    const stored =
+      streamSeq > 0
+        ? await this.guard(
+            () => this.jsm.streams.getMessage(this.streamName, { seq: streamSeq }),
+            `cannot read ${channel}`,
+          ).catch(() => undefined)
+        : undefined;
+    if (stored?.header?.get("Nats-Msg-Id") !== msgID) {
+      throw new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        `cannot post to ${channel}: JetStream did not answer with the stored copy yet`,
+      );
     }
   }
 
@@ -323,7 +406,8 @@ export class NatsStore extends BackendStore {
       feed.start();
     }
     const last = await this.lastOf(channel);
-    if (last) await feed.reach(last.streamSeq, this.timeoutMs);
+    // Room for a few consumer placements on a cluster with a node down (see FeedSource.feedJs).
+    if (last) await feed.reach(last.streamSeq, 3 * this.timeoutMs);
     feed.throwIfFailed();
     return feed;
   }
@@ -372,10 +456,8 @@ export class NatsStore extends BackendStore {
   protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
     const prefix = notePrefix(scope, kind);
     return this.guard(async () => {
-      const keys: string[] = [];
-      for await (const key of await this.kv.keys(`${prefix}*`)) keys.push(key);
       const out: Note[] = [];
-      for (const key of keys) {
+      for (const key of await this.keysOf(`${prefix}*`)) {
         const entry = await this.kv.get(key);
         if (entry?.operation !== "PUT") continue;
         out.push({ name: key.slice(prefix.length), text: entry.string(), version: entry.revision });
@@ -405,28 +487,32 @@ export class NatsStore extends BackendStore {
     version: Note["version"],
   ): Promise<boolean> {
     const key = `${notePrefix(scope, kind)}${name}`;
-    try {
-      await this.guard(
-        () =>
-          typeof version === "number" && version > 0
-            ? this.kv.update(key, text, version)
-            : this.kv.create(key, text),
-        `cannot write the ${kind} record of ${name}`,
-      );
-      return true;
-    } catch (err) {
-      if (isWrongLastSequence(err)) return false;
-      throw err;
-    }
+    return this.guard(
+      () =>
+        typeof version === "number" && version > 0
+          ? this.kvUpdate(key, text, version)
+          : this.kvCreate(key, text),
+      `cannot write the ${kind} record of ${name}`,
+    );
+  }
+
+  /**
+   * The bucket's keys that match `filter`, from one stream-info request: `kv.keys` would create
+   * a consumer, and a thousand agents woken at once each check their leases this way.
+   */
+  private async keysOf(filter: string): Promise<string[]> {
+    const prefix = `$KV.${this.bucketName}.`;
+    const info = await this.jsm.streams.info(`KV_${this.bucketName}`, {
+      subjects_filter: `${prefix}${filter}`,
+    });
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
   }
 
   protected async taskRecords(channel: string): Promise<TaskRecord[]> {
     const prefix = `task.${token(channel)}.`;
     return this.guard(async () => {
-      const keys: string[] = [];
-      for await (const key of await this.kv.keys(`${prefix}*`)) keys.push(key);
       const out: TaskRecord[] = [];
-      for (const key of keys) {
+      for (const key of await this.keysOf(`${prefix}*`)) {
         const entry = await this.kv.get(key);
         if (entry?.operation !== "PUT") continue;
         const stored = storedTask(entry.string());
@@ -452,16 +538,10 @@ export class NatsStore extends BackendStore {
   }
 
   protected async createTaskRecord(channel: string, id: string, text: string): Promise<boolean> {
-    try {
-      await this.guard(
-        () => this.kv.create(taskKey(channel, id), JSON.stringify({ text })),
-        `cannot create task ${id}`,
-      );
-      return true;
-    } catch (err) {
-      if (isWrongLastSequence(err)) return false;
-      throw err;
-    }
+    return this.guard(
+      () => this.kvCreate(taskKey(channel, id), JSON.stringify({ text })),
+      `cannot create task ${id}`,
+    );
   }
 
   /** The marker, its holder and its lease change in one update, checked against the revision. */
@@ -473,21 +553,11 @@ export class NatsStore extends BackendStore {
     const next: StoredTask =
       holder === undefined ? { text: current.text, lease } : { text: current.text, holder, lease };
     const verb = holder === undefined ? "release" : "claim";
-    try {
-      await this.guard(
-        () =>
-          this.kv.update(
-            taskKey(channel, current.id),
-            JSON.stringify(next),
-            Number(current.version),
-          ),
-        `cannot ${verb} task ${current.id}`,
-      );
-      return true;
-    } catch (err) {
-      if (isWrongLastSequence(err)) return false;
-      throw err;
-    }
+    return this.guard(
+      () =>
+        this.kvUpdate(taskKey(channel, current.id), JSON.stringify(next), Number(current.version)),
+      `cannot ${verb} task ${current.id}`,
+    );
   }
 
   /** A channel's path leases: one KV value, created once and then updated by revision. */
@@ -508,16 +578,10 @@ export class NatsStore extends BackendStore {
     const key = pathLeasesKey(channel);
     const text = formatPathLeases(doc);
     const revision = Number(current.version);
-    try {
-      await this.guard(
-        () => (revision === 0 ? this.kv.create(key, text) : this.kv.update(key, text, revision)),
-        `cannot write the path leases of ${channel}`,
-      );
-      return true;
-    } catch (err) {
-      if (isWrongLastSequence(err)) return false;
-      throw err;
-    }
+    return this.guard(
+      () => (revision === 0 ? this.kvCreate(key, text) : this.kvUpdate(key, text, revision)),
+      `cannot write the path leases of ${channel}`,
+    );
   }
 
   /** Everything of one channel in SPEC-folder form (export). */
@@ -592,6 +656,24 @@ export class NatsStore extends BackendStore {
     }
   }
 
+  /**
+   * Keeps the namespace's stream and KV bucket on `replicas` servers (raising an R1 namespace
+   * made before the cluster grew); resolves once the copies are current.
+   */
+  async setReplicas(replicas: number): Promise<void> {
+    checkReplicas(replicas, clusterSize(this.nc), this.target.server);
+    await this.guard(
+      () =>
+        setReplicas(
+          this.jsm,
+          [this.streamName, `KV_${this.bucketName}`],
+          replicas,
+          6 * this.timeoutMs,
+        ),
+      `cannot set the replicas of namespace ${this.namespace}`,
+    );
+  }
+
   async close(): Promise<void> {
     for (const feed of this.feeds.values()) feed.stop();
     this.feeds.clear();
@@ -610,8 +692,24 @@ export class NatsStore extends BackendStore {
     if (this.gone) throw this.gone;
   }
 
-  /** Runs one server call, turning every failure into an AgentChatError with a clear message. */
+  /**
+   * Runs one server call, turning every failure into an AgentChatError with a clear message.
+   * A cluster electing a leader answers "JetStream system temporarily unavailable" without
+   * doing anything: the call is made again for up to the timeout.
+   */
   async guard<T>(fn: () => Promise<T>, what: string): Promise<T> {
+    const until = Date.now() + this.timeoutMs;
+    for (;;) {
+      try {
+        return await this.guardOnce(fn, what);
+      } catch (err) {
+        if (!isElecting(err) || Date.now() > until) throw err;
+        await delay(AWAY_RETRY_MS);
+      }
+    }
+  }
+
+  private async guardOnce<T>(fn: () => Promise<T>, what: string): Promise<T> {
     this.check();
     try {
       return await fn();
@@ -643,8 +741,80 @@ export class NatsStore extends BackendStore {
   }
 }
 
+/** How long a feed waits for its consumer to be created before asking again. */
+const FEED_REQUEST_MS = 1_500;
+
 /** How soon a post is sent again after the server did not answer. */
 const AWAY_RETRY_MS = 250;
+
+/**
+ * Makes sure the namespace's stream and bucket exist, creating both (replicated to fit the
+ * cluster) when new, and returns the bucket. An existing namespace with fewer copies than the
+ * cluster could give it is opened with a warning that says how to raise it.
+ */
+async function openNamespace(
+  nc: NatsConnection,
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  target: NatsTarget,
+  options: NatsStoreOptions,
+): Promise<KV> {
+  const { Kvm } = await import("@nats-io/kv");
+  const asked = target.replicas ?? options.replicas;
+  const replicas = replicasFor(nc, asked, target.server);
+  const stream = `AGENTCHAT_${target.namespace}`;
+  const bucket = bucketOf(target.namespace);
+  const streamInfo = await infoOf(jsm, stream);
+  const bucketInfo = await infoOf(jsm, `KV_${bucket}`);
+  const kvm = new Kvm(js);
+  // Creating is idempotent, so several first connections to a new namespace may race.
+  const kv = bucketInfo
+    ? await kvm.open(bucket)
+    : await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
+        // Reads from the stream leader, not a replica's direct get that may lag: a cursor
+        // saved on a cluster is read back as saved.
+        kvm.create(bucket, {
+          history: 1,
+          description: "agent-chat channels",
+          replicas: r,
+          allow_direct: false,
+        }),
+      );
+  // A store only exists after both were made: channels without a stream, or messages
+  // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
+  const damaged =
+    (!streamInfo && bucketInfo && (await hasAny(kv, "meta.*"))) ||
+    (streamInfo !== undefined && !bucketInfo && streamInfo.state.messages > 0);
+  if (damaged) {
+    throw new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      `namespace ${target.namespace} on ${target.server} is damaged: its ${streamInfo ? "KV bucket" : "message stream"} was deleted (export what is left, delete the namespace, import it again)`,
+    );
+  }
+  if (!streamInfo) {
+    await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
+      jsm.streams.add({
+        name: stream,
+        subjects: [`agentchat.${target.namespace}.msg.>`],
+        description: `agent-chat namespace ${target.namespace}`,
+        num_replicas: r,
+      }),
+    );
+  }
+  if (streamInfo && bucketInfo) {
+    const warning = replicaWarning(target.namespace, [streamInfo, bucketInfo], nc);
+    if (warning) options.onWarning?.(warning);
+  }
+  return kv;
+}
+
+/** A stream's info, or undefined when there is no such stream. */
+async function infoOf(jsm: JetStreamManager, name: string): Promise<StreamInfo | undefined> {
+  return jsm.streams.info(name).catch((err: unknown) => {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  });
+}
 
 function toBackendError(err: unknown, what: string): AgentChatError {
   if (err instanceof AgentChatError) return err;
@@ -656,6 +826,12 @@ function toBackendError(err: unknown, what: string): AgentChatError {
   else if (name === "ClosedConnectionError") why = "the connection to the NATS server is closed";
   else if (/permission/i.test(why)) why = `permission denied (${why})`;
   return new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${why}`, { cause: err });
+}
+
+/** JetStream's answer while a cluster has no leader for the asset (code 10008). */
+function isElecting(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: unknown; message?: string } })?.cause;
+  return cause?.code === 10008 || /temporarily unavailable/i.test(cause?.message ?? "");
 }
 
 export function isWrongLastSequence(err: unknown): boolean {

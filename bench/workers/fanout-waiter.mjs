@@ -1,0 +1,31 @@
+// Bench child: parks `count` agents' waits on one channel through one connection, reports its
+// heap and RSS before and after parking them, then the wall-clock time (performance.timeOrigin +
+// now, comparable across processes) at which each agent's wait returned.
+import { openStore } from "../../dist/index.js";
+
+const [root, channel, first, count] = process.argv.slice(2);
+const store = await openStore(root);
+// A first read opens the channel's feed: what one process pays once, not per agent.
+await store.read(channel, { as: `agent${first}`, peek: true });
+globalThis.gc?.();
+const before = process.memoryUsage();
+const woke = [];
+const waits = Array.from({ length: Number(count) }, (_, k) => {
+  const as = `agent${Number(first) + k}`;
+  return store.wait([channel], { as, timeoutMs: 60_000 }).then((r) => {
+    woke.push({ as, at: performance.timeOrigin + performance.now(), n: r.messages.length });
+  });
+});
+// Let every wait take its first look and park before memory is measured.
+await new Promise((r) => setTimeout(r, 500));
+globalThis.gc?.();
+const parked = process.memoryUsage();
+process.send({
+  ready: true,
+  heapPerAgent: (parked.heapUsed - before.heapUsed) / Number(count),
+  rssPerAgent: (parked.rss - before.rss) / Number(count),
+});
+await Promise.all(waits);
+process.send({ woke });
+await store.close();
+process.exit(0);
