@@ -1,5 +1,7 @@
 import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { hasPrivateKey } from "../client/keys.js";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
@@ -64,9 +66,32 @@ export class CliContext {
     return this.store;
   }
 
+  /**
+   * The store a post by `from` goes to: the root's own store when `from` holds a key here (a
+   * signer does not cross the daemon's socket; the daemon sees the file as any other), else
+   * {@link open}.
+   */
+  async openFor(from: string): Promise<Store> {
+    if (isNatsUrl(this.root) || !hasPrivateKey(this.configDir, from)) return this.open();
+    this.store ??= await this.openFolder();
+    return this.store;
+  }
+
+  /**
+   * The user's own folder for keys and pins: `$XDG_CONFIG_HOME/agent-chat`, else
+   * `~/.config/agent-chat`. Never in the root, which others write.
+   */
+  get configDir(): string {
+    // A relative XDG_CONFIG_HOME is to be ignored (XDG Base Directory spec): it would resolve in
+    // the working folder, which may be the root.
+    const xdg = this.env.XDG_CONFIG_HOME;
+    const base = xdg && isAbsolute(xdg) ? xdg : join(this.env.HOME || homedir(), ".config");
+    return join(base, "agent-chat");
+  }
+
   /** Options for opening any root; NATS connection options only for nats:// roots. */
   openOptions(): OpenOptions {
-    const options: OpenOptions = {};
+    const options: OpenOptions = { signatures: { configDir: this.configDir } };
     if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
     if (isNatsUrl(this.root)) options.nats = natsOptionsFromEnv(this.env);
     return options;
@@ -78,8 +103,10 @@ export class CliContext {
   }
 
   /** The root's store without any daemon in between (what `serve` itself serves). */
-  openFolder(): Promise<Store> {
-    return openStore(this.root, this.openOptions());
+  openFolder(signatures: { sign?: boolean } = {}): Promise<Store> {
+    const options = this.openOptions();
+    options.signatures = { ...options.signatures, ...signatures };
+    return openStore(this.root, options);
   }
 
   private async connectDaemon(): Promise<DaemonClient | undefined> {

@@ -35,6 +35,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/governance.js")).registerGovernanceCommands,
   },
   {
+    commands: ["id"],
+    load: async () => (await import("./commands/identity.js")).registerIdentityCommands,
+  },
+  {
     commands: ["slash"],
     load: async () => (await import("./commands/slash.js")).registerSlashCommands,
   },

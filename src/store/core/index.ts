@@ -1,6 +1,6 @@
 /** The logic above the backends: what every backend shares, written once. */
 export { BackendStore, type Feed, type SafetyNet, type Scan } from "./backend-store.js";
-export { MAX_FRONTMATTER_BYTES, type PostDraft } from "./draft.js";
+export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
 export {
   formatLease,
   formatTask,

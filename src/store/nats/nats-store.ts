@@ -3,12 +3,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import {
-  formatTimestamp,
-  messageFileName,
-  parseSeqText,
-  serializeMessage,
-} from "../../core/message.js";
+import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import {
@@ -19,6 +14,7 @@ import {
   type Lease,
   type PostDraft,
   parseLease,
+  renderMessage,
   TASK_FILE,
   type TaskRecord,
   taskFileName,
@@ -242,7 +238,7 @@ export class NatsStore extends BackendStore {
         if (!pending) {
           const last = this.lastKnown.get(channel) ?? (await this.lastOf(channel));
           const seq = (last?.seq ?? 0) + 1;
-          const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
+          const text = renderMessage(draft, seq, formatTimestamp());
           this.checkPayload(text);
           pending = { last, seq, file: messageFileName(seq, draft.from, draft.title), text };
         }

@@ -1,0 +1,147 @@
+import type { Message } from "../core/message.js";
+import type { ChannelMeta } from "../core/meta.js";
+import type {
+  Capabilities,
+  ChannelInfo,
+  ChannelsOptions,
+  ClaimOptions,
+  DoneOptions,
+  FenceResult,
+  InitOptions,
+  NewTask,
+  PostInput,
+  PostResult,
+  PostSigner,
+  ReadOptions,
+  ReadResult,
+  ReleaseOptions,
+  RenewOptions,
+  Store,
+  TaskInfo,
+  WaitOptions,
+  WaitResult,
+  WatchOptions,
+} from "../store/types.js";
+import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
+
+/**
+ * A store whose posts are signed when the poster's key is at hand and whose every message
+ * says whether it is verified, unsigned or forged (docs/signatures.md). It sits above any
+ * backend, so the folder store, NATS and the daemon (which serves a store wrapped so) agree.
+ */
+export function signedStore(inner: Store, options: SignatureOptions): Store {
+  return new SignedStore(inner, options);
+}
+
+class SignedStore implements Store {
+  readonly updateMeta?: Store["updateMeta"];
+  private readonly verifier: Verifier;
+  private readonly signers = new Map<string, PostSigner | undefined>();
+
+  constructor(
+    private readonly inner: Store,
+    private readonly options: SignatureOptions,
+  ) {
+    if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
+    this.verifier = new Verifier(options);
+  }
+
+  get capabilities(): Capabilities {
+    return this.inner.capabilities;
+  }
+
+  get location(): string {
+    return this.inner.location;
+  }
+
+  init(channel: string, options?: InitOptions): Promise<ChannelMeta> {
+    return this.inner.init(channel, options);
+  }
+
+  channels(options?: ChannelsOptions): Promise<ChannelInfo[]> {
+    return this.inner.channels(options);
+  }
+
+  roster(channel: string): Promise<ChannelMeta> {
+    return this.inner.roster(channel);
+  }
+
+  async post(channel: string, input: PostInput): Promise<PostResult> {
+    if (input.signer !== undefined || this.options.sign === false) {
+      return this.inner.post(channel, input);
+    }
+    const signer = await this.signer(input.from);
+    return this.inner.post(channel, signer ? { ...input, signer } : input);
+  }
+
+  async read(channel: string, options: ReadOptions): Promise<ReadResult> {
+    const result = await this.inner.read(channel, options);
+    const messages = await this.verifier.check(result.messages);
+    return { ...result, messages, warnings: [...result.warnings, ...this.verifier.takeWarnings()] };
+  }
+
+  async peek(channel: string, count?: number): Promise<Message[]> {
+    return this.verifier.check(await this.inner.peek(channel, count));
+  }
+
+  cursor(channel: string, agent: string): Promise<number> {
+    return this.inner.cursor(channel, agent);
+  }
+
+  async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
+    const result = await this.inner.wait(channels, options);
+    const messages = await this.verifier.check(result.messages);
+    return { ...result, messages, warnings: [...result.warnings, ...this.verifier.takeWarnings()] };
+  }
+
+  async *watch(channels: readonly string[], options?: WatchOptions): AsyncIterable<Message> {
+    for await (const message of this.inner.watch(channels, options)) {
+      yield* await this.verifier.check([message]);
+    }
+  }
+
+  addTask(channel: string, task: NewTask): Promise<TaskInfo> {
+    return this.inner.addTask(channel, task);
+  }
+
+  tasks(channel: string): Promise<TaskInfo[]> {
+    return this.inner.tasks(channel);
+  }
+
+  claim(channel: string, task: string, agent: string, options?: ClaimOptions): Promise<TaskInfo> {
+    return this.inner.claim(channel, task, agent, options);
+  }
+
+  renew(channel: string, task: string, agent: string, options?: RenewOptions): Promise<TaskInfo> {
+    return this.inner.renew(channel, task, agent, options);
+  }
+
+  done(channel: string, task: string, agent: string, options?: DoneOptions): Promise<TaskInfo> {
+    return this.inner.done(channel, task, agent, options);
+  }
+
+  release(
+    channel: string,
+    task: string,
+    agent: string,
+    options?: ReleaseOptions,
+  ): Promise<TaskInfo> {
+    return this.inner.release(channel, task, agent, options);
+  }
+
+  fence(channel: string, task: string, token: number): Promise<FenceResult> {
+    return this.inner.fence(channel, task, token);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  /** The poster's signer, looked up once per store (a missing key costs one lstat). */
+  private async signer(from: string): Promise<PostSigner | undefined> {
+    if (!this.signers.has(from)) {
+      this.signers.set(from, await signerFor(this.options.configDir, from));
+    }
+    return this.signers.get(from);
+  }
+}
