@@ -269,7 +269,8 @@ function registerTools(
   tool(
     "chat_read",
     "Read the messages for you since your cursor, then advance it. " +
-      "Without channel: every channel you belong to.",
+      "Without channel: every channel you belong to. " +
+      "A sender marked (FORGED) did not write that message.",
     {
       channel: channel.optional(),
       all: z.boolean().optional().describe("From the beginning, not from your cursor"),

@@ -53,7 +53,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       const waitIntervalMs = pollMs
         ? parsePositiveInt(pollMs, "AGENT_CHAT_WAIT_POLL_MS")
         : undefined;
-      const store = await ctx.open();
+      // Bound to the session's agent: it posts only as that agent, signed when its key is here.
+      const store = agent ? await ctx.openFor(agent) : await ctx.open();
       // Loaded only here: the rest of the CLI never pays for the MCP SDK.
       const { runMcpServer } = await import("../../mcp/server.js");
       const { mcpTools } = await import("../plugins/mcp-tools.js");
