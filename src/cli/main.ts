@@ -35,6 +35,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/governance.js")).registerGovernanceCommands,
   },
   {
+    commands: ["policy", "unpause"],
+    load: async () => (await import("./commands/policy.js")).registerPolicyCommands,
+  },
+  {
     commands: ["id"],
     load: async () => (await import("./commands/identity.js")).registerIdentityCommands,
   },

@@ -194,6 +194,8 @@ function parsePublished(text: string): PublishedKey | undefined {
 
 /** Writes (or replaces) a published key file in a folder root. */
 export function writePublishedKey(root: string, doc: PublishedKey): string {
+  // A key may come before the first channel, as `init` does: the root is made if missing.
+  mkdirSync(root, { recursive: true });
   const dir = join(root, PUBLISHED_DIR);
   ensureRealDir(dir);
   replaceFileSync(dir, `${identity(doc.name)}.pub`, `${JSON.stringify(doc, null, 2)}\n`);

@@ -22,6 +22,9 @@ import type {
   WaitResult,
   WatchOptions,
 } from "../store/types.js";
+import { DEFAULT_WAIT_TIMEOUT_MS } from "../store/types.js";
+import { guardPost } from "./loop-guard.js";
+import { admitPost, deliverable } from "./policy.js";
 import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
 
 /**
@@ -67,16 +70,19 @@ class SignedStore implements Store {
   }
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
-    if (input.signer !== undefined || this.options.sign === false) {
-      return this.inner.post(channel, input);
+    const signer =
+      input.signer ?? (this.options.sign === false ? undefined : await this.signer(input.from));
+    const meta = await this.meta(channel);
+    if (meta) {
+      admitPost(channel, meta, input.from, signer !== undefined);
+      await guardPost(this.inner, channel, meta, input.from);
     }
-    const signer = await this.signer(input.from);
     return this.inner.post(channel, signer ? { ...input, signer } : input);
   }
 
   async read(channel: string, options: ReadOptions): Promise<ReadResult> {
     const result = await this.inner.read(channel, options);
-    const messages = await this.verifier.check(result.messages);
+    const messages = await this.deliver(channel, result.messages);
     return { ...result, messages, warnings: [...result.warnings, ...this.verifier.takeWarnings()] };
   }
 
@@ -88,10 +94,27 @@ class SignedStore implements Store {
     return this.inner.cursor(channel, agent);
   }
 
+  /**
+   * Waits again when the policy held back everything that woke it: an unsigned message in a
+   * channel that requires signatures must not end an agent's wait (the cursor has moved past
+   * it, so the next wait does not see it again).
+   */
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
-    const result = await this.inner.wait(channels, options);
-    const messages = await this.verifier.check(result.messages);
-    return { ...result, messages, warnings: [...result.warnings, ...this.verifier.takeWarnings()] };
+    const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS);
+    const held: string[] = [];
+    for (;;) {
+      const result = await this.inner.wait(channels, options);
+      const messages: Message[] = [];
+      for (const channel of new Set(result.messages.map((m) => m.channel))) {
+        const mine = result.messages.filter((m) => m.channel === channel);
+        messages.push(...(await this.deliver(channel, mine)));
+      }
+      held.push(...result.warnings, ...this.verifier.takeWarnings());
+      if (messages.length > 0 || result.messages.length === 0) {
+        return { ...result, messages, warnings: held };
+      }
+      options = { ...options, timeoutMs: Math.max(1, deadline - Date.now()) };
+    }
   }
 
   async *watch(channels: readonly string[], options?: WatchOptions): AsyncIterable<Message> {
@@ -135,6 +158,23 @@ class SignedStore implements Store {
 
   close(): Promise<void> {
     return this.inner.close();
+  }
+
+  /** Verified, then as the channel's policy delivers them to agents. */
+  private async deliver(channel: string, messages: readonly Message[]): Promise<Message[]> {
+    const checked = await this.verifier.check(messages);
+    if (checked.length === 0) return checked;
+    const meta = await this.meta(channel);
+    return meta ? deliverable(channel, meta, checked, (w) => this.verifier.report(w)) : checked;
+  }
+
+  /** The channel's meta, or undefined when it cannot be read (the operation itself says why). */
+  private async meta(channel: string): Promise<ChannelMeta | undefined> {
+    try {
+      return await this.inner.roster(channel);
+    } catch {
+      return undefined;
+    }
   }
 
   /** The poster's signer, looked up once per store (a missing key costs one lstat). */

@@ -143,6 +143,11 @@ export class Verifier {
     return doc;
   }
 
+  /** Reports a problem once, with the next read's warnings. */
+  report(warning: string): void {
+    this.warn(warning);
+  }
+
   private warn(warning: string): void {
     if (this.told.has(warning)) return;
     this.told.add(warning);

@@ -25,6 +25,8 @@ export interface Message {
   trust?: "verified" | "unsigned" | "forged";
   /** Why a message is `forged`, in a few words. */
   trustNote?: string;
+  /** Set by a reader when the channel's membership is strict and the sender is no member. */
+  nonMember?: true;
   /** Set by the parser when a `sig` line is present but the file around it is not as signed. */
   sigDefect?: string;
 }

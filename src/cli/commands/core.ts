@@ -1,11 +1,13 @@
 import type { Command } from "commander";
 import { isRelevant } from "../../core/message.js";
+import { policyMetaKeys } from "../../core/policy.js";
 import { readBody } from "../body.js";
 import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
 import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText } from "./hot.js";
+import { type PolicyFlags, policyChange } from "./policy.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
@@ -15,7 +17,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       .description("create a channel (fails if it exists)")
       .argument("<channel>", "channel name")
       .option("--members <list>", "comma-separated members; empty means open to everyone")
-      .option("--topic <text>", "what the channel is for", ""),
+      .option("--topic <text>", "what the channel is for", "")
+      .option("--signatures <mode>", "off | warn | require (docs/signatures.md)")
+      .option("--membership <mode>", "open | strict: posts by non-members refused")
+      .option("--loop-guard", "pause an agent that posts 30 times a minute or ping-pongs"),
   )
     .addHelpText(
       "after",
@@ -23,8 +28,14 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "  agent-chat init release --maintainer alice --band merge=approval --band '*'=auto",
     )
     .action(
-      async (channel: string, opts: { members?: string; topic: string } & GovernanceFlags) => {
-        const extra = initGovernanceExtra(opts, channel);
+      async (
+        channel: string,
+        opts: { members?: string; topic: string } & GovernanceFlags & PolicyFlags,
+      ) => {
+        const policy = policyMetaKeys(policyChange(opts));
+        const governance = initGovernanceExtra(opts, channel);
+        const extra =
+          governance || Object.keys(policy).length > 0 ? { ...governance, ...policy } : undefined;
         const store = await ctx.open();
         const meta = await store.init(channel, {
           members: splitList(opts.members),
