@@ -121,4 +121,43 @@ describe("agent-chat id", () => {
       { trust: "verified" },
     ]);
   });
+
+  it("init --signatures require --membership strict, policy, and unpause after a loop guard's pause", async () => {
+    const init = [
+      "init",
+      "ops",
+      "--members",
+      "alice",
+      "--signatures",
+      "require",
+      "--membership",
+      "strict",
+    ];
+    expect((await world.cli(init, alice)).code).toBe(0);
+    const outsider = await world.cli(["post", "ops", "--from", "bob", "--body", "x"], alice);
+    expect(outsider.code).toBe(1);
+    expect(outsider.stderr).toContain("bob is not a member of ops");
+    const keyless = await world.cli(["post", "ops", "--from", "alice", "--body", "x"], alice);
+    expect(keyless.stderr).toContain("agent-chat id new --as alice");
+    await world.cli(["id", "new", "--as", "alice"], alice);
+    expect((await world.cli(["post", "ops", "--from", "alice", "--body", "ok"], alice)).code).toBe(
+      0,
+    );
+
+    const set = await world.cli(["policy", "review", "--rate-limit", "2"], alice);
+    expect(set.stdout).toBe(
+      "review: signatures off, membership open, rate limit 2, ping-pong off\n",
+    );
+    for (const body of ["1", "2"]) {
+      expect(
+        (await world.cli(["post", "review", "--from", "carol", "--body", body], alice)).code,
+      ).toBe(0);
+    }
+    const third = await world.cli(["post", "review", "--from", "carol", "--body", "3"], alice);
+    expect(third.code).toBe(1);
+    expect(third.stderr).toContain("agent-chat unpause review --agent carol");
+    expect((await world.cli(["policy", "review"], alice)).stdout).toContain("paused: carol");
+    const lifted = await world.cli(["unpause", "review", "--agent", "carol"], alice);
+    expect(lifted.stdout).toBe("carol may post in review again\n");
+  });
 });
