@@ -144,6 +144,15 @@ describe("signed messages", () => {
     expect(read.messages[0]!.trust).toBe("verified");
   });
 
+  it("a body with CR LF line ends (a Windows editor, a pipe) verifies", async () => {
+    await (await open(aliceConfig)).post("review", {
+      from: "alice",
+      body: "one\r\ntwo\rthree\r\n",
+    });
+    const [m] = await trustOf();
+    expect(m).toMatchObject({ trust: "verified", body: "one\ntwo\nthree" });
+  });
+
   it("without a config folder the library still verifies, and never signs", async () => {
     await (await open(aliceConfig)).post("review", { from: "alice", body: "signed" });
     await (await open(undefined)).post("review", { from: "alice", body: "no keys here" });

@@ -36,8 +36,11 @@ export interface PostDraft {
 
 /** The text of a message file: the draft at its seq, signed when the poster has a key. */
 export function renderMessage(draft: PostDraft, seq: number, ts: string): string {
-  const text = serializeMessage({ ...draft, seq, ts });
-  if (!draft.signer) return text;
+  if (!draft.signer) return serializeMessage({ ...draft, seq, ts });
+  // Readers see line ends as "\n" (the parser folds CR LF and CR): a signature over anything
+  // else would never match what they check. An unsigned post keeps its bytes as given.
+  const body = draft.body.replace(/\r\n?/g, "\n");
+  const text = serializeMessage({ ...draft, body, seq, ts });
   return withSigLine(text, { key: draft.signer.key, signature: draft.signer.sign(text) });
 }
 
