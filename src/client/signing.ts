@@ -23,6 +23,8 @@ import {
 
 type Ed25519 = typeof import("./ed25519.js");
 
+const MAX_TOLD = 10_000;
+
 /** Loaded on the first signature made or checked, never by a reader of unsigned messages. */
 let ed25519: Promise<Ed25519> | undefined;
 export function loadEd25519(): Promise<Ed25519> {
@@ -150,7 +152,11 @@ export class Verifier {
 
   private warn(warning: string): void {
     if (this.told.has(warning)) return;
+    // A daemon lives for weeks: what it told stays bounded (one held-back message a warning).
+    if (this.told.size >= MAX_TOLD) this.told.clear();
     this.told.add(warning);
+    // Handed out by read and wait; peek and watch never take them, so keep only the latest.
+    if (this.pending.length >= 100) this.pending.shift();
     this.pending.push(warning);
     this.options.onWarning?.(warning);
   }
