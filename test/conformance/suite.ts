@@ -727,6 +727,20 @@ export function storeConformance(
         expect(trust(await watched)).toEqual(["verified", "unsigned", "forged"]);
       });
 
+      it("policy: require refuses unsigned posts, strict refuses non-members; a signed member posts", async () => {
+        await store.init("strict", {
+          members: ["alice"],
+          extra: { signatures: "require", membership: "strict" },
+        });
+        await expectCode(store.post("strict", { from: "alice", body: "unsigned" }), "POLICY");
+        await expectCode(store.post("strict", { from: "mallory", body: "x" }), "NOT_A_MEMBER");
+        const poster = backend.local ? await backend.local() : store;
+        if (poster !== store) opened.push(poster);
+        await poster.post("strict", { from: "alice", body: "signed", signer: alice });
+        const read = await (await another()).read("strict", { as: "bob" });
+        expect(read.messages.map((m) => [m.body, m.trust])).toEqual([["signed", "verified"]]);
+      });
+
       it("a signer never crosses a socket silently: refused there, signed everywhere else", async () => {
         const posted = store.post("signed", { from: "alice", body: "x", signer: alice });
         if (backend.local) {
