@@ -22,6 +22,7 @@ export interface GlobalOptions {
 
 export class CliContext {
   private store: Store | undefined;
+  private signing: Store | undefined;
   readonly abort = new AbortController();
   /** Set by a command whose exit code is another program's (e.g. `slash --exec`). */
   exitCode: number | undefined;
@@ -67,14 +68,16 @@ export class CliContext {
   }
 
   /**
-   * The store a post by `from` goes to: the root's own store when `from` holds a key here (a
-   * signer does not cross the daemon's socket; the daemon sees the file as any other), else
-   * {@link open}.
+   * The store a post by `from` goes to: the root's own store, signing, when `from` holds a key
+   * here (a signer does not cross the daemon's socket; the daemon sees the file as any other),
+   * else {@link open}. Only the commands whose poster the user names use it (post, mcp --as,
+   * request, approve): {@link open} signs for no one, so that a viewer's From field or a b00t
+   * `sender` never signs with a key this user happens to hold.
    */
   async openFor(from: string): Promise<Store> {
-    if (isNatsUrl(this.root) || !hasPrivateKey(this.configDir, from)) return this.open();
-    this.store ??= await this.openFolder();
-    return this.store;
+    if (!hasPrivateKey(this.configDir, from)) return this.open();
+    this.signing ??= await this.openFolder({ sign: true });
+    return this.signing;
   }
 
   /**
@@ -91,7 +94,7 @@ export class CliContext {
 
   /** Options for opening any root; NATS connection options only for nats:// roots. */
   openOptions(): OpenOptions {
-    const options: OpenOptions = { signatures: { configDir: this.configDir } };
+    const options: OpenOptions = { signatures: { configDir: this.configDir, sign: false } };
     if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
     if (isNatsUrl(this.root)) options.nats = natsOptionsFromEnv(this.env);
     return options;
@@ -176,6 +179,7 @@ export class CliContext {
   }
 
   async close(): Promise<void> {
+    await this.signing?.close();
     await this.store?.close();
   }
 }

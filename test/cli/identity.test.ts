@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { makeWorld, startDaemon, type World } from "../daemon/harness.js";
 import { collect, runCli, startCli, untilStdout, watching } from "../helpers/cli.js";
+import { type RunningViewer, rawRequest, startView } from "../viewer/helpers.js";
 
 let world: World;
 /** Alice's config folder and a reader's: two users of one root. */
@@ -159,5 +160,28 @@ describe("agent-chat id", () => {
     expect((await world.cli(["policy", "review"], alice)).stdout).toContain("paused: carol");
     const lifted = await world.cli(["unpause", "review", "--agent", "carol"], alice);
     expect(lifted.stdout).toBe("carol may post in review again\n");
+  });
+
+  it("the viewer's From field never signs with a key its user holds", async () => {
+    await world.cli(["id", "new", "--as", "alice"], alice);
+    const saved = process.env.XDG_CONFIG_HOME;
+    process.env.XDG_CONFIG_HOME = alice.XDG_CONFIG_HOME;
+    let viewer: RunningViewer | undefined;
+    try {
+      viewer = await startView(world.root);
+      const res = await rawRequest(viewer.port, "/api/channels/review/messages", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${viewer.token}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ from: "alice", body: "typed into the viewer" }),
+      });
+      expect(res.status, res.body).toBeLessThan(300);
+    } finally {
+      process.env.XDG_CONFIG_HOME = saved;
+      await viewer?.stop();
+    }
+    const peek = await world.cli(["--json", "peek", "review"], reader);
+    expect(json<{ messages: Array<{ trust: string }> }>(peek.stdout).messages).toMatchObject([
+      { trust: "unsigned" },
+    ]);
   });
 });

@@ -42,7 +42,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       const { DaemonServer } = await import("../../daemon/server.js");
       const socketPath = opts.socket ?? ctx.socketPath;
       // The daemon verifies for its clients but signs for none of them (docs/signatures.md).
-      const store = await ctx.openFolder({ sign: false });
+      const store = await ctx.openFolder();
       const serverOptions: ConstructorParameters<typeof DaemonServer>[0] = {
         store,
         root: canonicalRoot(store.location),
