@@ -24,6 +24,8 @@ import {
 type Ed25519 = typeof import("./ed25519.js");
 
 const MAX_TOLD = 10_000;
+/** Good signatures remembered per store (with their text: a few MB at most). */
+const MAX_GOOD = 2_000;
 
 /** Loaded on the first signature made or checked, never by a reader of unsigned messages. */
 let ed25519: Promise<Ed25519> | undefined;
@@ -58,6 +60,7 @@ export interface SignatureOptions {
 export class Verifier {
   private readonly pins: PinStore;
   private readonly told = new Set<string>();
+  private readonly good = new Map<string, { key: string; text: string }>();
   /** Warnings not yet handed to a caller (a read result carries them). */
   private pending: string[] = [];
 
@@ -73,6 +76,21 @@ export class Verifier {
     const ed = await loadEd25519();
     const keys = new Map<string, string[] | undefined>();
     return messages.map((m) => this.checkOne(m, ed, keys));
+  }
+
+  /**
+   * Whether the signature is right, remembered for the signatures seen last: a daemon or an
+   * MCP server reads the same messages again and again, and a check costs ~60 µs, a look-up
+   * and a string comparison almost nothing. Only good signatures are kept, with the exact
+   * text and key they are good for.
+   */
+  private matches(key: string, text: string, signature: string, ed: Ed25519): boolean {
+    const known = this.good.get(signature);
+    if (known && known.key === key && known.text === text) return true;
+    if (!ed.verifySignature(key, text, signature)) return false;
+    if (this.good.size >= MAX_GOOD) this.good.delete(this.good.keys().next().value as string);
+    this.good.set(signature, { key, text });
+    return true;
   }
 
   /** Warnings found since the last call, each reported once per store. */
@@ -93,7 +111,7 @@ export class Verifier {
     if (pinned !== undefined && !pinned.includes(sig.key)) {
       return forged(m, `signed by a key that is not ${m.from}'s pinned key`);
     }
-    if (!ed.verifySignature(sig.key, canonicalText(m), sig.signature)) {
+    if (!this.matches(sig.key, canonicalText(m), sig.signature, ed)) {
       return forged(m, "the signature does not match the message");
     }
     if (pinned === undefined) {

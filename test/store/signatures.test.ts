@@ -182,6 +182,14 @@ describe("signed messages", () => {
     expect(m?.trustNote).toBeTruthy();
   });
 
+  it("a long-lived reader (a daemon) sees an edit made after it verified the message", async () => {
+    await (await open(aliceConfig)).post("review", { from: "alice", body: "pay bob 10" });
+    const daemon = await open(readerConfig);
+    expect((await daemon.peek("review")).map((m) => m.trust)).toEqual(["verified"]);
+    editFile(1, (t) => t.replace("pay bob 10", "pay bob 1000"));
+    expect((await daemon.peek("review")).map((m) => m.trust)).toEqual(["forged"]);
+  });
+
   it("a signed file copied to another number or channel is forged", async () => {
     const s = await open(aliceConfig);
     await s.post("review", { from: "alice", body: "approve" });
