@@ -61,6 +61,7 @@ export class Verifier {
   private readonly pins: PinStore;
   private readonly told = new Set<string>();
   private readonly good = new Map<string, { key: string; text: string }>();
+  private readonly chains = new Map<string, { text: string; valid: boolean }>();
   /** Warnings not yet handed to a caller (a read result carries them). */
   private pending: string[] = [];
 
@@ -154,7 +155,7 @@ export class Verifier {
     if (this.options.publishedIn === undefined) return undefined;
     const doc = readPublishedKey(this.options.publishedIn, name, (p) => this.warn(p));
     if (doc === undefined) return undefined;
-    if (!validRotations(doc, ed)) {
+    if (!this.validChain(doc, ed)) {
       this.warn(
         `ignored the published key of ${name}: a rotation is not signed by the key before it`,
       );
@@ -166,6 +167,16 @@ export class Verifier {
   /** Reports a problem once, with the next read's warnings. */
   report(warning: string): void {
     this.warn(warning);
+  }
+
+  /** {@link validRotations}, remembered for the chain last seen per name (it rarely changes). */
+  private validChain(doc: PublishedKey, ed: Ed25519): boolean {
+    const text = JSON.stringify(doc);
+    const known = this.chains.get(identity(doc.name));
+    if (known?.text === text) return known.valid;
+    const valid = validRotations(doc, ed);
+    this.chains.set(identity(doc.name), { text, valid });
+    return valid;
   }
 
   private warn(warning: string): void {
