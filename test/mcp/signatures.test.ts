@@ -1,15 +1,22 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createIdentity } from "../../src/client/identity.js";
+import { tempDir } from "../helpers/tmp.js";
 import { agentFixture } from "./client.js";
 
 const fixture = agentFixture();
+/** The agents' config folders, outside the root (keys never live in it). */
+let configs: ReturnType<typeof tempDir>;
+beforeEach(() => {
+  configs = tempDir("agent-chat-config-");
+});
+afterEach(() => configs.cleanup());
 
 describe("agent-chat mcp --as A: the session's identity", () => {
   it("signs as A when A's key is here; readers see (verified), and (FORGED) once it is edited", async () => {
     const root = fixture.root();
-    const config = join(root, "..", `${root.split("/").pop()}-config`);
+    const config = configs.dir;
     await createIdentity(
       { configDir: join(config, "agent-chat"), root, rootId: resolve(root) },
       "alice",
