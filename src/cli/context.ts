@@ -1,5 +1,7 @@
 import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { hasPrivateKey } from "../client/keys.js";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
@@ -20,6 +22,7 @@ export interface GlobalOptions {
 
 export class CliContext {
   private store: Store | undefined;
+  private signing: Store | undefined;
   readonly abort = new AbortController();
   /** Set by a command whose exit code is another program's (e.g. `slash --exec`). */
   exitCode: number | undefined;
@@ -64,12 +67,38 @@ export class CliContext {
     return this.store;
   }
 
+  /**
+   * The store a post by `from` goes to: the root's own store, signing, when `from` holds a key
+   * here (a signer does not cross the daemon's socket; the daemon sees the file as any other),
+   * else {@link open}. Only the commands whose poster the user names use it (post, mcp --as,
+   * request, approve): {@link open} signs for no one, so that a viewer's From field or a b00t
+   * `sender` never signs with a key this user happens to hold.
+   */
+  async openFor(from: string): Promise<Store> {
+    if (!hasPrivateKey(this.configDir, from)) return this.open();
+    this.signing ??= await this.openFolder({ sign: true });
+    return this.signing;
+  }
+
+  /**
+   * The user's own folder for keys and pins: `$XDG_CONFIG_HOME/agent-chat`, else
+   * `~/.config/agent-chat`. Never in the root, which others write.
+   */
+  get configDir(): string {
+    // A relative XDG_CONFIG_HOME is to be ignored (XDG Base Directory spec): it would resolve in
+    // the working folder, which may be the root.
+    const xdg = this.env.XDG_CONFIG_HOME;
+    const base = xdg && isAbsolute(xdg) ? xdg : join(this.env.HOME || homedir(), ".config");
+    return join(base, "agent-chat");
+  }
+
   /** Options for opening any root; NATS connection options only for nats:// roots. */
   openOptions(): OpenOptions {
     const options: OpenOptions = {
       harness: this.harness,
       // Presence is a courtesy of the command: one that cannot be recorded is said once.
       onWarning: (warning) => this.warn(warning),
+      signatures: { configDir: this.configDir, sign: false },
     };
     if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
     if (isNatsUrl(this.root)) options.nats = this.natsOptions();
@@ -82,8 +111,10 @@ export class CliContext {
   }
 
   /** The root's store without any daemon in between (what `serve` itself serves). */
-  openFolder(): Promise<Store> {
-    return openStore(this.root, this.openOptions());
+  openFolder(signatures: { sign?: boolean } = {}): Promise<Store> {
+    const options = this.openOptions();
+    options.signatures = { ...options.signatures, ...signatures };
+    return openStore(this.root, options);
   }
 
   private async connectDaemon(): Promise<DaemonClient | undefined> {
@@ -164,6 +195,7 @@ export class CliContext {
   }
 
   async close(): Promise<void> {
+    await this.signing?.close();
     await this.store?.close();
   }
 }

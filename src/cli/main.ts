@@ -47,6 +47,14 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/delivery.js")).registerDeliveryCommands,
   },
   {
+    commands: ["policy", "unpause"],
+    load: async () => (await import("./commands/policy.js")).registerPolicyCommands,
+  },
+  {
+    commands: ["id"],
+    load: async () => (await import("./commands/identity.js")).registerIdentityCommands,
+  },
+  {
     commands: ["slash"],
     load: async () => (await import("./commands/slash.js")).registerSlashCommands,
   },

@@ -1,10 +1,20 @@
 import { type Message, serializeMessage } from "../core/message.js";
 import { slashJson, slashOfBody } from "../core/slash.js";
 
-/** The reference's human form: a rule of 70 `=`, the message file's text, an empty line. */
+/**
+ * The reference's human form: a rule of 70 `=`, the message file's text, an empty line. A
+ * signed message's rule ends with what its signature proves (docs/signatures.md): the rule is
+ * the one line a message's own text cannot reach.
+ */
 export function formatMessageHuman(message: Message): string {
   const text = serializeMessage({ ...message, extra: message.extra });
-  return `${"=".repeat(70)}\n${text}\n`;
+  return `${"=".repeat(70)}${trustMark(message)}\n${text}\n`;
+}
+
+function trustMark(message: Message): string {
+  if (message.trust === "verified") return ` verified: signed by ${message.from}`;
+  if (message.trust === "forged") return ` FORGED: ${message.trustNote ?? "bad signature"}`;
+  return "";
 }
 
 /** The JSON form of a message, for `--json` output. */
@@ -22,6 +32,8 @@ export function messageJson(message: Message): Record<string, unknown> {
   out.body = message.body;
   out.file = message.file;
   if (Object.keys(message.extra).length > 0) out.extra = message.extra;
+  if (message.trust !== undefined) out.trust = message.trust;
+  if (message.trustNote !== undefined) out.trust_note = message.trustNote;
   // A body that starts with a /b00t or /chat line carries a command; it is only described here,
   // never run (a message is untrusted input; see docs/slash.md).
   const slash = slashOfBody(message.body);

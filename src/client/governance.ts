@@ -23,6 +23,7 @@ import { formatTimestamp, type Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { assertDistinctAgents, sameAgent, validateName } from "../core/names.js";
 import { DEFAULT_WAIT_TIMEOUT_MS, type Store } from "../store/types.js";
+import { signaturesRequired } from "./policy.js";
 
 /**
  * The governance profile (SPEC §9) on top of any Store: read and change a channel's profile,
@@ -174,6 +175,7 @@ export async function requestAction(
   const base = { band, action: lookup.action, matched: lookup.matched, seq: posted.seq };
   const ignored: Array<Extract<ReplyJudgement, { kind: "ignored" }>> = [];
   const ending = await watchReplies(store, channel, request, maintainer, {
+    verifiedOnly: signaturesRequired(await store.roster(channel)),
     waitMs,
     intervalMs: input.intervalMs,
     signal: input.signal,
@@ -241,6 +243,8 @@ async function watchReplies(
     intervalMs: number | undefined;
     signal: AbortSignal | undefined;
     onJudgement: (j: ReplyJudgement) => void;
+    /** Only verified replies count (the channel requires signatures). */
+    verifiedOnly: boolean;
   },
 ): Promise<WatchEnding> {
   const stop = new AbortController();
@@ -259,6 +263,7 @@ async function watchReplies(
     const watchOptions: Parameters<Store["watch"]>[1] = { after: request.seq, signal: stop.signal };
     if (options.intervalMs !== undefined) watchOptions.intervalMs = options.intervalMs;
     for await (const message of store.watch([channel], watchOptions)) {
+      if (options.verifiedOnly && !isVerified(message)) continue;
       const judgement = judgeReply(message, request, maintainer);
       if (!judgement) continue;
       if (judgement.kind === "verdict") return { kind: "verdict", judgement };
@@ -362,7 +367,15 @@ export async function pendingRequests(
   return { profile, requests: openRequests(messages, profile.maintainer, now) };
 }
 
-/** Every message of a channel, in seq order; moves no cursor. */
+/**
+ * Every message of a channel that counts, in seq order; moves no cursor. Where the channel
+ * requires signatures, only verified ones count: a forged approval from "maintainer" is none.
+ */
 async function allMessages(store: Store, channel: string): Promise<Message[]> {
-  return store.peek(channel, Number.MAX_SAFE_INTEGER);
+  const all = await store.peek(channel, Number.MAX_SAFE_INTEGER);
+  return signaturesRequired(await store.roster(channel)) ? all.filter(isVerified) : all;
+}
+
+function isVerified(m: Message): boolean {
+  return m.trust === "verified";
 }

@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
@@ -6,17 +6,22 @@ import type { NatsStoreOptions } from "../store/nats/index.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import { isUrlRoot } from "../store/roots.js";
 import type { Store } from "../store/types.js";
+import { signedStore } from "./signed-store.js";
+import type { SignatureOptions } from "./signing.js";
 
 export interface OpenOptions extends FsStoreOptions {
   /** Connection options for `nats://` and `tls://` roots (credentials, TLS, timeouts). */
   nats?: NatsConnectionOptions;
+  /** Keys and pins for signed messages (docs/signatures.md); default: verify, never sign. */
+  signatures?: Omit<SignatureOptions, "rootId" | "publishedIn">;
 }
 
 /**
  * Opens the store behind a root: a folder path selects the embedded folder store, a
  * `nats://host:port/namespace` (or `tls://…`) URL the NATS JetStream store. Backends with heavy
  * dependencies are imported only when their URL is used. Either comes behind the identity guard
- * (src/store/identities.ts): a channel admits one name per cursor-file key.
+ * (src/store/identities.ts): a channel admits one name per cursor-file key. Every message read
+ * says whether it is verified, unsigned or forged (src/client/signed-store.ts).
  */
 export async function openStore(root: string, options: OpenOptions = {}): Promise<Store> {
   if (root.trim() === "") throw new AgentChatError("INVALID_ARGUMENT", "root is empty");
@@ -24,14 +29,20 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
     const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
     if (scheme === "nats" || scheme === "tls") {
       const { NatsStore } = await import("../store/nats/index.js");
-      return guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
+      const store = guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
+      return signedStore(store, { ...options.signatures, rootId: store.location });
     }
     throw new AgentChatError(
       "BACKEND_UNAVAILABLE",
       `no backend for ${scheme}:// roots; use a folder path or nats://host:port/namespace`,
     );
   }
-  return guardIdentities(new FsStore(root, options));
+  const store = guardIdentities(new FsStore(root, options));
+  return signedStore(store, {
+    ...options.signatures,
+    rootId: resolve(store.location),
+    publishedIn: store.location,
+  });
 }
 
 /** The options a NATS store takes from those given for any root (not the folder's lock ones). */

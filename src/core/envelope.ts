@@ -1,5 +1,6 @@
 import { AgentChatError } from "./errors.js";
-import { titleFromBody } from "./message.js";
+import { oneLine, titleFromBody } from "./message.js";
+import { slug, validateName } from "./names.js";
 
 /**
  * The b00t chat envelope (seed 002): one JSON object per line on the socket, or one NATS
@@ -66,15 +67,22 @@ export interface EnvelopePost {
   extra?: Record<string, string>;
 }
 
+/** How an envelope arrived, kept in its message (`via`): nothing signed it, whatever it says. */
+export type EnvelopeRoute = "b00t-socket" | "b00t-nats";
+
 /**
  * sender → from; `metadata.to/title/status/reply_to` when present (else broadcast and the first
- * line of the body as title); any other metadata kept as one line of JSON.
+ * line of the body as title); any other metadata kept as one line of JSON. b00t's `sender` is
+ * free-form ("Frontend Agent"): one that is not a valid agent name posts as its slug
+ * (`frontend-agent`) and keeps its words as `display_name`. Every envelope's message says how
+ * it came (`via`), and is never signed: the socket proves nothing about who wrote to it.
  */
-export function envelopeToPost(envelope: B00tEnvelope): EnvelopePost {
+export function envelopeToPost(envelope: B00tEnvelope, via: EnvelopeRoute): EnvelopePost {
   const { to, title, status, reply_to, ...rest } = envelope.metadata ?? {};
+  const from = asAgentName(envelope.sender);
   const post: EnvelopePost = {
     channel: envelope.channel,
-    from: envelope.sender,
+    from,
     body: envelope.body,
     title: typeof title === "string" && title.trim() !== "" ? title : titleFromBody(envelope.body),
   };
@@ -82,6 +90,18 @@ export function envelopeToPost(envelope: B00tEnvelope): EnvelopePost {
   if (typeof status === "string") post.status = status;
   const reply = Number(reply_to);
   if (reply_to !== undefined && Number.isSafeInteger(reply) && reply > 0) post.replyTo = reply;
-  if (Object.keys(rest).length > 0) post.extra = { metadata: JSON.stringify(rest) };
+  const extra: Record<string, string> = {};
+  if (from !== envelope.sender) extra.display_name = oneLine(envelope.sender).slice(0, 200);
+  extra.via = via;
+  if (Object.keys(rest).length > 0) extra.metadata = JSON.stringify(rest);
+  post.extra = extra;
   return post;
+}
+
+function asAgentName(sender: string): string {
+  try {
+    return validateName("agent", sender);
+  } catch {
+    return slug(sender);
+  }
 }

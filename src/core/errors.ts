@@ -37,7 +37,15 @@ export type ErrorCode =
   /** Governance: only the channel's maintainer may decide a request. */
   | "NOT_MAINTAINER"
   /** A slash command that the config's allowlist does not admit for `--exec`. */
-  | "NOT_ALLOWED";
+  | "NOT_ALLOWED"
+  /** Signatures: a key for a name that already has a different pinned or published key. */
+  | "KEY_CONFLICT"
+  /** Signatures: the agent has no key here (`agent-chat id new`). */
+  | "NO_KEY"
+  /** Signatures or policy: a post refused by the channel's policy (unsigned, not a member). */
+  | "POLICY"
+  /** Loop guard: the poster is paused in this channel until a person runs `agent-chat unpause`. */
+  | "PAUSED";
 
 export class AgentChatError extends Error {
   override readonly name = "AgentChatError";

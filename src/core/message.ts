@@ -18,6 +18,17 @@ export interface Message {
   extra: Record<string, string>;
   /** The file name inside the channel folder. */
   file: string;
+  /**
+   * Who wrote it, as far as a reader can tell (src/core/signature.ts): set by every reader of
+   * this package; absent only on a message parsed by hand.
+   */
+  trust?: "verified" | "unsigned" | "forged";
+  /** Why a message is `forged`, in a few words. */
+  trustNote?: string;
+  /** Set by a reader when the channel's membership is strict and the sender is no member. */
+  nonMember?: true;
+  /** Set by the parser when a `sig` line is present but the file around it is not as signed. */
+  sigDefect?: string;
 }
 
 export interface NewMessage {
@@ -208,6 +219,7 @@ export function parseMessage(text: string, file: string, channel: string): Parse
     return { ok: false, reason: "no frontmatter" };
   }
   const fields = new Map<string, string>();
+  let duplicateSig = false;
   let pos = firstEnd + 1;
   let bodyStart = -1;
   while (pos < src.length) {
@@ -222,6 +234,7 @@ export function parseMessage(text: string, file: string, channel: string): Parse
     const colon = line.indexOf(":");
     if (colon < 0) continue;
     const key = line.slice(0, colon).trim();
+    if (key === "sig" && fields.has(key)) duplicateSig = true;
     if (key !== "" && !fields.has(key)) fields.set(key, line.slice(colon + 1).trim());
   }
   if (bodyStart < 0) return { ok: false, reason: "unclosed frontmatter" };
@@ -244,7 +257,25 @@ export function parseMessage(text: string, file: string, channel: string): Parse
   };
   const replyTo = parseReplyTo(fields.get("reply_to"));
   if (replyTo !== undefined) message.replyTo = replyTo;
+  if (fields.has("sig")) {
+    const defect = duplicateSig ? "two signature lines" : notAsWritten(message, src);
+    if (defect !== undefined) message.sigDefect = defect;
+  }
   return { ok: true, message };
+}
+
+/**
+ * A signed file must be exactly what the signer wrote: lines the parser skips or keeps only once
+ * (a second `from`, a line without a colon) would otherwise show one thing to chat.py and
+ * another to the signature.
+ */
+function notAsWritten(message: Message, src: string): string | undefined {
+  try {
+    if (serializeMessage(message) === src) return undefined;
+  } catch {
+    // An extra key that cannot be written back: not a file this package signed.
+  }
+  return "the file was changed after it was signed";
 }
 
 /** ISO-8601 with the local offset, to the second, as the reference writes `ts` and `created`. */

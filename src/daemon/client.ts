@@ -174,6 +174,15 @@ export class DaemonClient implements Store {
   }
 
   post(channel: string, input: PostInput): Promise<PostResult> {
+    if (input.signer !== undefined) {
+      // A function does not cross the socket, and a post must not lose its signature silently.
+      return Promise.reject(
+        new AgentChatError(
+          "INVALID_ARGUMENT",
+          "a signed post cannot go through the daemon; post to the folder store itself",
+        ),
+      );
+    }
     const { to, ...rest } = input;
     return this.call(
       "post",

@@ -144,7 +144,7 @@ export class DaemonServer {
   /** An envelope is an ordinary post; its channel is created (open) when missing. */
   async postEnvelope(value: unknown) {
     const envelope = validateEnvelope(value);
-    const { channel, ...post } = envelopeToPost(envelope);
+    const { channel, ...post } = envelopeToPost(envelope, "b00t-socket");
     try {
       return await this.store.post(channel, post);
     } catch (err) {

@@ -11,13 +11,27 @@ export function formatMessages(messages: readonly Message[]): string {
 }
 
 function formatMessage(m: Message): string {
-  const head = [`── ${m.channel} #${m.seq}`, `from ${m.from}`, `to ${m.to || "all"}`];
+  const head = [
+    `── ${m.channel} #${m.seq}`,
+    `from ${m.from}${trustWord(m)}`,
+    `to ${m.to || "all"}`,
+  ];
   if (m.status) head.push(m.status);
   if (m.replyTo !== undefined) head.push(`re #${m.replyTo}`);
   head.push(m.ts);
   const firstLine = m.body.split("\n", 1)[0]?.trim() ?? "";
   const title = m.title && m.title !== firstLine ? `${m.title}\n` : "";
   return `${head.join(" · ")}\n${title}${m.body.trimEnd()}`;
+}
+
+/**
+ * What the signature proves, in one word after the sender (docs/signatures.md); nothing for an
+ * unsigned message, which most are, so that a model reads no noise.
+ */
+function trustWord(m: Message): string {
+  if (m.trust === "verified") return " (verified)";
+  if (m.trust === "forged") return ` (FORGED: ${m.trustNote ?? "bad signature"})`;
+  return "";
 }
 
 export function formatTasks(channel: string, tasks: readonly TaskInfo[]): string {

@@ -313,7 +313,8 @@ function registerTools(
     "chat_read",
     "Read the messages for you since your cursor, then advance it. " +
       "Without channel: every channel you belong to. " +
-      "With search or thread it finds messages instead and moves no cursor.",
+      "With search or thread it finds messages instead and moves no cursor. " +
+      "A sender marked (FORGED) did not write that message.",
     {
       channel: channel.optional(),
       all: z.boolean().optional().describe("From the beginning, not from your cursor"),

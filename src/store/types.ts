@@ -171,6 +171,18 @@ export interface PostInput {
   status?: string;
   /** Extra one-line frontmatter fields (e.g. `metadata` of a b00t envelope). */
   extra?: Record<string, string>;
+  /**
+   * Signs the message as written, for the `sig` line (docs/signatures.md). In-process only: a
+   * function does not cross the daemon's socket, so a signed post goes to the store itself.
+   */
+  signer?: PostSigner;
+}
+
+export interface PostSigner {
+  /** The public key, base64url. */
+  key: string;
+  /** The signature of `text` (UTF-8), base64url. */
+  sign(text: string): string;
 }
 
 export interface PostResult {

@@ -50,6 +50,10 @@ beforeAll(async () => {
   expect(
     (await runCli(["task", "add", "review", "--title", "t", "--as", "alice"], { root })).code,
   ).toBe(0);
+  // The user holds a key (carol's): commands that neither sign nor verify must not pay for it.
+  const config = { XDG_CONFIG_HOME: join(tmp.dir, "config") };
+  expect((await runCli(["id", "new", "--as", "carol"], { root, env: config })).code).toBe(0);
+  expect((await runCli(["init", "signed"], { root })).code).toBe(0);
 });
 
 afterAll(() => tmp.cleanup());
@@ -64,6 +68,7 @@ function loadedBy(args: string[], input = ""): string[] {
     AGENT_CHAT_NAME: "bob",
     // A socket that does not exist: the command looks for a daemon and finds none.
     AGENT_CHAT_SOCKET: join(tmp.dir, "no-daemon.sock"),
+    XDG_CONFIG_HOME: join(tmp.dir, "config"),
     LOAD_LOG: log,
   };
   delete env.NODE_OPTIONS;
@@ -117,6 +122,12 @@ describe("start-up: what the commands agents run all the time load", () => {
       expect(ours.size, [...ours].join(", ")).toBeLessThanOrEqual(1);
     },
   );
+
+  it("a post by the key's holder loads node:crypto, lazily, and no file of ours besides", () => {
+    const loaded = loadedBy(["post", "signed", "--from", "carol", "--body", "signed"]);
+    expect(loaded).toContain("node:crypto");
+    expect(new Set(loaded.filter((m) => m.startsWith(DIST) && m !== CLI)).size).toBe(1);
+  });
 
   it("the full CLI's lines still load it (the recorder sees what it must)", () => {
     const loaded = loadedBy(["roster", "review"]);

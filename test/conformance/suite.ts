@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { generateKeyPair, signerFromPem } from "../../src/client/ed25519.js";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
 import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
@@ -14,6 +15,11 @@ export interface Backend {
   cleanup(): Promise<void>;
   /** Wakes waiters by its sleep-poll alone (a folder store without a file watch). */
   pollOnly?: boolean;
+  /**
+   * For a store across a socket (the daemon), which a post's signer cannot reach: the same data
+   * opened in this process, where a signed post goes instead.
+   */
+  local?: () => Promise<Store>;
 }
 
 /**
@@ -1065,6 +1071,66 @@ export function storeConformance(
         await expectCode(store.thread("plan", 99), "NOT_FOUND");
         await expectCode(store.thread("nope", 1), "CHANNEL_NOT_FOUND");
         await expectCode(store.thread("plan", 0), "INVALID_ARGUMENT");
+      });
+    });
+
+    describe("signatures (docs/signatures.md)", () => {
+      const alice = signerFromPem(generateKeyPair().pem);
+      const mallory = signerFromPem(generateKeyPair().pem);
+
+      beforeEach(async () => {
+        await store.init("signed");
+      });
+
+      it("every message read, peeked, waited for or watched says verified, unsigned or forged", async () => {
+        const reader = await another();
+        const watched = (async () => {
+          const out: Message[] = [];
+          const stop = new AbortController();
+          for await (const m of reader.watch(["signed"], { signal: stop.signal, after: 0 })) {
+            out.push(m);
+            if (out.length === 3) stop.abort();
+          }
+          return out;
+        })();
+        const poster = backend.local ? await backend.local() : store;
+        if (poster !== store) opened.push(poster);
+        await poster.post("signed", { from: "alice", body: "one", signer: alice });
+        await store.post("signed", { from: "bob", body: "two" });
+        // The first good key for a name is pinned: mallory's signature as alice is forged.
+        await poster.post("signed", { from: "alice", body: "three", signer: mallory });
+        const trust = (ms: Message[]) => ms.map((m) => m.trust);
+        expect(trust(await reader.peek("signed"))).toEqual(["verified", "unsigned", "forged"]);
+        const read = await reader.read("signed", { as: "carol" });
+        expect(trust(read.messages)).toEqual(["verified", "unsigned", "forged"]);
+        expect(read.messages[2]!.trustNote).toContain("pinned key");
+        const waited = await (await another()).wait(["signed"], { as: "dave", timeoutMs: 5000 });
+        expect(trust(waited.messages)).toEqual(["verified", "unsigned", "forged"]);
+        expect(trust(await watched)).toEqual(["verified", "unsigned", "forged"]);
+      });
+
+      it("policy: require refuses unsigned posts, strict refuses non-members; a signed member posts", async () => {
+        await store.init("strict", {
+          members: ["alice"],
+          extra: { signatures: "require", membership: "strict" },
+        });
+        await expectCode(store.post("strict", { from: "alice", body: "unsigned" }), "POLICY");
+        await expectCode(store.post("strict", { from: "mallory", body: "x" }), "NOT_A_MEMBER");
+        const poster = backend.local ? await backend.local() : store;
+        if (poster !== store) opened.push(poster);
+        await poster.post("strict", { from: "alice", body: "signed", signer: alice });
+        const read = await (await another()).read("strict", { as: "bob" });
+        expect(read.messages.map((m) => [m.body, m.trust])).toEqual([["signed", "verified"]]);
+      });
+
+      it("a signer never crosses a socket silently: refused there, signed everywhere else", async () => {
+        const posted = store.post("signed", { from: "alice", body: "x", signer: alice });
+        if (backend.local) {
+          await expectCode(posted, "INVALID_ARGUMENT");
+        } else {
+          await posted;
+          expect((await store.peek("signed"))[0]!.extra.sig).toMatch(/^ed25519:/);
+        }
       });
     });
   });

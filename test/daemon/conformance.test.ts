@@ -15,6 +15,7 @@ storeConformance("daemon client", async (now) => {
   await daemon.listen(socket);
   return {
     open: () => DaemonClient.connect(socket),
+    local: () => openStore(join(tmp.dir, "root"), { now }),
     cleanup: async () => {
       await daemon.close();
       await store.close();

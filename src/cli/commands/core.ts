@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { isRelevant } from "../../core/message.js";
+import { policyMetaKeys } from "../../core/policy.js";
 import { TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
@@ -7,6 +8,7 @@ import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
 import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText } from "./hot.js";
+import { type PolicyFlags, policyChange } from "./policy.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
@@ -17,7 +19,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       .argument("<channel>", "channel name")
       .option("--members <list>", "comma-separated members; empty means open to everyone")
       .option("--topic <text>", "what the channel is for", "")
-      .option("--task-ttl <duration>", "the default lease of claims and path leases: 45m, 2h"),
+      .option("--task-ttl <duration>", "the default lease of claims and path leases: 45m, 2h")
+      .option("--signatures <mode>", "off | warn | require (docs/signatures.md)")
+      .option("--membership <mode>", "open | strict: posts by non-members refused")
+      .option("--loop-guard", "pause an agent that posts 30 times a minute or ping-pongs"),
   )
     .addHelpText(
       "after",
@@ -27,11 +32,12 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .action(
       async (
         channel: string,
-        opts: { members?: string; topic: string; taskTtl?: string } & GovernanceFlags,
+        opts: { members?: string; topic: string; taskTtl?: string } & GovernanceFlags & PolicyFlags,
       ) => {
         const ttl = opts.taskTtl === undefined ? undefined : parseTtl(opts.taskTtl, "--task-ttl");
         const extra = {
           ...initGovernanceExtra(opts, channel),
+          ...policyMetaKeys(policyChange(opts)),
           ...(ttl === undefined ? {} : { [TASK_TTL_KEY]: ttl / 1000 }),
         };
         const store = await ctx.open();

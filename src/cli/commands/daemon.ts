@@ -41,6 +41,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .action(async (opts: ServeFlags) => {
       const { DaemonServer } = await import("../../daemon/server.js");
       const socketPath = opts.socket ?? ctx.socketPath;
+      // The daemon verifies for its clients but signs for none of them (docs/signatures.md).
       const store = await ctx.openFolder();
       const serverOptions: ConstructorParameters<typeof DaemonServer>[0] = {
         store,

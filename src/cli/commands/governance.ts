@@ -194,7 +194,7 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       if (opts.body !== undefined || opts.bodyFile !== undefined) {
         input.body = await readBody({ body: opts.body, bodyFile: opts.bodyFile }, ctx.maxBodyBytes);
       }
-      const outcome = await requestAction(await ctx.open(), channel, input);
+      const outcome = await requestAction(await ctx.openFor(input.as), channel, input);
       if (outcome.band !== "auto" && !outcome.proceed) {
         // Exit 4; the message (and the JSON error document) say who decided and why.
         const note = outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
@@ -244,7 +244,7 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         const verdict: Verdict = opts.reject ? "rejected" : opts.veto ? "vetoed" : "approved";
         const input: Parameters<typeof decide>[3] = { as, verdict };
         if (opts.note !== undefined) input.note = opts.note;
-        const result = await decide(await ctx.open(), channel, seq, input);
+        const result = await decide(await ctx.openFor(input.as), channel, seq, input);
         if (ctx.json) return ctx.printJson(result);
         ctx.out(
           `${verdict} #${seq} (${result.request.action}: ${result.request.title}); posted #${result.seq}\n`,

@@ -43,7 +43,7 @@ export const HOT_ACTIONS: Record<
       { body: text(opts.body), bodyFile: text(opts.bodyFile) },
       ctx.maxBodyBytes,
     );
-    const store = await ctx.open();
+    const store = await ctx.openFor(from);
     const input: Parameters<typeof store.post>[1] = { from, body, status: text(opts.status)! };
     if (opts.title !== undefined) input.title = text(opts.title)!;
     if (opts.to !== undefined) input.to = text(opts.to)!;

@@ -60,7 +60,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         : undefined;
       // Presence says "mcp" (the session's host tool starts the server; its env may say which).
       if (!ctx.env.AGENT_CHAT_HARNESS) ctx.harness = "mcp";
-      const store = await ctx.open();
+      // Bound to the session's agent: it posts only as that agent, signed when its key is here.
+      const store = agent ? await ctx.openFor(agent) : await ctx.open();
       // Loaded only here: the rest of the CLI never pays for the MCP SDK.
       const { runMcpServer } = await import("../../mcp/server.js");
       const { mcpTools } = await import("../plugins/mcp-tools.js");

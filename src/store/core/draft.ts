@@ -8,8 +8,9 @@ import {
   titleFromBody,
 } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
-import { validateName } from "../../core/names.js";
-import type { InitOptions, NewTask, PostInput } from "../types.js";
+import { slug, validateName } from "../../core/names.js";
+import { SIG_KEY, withSigLine } from "../../core/signature.js";
+import type { InitOptions, NewTask, PostInput, PostSigner } from "../types.js";
 
 /** Limits every backend enforces alike, so that a post accepted by one is accepted by all. */
 export const MAX_TITLE = 200;
@@ -30,6 +31,24 @@ export interface PostDraft {
   status: string;
   replyTo: number | undefined;
   extra: Record<string, string>;
+  signer?: PostSigner | undefined;
+}
+
+/** The text of a message file: the draft at its seq, signed when the poster has a key. */
+export function renderMessage(draft: PostDraft, seq: number, ts: string): string {
+  if (!draft.signer) return serializeMessage({ ...draft, seq, ts });
+  // Readers see line ends as "\n" (the parser folds CR LF and CR): a signature over anything
+  // else would never match what they check. An unsigned post keeps its bytes as given.
+  const body = draft.body.replace(/\r\n?/g, "\n");
+  const text = serializeMessage({ ...draft, body, seq, ts });
+  return withSigLine(text, { key: draft.signer.key, signature: draft.signer.sign(text) });
+}
+
+/** The signature line is the signer's to write: one given as data would be a second, forged one. */
+function assertNoSigKey(extra: Record<string, string> | undefined): void {
+  if (Object.keys(extra ?? {}).some((key) => slug(key).replace(/-/g, "_") === SIG_KEY)) {
+    throw new AgentChatError("INVALID_ARGUMENT", `frontmatter key "${SIG_KEY}" is reserved`);
+  }
 }
 
 /** Validates a post before any backend touches its storage. */
@@ -65,6 +84,7 @@ export function draftPost(channel: string, input: PostInput, maxBodyBytes: numbe
   if (input.replyTo !== undefined && !(Number.isSafeInteger(input.replyTo) && input.replyTo > 0)) {
     throw new AgentChatError("INVALID_ARGUMENT", "reply_to must be a positive message number");
   }
+  assertNoSigKey(input.extra);
   const draft: PostDraft = {
     channel,
     from,
@@ -74,6 +94,7 @@ export function draftPost(channel: string, input: PostInput, maxBodyBytes: numbe
     status,
     replyTo: input.replyTo,
     extra: input.extra ?? {},
+    signer: input.signer,
   };
   // Serialising once here rejects bad extra keys before any lock or network round trip.
   serializeMessage({ ...draft, seq: 0, ts: "" });

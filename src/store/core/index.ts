@@ -7,7 +7,7 @@ export {
   type Scan,
 } from "./backend-store.js";
 export { type Note, type NoteKind, pollReceipts } from "./delivery.js";
-export { MAX_FRONTMATTER_BYTES, type PostDraft } from "./draft.js";
+export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
 export { type Blocked, blockedPaths } from "./path-globs.js";
 export {
   formatPathLeases,

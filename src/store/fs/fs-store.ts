@@ -8,7 +8,6 @@ import {
   messageFileName,
   parseMessage,
   parseSeqText,
-  serializeMessage,
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
@@ -57,6 +56,7 @@ import {
   parseLease,
   parsePathLeases,
   parseTaskFile,
+  renderMessage,
   type SafetyNet,
   type Scan,
   TASK_FILE,
@@ -250,7 +250,7 @@ export class FsStore extends BackendStore<FolderFeed> {
    */
   private async postLocked(state: ChannelState, draft: PostDraft): Promise<PostResult> {
     const ts = formatTimestamp();
-    const render = (seq: number) => serializeMessage({ ...draft, seq, ts });
+    const render = (seq: number) => renderMessage(draft, seq, ts);
     const tmp = join(state.dir, tempName());
     let written = Math.max(state.lastSeq, state.index.maxSeq()) + 1;
     try {

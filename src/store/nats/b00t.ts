@@ -78,7 +78,7 @@ export async function ingestEnvelopes(
             `envelope for channel ${JSON.stringify(envelope.channel)} arrived on ${msg.subject}`,
           );
         }
-        const { channel, ...post } = envelopeToPost(envelope);
+        const { channel, ...post } = envelopeToPost(envelope, "b00t-nats");
         if (createChannels) {
           await store.init(channel).catch((err: unknown) => {
             if (!isAgentChatError(err, "CHANNEL_EXISTS")) throw err;

@@ -3,12 +3,7 @@ import type { JetStreamClient, JetStreamManager, StreamInfo } from "@nats-io/jet
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import {
-  formatTimestamp,
-  messageFileName,
-  parseSeqText,
-  serializeMessage,
-} from "../../core/message.js";
+import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import {
@@ -25,6 +20,7 @@ import {
   type PostDraft,
   parseLease,
   parsePathLeases,
+  renderMessage,
   TASK_FILE,
   type TaskRecord,
   taskFileName,
@@ -269,7 +265,7 @@ export class NatsStore extends BackendStore {
         if (!pending) {
           const basis = await this.basis(channel);
           const seq = (basis.last?.seq ?? 0) + 1;
-          const text = serializeMessage({ ...draft, seq, ts: formatTimestamp() });
+          const text = renderMessage(draft, seq, formatTimestamp());
           this.checkPayload(text);
           pending = { basis, seq, file: messageFileName(seq, draft.from, draft.title), text };
         }

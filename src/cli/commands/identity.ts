@@ -1,0 +1,109 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import {
+  createIdentity,
+  type ExportedIdentity,
+  exportIdentity,
+  type IdentityInfo,
+  type IdentityPlace,
+  importIdentity,
+  listIdentities,
+  rotateIdentity,
+  showIdentity,
+} from "../../client/identity.js";
+import { AgentChatError } from "../../core/errors.js";
+import { isNatsUrl } from "../../store/roots.js";
+import type { CliContext } from "../context.js";
+
+/** `agent-chat id …`: an agent's signing key (docs/signatures.md). */
+export function registerIdentityCommands(program: Command, ctx: CliContext): void {
+  const id = program
+    .command("id")
+    .description("signing keys: who really wrote a message (docs/signatures.md)")
+    .addHelpText(
+      "after",
+      "\nPrivate keys stay in $XDG_CONFIG_HOME/agent-chat/keys (~/.config/…), mode 0600; the public" +
+        "\nkey is published in the root (.keys/) and pinned on first use by every reader.\n" +
+        "\nExamples:\n  agent-chat id new --as alice\n  agent-chat id show alice\n" +
+        "  agent-chat id export --as alice > alice.json   # then on the other machine:\n" +
+        "  agent-chat id import --file alice.json\n  agent-chat id rotate --as alice",
+    );
+
+  id.command("new")
+    .description("make a key pair for an agent; posts by it are signed from now on")
+    .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
+    .action(async (opts: { as?: string }) => {
+      print(ctx, await createIdentity(place(ctx), ctx.agent(opts.as)), "made a key for");
+    });
+
+  id.command("list")
+    .description("the agents this user holds keys for")
+    .action(() => {
+      const list = listIdentities(place(ctx));
+      if (ctx.json) return ctx.printJson({ identities: list });
+      if (list.length === 0) ctx.err("no keys here (make one with: agent-chat id new --as NAME)\n");
+      for (const info of list) ctx.out(`${info.name}\t${info.key ?? "(not published)"}\n`);
+    });
+
+  id.command("show")
+    .argument("<name>")
+    .description("an agent's key: published in the root, pinned here, held here")
+    .action((name: string) => print(ctx, showIdentity(place(ctx), name)));
+
+  id.command("rotate")
+    .description("replace an agent's key with a new one that the old key vouches for")
+    .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
+    .action(async (opts: { as?: string }) => {
+      print(ctx, await rotateIdentity(place(ctx), ctx.agent(opts.as)), "rotated the key of");
+    });
+
+  id.command("export")
+    .description("print an agent's key pair as JSON, for id import on its second machine")
+    .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
+    .action(async (opts: { as?: string }) => {
+      ctx.printJson(await exportIdentity(place(ctx), ctx.agent(opts.as)));
+    });
+
+  id.command("import")
+    .description("install a key pair printed by id export (from --file or stdin)")
+    .option("--file <path>", "the exported JSON (default: stdin)")
+    .action(async (opts: { file?: string }) => {
+      const text = readFileSync(opts.file ?? 0, "utf8");
+      print(ctx, await importIdentity(place(ctx), parseExport(text)), "imported the key of");
+    });
+}
+
+function place(ctx: CliContext): IdentityPlace {
+  const root = ctx.root;
+  const nats = isNatsUrl(root);
+  return {
+    configDir: ctx.configDir,
+    root: nats ? undefined : root,
+    rootId: nats ? root : resolve(root),
+  };
+}
+
+function parseExport(text: string): ExportedIdentity {
+  try {
+    const data = JSON.parse(text) as Partial<ExportedIdentity>;
+    if (typeof data.name === "string" && typeof data.private_key === "string") {
+      return { name: data.name, key: String(data.key ?? ""), private_key: data.private_key };
+    }
+  } catch {
+    // said below
+  }
+  throw new AgentChatError("INVALID_ARGUMENT", "not the JSON that agent-chat id export prints");
+}
+
+function print(ctx: CliContext, info: IdentityInfo, done?: string): void {
+  if (ctx.json) {
+    ctx.printJson(info);
+    return;
+  }
+  if (done) ctx.out(`${done} ${info.name}\n`);
+  ctx.out(`name\t${info.name}\nkey\t${info.key ?? "(none)"}\n`);
+  ctx.out(`private\t${info.privateKey ?? "(not held here)"}\n`);
+  ctx.out(`published\t${info.published.join(" → ") || "(none)"}\n`);
+  ctx.out(`pinned\t${info.pinned.join(" → ") || "(none)"}\n`);
+}

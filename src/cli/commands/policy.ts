@@ -1,0 +1,103 @@
+import type { Command } from "commander";
+import { hasPrivateKey } from "../../client/keys.js";
+import { pausesOf, unpause } from "../../client/loop-guard.js";
+import { setPolicy } from "../../client/policy.js";
+import {
+  DEFAULT_PING_PONG,
+  DEFAULT_RATE_LIMIT,
+  type PolicyChange,
+  policyOf,
+} from "../../core/policy.js";
+import { type CliContext, UsageError } from "../context.js";
+
+export interface PolicyFlags {
+  signatures?: string;
+  membership?: string;
+  rateLimit?: string;
+  pingPong?: string;
+  loopGuard?: boolean;
+}
+
+/** The policy change the flags describe (shared with `init`). */
+export function policyChange(flags: PolicyFlags): PolicyChange {
+  const change: PolicyChange = {};
+  if (flags.signatures !== undefined) change.signatures = flags.signatures;
+  if (flags.membership !== undefined) change.membership = flags.membership;
+  if (flags.loopGuard) {
+    change.rateLimit = DEFAULT_RATE_LIMIT;
+    change.pingPong = DEFAULT_PING_PONG;
+  }
+  if (flags.rateLimit !== undefined) change.rateLimit = whole(flags.rateLimit, "--rate-limit");
+  if (flags.pingPong !== undefined) change.pingPong = whole(flags.pingPong, "--ping-pong");
+  return change;
+}
+
+function whole(value: string, flag: string): number {
+  if (!/^\d{1,6}$/.test(value)) throw new UsageError(`${flag} is a whole number, 0 for off`);
+  return Number(value);
+}
+
+/** `agent-chat policy` and `agent-chat unpause` (docs/signatures.md). */
+export function registerPolicyCommands(program: Command, ctx: CliContext): void {
+  program
+    .command("policy")
+    .description("show or set a channel's policy on signatures, membership and loop guards")
+    .argument("<channel>", "channel name")
+    .option("--signatures <mode>", "off | warn | require")
+    .option("--membership <mode>", "open | strict (posts by non-members refused)")
+    .option("--rate-limit <n>", "posts per agent per minute before a pause (0 = off)")
+    .option("--ping-pong <n>", "messages alternating between two agents before a pause (0 = off)")
+    .option(
+      "--loop-guard",
+      `both guards at their defaults (${DEFAULT_RATE_LIMIT}/min, ${DEFAULT_PING_PONG})`,
+    )
+    .option("--as <name>", "who changes it: the maintainer, when the channel has one")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat policy review\n" +
+        "  agent-chat policy review --signatures require --membership strict --as maintainer\n" +
+        "  agent-chat policy review --loop-guard",
+    )
+    .action(async (channel: string, opts: PolicyFlags & { as?: string }) => {
+      // The root's own store: a daemon's socket does not change a channel's meta.
+      const store = await ctx.openFolder();
+      const change = policyChange(opts);
+      const policy =
+        Object.keys(change).length === 0
+          ? policyOf(await store.roster(channel))
+          : await setPolicy(store, channel, {
+              change,
+              as: opts.as ?? ctx.env.AGENT_CHAT_NAME,
+              holdsKey: (name) => hasPrivateKey(ctx.configDir, name),
+            });
+      const paused = Object.keys(pausesOf(await store.roster(channel)));
+      if (ctx.json) {
+        ctx.printJson({ channel, ...policy, paused });
+        return;
+      }
+      ctx.out(
+        `${channel}: signatures ${policy.signatures}, membership ${policy.membership}, ` +
+          `rate limit ${policy.rateLimit || "off"}, ping-pong ${policy.pingPong || "off"}` +
+          `${paused.length > 0 ? `, paused: ${paused.join(", ")}` : ""}\n`,
+      );
+    });
+
+  program
+    .command("unpause")
+    .description("lift a loop guard's pause: the agent may post in the channel again")
+    .argument("<channel>", "channel name")
+    .requiredOption("--agent <name>", "the paused agent")
+    .addHelpText("after", "\nExamples:\n  agent-chat unpause review --agent bob")
+    .action(async (channel: string, opts: { agent: string }) => {
+      const had = await unpause(await ctx.openFolder(), channel, opts.agent);
+      if (ctx.json) {
+        ctx.printJson({ channel, agent: opts.agent, unpaused: had });
+        return;
+      }
+      ctx.out(
+        had
+          ? `${opts.agent} may post in ${channel} again\n`
+          : `${opts.agent} was not paused in ${channel}\n`,
+      );
+    });
+}

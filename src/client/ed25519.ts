@@ -1,0 +1,68 @@
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+  verify,
+} from "node:crypto";
+
+/**
+ * The only module that loads `node:crypto` for signatures; everything else imports it lazily
+ * (`await import`), so that commands that neither sign nor verify never pay for it at start-up
+ * (test/cli/startup.test.ts). Keys travel as base64url: the raw 32-byte public key, the
+ * 64-byte signature; private keys as PKCS#8 PEM.
+ */
+
+export interface KeyPair {
+  /** The public key, base64url of its 32 raw bytes. */
+  key: string;
+  /** The private key, PKCS#8 PEM. */
+  pem: string;
+}
+
+export function generateKeyPair(): KeyPair {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  return {
+    key: rawPublicKey(publicKey),
+    pem: privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
+  };
+}
+
+export interface Signer {
+  /** The public key, base64url. */
+  key: string;
+  /** Signs text (as UTF-8), returns the signature as base64url. */
+  sign(text: string): string;
+}
+
+/** A signer from a private key's PEM; throws when the PEM is not an Ed25519 private key. */
+export function signerFromPem(pem: string): Signer {
+  const privateKey = createPrivateKey(pem);
+  if (privateKey.asymmetricKeyType !== "ed25519") throw new Error("not an Ed25519 private key");
+  return {
+    key: rawPublicKey(createPublicKey(privateKey)),
+    sign: (text) => sign(null, Buffer.from(text), privateKey).toString("base64url"),
+  };
+}
+
+const publicKeys = new Map<string, KeyObject>();
+
+/** Whether `signature` is `key`'s over `text`; false for anything malformed, never a throw. */
+export function verifySignature(key: string, text: string, signature: string): boolean {
+  try {
+    let publicKey = publicKeys.get(key);
+    if (!publicKey) {
+      publicKey = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key }, format: "jwk" });
+      publicKeys.set(key, publicKey);
+    }
+    return verify(null, Buffer.from(text), publicKey, Buffer.from(signature, "base64url"));
+  } catch {
+    return false;
+  }
+}
+
+function rawPublicKey(publicKey: KeyObject): string {
+  const jwk = publicKey.export({ format: "jwk" });
+  return String(jwk.x);
+}

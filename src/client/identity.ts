@@ -1,0 +1,181 @@
+import { AgentChatError } from "../core/errors.js";
+import { sameAgent, validateName } from "../core/names.js";
+import { rotationText } from "../core/signature.js";
+import {
+  filePins,
+  hasPrivateKey,
+  localKeyNames,
+  type PublishedKey,
+  privateKeyPath,
+  readPrivateKey,
+  readPublishedKey,
+  writePrivateKey,
+  writePublishedKey,
+} from "./keys.js";
+import { loadEd25519, validRotations } from "./signing.js";
+
+/**
+ * The `agent-chat id` operations (docs/signatures.md): make, show, copy and rotate an agent's
+ * key. The caller passes the user's config folder and the root; nothing here reads the
+ * environment or the home folder.
+ */
+export interface IdentityPlace {
+  /** The user's own folder for private keys and pins. */
+  configDir: string;
+  /** A folder root where public keys are published; undefined for a NATS root. */
+  root: string | undefined;
+  /** Names the root in the pin file (its absolute path or URL). */
+  rootId: string;
+}
+
+export interface IdentityInfo {
+  name: string;
+  /** The current public key (base64url), when one is known. */
+  key: string | undefined;
+  /** Where this user's private key is, when there is one. */
+  privateKey: string | undefined;
+  /** The keys published in the root, oldest first. */
+  published: string[];
+  /** The keys pinned here for this root, oldest first. */
+  pinned: string[];
+}
+
+/** Makes `name`'s key pair: private key 0600 in the config folder, public key published and pinned. */
+export async function createIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
+  validateName("agent", name);
+  const problems: string[] = [];
+  const published = place.root && readPublishedKey(place.root, name, (p) => problems.push(p));
+  const pins = filePins(place.configDir, place.rootId);
+  if (published || pins.get(name)) {
+    throw new AgentChatError(
+      "KEY_CONFLICT",
+      `${name} already has a key in this root (${published ? "published" : "pinned here"}); ` +
+        `on a second machine of the same agent copy it (agent-chat id export / id import); ` +
+        `to change it, run agent-chat id rotate --as ${name} where the key is`,
+    );
+  }
+  if (problems.length > 0) throw new AgentChatError("KEY_CONFLICT", problems[0]!);
+  const ed = await loadEd25519();
+  const pair = ed.generateKeyPair();
+  writePrivateKey(place.configDir, name, pair.pem, false);
+  const doc: PublishedKey = { name, keys: [pair.key], rotations: [] };
+  if (place.root) writePublishedKey(place.root, doc);
+  pins.set(name, doc.keys);
+  return showIdentity(place, name);
+}
+
+/**
+ * Replaces `name`'s key with a new one that the old key vouches for: readers who pinned the old
+ * key follow the rotation; anyone else's key for the name stays refused.
+ */
+export async function rotateIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
+  validateName("agent", name);
+  const ed = await loadEd25519();
+  const old = ed.signerFromPem(readPrivateKey(place.configDir, name));
+  const pins = filePins(place.configDir, place.rootId);
+  const current = currentChain(place, name, ed) ?? pins.get(name) ?? [old.key];
+  if (current[current.length - 1] !== old.key) {
+    throw new AgentChatError(
+      "KEY_CONFLICT",
+      `the key of ${name} in this root is not the one in ${privateKeyPath(place.configDir, name)}; ` +
+        "only the current key can vouch for the next",
+    );
+  }
+  const published = (place.root && readPublishedKey(place.root, name, () => {})) || undefined;
+  const doc: PublishedKey = published ?? { name, keys: [old.key], rotations: [] };
+  const pair = ed.generateKeyPair();
+  doc.rotations.push(old.sign(rotationText(doc.name, old.key, pair.key)));
+  doc.keys.push(pair.key);
+  // Published first: should the key file then fail to be written, the old key still verifies.
+  if (place.root) writePublishedKey(place.root, doc);
+  writePrivateKey(place.configDir, name, pair.pem, true);
+  pins.set(name, [...(pins.get(name) ?? []), pair.key]);
+  return showIdentity(place, name);
+}
+
+function currentChain(
+  place: IdentityPlace,
+  name: string,
+  ed: Awaited<ReturnType<typeof loadEd25519>>,
+): string[] | undefined {
+  if (!place.root) return undefined;
+  const doc = readPublishedKey(place.root, name, () => {});
+  return doc && validRotations(doc, ed) ? doc.keys : undefined;
+}
+
+export interface ExportedIdentity {
+  name: string;
+  key: string;
+  private_key: string;
+}
+
+/** `name`'s key pair, for `id import` on a second machine of the same agent. */
+export async function exportIdentity(
+  place: IdentityPlace,
+  name: string,
+): Promise<ExportedIdentity> {
+  const pem = readPrivateKey(place.configDir, name);
+  const signer = (await loadEd25519()).signerFromPem(pem);
+  return { name, key: signer.key, private_key: pem };
+}
+
+/**
+ * Installs an exported key pair. Refused when the root or the pins here know `name` by another
+ * key: importing is for the same agent's key, not for taking over a name.
+ */
+export async function importIdentity(
+  place: IdentityPlace,
+  exported: ExportedIdentity,
+): Promise<IdentityInfo> {
+  const name = validateName("agent", exported.name);
+  const ed = await loadEd25519();
+  let key: string;
+  try {
+    key = ed.signerFromPem(exported.private_key).key;
+  } catch (err) {
+    throw new AgentChatError("INVALID_ARGUMENT", "the import holds no Ed25519 private key", {
+      cause: err,
+    });
+  }
+  const pins = filePins(place.configDir, place.rootId);
+  const known = currentChain(place, name, ed) ?? pins.get(name);
+  if (known && known[known.length - 1] !== key) {
+    throw new AgentChatError(
+      "KEY_CONFLICT",
+      `${name}'s current key in this root is another one; import the key from the machine ` +
+        "that holds the current one",
+    );
+  }
+  writePrivateKey(
+    place.configDir,
+    name,
+    exported.private_key,
+    hasPrivateKey(place.configDir, name),
+  );
+  if (!known) {
+    if (place.root) writePublishedKey(place.root, { name, keys: [key], rotations: [] });
+    pins.set(name, [key]);
+  } else if (!pins.get(name)) pins.set(name, known);
+  return showIdentity(place, name);
+}
+
+export function showIdentity(place: IdentityPlace, name: string): IdentityInfo {
+  validateName("agent", name);
+  const published = (place.root && readPublishedKey(place.root, name, () => {})) || undefined;
+  const pinned = filePins(place.configDir, place.rootId).get(name) ?? [];
+  const keys = published?.keys ?? pinned;
+  return {
+    name: published && !sameAgent(published.name, name) ? published.name : name,
+    key: keys[keys.length - 1],
+    privateKey: hasPrivateKey(place.configDir, name)
+      ? privateKeyPath(place.configDir, name)
+      : undefined,
+    published: published?.keys ?? [],
+    pinned,
+  };
+}
+
+/** The names this user holds keys for, each as {@link showIdentity} sees it. */
+export function listIdentities(place: IdentityPlace): IdentityInfo[] {
+  return localKeyNames(place.configDir).map((name) => showIdentity(place, name));
+}
