@@ -11,6 +11,7 @@ import type {
   NewTask,
   PathLeaseInfo,
   PathLeaseOptions,
+  PeekOptions,
   PostInput,
   PostResult,
   PostSigner,
@@ -100,8 +101,8 @@ class SignedStore implements Store {
     return { ...result, messages, warnings: [...result.warnings, ...this.verifier.takeWarnings()] };
   }
 
-  async peek(channel: string, count?: number): Promise<Message[]> {
-    return this.verifier.check(await this.inner.peek(channel, count));
+  async peek(channel: string, count?: number, options?: PeekOptions): Promise<Message[]> {
+    return this.verifier.check(await this.inner.peek(channel, count, options));
   }
 
   cursor(channel: string, agent: string): Promise<number> {
