@@ -74,6 +74,8 @@ process.stdout.write(`${waited}(bob's wait returned: exit ${waitCode})\n`);
 run(["task", "add", "review", "--id", "12", "--title", "Review PR 12", "--as", "alice"]);
 run(["claim", "review", "task-12.md", "--as", "bob"]);
 run(["claim", "review", "12", "--as", "alice"]);
+run(["fence", "review", "12", "--token", "1"]);
+run(["done", "review", "12", "--as", "bob", "--token", "1", "--note", "merged"]);
 run(["tasks", "review"]);
 run(["--json", "channels"]);
 console.log(`\nThe channel is a folder of markdown files: ls ${join(root, "review")}`);

@@ -32,7 +32,8 @@ describe("the README's runnable examples", () => {
       expect(stdout).toContain("posted #1 ");
       expect(stdout).toContain("(bob's wait returned: exit 0)");
       expect(stdout).toContain("agent-chat: task 12 is already claimed by bob\n(exit 3)");
-      expect(stdout).toContain("task-12\tclaimed by bob\tReview PR 12");
+      expect(stdout).toContain("token 1 is live on task-12");
+      expect(stdout).toContain("task-12\tdone by bob\tReview PR 12\ttoken 1, note: merged");
     } finally {
       tmp.cleanup();
     }
