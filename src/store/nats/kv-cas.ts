@@ -63,6 +63,15 @@ export class CasWriter {
     });
   }
 
+  /**
+   * Another write of this connection to the bucket was acknowledged at `seq`. The leader applied
+   * it before answering, so keys read after it show every write up to it: the next round may
+   * expect it instead of looking (a cursor saved before a receipt).
+   */
+  acked(seq: number): void {
+    this.lastAcked = Math.max(this.lastAcked, seq);
+  }
+
   private async drain(): Promise<void> {
     this.running = true;
     try {

@@ -427,10 +427,11 @@ export class NatsStore extends BackendStore {
   }
 
   protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
-    await this.guard(
+    const revision = await this.guard(
       () => this.kv.put(cursorKey(channel, agent), String(seq)),
       `cannot save the cursor of ${agent}`,
     );
+    this.cas.acked(revision);
   }
 
   /**
