@@ -16,8 +16,16 @@ const waits = Array.from({ length: Number(count) }, (_, k) => {
     woke.push({ as, at: performance.timeOrigin + performance.now(), n: r.messages.length });
   });
 });
-// Let every wait take its first look and park before memory is measured.
-await new Promise((r) => setTimeout(r, 500));
+// Every wait parked (its presence says so, recorded just before it listens; a message between is
+// found by its first look) before memory
+// is measured and the post is sent: after a fixed pause the figure would time parking too.
+const mine = new Set(Array.from({ length: Number(count) }, (_, k) => `agent${Number(first) + k}`));
+for (const deadline = Date.now() + 120_000; ; ) {
+  const parked = (await store.who()).filter((p) => mine.has(p.agent) && p.state === "waiting");
+  if (parked.length === mine.size) break;
+  if (Date.now() > deadline) throw new Error(`${parked.length} of ${mine.size} waits parked`);
+  await new Promise((r) => setTimeout(r, 250));
+}
 globalThis.gc?.();
 const parked = process.memoryUsage();
 process.send({

@@ -90,6 +90,9 @@ const DEFAULT_RECEIPTS_POLL_MS = 100;
 export class Delivery {
   /** The parked waits of this process, by agent key: its own activity keeps them. */
   private readonly parkedHere = new Map<string, Parked>();
+  /** When this store last wrote each agent's presence (by agent key): within the throttle, a
+   * plain touch has nothing to write and skips the read (a post's one request then). */
+  private readonly wroteAt = new Map<string, number>();
 
   constructor(private readonly host: DeliveryHost) {}
 
@@ -103,13 +106,17 @@ export class Delivery {
     if (!this.host.recordPresence) return;
     try {
       const key = identity(agent);
+      if (parked === undefined && this.wroteLately(key)) return;
       for (let i = 0; i < WRITE_TRIES; i++) {
         const current = await this.host.readNote("", "presence", key);
         const prev = current?.text === undefined ? undefined : parsePresence(current.text).record;
         const next = this.nextPresence(agent, key, prev, parked);
         if (!next) return;
         const text = formatPresence(next);
-        if (await this.host.writeNote("", "presence", key, text, current?.version)) return;
+        if (await this.host.writeNote("", "presence", key, text, current?.version)) {
+          this.wroteAt.set(key, next.at);
+          return;
+        }
       }
     } catch (err) {
       this.host.warnOnce(
@@ -117,6 +124,13 @@ export class Delivery {
         this.host.onWarning,
       );
     }
+  }
+
+  private wroteLately(key: string): boolean {
+    const at = this.wroteAt.get(key);
+    if (at === undefined) return false;
+    const since = this.host.now() - at;
+    return since >= 0 && since < PRESENCE_THROTTLE_MS;
   }
 
   private nextPresence(

@@ -28,7 +28,7 @@ import {
 import type { Capabilities, PostResult } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
-import { compareAndSet } from "./kv-cas.js";
+import { CasWriter } from "./kv-cas.js";
 import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
 import {
   checkReplicas,
@@ -98,6 +98,8 @@ export class NatsStore extends BackendStore {
   private streamLast = -1;
   /** Connected to a cluster: posts check the stream's last sequence (see `basis`). */
   private readonly clustered: boolean;
+  /** The cluster's revision-checked KV writes (see CasWriter). */
+  private readonly cas: CasWriter;
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -117,6 +119,7 @@ export class NatsStore extends BackendStore {
     this.namespace = target.namespace;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
     this.clustered = nc.info?.cluster !== undefined;
+    this.cas = new CasWriter(js, jsm, this.bucketName);
   }
 
   get streamName(): string {
@@ -189,12 +192,10 @@ export class NatsStore extends BackendStore {
     if (!created) throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`);
   }
 
-  /** KV create: exactly one winner, on a cluster too (see compareAndSet). */
+  /** KV create: exactly one winner, on a cluster too (see CasWriter). */
   private async kvCreate(key: string, value: string): Promise<boolean> {
     if (this.clustered) {
-      const set = await compareAndSet(this.js, this.jsm, this.bucketName, key, value, (state) => {
-        return state === undefined;
-      });
+      const set = await this.cas.set(key, value, (state) => state === undefined);
       return set !== undefined;
     }
     try {
@@ -209,9 +210,7 @@ export class NatsStore extends BackendStore {
   /** KV update checked against the revision read: exactly one winner, on a cluster too. */
   private async kvUpdate(key: string, value: string, revision: number): Promise<boolean> {
     if (this.clustered) {
-      const set = await compareAndSet(this.js, this.jsm, this.bucketName, key, value, (state) => {
-        return state?.revision === revision;
-      });
+      const set = await this.cas.set(key, value, (state) => state?.revision === revision);
       return set !== undefined;
     }
     try {
@@ -428,10 +427,11 @@ export class NatsStore extends BackendStore {
   }
 
   protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
-    await this.guard(
+    const revision = await this.guard(
       () => this.kv.put(cursorKey(channel, agent), String(seq)),
       `cannot save the cursor of ${agent}`,
     );
+    this.cas.acked(revision);
   }
 
   /**
