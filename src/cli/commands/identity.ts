@@ -74,7 +74,8 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     });
 }
 
-function place(ctx: CliContext): IdentityPlace {
+/** Where `id` commands (and the viewer's first-use key) keep and publish keys for this root. */
+export function place(ctx: CliContext): IdentityPlace {
   const root = ctx.root;
   const nats = isNatsUrl(root);
   return {
