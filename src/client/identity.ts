@@ -1,6 +1,6 @@
 import { AgentChatError } from "../core/errors.js";
 import { sameAgent, validateName } from "../core/names.js";
-import { rotationText } from "../core/signature.js";
+import { approvalText, rotationText } from "../core/signature.js";
 import {
   filePins,
   hasPrivateKey,
@@ -51,7 +51,9 @@ export async function createIdentity(place: IdentityPlace, name: string): Promis
       "KEY_CONFLICT",
       `${name} already has a key in this root (${published ? "published" : "pinned here"}); ` +
         `on a second machine of the same agent copy it (agent-chat id export / id import); ` +
-        `to change it, run agent-chat id rotate --as ${name} where the key is`,
+        `to change it, run agent-chat id rotate --as ${name} where the key is; if that key ` +
+        `is lost: agent-chat id new --as ${name} --replace, then a channel's maintainer ` +
+        "approves the new key (agent-chat id approve)",
     );
   }
   if (problems.length > 0) throw new AgentChatError("KEY_CONFLICT", problems[0]!);
@@ -90,6 +92,84 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
   if (place.root) writePublishedKey(place.root, doc);
   writePrivateKey(place.configDir, name, pair.pem, true);
   pins.set(name, [...(pins.get(name) ?? []), pair.key]);
+  return showIdentity(place, name);
+}
+
+/**
+ * A new key for `name` when the old one is lost and cannot vouch for it: published in place of
+ * the old chain, and refused by every reader who pinned the old key until a channel's maintainer
+ * approves it ({@link approveKey}).
+ */
+export async function replaceIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
+  validateName("agent", name);
+  const pins = filePins(place.configDir, place.rootId);
+  const published = place.root && readPublishedKey(place.root, name, () => {});
+  const pinned = pins.get(name);
+  if (!published && !pinned) return createIdentity(place, name);
+  const pair = (await loadEd25519()).generateKeyPair();
+  writePrivateKey(place.configDir, name, pair.pem, true);
+  if (place.root) writePublishedKey(place.root, { name, keys: [pair.key], rotations: [] });
+  pins.set(name, [...(pinned ?? []), pair.key]);
+  return showIdentity(place, name);
+}
+
+export interface KeyApprovalRequest {
+  /** The governed channel whose maintainer approves. */
+  channel: string;
+  /** Its maintainer, from its `_meta.json` (undefined: it has none). */
+  maintainer: string | undefined;
+  /** Whose key, and which. */
+  name: string;
+  key: string;
+  /** Who approves: must be the maintainer, with the maintainer's current key held here. */
+  as: string;
+}
+
+/**
+ * A maintainer's signed approval of `key` as `name`'s key, recorded in `name`'s published key
+ * file: readers whose pin no rotation leads to the key accept it once they check that the
+ * approval is signed by the key pinned for the channel's maintainer.
+ */
+export async function approveKey(
+  place: IdentityPlace,
+  request: KeyApprovalRequest,
+): Promise<IdentityInfo> {
+  const { channel, maintainer, key, as } = request;
+  const name = validateName("agent", request.name);
+  if (maintainer === undefined) {
+    throw new AgentChatError("NOT_GOVERNED", `${channel} has no maintainer to approve a key`);
+  }
+  if (!sameAgent(as, maintainer)) {
+    throw new AgentChatError(
+      "NOT_MAINTAINER",
+      `only ${channel}'s maintainer (${maintainer}) approves a key; give --as ${maintainer}`,
+    );
+  }
+  const ed = await loadEd25519();
+  const signer = ed.signerFromPem(readPrivateKey(place.configDir, as));
+  const mine = currentChain(place, as, ed);
+  if (mine && mine[mine.length - 1] !== signer.key) {
+    throw new AgentChatError(
+      "KEY_CONFLICT",
+      `the key of ${as} in this root is not the one in ${privateKeyPath(place.configDir, as)}`,
+    );
+  }
+  const doc = place.root ? readPublishedKey(place.root, name, () => {}) : undefined;
+  if (!doc?.keys.includes(key)) {
+    throw new AgentChatError(
+      "NOT_FOUND",
+      `${key} is not published for ${name}; on ${name}'s machine run: agent-chat id new --as ${name} --replace`,
+    );
+  }
+  const sig = signer.sign(approvalText(doc.name, key, as, channel));
+  const others = (doc.approvals ?? []).filter((a) => a.key !== key);
+  doc.approvals = [...others, { key, by: as, channel, sig }];
+  writePublishedKey(place.root!, doc);
+  const pins = filePins(place.configDir, place.rootId);
+  const pinned = pins.get(name);
+  if (pinned && !pinned.includes(key)) {
+    pins.set(name, [...pinned, ...doc.keys.slice(doc.keys.indexOf(key))]);
+  }
   return showIdentity(place, name);
 }
 

@@ -1,3 +1,4 @@
+import { META_MAINTAINER } from "../core/governance.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import type {
@@ -61,7 +62,14 @@ class SignedStore implements Store {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
     if (inner.archive) this.archive = inner.archive.bind(inner);
     if (inner.prune) this.prune = inner.prune.bind(inner);
-    this.verifier = new Verifier(options);
+    // A key a maintainer approved counts when the channel it names says so (its _meta.json).
+    this.verifier = new Verifier({
+      maintainerOf: async (channel) => {
+        const maintainer = (await this.meta(channel))?.[META_MAINTAINER];
+        return typeof maintainer === "string" ? maintainer : undefined;
+      },
+      ...options,
+    });
   }
 
   get capabilities(): Capabilities {

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import {
+  approveKey,
   createIdentity,
   type ExportedIdentity,
   exportIdentity,
@@ -9,10 +10,12 @@ import {
   type IdentityPlace,
   importIdentity,
   listIdentities,
+  replaceIdentity,
   rotateIdentity,
   showIdentity,
 } from "../../client/identity.js";
 import { AgentChatError } from "../../core/errors.js";
+import { META_MAINTAINER } from "../../core/governance.js";
 import { isNatsUrl } from "../../store/roots.js";
 import type { CliContext } from "../context.js";
 
@@ -33,8 +36,36 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
   id.command("new")
     .description("make a key pair for an agent; posts by it are signed from now on")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
-    .action(async (opts: { as?: string }) => {
-      print(ctx, await createIdentity(place(ctx), ctx.agent(opts.as)), "made a key for");
+    .option("--replace", "the old key is lost: publish a new one for a maintainer to approve")
+    .action(async (opts: { as?: string; replace?: boolean }) => {
+      const name = ctx.agent(opts.as);
+      if (!opts.replace) {
+        print(ctx, await createIdentity(place(ctx), name), "made a key for");
+        return;
+      }
+      const info = await replaceIdentity(place(ctx), name);
+      print(ctx, info, "made a new key for");
+      if (!ctx.json) {
+        ctx.err(
+          `readers who pinned the old key refuse it until a maintainer approves it:\n` +
+            `  agent-chat id approve CHANNEL ${info.name} ${info.key} --as MAINTAINER\n`,
+        );
+      }
+    });
+
+  id.command("approve")
+    .argument("<channel>", "a channel whose maintainer you are")
+    .argument("<name>", "whose key")
+    .argument("<key>", "the new key (agent-chat id show NAME)")
+    .description("as a channel's maintainer, approve a new key for a name (its old key lost)")
+    .option("--as <name>", "the maintainer (default $AGENT_CHAT_NAME)")
+    .action(async (channel: string, name: string, key: string, opts: { as?: string }) => {
+      const as = ctx.agent(opts.as);
+      const meta = await (await ctx.open()).roster(channel);
+      const raw = meta[META_MAINTAINER];
+      const maintainer = typeof raw === "string" ? raw : undefined;
+      const request = { channel, name, key, as, maintainer };
+      print(ctx, await approveKey(place(ctx), request), "approved the key of");
     });
 
   id.command("list")
