@@ -1,12 +1,14 @@
 import { AgentChatError } from "../core/errors.js";
 import { sameAgent, validateName } from "../core/names.js";
 import { approvalText, rotationText } from "../core/signature.js";
+import type { PublishedKeyDirectory } from "../store/types.js";
 import {
   filePins,
   hasPrivateKey,
   localKeyNames,
   type PublishedKey,
   privateKeyPath,
+  publishedKeyOf,
   readPrivateKey,
   readPublishedKey,
   writePrivateKey,
@@ -24,6 +26,8 @@ export interface IdentityPlace {
   configDir: string;
   /** A folder root where public keys are published; undefined for a NATS root. */
   root: string | undefined;
+  /** Where a root with no folder publishes them (a NATS namespace's KV). */
+  directory?: PublishedKeyDirectory;
   /** Names the root in the pin file (its absolute path or URL). */
   rootId: string;
 }
@@ -44,7 +48,7 @@ export interface IdentityInfo {
 export async function createIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
   const problems: string[] = [];
-  const published = place.root && readPublishedKey(place.root, name, (p) => problems.push(p));
+  const { doc: published, revision } = await readDoc(place, name, (p) => problems.push(p));
   const pins = filePins(place.configDir, place.rootId);
   if (published || pins.get(name)) {
     throw new AgentChatError(
@@ -61,7 +65,7 @@ export async function createIdentity(place: IdentityPlace, name: string): Promis
   const pair = ed.generateKeyPair();
   writePrivateKey(place.configDir, name, pair.pem, false);
   const doc: PublishedKey = { name, keys: [pair.key], rotations: [] };
-  if (place.root) writePublishedKey(place.root, doc);
+  await writeDoc(place, doc, revision);
   pins.set(name, doc.keys);
   return showIdentity(place, name);
 }
@@ -75,7 +79,7 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
   const ed = await loadEd25519();
   const old = ed.signerFromPem(readPrivateKey(place.configDir, name));
   const pins = filePins(place.configDir, place.rootId);
-  const current = currentChain(place, name, ed) ?? pins.get(name) ?? [old.key];
+  const current = (await currentChain(place, name, ed)) ?? pins.get(name) ?? [old.key];
   if (current[current.length - 1] !== old.key) {
     throw new AgentChatError(
       "KEY_CONFLICT",
@@ -83,13 +87,13 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
         "only the current key can vouch for the next",
     );
   }
-  const published = (place.root && readPublishedKey(place.root, name, () => {})) || undefined;
+  const { doc: published, revision } = await readDoc(place, name);
   const doc: PublishedKey = published ?? { name, keys: [old.key], rotations: [] };
   const pair = ed.generateKeyPair();
   doc.rotations.push(old.sign(rotationText(doc.name, old.key, pair.key)));
   doc.keys.push(pair.key);
   // Published first: should the key file then fail to be written, the old key still verifies.
-  if (place.root) writePublishedKey(place.root, doc);
+  await writeDoc(place, doc, revision);
   writePrivateKey(place.configDir, name, pair.pem, true);
   pins.set(name, [...(pins.get(name) ?? []), pair.key]);
   return showIdentity(place, name);
@@ -103,12 +107,12 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
 export async function replaceIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
   const pins = filePins(place.configDir, place.rootId);
-  const published = place.root && readPublishedKey(place.root, name, () => {});
+  const { doc: published, revision } = await readDoc(place, name);
   const pinned = pins.get(name);
   if (!published && !pinned) return createIdentity(place, name);
   const pair = (await loadEd25519()).generateKeyPair();
   writePrivateKey(place.configDir, name, pair.pem, true);
-  if (place.root) writePublishedKey(place.root, { name, keys: [pair.key], rotations: [] });
+  await writeDoc(place, { name, keys: [pair.key], rotations: [] }, revision);
   pins.set(name, [...(pinned ?? []), pair.key]);
   return showIdentity(place, name);
 }
@@ -147,14 +151,14 @@ export async function approveKey(
   }
   const ed = await loadEd25519();
   const signer = ed.signerFromPem(readPrivateKey(place.configDir, as));
-  const mine = currentChain(place, as, ed);
+  const mine = await currentChain(place, as, ed);
   if (mine && mine[mine.length - 1] !== signer.key) {
     throw new AgentChatError(
       "KEY_CONFLICT",
       `the key of ${as} in this root is not the one in ${privateKeyPath(place.configDir, as)}`,
     );
   }
-  const doc = place.root ? readPublishedKey(place.root, name, () => {}) : undefined;
+  const { doc, revision } = await readDoc(place, name);
   if (!doc?.keys.includes(key)) {
     throw new AgentChatError(
       "NOT_FOUND",
@@ -164,7 +168,7 @@ export async function approveKey(
   const sig = signer.sign(approvalText(doc.name, key, as, channel));
   const others = (doc.approvals ?? []).filter((a) => a.key !== key);
   doc.approvals = [...others, { key, by: as, channel, sig }];
-  writePublishedKey(place.root!, doc);
+  await writeDoc(place, doc, revision);
   const pins = filePins(place.configDir, place.rootId);
   const pinned = pins.get(name);
   if (pinned && !pinned.includes(key)) {
@@ -173,14 +177,44 @@ export async function approveKey(
   return showIdentity(place, name);
 }
 
-function currentChain(
+async function currentChain(
   place: IdentityPlace,
   name: string,
   ed: Awaited<ReturnType<typeof loadEd25519>>,
-): string[] | undefined {
-  if (!place.root) return undefined;
-  const doc = readPublishedKey(place.root, name, () => {});
+): Promise<string[] | undefined> {
+  const { doc } = await readDoc(place, name);
   return doc && validRotations(doc, ed) ? doc.keys : undefined;
+}
+
+/** `name`'s published key file and the revision to write over (0: none yet, or a folder). */
+async function readDoc(
+  place: IdentityPlace,
+  name: string,
+  onProblem: (problem: string) => void = () => {},
+): Promise<{ doc: PublishedKey | undefined; revision: number }> {
+  if (place.root) return { doc: readPublishedKey(place.root, name, onProblem), revision: 0 };
+  const entry = await place.directory?.get(name);
+  if (entry === undefined) return { doc: undefined, revision: 0 };
+  const doc = publishedKeyOf(entry.text, name, `the published key of ${name}`, onProblem);
+  return { doc, revision: entry.revision };
+}
+
+/**
+ * Publishes `doc`: in the folder root, or in the key directory over the revision read (someone
+ * who published meanwhile wins, and this is refused: read again and decide again).
+ */
+async function writeDoc(place: IdentityPlace, doc: PublishedKey, revision: number): Promise<void> {
+  if (place.root) {
+    writePublishedKey(place.root, doc);
+    return;
+  }
+  if (!place.directory) return;
+  if (!(await place.directory.put(doc.name, `${JSON.stringify(doc, null, 2)}\n`, revision))) {
+    throw new AgentChatError(
+      "KEY_CONFLICT",
+      `the published key of ${doc.name} changed meanwhile; run the command again`,
+    );
+  }
 }
 
 export interface ExportedIdentity {
@@ -218,7 +252,7 @@ export async function importIdentity(
     });
   }
   const pins = filePins(place.configDir, place.rootId);
-  const known = currentChain(place, name, ed) ?? pins.get(name);
+  const known = (await currentChain(place, name, ed)) ?? pins.get(name);
   if (known && known[known.length - 1] !== key) {
     throw new AgentChatError(
       "KEY_CONFLICT",
@@ -233,15 +267,19 @@ export async function importIdentity(
     hasPrivateKey(place.configDir, name),
   );
   if (!known) {
-    if (place.root) writePublishedKey(place.root, { name, keys: [key], rotations: [] });
+    await writeDoc(
+      place,
+      { name, keys: [key], rotations: [] },
+      (await readDoc(place, name)).revision,
+    );
     pins.set(name, [key]);
   } else if (!pins.get(name)) pins.set(name, known);
   return showIdentity(place, name);
 }
 
-export function showIdentity(place: IdentityPlace, name: string): IdentityInfo {
+export async function showIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
-  const published = (place.root && readPublishedKey(place.root, name, () => {})) || undefined;
+  const { doc: published } = await readDoc(place, name);
   const pinned = filePins(place.configDir, place.rootId).get(name) ?? [];
   const keys = published?.keys ?? pinned;
   return {
@@ -256,6 +294,6 @@ export function showIdentity(place: IdentityPlace, name: string): IdentityInfo {
 }
 
 /** The names this user holds keys for, each as {@link showIdentity} sees it. */
-export function listIdentities(place: IdentityPlace): IdentityInfo[] {
-  return localKeyNames(place.configDir).map((name) => showIdentity(place, name));
+export function listIdentities(place: IdentityPlace): Promise<IdentityInfo[]> {
+  return Promise.all(localKeyNames(place.configDir).map((name) => showIdentity(place, name)));
 }

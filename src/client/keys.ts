@@ -182,9 +182,22 @@ export function readPublishedKey(
     );
     return undefined;
   }
-  const doc = parsePublished(text);
+  return publishedKeyOf(text, name, path, onProblem);
+}
+
+/**
+ * A published key file's text as `name`'s key, checked for shape only; `where` names it in the
+ * problem reported when it is not one (corrupt, too large, another name's).
+ */
+export function publishedKeyOf(
+  text: string,
+  name: string,
+  where: string,
+  onProblem: (problem: string) => void,
+): PublishedKey | undefined {
+  const doc = text.length > MAX_PUBLISHED_BYTES ? undefined : parsePublished(text);
   if (doc === undefined || identity(doc.name) !== identity(name)) {
-    onProblem(`ignored ${path}: not a published key of ${name}`);
+    onProblem(`ignored ${where}: not a published key of ${name}`);
     return undefined;
   }
   return doc;

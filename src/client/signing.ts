@@ -10,7 +10,7 @@ import {
   SIG_KEY,
   signatureDefect,
 } from "../core/signature.js";
-import type { PostSigner } from "../store/types.js";
+import type { PostSigner, PublishedKeyDirectory } from "../store/types.js";
 import {
   filePins,
   hasPrivateKey,
@@ -18,6 +18,7 @@ import {
   type PinStore,
   type PublishedKey,
   privateKeyPath,
+  publishedKeyOf,
   readPrivateKey,
   readPublishedKey,
 } from "./keys.js";
@@ -48,6 +49,8 @@ export interface SignatureOptions {
   sign?: boolean;
   /** A folder root, where public keys are published (`.keys/`); none for a NATS root. */
   publishedIn?: string;
+  /** Where a root with no folder publishes them (the NATS namespace's KV). */
+  directory?: PublishedKeyDirectory;
   /** Names the root in the pin file. */
   rootId: string;
   /** Hears each problem with keys once (an attempted key change, a corrupt key file). */
@@ -143,7 +146,7 @@ export class Verifier {
     asking = new Set<string>(),
   ): Promise<string[] | undefined> {
     const pinned = this.pins.get(name);
-    const published = this.published(name, ed);
+    const published = await this.published(name, ed);
     if (published === undefined) return pinned;
     if (pinned === undefined) {
       this.pins.set(name, published.keys);
@@ -192,9 +195,8 @@ export class Verifier {
     return undefined;
   }
 
-  private published(name: string, ed: Ed25519): PublishedKey | undefined {
-    if (this.options.publishedIn === undefined) return undefined;
-    const doc = readPublishedKey(this.options.publishedIn, name, (p) => this.warn(p));
+  private async published(name: string, ed: Ed25519): Promise<PublishedKey | undefined> {
+    const doc = await this.publishedDoc(name);
     if (doc === undefined) return undefined;
     if (!this.validChain(doc, ed)) {
       this.warn(
@@ -203,6 +205,15 @@ export class Verifier {
       return undefined;
     }
     return doc;
+  }
+
+  /** `name`'s published key file, from the root's folder or its key directory. */
+  private async publishedDoc(name: string): Promise<PublishedKey | undefined> {
+    const { publishedIn, directory } = this.options;
+    if (publishedIn !== undefined) return readPublishedKey(publishedIn, name, (p) => this.warn(p));
+    const entry = await directory?.get(name).catch(() => undefined);
+    if (entry === undefined) return undefined;
+    return publishedKeyOf(entry.text, name, `the published key of ${name}`, (p) => this.warn(p));
   }
 
   /** Reports a problem once, with the next read's warnings. */

@@ -40,10 +40,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .action(async (opts: { as?: string; replace?: boolean }) => {
       const name = ctx.agent(opts.as);
       if (!opts.replace) {
-        print(ctx, await createIdentity(place(ctx), name), "made a key for");
+        print(ctx, await createIdentity(await place(ctx), name), "made a key for");
         return;
       }
-      const info = await replaceIdentity(place(ctx), name);
+      const info = await replaceIdentity(await place(ctx), name);
       print(ctx, info, "made a new key for");
       if (!ctx.json) {
         ctx.err(
@@ -65,13 +65,13 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const raw = meta[META_MAINTAINER];
       const maintainer = typeof raw === "string" ? raw : undefined;
       const request = { channel, name, key, as, maintainer };
-      print(ctx, await approveKey(place(ctx), request), "approved the key of");
+      print(ctx, await approveKey(await place(ctx), request), "approved the key of");
     });
 
   id.command("list")
     .description("the agents this user holds keys for")
-    .action(() => {
-      const list = listIdentities(place(ctx));
+    .action(async () => {
+      const list = await listIdentities(await place(ctx));
       if (ctx.json) return ctx.printJson({ identities: list });
       if (list.length === 0) ctx.err("no keys here (make one with: agent-chat id new --as NAME)\n");
       for (const info of list) ctx.out(`${info.name}\t${info.key ?? "(not published)"}\n`);
@@ -80,20 +80,20 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
   id.command("show")
     .argument("<name>")
     .description("an agent's key: published in the root, pinned here, held here")
-    .action((name: string) => print(ctx, showIdentity(place(ctx), name)));
+    .action(async (name: string) => print(ctx, await showIdentity(await place(ctx), name)));
 
   id.command("rotate")
     .description("replace an agent's key with a new one that the old key vouches for")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
     .action(async (opts: { as?: string }) => {
-      print(ctx, await rotateIdentity(place(ctx), ctx.agent(opts.as)), "rotated the key of");
+      print(ctx, await rotateIdentity(await place(ctx), ctx.agent(opts.as)), "rotated the key of");
     });
 
   id.command("export")
     .description("print an agent's key pair as JSON, for id import on its second machine")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
     .action(async (opts: { as?: string }) => {
-      ctx.printJson(await exportIdentity(place(ctx), ctx.agent(opts.as)));
+      ctx.printJson(await exportIdentity(await place(ctx), ctx.agent(opts.as)));
     });
 
   id.command("import")
@@ -101,19 +101,19 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .option("--file <path>", "the exported JSON (default: stdin)")
     .action(async (opts: { file?: string }) => {
       const text = readFileSync(opts.file ?? 0, "utf8");
-      print(ctx, await importIdentity(place(ctx), parseExport(text)), "imported the key of");
+      print(ctx, await importIdentity(await place(ctx), parseExport(text)), "imported the key of");
     });
 }
 
 /** Where `id` commands (and the viewer's first-use key) keep and publish keys for this root. */
-export function place(ctx: CliContext): IdentityPlace {
+export async function place(ctx: CliContext): Promise<IdentityPlace> {
   const root = ctx.root;
-  const nats = isNatsUrl(root);
-  return {
-    configDir: ctx.configDir,
-    root: nats ? undefined : root,
-    rootId: nats ? root : resolve(root),
-  };
+  if (!isNatsUrl(root)) return { configDir: ctx.configDir, root, rootId: resolve(root) };
+  // A NATS root publishes keys in its namespace's KV.
+  const directory = (await ctx.open()).publishedKeys;
+  const nats: IdentityPlace = { configDir: ctx.configDir, root: undefined, rootId: root };
+  if (directory) nats.directory = directory;
+  return nats;
 }
 
 function parseExport(text: string): ExportedIdentity {

@@ -66,7 +66,7 @@ async function viewerIdentity(
   if (!hasPrivateKey(ctx.configDir, name)) {
     const { createIdentity } = await import("../../client/identity.js");
     const { place } = await import("./identity.js");
-    await createIdentity(place(ctx), name);
+    await createIdentity(await place(ctx), name);
     ctx.err(`made a key for ${name} (agent-chat id show ${name}); the viewer signs as ${name}\n`);
   }
   return { name, store: await ctx.openFor(name) };
