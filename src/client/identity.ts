@@ -1,12 +1,14 @@
 import { AgentChatError } from "../core/errors.js";
 import { sameAgent, validateName } from "../core/names.js";
-import { rotationText } from "../core/signature.js";
+import { approvalText, rotationText } from "../core/signature.js";
+import type { PublishedKeyDirectory } from "../store/types.js";
 import {
   filePins,
   hasPrivateKey,
   localKeyNames,
   type PublishedKey,
   privateKeyPath,
+  publishedKeyOf,
   readPrivateKey,
   readPublishedKey,
   writePrivateKey,
@@ -24,6 +26,8 @@ export interface IdentityPlace {
   configDir: string;
   /** A folder root where public keys are published; undefined for a NATS root. */
   root: string | undefined;
+  /** Where a root with no folder publishes them (a NATS namespace's KV). */
+  directory?: PublishedKeyDirectory;
   /** Names the root in the pin file (its absolute path or URL). */
   rootId: string;
 }
@@ -44,14 +48,16 @@ export interface IdentityInfo {
 export async function createIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
   const problems: string[] = [];
-  const published = place.root && readPublishedKey(place.root, name, (p) => problems.push(p));
+  const { doc: published, revision } = await readDoc(place, name, (p) => problems.push(p));
   const pins = filePins(place.configDir, place.rootId);
   if (published || pins.get(name)) {
     throw new AgentChatError(
       "KEY_CONFLICT",
       `${name} already has a key in this root (${published ? "published" : "pinned here"}); ` +
         `on a second machine of the same agent copy it (agent-chat id export / id import); ` +
-        `to change it, run agent-chat id rotate --as ${name} where the key is`,
+        `to change it, run agent-chat id rotate --as ${name} where the key is; if that key ` +
+        `is lost: agent-chat id new --as ${name} --replace, then a channel's maintainer ` +
+        "approves the new key (agent-chat id approve)",
     );
   }
   if (problems.length > 0) throw new AgentChatError("KEY_CONFLICT", problems[0]!);
@@ -59,7 +65,7 @@ export async function createIdentity(place: IdentityPlace, name: string): Promis
   const pair = ed.generateKeyPair();
   writePrivateKey(place.configDir, name, pair.pem, false);
   const doc: PublishedKey = { name, keys: [pair.key], rotations: [] };
-  if (place.root) writePublishedKey(place.root, doc);
+  await writeDoc(place, doc, revision);
   pins.set(name, doc.keys);
   return showIdentity(place, name);
 }
@@ -73,7 +79,7 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
   const ed = await loadEd25519();
   const old = ed.signerFromPem(readPrivateKey(place.configDir, name));
   const pins = filePins(place.configDir, place.rootId);
-  const current = currentChain(place, name, ed) ?? pins.get(name) ?? [old.key];
+  const current = (await currentChain(place, name, ed)) ?? pins.get(name) ?? [old.key];
   if (current[current.length - 1] !== old.key) {
     throw new AgentChatError(
       "KEY_CONFLICT",
@@ -81,26 +87,134 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
         "only the current key can vouch for the next",
     );
   }
-  const published = (place.root && readPublishedKey(place.root, name, () => {})) || undefined;
+  const { doc: published, revision } = await readDoc(place, name);
   const doc: PublishedKey = published ?? { name, keys: [old.key], rotations: [] };
   const pair = ed.generateKeyPair();
   doc.rotations.push(old.sign(rotationText(doc.name, old.key, pair.key)));
   doc.keys.push(pair.key);
   // Published first: should the key file then fail to be written, the old key still verifies.
-  if (place.root) writePublishedKey(place.root, doc);
+  await writeDoc(place, doc, revision);
   writePrivateKey(place.configDir, name, pair.pem, true);
   pins.set(name, [...(pins.get(name) ?? []), pair.key]);
   return showIdentity(place, name);
 }
 
-function currentChain(
+/**
+ * A new key for `name` when the old one is lost and cannot vouch for it: published in place of
+ * the old chain, and refused by every reader who pinned the old key until a channel's maintainer
+ * approves it ({@link approveKey}).
+ */
+export async function replaceIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
+  validateName("agent", name);
+  const pins = filePins(place.configDir, place.rootId);
+  const { doc: published, revision } = await readDoc(place, name);
+  const pinned = pins.get(name);
+  if (!published && !pinned) return createIdentity(place, name);
+  const pair = (await loadEd25519()).generateKeyPair();
+  writePrivateKey(place.configDir, name, pair.pem, true);
+  await writeDoc(place, { name, keys: [pair.key], rotations: [] }, revision);
+  pins.set(name, [...(pinned ?? []), pair.key]);
+  return showIdentity(place, name);
+}
+
+export interface KeyApprovalRequest {
+  /** The governed channel whose maintainer approves. */
+  channel: string;
+  /** Its maintainer, from its `_meta.json` (undefined: it has none). */
+  maintainer: string | undefined;
+  /** Whose key, and which. */
+  name: string;
+  key: string;
+  /** Who approves: must be the maintainer, with the maintainer's current key held here. */
+  as: string;
+}
+
+/**
+ * A maintainer's signed approval of `key` as `name`'s key, recorded in `name`'s published key
+ * file: readers whose pin no rotation leads to the key accept it once they check that the
+ * approval is signed by the key pinned for the channel's maintainer.
+ */
+export async function approveKey(
+  place: IdentityPlace,
+  request: KeyApprovalRequest,
+): Promise<IdentityInfo> {
+  const { channel, maintainer, key, as } = request;
+  const name = validateName("agent", request.name);
+  if (maintainer === undefined) {
+    throw new AgentChatError("NOT_GOVERNED", `${channel} has no maintainer to approve a key`);
+  }
+  if (!sameAgent(as, maintainer)) {
+    throw new AgentChatError(
+      "NOT_MAINTAINER",
+      `only ${channel}'s maintainer (${maintainer}) approves a key; give --as ${maintainer}`,
+    );
+  }
+  const ed = await loadEd25519();
+  const signer = ed.signerFromPem(readPrivateKey(place.configDir, as));
+  const mine = await currentChain(place, as, ed);
+  if (mine && mine[mine.length - 1] !== signer.key) {
+    throw new AgentChatError(
+      "KEY_CONFLICT",
+      `the key of ${as} in this root is not the one in ${privateKeyPath(place.configDir, as)}`,
+    );
+  }
+  const { doc, revision } = await readDoc(place, name);
+  if (!doc?.keys.includes(key)) {
+    throw new AgentChatError(
+      "NOT_FOUND",
+      `${key} is not published for ${name}; on ${name}'s machine run: agent-chat id new --as ${name} --replace`,
+    );
+  }
+  const sig = signer.sign(approvalText(doc.name, key, as, channel));
+  const others = (doc.approvals ?? []).filter((a) => a.key !== key);
+  doc.approvals = [...others, { key, by: as, channel, sig }];
+  await writeDoc(place, doc, revision);
+  const pins = filePins(place.configDir, place.rootId);
+  const pinned = pins.get(name);
+  if (pinned && !pinned.includes(key)) {
+    pins.set(name, [...pinned, ...doc.keys.slice(doc.keys.indexOf(key))]);
+  }
+  return showIdentity(place, name);
+}
+
+async function currentChain(
   place: IdentityPlace,
   name: string,
   ed: Awaited<ReturnType<typeof loadEd25519>>,
-): string[] | undefined {
-  if (!place.root) return undefined;
-  const doc = readPublishedKey(place.root, name, () => {});
+): Promise<string[] | undefined> {
+  const { doc } = await readDoc(place, name);
   return doc && validRotations(doc, ed) ? doc.keys : undefined;
+}
+
+/** `name`'s published key file and the revision to write over (0: none yet, or a folder). */
+async function readDoc(
+  place: IdentityPlace,
+  name: string,
+  onProblem: (problem: string) => void = () => {},
+): Promise<{ doc: PublishedKey | undefined; revision: number }> {
+  if (place.root) return { doc: readPublishedKey(place.root, name, onProblem), revision: 0 };
+  const entry = await place.directory?.get(name);
+  if (entry === undefined) return { doc: undefined, revision: 0 };
+  const doc = publishedKeyOf(entry.text, name, `the published key of ${name}`, onProblem);
+  return { doc, revision: entry.revision };
+}
+
+/**
+ * Publishes `doc`: in the folder root, or in the key directory over the revision read (someone
+ * who published meanwhile wins, and this is refused: read again and decide again).
+ */
+async function writeDoc(place: IdentityPlace, doc: PublishedKey, revision: number): Promise<void> {
+  if (place.root) {
+    writePublishedKey(place.root, doc);
+    return;
+  }
+  if (!place.directory) return;
+  if (!(await place.directory.put(doc.name, `${JSON.stringify(doc, null, 2)}\n`, revision))) {
+    throw new AgentChatError(
+      "KEY_CONFLICT",
+      `the published key of ${doc.name} changed meanwhile; run the command again`,
+    );
+  }
 }
 
 export interface ExportedIdentity {
@@ -138,7 +252,7 @@ export async function importIdentity(
     });
   }
   const pins = filePins(place.configDir, place.rootId);
-  const known = currentChain(place, name, ed) ?? pins.get(name);
+  const known = (await currentChain(place, name, ed)) ?? pins.get(name);
   if (known && known[known.length - 1] !== key) {
     throw new AgentChatError(
       "KEY_CONFLICT",
@@ -153,15 +267,19 @@ export async function importIdentity(
     hasPrivateKey(place.configDir, name),
   );
   if (!known) {
-    if (place.root) writePublishedKey(place.root, { name, keys: [key], rotations: [] });
+    await writeDoc(
+      place,
+      { name, keys: [key], rotations: [] },
+      (await readDoc(place, name)).revision,
+    );
     pins.set(name, [key]);
   } else if (!pins.get(name)) pins.set(name, known);
   return showIdentity(place, name);
 }
 
-export function showIdentity(place: IdentityPlace, name: string): IdentityInfo {
+export async function showIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
-  const published = (place.root && readPublishedKey(place.root, name, () => {})) || undefined;
+  const { doc: published } = await readDoc(place, name);
   const pinned = filePins(place.configDir, place.rootId).get(name) ?? [];
   const keys = published?.keys ?? pinned;
   return {
@@ -176,6 +294,6 @@ export function showIdentity(place: IdentityPlace, name: string): IdentityInfo {
 }
 
 /** The names this user holds keys for, each as {@link showIdentity} sees it. */
-export function listIdentities(place: IdentityPlace): IdentityInfo[] {
-  return localKeyNames(place.configDir).map((name) => showIdentity(place, name));
+export function listIdentities(place: IdentityPlace): Promise<IdentityInfo[]> {
+  return Promise.all(localKeyNames(place.configDir).map((name) => showIdentity(place, name)));
 }

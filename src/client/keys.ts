@@ -46,6 +46,21 @@ export interface PublishedKey {
   keys: string[];
   /** `rotations[i]`: keys[i]'s signature vouching for keys[i + 1]. */
   rotations: string[];
+  /**
+   * Keys a channel's maintainer approved for the name when no rotation leads to them (the old
+   * key lost): readers whose pin the chain does not reach accept them (docs/signatures.md).
+   */
+  approvals?: KeyApproval[];
+}
+
+export interface KeyApproval {
+  /** The approved key: one of `keys`. */
+  key: string;
+  /** The maintainer who approved it, and of which channel. */
+  by: string;
+  channel: string;
+  /** `by`'s signature over approvalText(name, key, by, channel). */
+  sig: string;
 }
 
 export function privateKeyPath(configDir: string, name: string): string {
@@ -167,9 +182,22 @@ export function readPublishedKey(
     );
     return undefined;
   }
-  const doc = parsePublished(text);
+  return publishedKeyOf(text, name, path, onProblem);
+}
+
+/**
+ * A published key file's text as `name`'s key, checked for shape only; `where` names it in the
+ * problem reported when it is not one (corrupt, too large, another name's).
+ */
+export function publishedKeyOf(
+  text: string,
+  name: string,
+  where: string,
+  onProblem: (problem: string) => void,
+): PublishedKey | undefined {
+  const doc = text.length > MAX_PUBLISHED_BYTES ? undefined : parsePublished(text);
   if (doc === undefined || identity(doc.name) !== identity(name)) {
-    onProblem(`ignored ${path}: not a published key of ${name}`);
+    onProblem(`ignored ${where}: not a published key of ${name}`);
     return undefined;
   }
   return doc;
@@ -183,13 +211,23 @@ function parsePublished(text: string): PublishedKey | undefined {
     return undefined;
   }
   if (typeof data !== "object" || data === null) return undefined;
-  const { name, keys, rotations } = data as Record<string, unknown>;
+  const { name, keys, rotations, approvals } = data as Record<string, unknown>;
   if (typeof name !== "string" || !Array.isArray(keys) || !Array.isArray(rotations)) {
     return undefined;
   }
   if (keys.length === 0 || !keys.every(isKeyText)) return undefined;
   if (rotations.length !== keys.length - 1 || !rotations.every(isSignatureText)) return undefined;
-  return { name, keys, rotations };
+  if (approvals === undefined) return { name, keys, rotations };
+  if (!Array.isArray(approvals) || !approvals.every(isApproval)) return undefined;
+  return { name, keys, rotations, approvals };
+}
+
+function isApproval(value: unknown): value is KeyApproval {
+  if (typeof value !== "object" || value === null) return false;
+  const { key, by, channel, sig } = value as Record<string, unknown>;
+  return (
+    isKeyText(key) && typeof by === "string" && typeof channel === "string" && isSignatureText(sig)
+  );
 }
 
 /** Writes (or replaces) a published key file in a folder root. */

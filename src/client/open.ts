@@ -30,7 +30,11 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
     if (scheme === "nats" || scheme === "tls") {
       const { NatsStore } = await import("../store/nats/index.js");
       const store = guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
-      return signedStore(store, { ...options.signatures, rootId: store.location });
+      return signedStore(store, {
+        ...options.signatures,
+        rootId: store.location,
+        directory: store.publishedKeys,
+      });
     }
     throw new AgentChatError(
       "BACKEND_UNAVAILABLE",

@@ -1,3 +1,4 @@
+import { META_MAINTAINER } from "../core/governance.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import type {
@@ -51,6 +52,7 @@ class SignedStore implements Store {
   readonly updateMeta?: Store["updateMeta"];
   readonly archive?: Store["archive"];
   readonly prune?: Store["prune"];
+  readonly publishedKeys?: Store["publishedKeys"];
   private readonly verifier: Verifier;
   private readonly signers = new Map<string, PostSigner | undefined>();
 
@@ -61,7 +63,15 @@ class SignedStore implements Store {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
     if (inner.archive) this.archive = inner.archive.bind(inner);
     if (inner.prune) this.prune = inner.prune.bind(inner);
-    this.verifier = new Verifier(options);
+    if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
+    // A key a maintainer approved counts when the channel it names says so (its _meta.json).
+    this.verifier = new Verifier({
+      maintainerOf: async (channel) => {
+        const maintainer = (await this.meta(channel))?.[META_MAINTAINER];
+        return typeof maintainer === "string" ? maintainer : undefined;
+      },
+      ...options,
+    });
   }
 
   get capabilities(): Capabilities {

@@ -1,7 +1,8 @@
 import { AgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
-import { identity } from "../core/names.js";
+import { identity, sameAgent } from "../core/names.js";
 import {
+  approvalText,
   canonicalText,
   hasSignature,
   parseSigValue,
@@ -9,7 +10,7 @@ import {
   SIG_KEY,
   signatureDefect,
 } from "../core/signature.js";
-import type { PostSigner } from "../store/types.js";
+import type { PostSigner, PublishedKeyDirectory } from "../store/types.js";
 import {
   filePins,
   hasPrivateKey,
@@ -17,6 +18,7 @@ import {
   type PinStore,
   type PublishedKey,
   privateKeyPath,
+  publishedKeyOf,
   readPrivateKey,
   readPublishedKey,
 } from "./keys.js";
@@ -47,10 +49,17 @@ export interface SignatureOptions {
   sign?: boolean;
   /** A folder root, where public keys are published (`.keys/`); none for a NATS root. */
   publishedIn?: string;
+  /** Where a root with no folder publishes them (the NATS namespace's KV). */
+  directory?: PublishedKeyDirectory;
   /** Names the root in the pin file. */
   rootId: string;
   /** Hears each problem with keys once (an attempted key change, a corrupt key file). */
   onWarning?: (warning: string) => void;
+  /**
+   * The maintainer of a channel, for a key a maintainer approved (`id approve`); without it no
+   * approval counts.
+   */
+  maintainerOf?: (channel: string) => Promise<string | undefined>;
 }
 
 /**
@@ -76,6 +85,10 @@ export class Verifier {
     }
     const ed = await loadEd25519();
     const keys = new Map<string, string[] | undefined>();
+    for (const m of messages) {
+      const id = identity(m.from);
+      if (hasSignature(m) && !keys.has(id)) keys.set(id, await this.pinnedKeys(m.from, ed));
+    }
     return messages.map((m) => this.checkOne(m, ed, keys));
   }
 
@@ -107,7 +120,6 @@ export class Verifier {
     if (defect !== undefined) return forged(m, defect);
     const sig = parseSigValue(m.extra[SIG_KEY]!)!;
     const id = identity(m.from);
-    if (!keys.has(id)) keys.set(id, this.pinnedKeys(m.from, ed));
     const pinned = keys.get(id);
     if (pinned !== undefined && !pinned.includes(sig.key)) {
       return forged(m, `signed by a key that is not ${m.from}'s pinned key`);
@@ -125,12 +137,16 @@ export class Verifier {
 
   /**
    * The keys `name` is pinned to, pinning the published ones on first use and following the
-   * rotations the pinned key signed. A published key that the pin does not lead to is an
-   * attempted key change: the pin wins, and it is reported.
+   * rotations the pinned key signed, or a key a channel's maintainer approved. A published key
+   * that neither leads to is an attempted key change: the pin wins, and it is reported.
    */
-  pinnedKeys(name: string, ed: Ed25519): string[] | undefined {
+  async pinnedKeys(
+    name: string,
+    ed: Ed25519,
+    asking = new Set<string>(),
+  ): Promise<string[] | undefined> {
     const pinned = this.pins.get(name);
-    const published = this.published(name, ed);
+    const published = await this.published(name, ed);
     if (published === undefined) return pinned;
     if (pinned === undefined) {
       this.pins.set(name, published.keys);
@@ -138,6 +154,12 @@ export class Verifier {
     }
     const at = published.keys.lastIndexOf(pinned[pinned.length - 1]!);
     if (at < 0) {
+      const approved = await this.approvedFrom(published, ed, new Set([...asking, identity(name)]));
+      if (approved !== undefined) {
+        const extended = [...pinned, ...published.keys.slice(approved)];
+        this.pins.set(name, extended);
+        return extended;
+      }
       this.warn(
         `attempted key change for ${name}: the key published in the root is not the one ` +
           `pinned here, and no rotation signed by the pinned key leads to it; the pin wins ` +
@@ -151,9 +173,30 @@ export class Verifier {
     return extended;
   }
 
-  private published(name: string, ed: Ed25519): PublishedKey | undefined {
-    if (this.options.publishedIn === undefined) return undefined;
-    const doc = readPublishedKey(this.options.publishedIn, name, (p) => this.warn(p));
+  /**
+   * Where in `doc.keys` a maintainer's approval starts the chain: an approval signed by a key
+   * pinned here for the one who is, by its `_meta.json`, the maintainer of the channel it names.
+   * `asking` stops a loop of names approving each other.
+   */
+  private async approvedFrom(
+    doc: PublishedKey,
+    ed: Ed25519,
+    asking: Set<string>,
+  ): Promise<number | undefined> {
+    for (const a of doc.approvals ?? []) {
+      const at = doc.keys.indexOf(a.key);
+      if (at < 0 || asking.has(identity(a.by))) continue;
+      const maintainer = await this.options.maintainerOf?.(a.channel).catch(() => undefined);
+      if (maintainer === undefined || !sameAgent(maintainer, a.by)) continue;
+      const byKeys = await this.pinnedKeys(a.by, ed, asking);
+      const text = approvalText(doc.name, a.key, a.by, a.channel);
+      if (byKeys?.some((k) => ed.verifySignature(k, text, a.sig))) return at;
+    }
+    return undefined;
+  }
+
+  private async published(name: string, ed: Ed25519): Promise<PublishedKey | undefined> {
+    const doc = await this.publishedDoc(name);
     if (doc === undefined) return undefined;
     if (!this.validChain(doc, ed)) {
       this.warn(
@@ -162,6 +205,15 @@ export class Verifier {
       return undefined;
     }
     return doc;
+  }
+
+  /** `name`'s published key file, from the root's folder or its key directory. */
+  private async publishedDoc(name: string): Promise<PublishedKey | undefined> {
+    const { publishedIn, directory } = this.options;
+    if (publishedIn !== undefined) return readPublishedKey(publishedIn, name, (p) => this.warn(p));
+    const entry = await directory?.get(name).catch(() => undefined);
+    if (entry === undefined) return undefined;
+    return publishedKeyOf(entry.text, name, `the published key of ${name}`, (p) => this.warn(p));
   }
 
   /** Reports a problem once, with the next read's warnings. */

@@ -90,6 +90,14 @@ export function rotationText(name: string, oldKey: string, newKey: string): stri
   return `agent-chat key rotation\nname: ${name}\nold: ${oldKey}\nnew: ${newKey}\n`;
 }
 
+/**
+ * What a channel's maintainer signs to approve `key` as `name`'s key when the old key cannot
+ * vouch for it (lost): `agent-chat id approve CH NAME KEY --as MAINTAINER`.
+ */
+export function approvalText(name: string, key: string, by: string, channel: string): string {
+  return `agent-chat key approval\nname: ${name}\nkey: ${key}\nby: ${by}\nchannel: ${channel}\n`;
+}
+
 export function isKeyText(value: unknown): value is string {
   return typeof value === "string" && B64URL_KEY.test(value);
 }

@@ -69,11 +69,13 @@ class IdentityGuard implements Store {
   readonly updateMeta?: Store["updateMeta"];
   readonly archive?: Store["archive"];
   readonly prune?: Store["prune"];
+  readonly publishedKeys?: Store["publishedKeys"];
 
   constructor(private readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
     if (inner.archive) this.archive = inner.archive.bind(inner);
     if (inner.prune) this.prune = inner.prune.bind(inner);
+    if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
   }
 
   get capabilities(): Capabilities {

@@ -125,8 +125,21 @@ export interface Store {
   archive?(channel: string, options: ArchiveOptions): Promise<ArchiveResult>;
   /** Optional: removes the cursors of agents not seen for a while (the folder store only). */
   prune?(options: PruneOptions): Promise<PruneResult>;
+  /**
+   * Optional: where a root with no folder (NATS) publishes public keys (docs/signatures.md);
+   * a folder root keeps them in `.keys/`.
+   */
+  readonly publishedKeys?: PublishedKeyDirectory;
 
   close(): Promise<void>;
+}
+
+/** Published key files by name, each written only over the revision its writer read. */
+export interface PublishedKeyDirectory {
+  /** The file's text and revision, undefined when the name has none. */
+  get(name: string): Promise<{ text: string; revision: number } | undefined>;
+  /** Writes when the file is still at `revision` (0: absent); false when someone wrote first. */
+  put(name: string, text: string, revision: number): Promise<boolean>;
 }
 
 export interface Capabilities {

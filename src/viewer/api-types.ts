@@ -14,6 +14,10 @@ export interface MessageView {
   body: string;
   file: string;
   extra: Record<string, string>;
+  /** Whether its author is proven (docs/signatures.md); the page shows it as a badge. */
+  trust?: "verified" | "unsigned" | "forged";
+  /** Why it is forged. */
+  trustNote?: string;
 }
 
 /**
@@ -142,11 +146,21 @@ export interface ChannelView {
   tasks: TaskView[];
   leases: PathLeaseView[];
   panels: PanelView[];
+  /**
+   * The channel's `signatures` policy: under `require` the page strikes through what is not
+   * verified (agents are not given it).
+   */
+  signatures: "off" | "warn" | "require";
 }
 
 export interface StateView {
   root: string;
   channels: ChannelView[];
+  /**
+   * The person who opened the viewer (`agent-chat view --as NAME`): the page posts and decides
+   * as this name only, signed with its key. Absent: the From box says who posts, unsigned.
+   */
+  as?: string;
 }
 
 export interface PostRequest {

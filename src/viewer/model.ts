@@ -1,6 +1,7 @@
 import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
+import { policyOf } from "../core/policy.js";
 import { owedBy } from "../store/core/index.js";
 import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
@@ -50,6 +51,8 @@ export class ViewerModel {
   constructor(
     private readonly store: Store,
     private readonly panelProviders: readonly PanelProvider[],
+    /** The viewer's own poster (`view --as`), said in the state for the page. */
+    private readonly as?: string,
   ) {}
 
   async start(): Promise<void> {
@@ -199,6 +202,7 @@ export class ViewerModel {
       }
     }
     const state: StateView = { root: this.store.location, channels };
+    if (this.as !== undefined) state.as = this.as;
     const json = JSON.stringify(state);
     this.lastState = state;
     if (json !== this.lastStateJson) {
@@ -235,6 +239,7 @@ export class ViewerModel {
       return view;
     });
     const leases = await this.liveLeases(info.name);
+    const { signatures } = policyOf(await this.store.roster(info.name));
     const panels: PanelView[] = [];
     for (const provider of this.panelProviders) {
       try {
@@ -258,6 +263,7 @@ export class ViewerModel {
       leases,
       tasks,
       panels,
+      signatures,
     };
   }
 
@@ -371,6 +377,7 @@ function brokenChannelView(info: ChannelInfo): ChannelView {
     tasks: [],
     leases: [],
     panels: [],
+    signatures: "off",
   };
 }
 
@@ -409,5 +416,7 @@ export function messageView(m: Message): MessageView {
     extra: m.extra,
   };
   if (m.replyTo !== undefined) view.replyTo = m.replyTo;
+  if (m.trust !== undefined) view.trust = m.trust;
+  if (m.trustNote !== undefined) view.trustNote = m.trustNote;
   return view;
 }

@@ -8,7 +8,7 @@ import {
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
-import { validateName } from "../core/names.js";
+import { sameAgent, validateName } from "../core/names.js";
 import type { SearchResult, Store } from "../store/types.js";
 import {
   DEFAULT_VIEWER_HOST,
@@ -54,6 +54,12 @@ export interface ViewerOptions {
   panels?: readonly PanelProvider[];
   /** What the event streams may hold back for slow readers (DEFAULT_STREAM_LIMITS). */
   streamLimits?: Partial<StreamLimits>;
+  /**
+   * The person who opened the viewer (`view --as`): the page posts and decides as `name` only,
+   * through `store`, which signs with their key. Without it the From box names the poster and
+   * nothing is signed.
+   */
+  as?: { name: string; store: Store };
 }
 
 export interface Viewer {
@@ -84,7 +90,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   const { host, requestedPort, token } = checkedOptions(options);
   const assets = locateAssets();
   const panels = options.panels ?? defaultPanels;
-  const model = new ViewerModel(options.store, panels);
+  const model = new ViewerModel(options.store, panels, options.as?.name);
+  const postStore = options.as?.store ?? options.store;
   await model.start();
 
   const streams = new EventStreams({ ...DEFAULT_STREAM_LIMITS, ...options.streamLimits });
@@ -183,7 +190,8 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
 
   async function postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
     const input = parsePostRequest(body);
-    const result = await options.store.post(channel, input);
+    onlyAsOpener(input.from);
+    const result = await postStore.post(channel, input);
     const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
     if (written) model.noteMessage(written);
     sendJson(res, 201, result);
@@ -202,8 +210,9 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     }
     const input = parsePanelActionRequest(body);
     validateName("agent", input.as);
+    onlyAsOpener(input.as);
     const result = await provider.act(
-      options.store,
+      postStore,
       channel,
       pathPart(rawItem!, "item"),
       action as PanelAction,
@@ -212,6 +221,14 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
     if (written) model.noteMessage(written);
     sendJson(res, 200, result);
+  }
+
+  /** A viewer opened `--as A` speaks for A alone: its key must not sign anyone else's words. */
+  function onlyAsOpener(name: string): void {
+    const as = options.as?.name;
+    if (as !== undefined && !sameAgent(name, as)) {
+      throw new AgentChatError("NOT_ALLOWED", `this viewer posts as ${as} only, not as ${name}`);
+    }
   }
 
   function openStream(res: ServerResponse): void {
@@ -412,6 +429,7 @@ const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   NOT_A_MEMBER: 403,
   NOT_HOLDER: 403,
   NOT_MAINTAINER: 403,
+  NOT_ALLOWED: 403,
   NOT_GOVERNED: 409,
   NOT_FOUND: 404,
   CHANNEL_EXISTS: 409,

@@ -32,10 +32,15 @@ export interface RunningViewer {
 }
 
 /** Starts `agent-chat view` from the built CLI on a free port and reads its address. */
-export async function startView(root: string, extraArgs: string[] = []): Promise<RunningViewer> {
+export async function startView(
+  root: string,
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<RunningViewer> {
   // The viewer lives as long as its test file; a loaded machine can take a while to get there.
   const child = startCli(["--json", "view", "--http", "127.0.0.1:0", ...extraArgs], {
     root,
+    env,
     timeoutMs: 600_000,
   });
   const info = await new Promise<{ url: string; token: string }>((resolve, reject) => {

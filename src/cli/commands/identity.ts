@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import {
+  approveKey,
   createIdentity,
   type ExportedIdentity,
   exportIdentity,
@@ -9,10 +10,12 @@ import {
   type IdentityPlace,
   importIdentity,
   listIdentities,
+  replaceIdentity,
   rotateIdentity,
   showIdentity,
 } from "../../client/identity.js";
 import { AgentChatError } from "../../core/errors.js";
+import { META_MAINTAINER } from "../../core/governance.js";
 import { isNatsUrl } from "../../store/roots.js";
 import type { CliContext } from "../context.js";
 
@@ -33,14 +36,42 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
   id.command("new")
     .description("make a key pair for an agent; posts by it are signed from now on")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
-    .action(async (opts: { as?: string }) => {
-      print(ctx, await createIdentity(place(ctx), ctx.agent(opts.as)), "made a key for");
+    .option("--replace", "the old key is lost: publish a new one for a maintainer to approve")
+    .action(async (opts: { as?: string; replace?: boolean }) => {
+      const name = ctx.agent(opts.as);
+      if (!opts.replace) {
+        print(ctx, await createIdentity(await place(ctx), name), "made a key for");
+        return;
+      }
+      const info = await replaceIdentity(await place(ctx), name);
+      print(ctx, info, "made a new key for");
+      if (!ctx.json) {
+        ctx.err(
+          `readers who pinned the old key refuse it until a maintainer approves it:\n` +
+            `  agent-chat id approve CHANNEL ${info.name} ${info.key} --as MAINTAINER\n`,
+        );
+      }
+    });
+
+  id.command("approve")
+    .argument("<channel>", "a channel whose maintainer you are")
+    .argument("<name>", "whose key")
+    .argument("<key>", "the new key (agent-chat id show NAME)")
+    .description("as a channel's maintainer, approve a new key for a name (its old key lost)")
+    .option("--as <name>", "the maintainer (default $AGENT_CHAT_NAME)")
+    .action(async (channel: string, name: string, key: string, opts: { as?: string }) => {
+      const as = ctx.agent(opts.as);
+      const meta = await (await ctx.open()).roster(channel);
+      const raw = meta[META_MAINTAINER];
+      const maintainer = typeof raw === "string" ? raw : undefined;
+      const request = { channel, name, key, as, maintainer };
+      print(ctx, await approveKey(await place(ctx), request), "approved the key of");
     });
 
   id.command("list")
     .description("the agents this user holds keys for")
-    .action(() => {
-      const list = listIdentities(place(ctx));
+    .action(async () => {
+      const list = await listIdentities(await place(ctx));
       if (ctx.json) return ctx.printJson({ identities: list });
       if (list.length === 0) ctx.err("no keys here (make one with: agent-chat id new --as NAME)\n");
       for (const info of list) ctx.out(`${info.name}\t${info.key ?? "(not published)"}\n`);
@@ -49,20 +80,20 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
   id.command("show")
     .argument("<name>")
     .description("an agent's key: published in the root, pinned here, held here")
-    .action((name: string) => print(ctx, showIdentity(place(ctx), name)));
+    .action(async (name: string) => print(ctx, await showIdentity(await place(ctx), name)));
 
   id.command("rotate")
     .description("replace an agent's key with a new one that the old key vouches for")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
     .action(async (opts: { as?: string }) => {
-      print(ctx, await rotateIdentity(place(ctx), ctx.agent(opts.as)), "rotated the key of");
+      print(ctx, await rotateIdentity(await place(ctx), ctx.agent(opts.as)), "rotated the key of");
     });
 
   id.command("export")
     .description("print an agent's key pair as JSON, for id import on its second machine")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
     .action(async (opts: { as?: string }) => {
-      ctx.printJson(await exportIdentity(place(ctx), ctx.agent(opts.as)));
+      ctx.printJson(await exportIdentity(await place(ctx), ctx.agent(opts.as)));
     });
 
   id.command("import")
@@ -70,18 +101,19 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .option("--file <path>", "the exported JSON (default: stdin)")
     .action(async (opts: { file?: string }) => {
       const text = readFileSync(opts.file ?? 0, "utf8");
-      print(ctx, await importIdentity(place(ctx), parseExport(text)), "imported the key of");
+      print(ctx, await importIdentity(await place(ctx), parseExport(text)), "imported the key of");
     });
 }
 
-function place(ctx: CliContext): IdentityPlace {
+/** Where `id` commands (and the viewer's first-use key) keep and publish keys for this root. */
+export async function place(ctx: CliContext): Promise<IdentityPlace> {
   const root = ctx.root;
-  const nats = isNatsUrl(root);
-  return {
-    configDir: ctx.configDir,
-    root: nats ? undefined : root,
-    rootId: nats ? root : resolve(root),
-  };
+  if (!isNatsUrl(root)) return { configDir: ctx.configDir, root, rootId: resolve(root) };
+  // A NATS root publishes keys in its namespace's KV.
+  const directory = (await ctx.open()).publishedKeys;
+  const nats: IdentityPlace = { configDir: ctx.configDir, root: undefined, rootId: root };
+  if (directory) nats.directory = directory;
+  return nats;
 }
 
 function parseExport(text: string): ExportedIdentity {

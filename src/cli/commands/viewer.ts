@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type { Store } from "../../store/types.js";
 import type { CliContext } from "../context.js";
 
 /** `agent-chat view`: the web viewer of the root, until Ctrl-C. */
@@ -11,14 +12,18 @@ export function registerViewerCommands(program: Command, ctx: CliContext): void 
       "where to listen (default 127.0.0.1:7391; port 0 picks a free one)",
     )
     .option("--http-allow-remote", "allow a non-loopback address (the token is still required)")
+    .option(
+      "--as <name>",
+      "post and decide as this person only, signed with their key (made on first use)",
+    )
     .addHelpText(
       "after",
       "\nPrints the page's address with a random access token; requests without it are refused.\n" +
         "\nExamples:\n  agent-chat view\n  agent-chat view --http 8080\n" +
         "  agent-chat --root ./chat view --http 127.0.0.1:0\n" +
-        "  agent-chat view --http 0.0.0.0:7391 --http-allow-remote",
+        "  agent-chat view --http 0.0.0.0:7391 --http-allow-remote\n  agent-chat view --as alice",
     )
-    .action(async (opts: { http?: string; httpAllowRemote?: boolean }) => {
+    .action(async (opts: { http?: string; httpAllowRemote?: boolean; as?: string }) => {
       // Loaded here so that the other commands never pay for the viewer.
       const { parseListenAddress } = await import("../../viewer/address.js");
       const { startViewer } = await import("../../viewer/server.js");
@@ -27,7 +32,9 @@ export function registerViewerCommands(program: Command, ctx: CliContext): void 
       // A person posting from the page is present in the viewer.
       if (!ctx.env.AGENT_CHAT_HARNESS) ctx.harness = "viewer";
       const store = await ctx.open();
+      const as = opts.as === undefined ? undefined : await viewerIdentity(ctx, opts.as);
       const viewer = await startViewer({
+        ...(as ? { as } : {}),
         store,
         host: address.host,
         port: address.port,
@@ -45,4 +52,22 @@ export function registerViewerCommands(program: Command, ctx: CliContext): void 
       });
       await viewer.close();
     });
+}
+
+/**
+ * The person opening the viewer, with their own key: made on first use (published and pinned as
+ * `id new` does), then every post and decision from the page is signed with it.
+ */
+async function viewerIdentity(
+  ctx: CliContext,
+  name: string,
+): Promise<{ name: string; store: Store }> {
+  const { hasPrivateKey } = await import("../../client/keys.js");
+  if (!hasPrivateKey(ctx.configDir, name)) {
+    const { createIdentity } = await import("../../client/identity.js");
+    const { place } = await import("./identity.js");
+    await createIdentity(await place(ctx), name);
+    ctx.err(`made a key for ${name} (agent-chat id show ${name}); the viewer signs as ${name}\n`);
+  }
+  return { name, store: await ctx.openFor(name) };
 }

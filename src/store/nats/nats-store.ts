@@ -25,7 +25,7 @@ import {
   type TaskRecord,
   taskFileName,
 } from "../core/index.js";
-import type { Capabilities, PostResult } from "../types.js";
+import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { CasWriter } from "./kv-cas.js";
@@ -191,6 +191,26 @@ export class NatsStore extends BackendStore {
     );
     if (!created) throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`);
   }
+
+  /**
+   * Public keys (docs/signatures.md) under `keys.<identity>` in the namespace's bucket, each
+   * written over the revision its writer read: two rotations at once cannot both land.
+   */
+  readonly publishedKeys: PublishedKeyDirectory = {
+    get: async (name) => {
+      const entry = await this.guard(() => this.kv.get(publishedKeyKey(name)), "cannot read keys");
+      if (entry?.operation !== "PUT") return undefined;
+      return { text: entry.string(), revision: entry.revision };
+    },
+    put: (name, text, revision) =>
+      this.guard(
+        () =>
+          revision === 0
+            ? this.kvCreate(publishedKeyKey(name), text)
+            : this.kvUpdate(publishedKeyKey(name), text, revision),
+        "cannot publish a key",
+      ),
+  };
 
   /** KV create: exactly one winner, on a cluster too (see CasWriter). */
   private async kvCreate(key: string, value: string): Promise<boolean> {
@@ -874,6 +894,10 @@ async function hasAny(kv: KV, filter: string): Promise<boolean> {
 }
 
 /** A subject token for a channel: channel names may hold `.`, subject tokens may not. */
+function publishedKeyKey(name: string): string {
+  return `keys.${identity(name)}`;
+}
+
 function token(channel: string): string {
   return channel.replaceAll(".", "=");
 }

@@ -41,6 +41,13 @@ export class Compose {
   render(): void {
     const c = currentChannel(this.page);
     byId<HTMLFormElement>("compose").hidden = !c;
+    const as = this.page.data?.as;
+    if (as !== undefined) {
+      // Opened `view --as NAME`: the server posts as NAME only, signed with NAME's key.
+      field("from").value = as;
+      field("from").readOnly = true;
+      field("from").title = `this viewer posts as ${as}, signed with ${as}'s key`;
+    }
     const names = c ? c.members.map((m) => m.name) : [];
     byId("to-options").replaceChildren(
       h("option", { value: "all" }),

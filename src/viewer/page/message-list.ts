@@ -232,6 +232,7 @@ export class MessageList {
     const node = messageNode(m, {
       channel: this.page.channel ?? "",
       replied,
+      required: currentChannel(this.page)?.signatures === "require",
       onReply: this.onReply,
     });
     node.append(h("p", { class: "receipts" }, this.receipts(m)));

@@ -14,16 +14,33 @@ export interface MessageContext {
   channel: string;
   /** What `m.replyTo` is, when it is known. */
   replied: Summary | undefined;
+  /**
+   * The channel requires signatures (`signatures: require`): what is not verified is struck
+   * through, as agents are not given it.
+   */
+  required: boolean;
   onReply(m: MessageView): void;
 }
 
 /** One message of the list, `#m-<seq>`: header with its route, reply link, title, markdown body. */
 export function messageNode(m: MessageView, context: MessageContext): HTMLElement {
   const { channel, replied } = context;
+  const held = context.required && m.trust !== "verified";
   return h(
     "article",
-    { class: "message", id: `m-${m.seq}`, "data-seq": m.seq },
+    {
+      class: held ? "message held" : "message",
+      id: `m-${m.seq}`,
+      "data-seq": m.seq,
+      "data-trust": m.trust ?? "unsigned",
+    },
     headerNode(m, context),
+    m.trust === "forged"
+      ? h("p", { class: "trust-note", role: "note" }, `Forged: ${m.trustNote ?? "bad signature"}`)
+      : null,
+    held
+      ? h("p", { class: "held-note" }, "Not delivered to agents: this channel requires signatures.")
+      : null,
     m.replyTo !== undefined
       ? h(
           "a",
@@ -53,9 +70,23 @@ function headerNode(m: MessageView, context: MessageContext): HTMLElement {
       h("span", { class: "to" }, recipients(m.to)),
     ),
     h("span", { class: "badge status", "data-status": m.status.toLowerCase() }, m.status),
+    trustBadge(m),
     h("time", { datetime: m.ts, title: m.ts }, formatTime(m.ts)),
     reply,
   );
+}
+
+/** Verified, unsigned or forged (docs/signatures.md), with what it means on hover. */
+function trustBadge(m: MessageView): HTMLElement {
+  const trust = m.trust ?? "unsigned";
+  const title =
+    trust === "verified"
+      ? `signed by ${m.from}'s pinned key, unchanged since`
+      : trust === "forged"
+        ? `FORGED: ${m.trustNote ?? "bad signature"}`
+        : "not signed: nothing proves who wrote it";
+  const label = trust === "verified" ? "✓ verified" : trust === "forged" ? "✗ forged" : "unsigned";
+  return h("span", { class: "badge trust", "data-trust": trust, title }, label);
 }
 
 /** The `to` field as a reader says it: "everyone" for a broadcast, names with a space. */

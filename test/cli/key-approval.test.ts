@@ -1,0 +1,113 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { generateKeyPair, signerFromPem } from "../../src/client/ed25519.js";
+import { approvalText } from "../../src/core/signature.js";
+import { makeWorld, type World } from "../daemon/harness.js";
+
+let world: World;
+const users = ["maya", "bob", "bobNew", "reader"] as const;
+let env: Record<(typeof users)[number], Record<string, string>>;
+
+beforeEach(async () => {
+  world = makeWorld();
+  const config = (who: string) => ({
+    XDG_CONFIG_HOME: join(world.dir, `${who}-config`),
+    AGENT_CHAT_DAEMON: "off",
+  });
+  env = {
+    maya: config("maya"),
+    bob: config("bob"),
+    bobNew: config("bob-new"),
+    reader: config("r"),
+  };
+  expect((await world.cli(["init", "review", "--maintainer", "maya"])).code).toBe(0);
+  for (const [who, as] of [
+    ["maya", "maya"],
+    ["bob", "bob"],
+  ] as const) {
+    const made = await world.cli(["id", "new", "--as", as], env[who]);
+    expect(made.code, made.stderr).toBe(0);
+  }
+  await world.cli(["post", "review", "--from", "bob", "--body", "with the old key"], env.bob);
+  // The reader pins bob's old key (and maya's) on first sight.
+  expect(await trusts()).toEqual(["verified"]);
+});
+
+afterEach(() => world.cleanup());
+
+async function trusts(): Promise<string[]> {
+  const peek = await world.cli(["--json", "peek", "review", "-n", "10"], env.reader);
+  expect(peek.code, peek.stderr).toBe(0);
+  const { messages } = JSON.parse(peek.stdout) as { messages: Array<{ trust: string }> };
+  return messages.map((m) => m.trust);
+}
+
+/** Bob lost his key: a new one on a new machine, published, and a post signed with it. */
+async function newKeyForBob(): Promise<string> {
+  const plain = await world.cli(["id", "new", "--as", "bob"], env.bobNew);
+  expect(plain.code).toBe(1);
+  expect(plain.stderr).toContain("--replace");
+  const made = await world.cli(["--json", "id", "new", "--as", "bob", "--replace"], env.bobNew);
+  expect(made.code, made.stderr).toBe(0);
+  const posted = await world.cli(
+    ["post", "review", "--from", "bob", "--body", "with the new key"],
+    env.bobNew,
+  );
+  expect(posted.code, posted.stderr).toBe(0);
+  return (JSON.parse(made.stdout) as { key: string }).key;
+}
+
+const pubPath = () => join(world.root, ".keys", "bob.pub");
+
+describe("agent-chat id approve: a maintainer approves a new key for a pinned name", () => {
+  it("without an approval, the new key is refused (forged) and reported as a key change", async () => {
+    await newKeyForBob();
+    const read = await world.cli(["read", "review", "--as", "carol"], env.reader);
+    expect(read.stderr).toContain("attempted key change for bob");
+    expect(await trusts()).toEqual(["verified", "forged"]);
+  });
+
+  it("with the maintainer's signed approval, readers accept it; old messages still verify", async () => {
+    const key = await newKeyForBob();
+    const notMaintainer = await world.cli(["id", "approve", "review", "bob", key, "--as", "bob"], {
+      ...env.bobNew,
+    });
+    expect(notMaintainer.code).toBe(1);
+    expect(notMaintainer.stderr).toContain("only review's maintainer (maya)");
+    const approved = await world.cli(
+      ["id", "approve", "review", "bob", key, "--as", "maya"],
+      env.maya,
+    );
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(await trusts()).toEqual(["verified", "verified"]);
+    const shown = await world.cli(["--json", "id", "show", "bob"], env.reader);
+    expect(JSON.parse(shown.stdout).pinned.at(-1)).toBe(key);
+  });
+
+  it("an approval not signed by the maintainer's pinned key is refused", async () => {
+    const key = await newKeyForBob();
+    // Mallory writes an approval "by maya" with a key of her own into bob's published file.
+    const mallory = signerFromPem(generateKeyPair().pem);
+    const doc = JSON.parse(readFileSync(pubPath(), "utf8"));
+    doc.approvals = [
+      {
+        key,
+        by: "maya",
+        channel: "review",
+        sig: mallory.sign(approvalText("bob", key, "maya", "review")),
+      },
+    ];
+    writeFileSync(pubPath(), JSON.stringify(doc));
+    expect(await trusts()).toEqual(["verified", "forged"]);
+    // Nor does maya's real signature count for a channel she does not maintain.
+    expect((await world.cli(["init", "other", "--maintainer", "bob"])).code).toBe(0);
+    const refused = await world.cli(
+      ["id", "approve", "other", "bob", key, "--as", "maya"],
+      env.maya,
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("only other's maintainer (bob)");
+    expect(await trusts()).toEqual(["verified", "forged"]);
+  });
+});
