@@ -625,6 +625,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return this.delivery.notify(channel, agent, seq);
   }
 
+  async touch(agent: string): Promise<void> {
+    validateName("agent", agent);
+    return this.delivery.touch(agent);
+  }
+
   async who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
     if (channel !== undefined) validateName("channel", channel);
     return this.delivery.who(channel, options);
