@@ -125,7 +125,7 @@ export class CliContext {
     if (noSuchFile(path)) return undefined;
     const { DaemonClient } = await import("../daemon/client.js");
     try {
-      return await DaemonClient.connect(path, { timeoutMs: 1000 });
+      return await DaemonClient.connect(path, { timeoutMs: 1000, harness: this.harness });
     } catch (err) {
       if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) return undefined;
       throw err;

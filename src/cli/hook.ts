@@ -107,7 +107,9 @@ async function printNotice(
 ): Promise<void> {
   const counter = new UnreadCounter(store, agent);
   const count = await counter.count();
-  if (count.msgs === 0) return;
+  // Every hook run is the agent's activity; counting unread messages records it (a peek), but
+  // with nothing after the cursors there was nothing to count, so it is recorded on its own.
+  if (count.msgs === 0) return store.touch?.(agent);
   if (input.session_id !== undefined) {
     const fresh = await firstTelling(store, io, { agent, event, input, count });
     if (!fresh) return;

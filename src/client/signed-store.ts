@@ -228,6 +228,10 @@ class SignedStore implements Store {
     return this.inner.notify(channel, agent, seq);
   }
 
+  async touch(agent: string): Promise<void> {
+    return this.inner.touch?.(agent);
+  }
+
   who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
     return this.inner.who(channel, options);
   }

@@ -1,4 +1,5 @@
 import { connect, type Socket } from "node:net";
+import { hostname } from "node:os";
 import type { B00tEnvelope } from "../core/envelope.js";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
@@ -11,6 +12,7 @@ import type {
   ClaimOptions,
   DoneOptions,
   FenceResult,
+  Harness,
   InitOptions,
   NewTask,
   PathLeaseInfo,
@@ -63,6 +65,11 @@ export interface ConnectOptions {
   timeoutMs?: number;
   /** The longest line accepted from the daemon (default {@link DEFAULT_MAX_RESPONSE_BYTES}). */
   maxResponseBytes?: number;
+  /**
+   * The host tool this client runs in (default `cli`): with its host and pid, what the daemon
+   * records as the presence of every agent this connection acts as.
+   */
+  harness?: Harness;
 }
 
 type Op = Request["op"];
@@ -132,6 +139,13 @@ export class DaemonClient implements Store {
       clearTimeout(timer);
     }
     client.lines.maxLineBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    if (client.daemonInfo.hello) {
+      // Not awaited: the daemon runs a connection's requests in order, so it knows who we are
+      // before our next request; a refusal only leaves the daemon's own actor on our records.
+      client
+        .call("hello", { harness: options.harness ?? "cli", host: localHost(), pid: process.pid })
+        .catch(() => {});
+    }
     return client;
   }
 
@@ -570,4 +584,12 @@ function unavailable(path: string, why: string): AgentChatError {
     "BACKEND_UNAVAILABLE",
     `no agent-chat daemon is listening on ${path} (${why}); start one with: agent-chat serve`,
   );
+}
+
+function localHost(): string {
+  try {
+    return hostname();
+  } catch {
+    return "localhost";
+  }
 }

@@ -23,6 +23,7 @@ export const MAX_JSON_DEPTH = 32;
 
 export const OPS = [
   "info",
+  "hello",
   "cancel",
   "init",
   "channels",
@@ -88,6 +89,8 @@ export interface DaemonInfo {
   startedAt: string;
   connections: number;
   subscriptions: number;
+  /** This daemon takes `hello` (older ones do not): a client then says who it is, once. */
+  hello?: true;
 }
 
 /**

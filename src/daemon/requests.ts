@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentChatError } from "../core/errors.js";
+import { HARNESSES, type Harness } from "../store/types.js";
 import { OPS } from "./protocol.js";
 
 /**
@@ -23,6 +24,18 @@ const pathHolder = { channel, lease: z.string(), as: z.string(), token: token.op
 
 export const requestSchema = z.discriminatedUnion("op", [
   z.strictObject({ ...base, op: z.literal("info") }),
+  z.strictObject({
+    ...base,
+    op: z.literal("hello"),
+    harness: z.enum(HARNESSES as [Harness, ...Harness[]]),
+    // What a presence record accepts: no control characters (docs/delivery.md).
+    host: z.string().regex(/^[^\0-\x1f]{1,200}$/),
+    pid: z
+      .number()
+      .int()
+      .nonnegative()
+      .max(2 ** 50 - 1),
+  }),
   z.strictObject({ ...base, op: z.literal("cancel"), target: id }),
   z.strictObject({
     ...base,

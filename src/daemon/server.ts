@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { envelopeToPost, validateEnvelope } from "../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import { LineSplitter } from "../core/ndjson.js";
+import { type Actor, actingFor } from "../store/core/index.js";
 import type { Store } from "../store/types.js";
 import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
 import {
@@ -94,6 +95,7 @@ export class DaemonServer {
       startedAt: this.startedAt,
       connections: this.connections.size,
       subscriptions,
+      hello: true,
     };
   }
 
@@ -181,6 +183,8 @@ class Connection {
   /** At shutdown the queue no longer waits for a client to read (see `writable`). */
   private shuttingDown = false;
   private unblock: (() => void) | undefined;
+  /** Who the client said it is (`hello`): its requests' presence names it, not the daemon. */
+  private actor: Actor | undefined;
 
   constructor(
     private readonly socket: Socket,
@@ -346,8 +350,20 @@ class Connection {
       });
       return;
     }
+    if (request.op === "hello") {
+      const { harness, host, pid } = request;
+      this.enqueue(async () => {
+        this.actor = { harness, host, pid };
+        this.respond(request.id, {});
+      });
+      return;
+    }
     const queued = request;
-    this.enqueue(() => this.run(queued));
+    this.enqueue(() => {
+      const actor = this.actor;
+      // A parked wait started here keeps the actor for its whole life (heartbeats included).
+      return actor ? actingFor(actor, () => this.run(queued)) : this.run(queued);
+    });
   }
 
   /** Answers a line that cannot be run, in its turn, so answers keep the order of the lines. */
@@ -390,7 +406,7 @@ class Connection {
     });
   }
 
-  private async run(request: Exclude<Request, { op: "cancel" }>): Promise<void> {
+  private async run(request: Exclude<Request, { op: "cancel" | "hello" }>): Promise<void> {
     if (request.op === "presence") return this.startPresence(request);
     if (request.op === "wait" || request.op === "subscribe") {
       if (this.running.has(request.id)) {
@@ -493,7 +509,7 @@ class Connection {
   }
 
   private async execute(
-    request: Exclude<Request, { op: "wait" | "subscribe" | "cancel" | "presence" }>,
+    request: Exclude<Request, { op: "wait" | "subscribe" | "cancel" | "presence" | "hello" }>,
   ) {
     const store = this.daemon.store;
     switch (request.op) {

@@ -94,7 +94,17 @@ export interface PrunedAgent {
   lastSeen: string;
 }
 
+/** A presence record (`.presence/<agent>.json`) of an agent not seen for that long. */
+export interface PrunedPresence {
+  agent: string;
+  /** Relative to the root. */
+  file: string;
+  lastSeen: string;
+}
+
 export interface PruneResult {
   removed: PrunedAgent[];
+  /** Presence records removed (or that would be), store-wide. */
+  presence: PrunedPresence[];
   dryRun: boolean;
 }

@@ -237,6 +237,10 @@ class IdentityGuard implements Store {
     return this.inner.who(channel, options);
   }
 
+  async touch(agent: string): Promise<void> {
+    return this.inner.touch?.(agent);
+  }
+
   search(query: string, options?: SearchOptions): Promise<SearchResult> {
     return this.inner.search(query, options);
   }

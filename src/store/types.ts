@@ -114,6 +114,11 @@ export interface Store {
   notify(channel: string, agent: string, seq: number): Promise<void>;
   /** What is known of each agent: a channel's members (and those seen in it), or everyone. */
   who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]>;
+  /**
+   * Records activity as `agent` (its presence) and nothing else: what a hook run that found
+   * nothing to tell does. Never fails for want of recording (docs/delivery.md).
+   */
+  touch?(agent: string): Promise<void>;
   /** Messages whose title or body match `query`, newest first (docs/search.md). */
   search(query: string, options?: SearchOptions): Promise<SearchResult>;
   /** The thread message `seq` belongs to: its root with every reply under it, by `reply_to`. */

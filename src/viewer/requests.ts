@@ -80,6 +80,16 @@ export function parsePostRequest(body: unknown): PostInput {
   return input;
 }
 
+const notifiedSchema = z.strictObject({
+  as: requiredText("as", "your name (the From box)"),
+  seq: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+});
+
+/** Who was shown a channel up to which message (`POST /api/channels/<ch>/notified`). */
+export function parseNotifiedRequest(body: unknown): { as: string; seq: number } {
+  return parse(notifiedSchema, body);
+}
+
 /** Who acts on a panel item, and their note. */
 export function parsePanelActionRequest(body: unknown): { as: string; note?: string } {
   const r = parse(panelActionSchema, body);

@@ -20,7 +20,7 @@ import {
 import { MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX, type PanelAction } from "./api-types.js";
 import { ViewerModel } from "./model.js";
 import { defaultPanels, type PanelProvider } from "./panels.js";
-import { parsePanelActionRequest, parsePostRequest } from "./requests.js";
+import { parseNotifiedRequest, parsePanelActionRequest, parsePostRequest } from "./requests.js";
 import {
   bearer,
   cookieName,
@@ -180,6 +180,12 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
     const body = await readJson(req);
     const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
     if (post) return postMessage(res, channelParam(post[1]!), body);
+    const notified = /^\/api\/channels\/([^/]+)\/notified$/.exec(path);
+    if (notified) {
+      const { as, seq } = parseNotifiedRequest(body);
+      await options.store.notify(channelParam(notified[1]!), as, seq);
+      return sendJson(res, 200, {});
+    }
     const act =
       /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject|veto)$/.exec(
         path,

@@ -96,7 +96,9 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
 
   program
     .command("prune")
-    .description("remove the cursors of agents not seen for a while (listing them first)")
+    .description(
+      "remove the cursors and presence records of agents not seen for a while (listing them first)",
+    )
     .requiredOption("--older-than <age>", "not seen for this long: 30d, 2w")
     .option("--dry-run", "list them; remove nothing")
     .addHelpText(
@@ -115,7 +117,12 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
       for (const agent of result.removed) {
         ctx.out(`${verb} ${agent.channel}: ${agent.agent} (last seen ${agent.lastSeen})\n`);
       }
-      if (result.removed.length === 0) ctx.err("(no agent is that long gone)\n");
+      for (const agent of result.presence) {
+        ctx.out(`${verb} presence of ${agent.agent} (last seen ${agent.lastSeen})\n`);
+      }
+      if (result.removed.length + result.presence.length === 0) {
+        ctx.err("(no agent is that long gone)\n");
+      }
     });
 }
 

@@ -422,6 +422,10 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     const unsubscribe: Array<() => void> = [];
     let net = NO_SAFETY_NET;
     const unpark = await this.delivery.park(options.as, unique);
+    // A caller that stopped talking (a daemon client that shut its side, or died) is not
+    // waiting any more, even while its wait runs on to answer a half-closed socket.
+    const left = () => void unpark(true);
+    options.activity?.addEventListener("abort", left, { once: true });
     try {
       if (options.signal?.aborted) throw abortError();
       const feeds: F[] = [];
@@ -445,8 +449,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       clearTimeout(timer);
       clearInterval(keeper);
       options.activity?.removeEventListener("abort", inactive);
+      options.activity?.removeEventListener("abort", left);
       options.signal?.removeEventListener("abort", onAbort);
-      await unpark();
+      // A wait its caller abandoned (a daemon client's connection closed) may belong to a dead
+      // process: its record says so, for `who` to look.
+      await unpark(options.signal?.aborted === true);
     }
   }
 
@@ -616,6 +623,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   async notify(channel: string, agent: string, seq: number): Promise<void> {
     validateName("channel", channel);
     return this.delivery.notify(channel, agent, seq);
+  }
+
+  async touch(agent: string): Promise<void> {
+    validateName("agent", agent);
+    return this.delivery.touch(agent);
   }
 
   async who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {

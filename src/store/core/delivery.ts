@@ -13,6 +13,7 @@ import {
   type WaitForOptions,
   type WhoOptions,
 } from "../types.js";
+import { currentActor } from "./acting.js";
 import {
   type Actor,
   formatPresence,
@@ -102,7 +103,12 @@ export class Delivery {
    * Records activity as `agent` (and, given `parked`, starts or ends a parked wait: null ends
    * it). Plain activity within {@link PRESENCE_THROTTLE_MS} of the last record is not written.
    */
-  async touch(agent: string, parked?: Parked | null): Promise<void> {
+  async touch(
+    agent: string,
+    parked?: Parked | null,
+    actor = this.actor(),
+    dropped?: Parked,
+  ): Promise<void> {
     if (!this.host.recordPresence) return;
     try {
       const key = identity(agent);
@@ -110,7 +116,8 @@ export class Delivery {
       for (let i = 0; i < WRITE_TRIES; i++) {
         const current = await this.host.readNote("", "presence", key);
         const prev = current?.text === undefined ? undefined : parsePresence(current.text).record;
-        const next = this.nextPresence(agent, key, prev, parked);
+        const next = this.nextPresence(agent, key, prev, parked, actor);
+        if (next && dropped) next.dropped = dropped;
         if (!next) return;
         const text = formatPresence(next);
         if (await this.host.writeNote("", "presence", key, text, current?.version)) {
@@ -138,8 +145,9 @@ export class Delivery {
     key: string,
     prev: PresenceRecord | undefined,
     parked: Parked | null | undefined,
+    actor: Actor,
   ): PresenceRecord | undefined {
-    const { harness, host, pid } = this.host.actor;
+    const { harness, host, pid } = actor;
     const now = this.host.now();
     if (parked === undefined && prev && prev.harness === harness && prev.host === host) {
       if (now - prev.at >= 0 && now - prev.at < PRESENCE_THROTTLE_MS) return undefined;
@@ -149,24 +157,39 @@ export class Delivery {
     const keep =
       parked === null
         ? undefined
-        : (parked ?? this.parkedHere.get(key) ?? otherProcess(prev?.parked, this.host.actor));
+        : (parked ?? this.parkedHere.get(key) ?? otherProcess(prev?.parked, actor));
     if (keep) next.parked = keep;
     return next;
   }
 
-  /** Parks `agent` on `channels` until the returned function is called; heartbeats meanwhile. */
-  async park(agent: string, channels: string[]): Promise<() => Promise<void>> {
+  /** The process this operation is done for: a daemon's client, else this process. */
+  private actor(): Actor {
+    return currentActor() ?? this.host.actor;
+  }
+
+  /**
+   * Parks `agent` on `channels` until the returned function is called; heartbeats meanwhile.
+   * Ended with `abandoned` (its caller went away), a wait run for another process leaves
+   * a `dropped` mark: that process dead, the agent is gone, not merely no longer waiting.
+   * Calling it again does nothing.
+   */
+  async park(agent: string, channels: string[]): Promise<(abandoned?: boolean) => Promise<void>> {
     const key = identity(agent);
-    const { host, pid } = this.host.actor;
-    const parked: Parked = { channels, since: this.host.now(), pid, host };
+    const actor = this.actor();
+    const parked: Parked = { channels, since: this.host.now(), pid: actor.pid, host: actor.host };
     this.parkedHere.set(key, parked);
-    await this.touch(agent, parked);
-    const timer = setInterval(() => void this.touch(agent, parked), PARKED_HEARTBEAT_MS);
+    await this.touch(agent, parked, actor);
+    const timer = setInterval(() => void this.touch(agent, parked, actor), PARKED_HEARTBEAT_MS);
     timer.unref();
-    return async () => {
+    let ended = false;
+    return async (abandoned = false) => {
+      if (ended) return;
+      ended = true;
       clearInterval(timer);
       if (this.parkedHere.get(key) === parked) this.parkedHere.delete(key);
-      await this.touch(agent, this.parkedHere.get(key) ?? null);
+      const forOther = otherProcess(parked, this.host.actor);
+      const dropped = abandoned && forOther ? parked : undefined;
+      await this.touch(agent, this.parkedHere.get(key) ?? null, actor, dropped);
     };
   }
 

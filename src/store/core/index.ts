@@ -1,4 +1,5 @@
 /** The logic above the backends: what every backend shares, written once. */
+export { actingFor, currentActor } from "./acting.js";
 export {
   BackendStore,
   type Feed,
@@ -16,6 +17,7 @@ export {
   type PathLeaseRecord,
   parsePathLeases,
 } from "./path-leases.js";
+export type { Actor } from "./presence.js";
 export { owedBy } from "./receipts.js";
 export { parseAge, parseQuery } from "./search-query.js";
 export { pastGrace, SKEW_GRACE_MS } from "./skew.js";

@@ -26,6 +26,11 @@ export interface PresenceRecord {
   /** Last activity, ms since the epoch. */
   at: number;
   parked?: Parked;
+  /**
+   * A wait run for another process (a daemon's client) that ended because that process's
+   * connection closed: if its pid is dead, the agent is gone; if it lives, it just left.
+   */
+  dropped?: Parked;
 }
 
 /** Who this process acts as, besides the agent's name. */
@@ -61,8 +66,8 @@ function text(value: unknown): string | undefined {
 }
 
 export function formatPresence(record: PresenceRecord): string {
-  const { v, agent, harness, host, pid, at, parked } = record;
-  return `${JSON.stringify({ v, agent, harness, host, pid, at, parked })}\n`;
+  const { v, agent, harness, host, pid, at, parked, dropped } = record;
+  return `${JSON.stringify({ v, agent, harness, host, pid, at, parked, dropped })}\n`;
 }
 
 /** A stored record, or why it is ignored. */
@@ -92,6 +97,11 @@ export function parsePresence(raw: string): { record?: PresenceRecord; problem?:
     const parked = parseParked(v.parked);
     if (!parked) return { problem: "has an invalid parked wait; ignored" };
     record.parked = parked;
+  }
+  if (v.dropped !== undefined) {
+    const dropped = parseParked(v.dropped);
+    if (!dropped) return { problem: "has an invalid dropped wait; ignored" };
+    record.dropped = dropped;
   }
   return { record };
 }
@@ -145,6 +155,15 @@ export function presenceInfo(
       return { ...info, state: "gone", why: `its wait on ${parked.host} is silent for ${s} s` };
     }
     return { ...info, state: "waiting" };
+  }
+  const dropped = record.dropped;
+  if (dropped && dropped.host === host && !alive(dropped.pid)) {
+    return {
+      ...info,
+      pid: dropped.pid,
+      state: "gone",
+      why: `its waiting process ${dropped.pid} died`,
+    };
   }
   if (now - record.at > SILENT_GONE_MS) {
     return { ...info, state: "gone", why: "silent for more than a day" };

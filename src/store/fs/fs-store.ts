@@ -73,6 +73,7 @@ import type {
 } from "../types.js";
 import { archiveChannel, pruneChannel, readArchive } from "./archive.js";
 import { ChannelIndex } from "./channel-index.js";
+import { prunePresence } from "./prune-presence.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
   /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
@@ -827,7 +828,8 @@ export class FsStore extends BackendStore<FolderFeed> {
       if (entryKind(dir) !== "dir") continue;
       removed.push(...pruneChannel(dir, channel, options, now));
     }
-    return { removed, dryRun: options.dryRun === true };
+    const presence = prunePresence(this.location, options, now);
+    return { removed, presence, dryRun: options.dryRun === true };
   }
 
   async close(): Promise<void> {

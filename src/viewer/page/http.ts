@@ -43,6 +43,11 @@ export function fetchMessages(channel: string, query = ""): Promise<MessagesPage
   return api<MessagesPage>(`${channelPath(channel)}/messages${query}`);
 }
 
+/** Tells the viewer that `as` was shown the channel up to `seq` (its "notified" step). */
+export function postNotified(channel: string, as: string, seq: number): Promise<unknown> {
+  return postJson(`${channelPath(channel)}/notified`, { as, seq });
+}
+
 export function postMessage(channel: string, request: PostRequest): Promise<unknown> {
   return postJson(`${channelPath(channel)}/messages`, request);
 }

@@ -5,11 +5,11 @@ import {
   type MessageView,
 } from "../api-types.js";
 import { byId, h } from "./dom.js";
-import { fetchMessages } from "./http.js";
+import { fetchMessages, postNotified } from "./http.js";
 import { messageNode, type Summary } from "./message.js";
 import { receiptsText } from "./receipts.js";
 import { atEnd, jumpTo, keepingPlace, scrollToEnd } from "./scroll.js";
-import { currentChannel, type PageState } from "./state.js";
+import { currentChannel, type PageState, savedName } from "./state.js";
 
 /**
  * The open channel's messages (`#messages`): it opens on the newest page, earlier pages are
@@ -28,6 +28,8 @@ export class MessageList {
   /** Sender and title of loaded messages and of what they reply to, for the reply links. */
   private summaries = new Map<number, Summary>();
   private readonly list = byId("messages");
+  /** What the person of the From box was last said to be shown, as `channel\nname\nseq`. */
+  private told = "";
 
   constructor(
     private readonly page: PageState,
@@ -88,6 +90,23 @@ export class MessageList {
       for (const m of fresh) this.insert(m);
     });
     if (follow) this.scrollToEnd();
+    this.tellShown();
+  }
+
+  /**
+   * The viewer open as a person (the From box has a name) shows them what waits: their
+   * messages up to the newest shown are "notified" for them (docs/delivery.md).
+   */
+  private tellShown(): void {
+    const channel = this.page.channel;
+    const name = savedName();
+    const seq = this.messages.at(-1)?.seq ?? 0;
+    const key = `${channel}\n${name}\n${seq}`;
+    if (!channel || !name || seq === 0 || key === this.told) return;
+    this.told = key;
+    postNotified(channel, name, seq).catch(() => {
+      this.told = ""; // said again with the next messages shown
+    });
   }
 
   /** After the stream was down: fetches what was missed, or starts again if that is a lot. */
@@ -200,6 +219,7 @@ export class MessageList {
     }
     this.list.replaceChildren(...this.messages.map((m) => this.node(m)));
     this.renderEarlier(false);
+    this.tellShown();
   }
 
   /** The "Show earlier messages" control at the top of the list, while older messages exist. */
