@@ -3,7 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { relative, resolve, sep } from "node:path";
-import { build } from "esbuild";
+import { analyzeMetafile, build } from "esbuild";
 
 rmSync("dist", { recursive: true, force: true });
 
@@ -110,13 +110,16 @@ const lean = {
   // Less text for V8 to read at each start; names are kept, so stack traces still read.
   minifyWhitespace: true,
   minifySyntax: true,
+  metafile: true,
   logLevel: "warning",
 };
 for (const [entry, outfile] of [
   ["src/cli/hook-entry.ts", "dist/hook.cjs"],
   ["src/cli/hot-entry.ts", "dist/hot.cjs"],
 ]) {
-  await build({ ...lean, entryPoints: [entry], outfile });
+  const { metafile } = await build({ ...lean, entryPoints: [entry], outfile });
+  // `ANALYZE=1 npm run build` lists what each lean file holds, largest first.
+  if (process.env.ANALYZE) console.log(await analyzeMetafile(metafile));
 }
 // The lazy files, and those they import lazily in turn (resolved beside them).
 for (const built = new Set(); built.size < lazy.size; ) {
