@@ -2,10 +2,12 @@
 // then emits type declarations. Heavy optional parts stay separate chunks, loaded on demand.
 import { execFileSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync } from "node:fs";
-import { build } from "esbuild";
+import { relative, resolve, sep } from "node:path";
+import { analyzeMetafile, build } from "esbuild";
 
 rmSync("dist", { recursive: true, force: true });
 
+const SRC = resolve("src") + sep;
 const { version } = JSON.parse(readFileSync("package.json", "utf8"));
 
 await build({
@@ -59,6 +61,33 @@ const withoutNats = {
 const env = { ...process.env };
 for (const name of ["NODE_OPTIONS", "COLUMNS"]) delete env[name];
 const help = execFileSync(process.execPath, ["dist/main.js", "--help"], { encoding: "utf8", env });
+/**
+ * Code a hot command never runs (search, threads, retention, the daemon's socket client, ...)
+ * is reached through `import()`: in the two lean files each such import becomes a `require` of
+ * its own file under dist/lazy/, read only by the process that calls it. The file bundles what
+ * it imports (a copy of the small shared modules: AgentChatError tells its instances by a
+ * brand, not by class identity, for that reason).
+ */
+const lazy = new Map();
+const lazyChunks = (dir) => ({
+  name: "lazy-chunks",
+  setup(b) {
+    b.onResolve({ filter: /^\.\.?\//, namespace: "file" }, async (args) => {
+      if (args.pluginData === "lazy" || args.kind !== "dynamic-import") return undefined;
+      if (!args.importer.startsWith(SRC)) return undefined;
+      const resolved = await b.resolve(args.path, {
+        kind: args.kind,
+        resolveDir: args.resolveDir,
+        importer: args.importer,
+        pluginData: "lazy",
+      });
+      if (resolved.errors.length > 0 || !resolved.path.startsWith(SRC)) return undefined;
+      const name = relative(SRC, resolved.path).replace(/\.ts$/, "").replaceAll(sep, "-");
+      lazy.set(name, resolved.path);
+      return { path: `./${dir}${name}.cjs`, external: true };
+    });
+  },
+});
 await build({
   ...commonjs,
   entryPoints: ["src/cli/bin.ts"],
@@ -69,26 +98,41 @@ await build({
   logLevel: "warning",
 });
 chmodSync("dist/cli.cjs", 0o755);
+const lean = {
+  ...commonjs,
+  // Neither serves a URL root (the executable sends those to the full CLI): the NATS backend
+  // stays out of both, so V8 has a quarter less to read at each start.
+  plugins: [withoutNats, lazyChunks("lazy/")],
+  // Path lease globs (picomatch) are needed only when activity renews a path lease, and
+  // search's index only by a store searched twice (a daemon): required from node_modules
+  // then, never read at start-up.
+  external: ["picomatch", "minisearch"],
+  // Less text for V8 to read at each start; names are kept, so stack traces still read.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  metafile: true,
+  logLevel: "warning",
+};
 for (const [entry, outfile] of [
   ["src/cli/hook-entry.ts", "dist/hook.cjs"],
   ["src/cli/hot-entry.ts", "dist/hot.cjs"],
 ]) {
-  await build({
-    ...commonjs,
-    entryPoints: [entry],
-    outfile,
-    // Neither serves a URL root (the executable sends those to the full CLI): the NATS backend
-    // stays out of both, so V8 has a quarter less to read at each start.
-    plugins: [withoutNats],
-    // Path lease globs (picomatch) are needed only when activity renews a path lease, and
-    // search's index only by a store searched twice (a daemon): required from node_modules
-    // then, never read at start-up.
-    external: ["picomatch", "minisearch"],
-    // Less text for V8 to read at each start; names are kept, so stack traces still read.
-    minifyWhitespace: true,
-    minifySyntax: true,
-    logLevel: "warning",
-  });
+  const { metafile } = await build({ ...lean, entryPoints: [entry], outfile });
+  // `ANALYZE=1 npm run build` lists what each lean file holds, largest first.
+  if (process.env.ANALYZE) console.log(await analyzeMetafile(metafile));
+}
+// The lazy files, and those they import lazily in turn (resolved beside them).
+for (const built = new Set(); built.size < lazy.size; ) {
+  for (const [name, path] of [...lazy]) {
+    if (built.has(name)) continue;
+    built.add(name);
+    await build({
+      ...lean,
+      plugins: [withoutNats, lazyChunks("")],
+      entryPoints: [path],
+      outfile: `dist/lazy/${name}.cjs`,
+    });
+  }
 }
 
 // The web viewer's page: one browser bundle and its static files, served from dist/viewer by

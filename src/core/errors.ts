@@ -47,9 +47,21 @@ export type ErrorCode =
   /** Loop guard: the poster is paused in this channel until a person runs `agent-chat unpause`. */
   | "PAUSED";
 
+/**
+ * Marks an AgentChatError. The CLI's lean files load rarely used code from files of its own,
+ * each bundling its own copy of this class (scripts/build.mjs): `instanceof` asks for the
+ * mark, so an error thrown by any copy is an AgentChatError to every other.
+ */
+const BRAND: unique symbol = Symbol.for("agent-chat.error") as never;
+
 export class AgentChatError extends Error {
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && BRAND in value;
+  }
+
   override readonly name = "AgentChatError";
   readonly code: ErrorCode;
+  readonly [BRAND] = true;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);

@@ -5,7 +5,11 @@ import { Command, type Option } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerCoreCommands } from "../../src/cli/commands/core.js";
 import { CliContext } from "../../src/cli/context.js";
+import { exitCodeFor } from "../../src/cli/exit-codes.js";
 import { HOT_COMMANDS, parseHotLine } from "../../src/cli/hot-line.js";
+import { openStore } from "../../src/client/open.js";
+import { DaemonServer } from "../../src/daemon/server.js";
+import type { Store } from "../../src/store/types.js";
 import { CLI, runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -123,10 +127,14 @@ describe("start-up: what the commands agents run all the time load", () => {
     },
   );
 
-  it("a post by the key's holder loads node:crypto, lazily, and no file of ours besides", () => {
+  it("a post by the key's holder loads node:crypto, lazily, and the signing file besides", () => {
     const loaded = loadedBy(["post", "signed", "--from", "carol", "--body", "signed"]);
     expect(loaded).toContain("node:crypto");
-    expect(new Set(loaded.filter((m) => m.startsWith(DIST) && m !== CLI)).size).toBe(1);
+    const ours = new Set(loaded.filter((m) => m.startsWith(DIST) && m !== CLI));
+    expect([...ours].map((m) => m.slice(DIST.length + 1)).sort()).toEqual([
+      "hot.cjs",
+      "lazy/client-ed25519.cjs",
+    ]);
   });
 
   it("the full CLI's lines still load it (the recorder sees what it must)", () => {
@@ -227,5 +235,80 @@ describe("the lean entry's command lines", () => {
         stderr: whole.stderr,
       });
     }
+  });
+});
+
+/**
+ * Code that no hot command runs, each part by a name it declares. esbuild keeps names in the
+ * lean files (only whitespace and syntax are minified: `class A {` may become `A=class{`), so
+ * a declaration found in a file is that code bundled into it.
+ */
+const COLD: Array<[string, string, string]> = [
+  ["search", "class Searcher", "store-core-search.cjs"],
+  ["search's query parser", "function parseQuery", "store-core-search.cjs"],
+  ["threads", "function findThread", "store-core-thread.cjs"],
+  ["archive and prune", "function archiveChannel", "store-fs-archive.cjs"],
+  ["receipts, explain, who", "class DeliveryQueries", "store-core-delivery-queries.cjs"],
+  ["receipt states", "function receiptFor", "store-core-delivery-queries.cjs"],
+  ["the daemon's socket client", "class DaemonClient", "daemon-client.cjs"],
+];
+
+function declares(text: string, declaration: string): boolean {
+  const [kind, name] = declaration.split(" ");
+  const minified = kind === "class" ? `|\\b${name}=class\\b` : "";
+  return new RegExp(`\\b${kind} ${name}\\b${minified}`).test(text);
+}
+
+describe("start-up: what stays out of the lean files", () => {
+  const lean = ["hot.cjs", "hook.cjs"].map((f) => [f, readFileSync(join(DIST, f), "utf8")]);
+
+  it.each(COLD)("%s is in a file of its own, loaded on first use", (_, declaration, file) => {
+    for (const [name, text] of lean) expect(declares(text!, declaration), name).toBe(false);
+    expect(declares(readFileSync(join(DIST, "lazy", file), "utf8"), declaration)).toBe(true);
+  });
+});
+
+describe("start-up: a hot command served by a daemon", () => {
+  let root: string;
+  let store: Store;
+  let daemon: DaemonServer;
+  let socket: string;
+
+  beforeAll(async () => {
+    root = join(tmp.dir, "daemon-root");
+    store = await openStore(root);
+    await store.init("review");
+    daemon = new DaemonServer({ store, root: store.location, version: "test" });
+    socket = join(tmp.dir, "run", "d.sock");
+    await daemon.listen(socket);
+  });
+
+  afterAll(async () => {
+    await daemon.close();
+    await store.close();
+  });
+
+  it("posts through the socket client in its own file, whose errors exit as the full CLI's do", async () => {
+    const env = { AGENT_CHAT_SOCKET: socket };
+    const posted = await runCli(["post", "review", "--from", "alice", "--body", "via"], {
+      root,
+      env,
+    });
+    expect(posted.code, posted.stderr).toBe(0);
+    expect((await store.peek("review", 1))[0]?.body).toBe("via");
+    // CHANNEL_NOT_FOUND, raised by the client's copy of AgentChatError, mapped by hot.cjs's.
+    const line = ["read", "nowhere", "--as", "bob"];
+    const lean = await runCli(line, { root, env });
+    const whole = spawnSync(process.execPath, [join(DIST, "main.js"), ...line], {
+      env: { ...process.env, AGENT_CHAT_ROOT: root, AGENT_CHAT_SOCKET: socket },
+      encoding: "utf8",
+    });
+    expect(whole.status).toBe(exitCodeFor("CHANNEL_NOT_FOUND"));
+    expect(lean).toEqual({
+      code: whole.status,
+      signal: null,
+      stdout: whole.stdout,
+      stderr: whole.stderr,
+    });
   });
 });

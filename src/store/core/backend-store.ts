@@ -45,7 +45,7 @@ import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
 import { PathLeaseBook, type PathLeaseDoc, type PathLeaseRecord } from "./path-leases.js";
 import type { Actor } from "./presence.js";
-import { Searcher } from "./search.js";
+import type { Searcher } from "./search.js";
 import {
   formatTask,
   type Lease,
@@ -57,7 +57,6 @@ import {
   type TaskRecord,
   taskInfo,
 } from "./tasks.js";
-import { findThread } from "./thread.js";
 import { abortError, timeoutError, Wakeup } from "./wakeup.js";
 
 /** A scan of a channel after some seq: the well-formed messages and how far it got. */
@@ -637,7 +636,9 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
 
   // ---- Search and threads (src/store/core/search.ts, thread.ts) ----
 
-  search(query: string, options?: SearchOptions): Promise<SearchResult> {
+  // Loaded by the first search or thread: a post, read or hook never reads their code.
+  async search(query: string, options?: SearchOptions): Promise<SearchResult> {
+    const { Searcher } = await import("./search.js");
     this.searcher ??= new Searcher(
       {
         channelNames: () => this.channelNames(),
@@ -654,7 +655,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return this.searcher.search(query, options);
   }
 
-  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
+  async thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
+    const { findThread } = await import("./thread.js");
     const source = {
       roster: (ch: string) => this.roster(ch),
       message: async (ch: string, n: number) => {

@@ -1,19 +1,10 @@
 import { AgentChatError } from "../../core/errors.js";
-import { isRelevant, type Message, parseTo } from "../../core/message.js";
+import type { Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import {
-  DEFAULT_WAIT_TIMEOUT_MS,
-  DELIVERY_STATES,
-  type DeliveryState,
-  type PresenceInfo,
-  type Receipt,
-  type Receipts,
-  type Store,
-  type WaitForOptions,
-  type WhoOptions,
-} from "../types.js";
+import type { PresenceInfo, Receipts, WaitForOptions, WhoOptions } from "../types.js";
 import { currentActor } from "./acting.js";
+import type { DeliveryQueries } from "./delivery-queries.js";
 import {
   type Actor,
   formatPresence,
@@ -22,22 +13,14 @@ import {
   PRESENCE_THROTTLE_MS,
   type PresenceRecord,
   parsePresence,
-  presenceInfo,
 } from "./presence.js";
 import {
-  addressees,
   addStep,
-  answerOf,
   emptyNote,
   formatReceiptNote,
-  owedBy,
   parseReceiptNote,
   type ReceiptNote,
-  reached,
-  receiptFor,
-  whyNot,
 } from "./receipts.js";
-import { abortError, Wakeup } from "./wakeup.js";
 
 /** A small JSON record a backend keeps beside the messages, in a name chat.py ignores. */
 export interface Note {
@@ -81,8 +64,6 @@ export interface DeliveryHost {
 
 /** A revision-checked read-modify-write gives up after this many lost races. */
 const WRITE_TRIES = 4;
-/** Cursors move without a message: a receipt wait looks this often (a few small reads). */
-const DEFAULT_RECEIPTS_POLL_MS = 100;
 
 /**
  * Delivery states, receipts and presence, written once above the backends (docs/delivery.md).
@@ -222,220 +203,41 @@ export class Delivery {
     await this.touch(agent);
   }
 
-  // ---- Reading ----
+  // ---- Reading (store/core/delivery-queries.ts: loaded by the first question) ----
 
-  async receipts(channel: string, seq: number, options: WhoOptions = {}): Promise<Receipts> {
-    checkSeq(seq);
-    const meta = await this.host.roster(channel);
-    const later = await this.host.messages(channel, seq - 1);
-    const message = later.find((m) => m.seq === seq);
-    if (!message) {
-      throw new AgentChatError("NOT_FOUND", `no message #${seq} in ${channel}`);
-    }
-    const notes = await this.receiptNotes(channel, options);
-    const seen = meta.members.length > 0 ? [] : await this.seenIn(channel, notes);
-    const addressees_: Receipt[] = [];
-    for (const agent of addressees(message, meta, seen)) {
-      const cursor = await this.host.loadCursor(channel, agent);
-      const note = notes.get(identity(agent)) ?? emptyNote();
-      addressees_.push(receiptFor(message, agent, cursor, note, answerOf(message, later, agent)));
-    }
-    return { channel, seq, from: message.from, title: message.title, addressees: addressees_ };
+  private queries: Promise<DeliveryQueries> | undefined;
+
+  private ask(): Promise<DeliveryQueries> {
+    this.queries ??= import("./delivery-queries.js").then((m) => new m.DeliveryQueries(this.host));
+    return this.queries;
   }
 
-  /** Receipts with, for each addressee short of answered, what is known of why. */
-  async explain(channel: string, seq: number, options: WhoOptions = {}): Promise<Receipts> {
-    const receipts = await this.receipts(channel, seq, options);
-    const presence = await this.presence(options);
-    for (const r of receipts.addressees) {
-      r.why = whyNot(r, presence.get(identity(r.agent)), channel);
-    }
-    return receipts;
+  async receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    return (await this.ask()).receipts(channel, seq, options);
+  }
+
+  async explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    return (await this.ask()).explain(channel, seq, options);
   }
 
   async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
-    checkState(options.state);
-    let receipts = await this.receipts(channel, seq);
-    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
-    const wake = new Wakeup();
-    const off = await this.host.onChange(channel, () => wake.kick());
-    const poll = setInterval(() => wake.kick(), options.intervalMs ?? DEFAULT_RECEIPTS_POLL_MS);
-    const deadline = setTimeout(() => wake.fail(new AgentChatError("TIMEOUT", "")), timeoutMs);
-    const onAbort = () => wake.fail(abortError());
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      if (options.signal?.aborted) throw abortError();
-      while (!receipts.addressees.every((r) => reached(r.state, options.state))) {
-        try {
-          await wake.next();
-        } catch (err) {
-          if ((err as AgentChatError).code !== "TIMEOUT") throw err;
-          throw timedOut(await this.explain(channel, seq), options.state, timeoutMs);
-        }
-        receipts = await this.receipts(channel, seq);
-      }
-      return receipts;
-    } finally {
-      off();
-      clearInterval(poll);
-      clearTimeout(deadline);
-      options.signal?.removeEventListener("abort", onAbort);
-    }
+    return (await this.ask()).waitFor(channel, seq, options);
   }
 
-  /** Every valid presence record, by agent key; bad ones are reported once. */
-  async presence(options: WhoOptions = {}): Promise<Map<string, PresenceInfo>> {
-    const out = new Map<string, PresenceInfo>();
-    const now = this.host.now();
-    for (const note of await this.host.listNotes("", "presence")) {
-      const parsed = note.text === undefined ? { problem: note.problem } : parsePresence(note.text);
-      if (!parsed.record) {
-        this.host.warnOnce(
-          `presence record ${note.name} ${parsed.problem}`,
-          options.onWarning,
-          "presence",
-        );
-        continue;
-      }
-      out.set(
-        identity(parsed.record.agent),
-        presenceInfo(parsed.record, now, this.host.actor.host),
-      );
-    }
-    return out;
+  async who(channel: string | undefined, options?: WhoOptions): Promise<PresenceInfo[]> {
+    return (await this.ask()).who(channel, options);
   }
-
-  async who(channel: string | undefined, options: WhoOptions = {}): Promise<PresenceInfo[]> {
-    const presence = await this.presence(options);
-    if (channel === undefined) return [...presence.values()].sort(byAgent);
-    const meta = await this.host.roster(channel);
-    const messages = await this.host.messages(channel, 0);
-    const notes = await this.receiptNotes(channel, options);
-    const names = new Map<string, string>();
-    for (const name of meta.members.length > 0
-      ? meta.members
-      : await this.seenIn(channel, notes, messages)) {
-      names.set(identity(name), name);
-    }
-    const out: PresenceInfo[] = [];
-    for (const [key, name] of names) {
-      const info: PresenceInfo = { ...(presence.get(key) ?? { agent: name, state: "never-seen" }) };
-      Object.assign(info, await this.owed(channel, name, messages));
-      out.push(info);
-    }
-    return out.sort(byAgent);
-  }
-
-  /** Unread count, the oldest unread's time, and what the agent owes an answer. */
-  private async owed(channel: string, agent: string, messages: Message[]) {
-    const cursor = await this.host.loadCursor(channel, agent);
-    const unread = messages.filter((m) => m.seq > cursor && isRelevant(m, agent));
-    const owes = owedBy(messages, agent);
-    const result: Pick<PresenceInfo, "unread" | "oldestUnread" | "owes"> = {
-      unread: unread.length,
-      owes,
-    };
-    const oldest = unread[0] && Date.parse(unread[0].ts);
-    if (oldest !== undefined && Number.isFinite(oldest))
-      result.oldestUnread = new Date(oldest).toISOString();
-    return result;
-  }
-
-  private async receiptNotes(
-    channel: string,
-    options: WhoOptions,
-  ): Promise<Map<string, ReceiptNote>> {
-    const out = new Map<string, ReceiptNote>();
-    for (const n of await this.host.listNotes(channel, "receipts")) {
-      const parsed = n.text === undefined ? { problem: n.problem } : parseReceiptNote(n.text);
-      if (parsed.note) out.set(n.name, parsed.note);
-      else
-        this.host.warnOnce(
-          `receipt record ${n.name} in ${channel} ${parsed.problem}`,
-          options.onWarning,
-          channel,
-        );
-    }
-    return out;
-  }
-
-  /** An open channel's people: who posted in it, who was named in it, who has a receipt there. */
-  private async seenIn(
-    channel: string,
-    notes: Map<string, ReceiptNote>,
-    messages?: Message[],
-  ): Promise<string[]> {
-    const names = new Map<string, string>();
-    const all = messages ?? (await this.host.messages(channel, 0));
-    for (const m of all) names.set(identity(m.from), m.from);
-    for (const m of all)
-      for (const key of parseTo(m.to).names) if (!names.has(key)) names.set(key, key);
-    for (const key of notes.keys()) if (!names.has(key)) names.set(key, key);
-    return [...names.values()];
-  }
-}
-
-/**
- * {@link Delivery.waitFor} for a store that cannot park on receipts itself (the daemon client):
- * it asks for them every `intervalMs`.
- */
-export async function pollReceipts(
-  store: Pick<Store, "receipts" | "explain">,
-  channel: string,
-  seq: number,
-  options: WaitForOptions,
-): Promise<Receipts> {
-  checkState(options.state);
-  const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS);
-  for (;;) {
-    if (options.signal?.aborted) throw abortError();
-    const receipts = await store.receipts(channel, seq);
-    if (receipts.addressees.every((r) => reached(r.state, options.state))) return receipts;
-    if (Date.now() >= deadline) {
-      throw timedOut(await store.explain(channel, seq), options.state, options.timeoutMs);
-    }
-    await new Promise((r) => setTimeout(r, options.intervalMs ?? DEFAULT_RECEIPTS_POLL_MS));
-  }
-}
-
-function checkState(state: DeliveryState): void {
-  if (!DELIVERY_STATES.includes(state)) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      `unknown delivery state ${JSON.stringify(state)} (one of ${DELIVERY_STATES.join(", ")})`,
-    );
-  }
-}
-
-/** `TIMEOUT`, naming each addressee short of `state` and what is known of why. */
-function timedOut(
-  explained: Receipts,
-  state: DeliveryState,
-  ms: number | undefined,
-): AgentChatError {
-  const short = explained.addressees.filter((r) => !reached(r.state, state));
-  const lines = short.map((r) => `${r.agent}: ${r.why}`).join("; ");
-  const within = ms === undefined ? "" : ` within ${ms / 1000} s`;
-  const error = new AgentChatError(
-    "TIMEOUT",
-    `#${explained.seq} in ${explained.channel} not ${state} by ${short.map((r) => r.agent).join(", ")}${within}: ${lines}`,
-  );
-  return Object.assign(error, { receipts: explained });
 }
 
 function otherProcess(parked: Parked | undefined, actor: Actor): Parked | undefined {
   return parked && (parked.pid !== actor.pid || parked.host !== actor.host) ? parked : undefined;
 }
 
-function checkSeq(seq: number): void {
+export function checkSeq(seq: number): void {
   if (!Number.isSafeInteger(seq) || seq <= 0) {
     throw new AgentChatError(
       "INVALID_ARGUMENT",
       `a message number is a positive integer (got ${seq})`,
     );
   }
-}
-
-function byAgent(a: PresenceInfo, b: PresenceInfo): number {
-  return a.agent.localeCompare(b.agent);
 }

@@ -7,7 +7,8 @@ export {
   type SafetyNet,
   type Scan,
 } from "./backend-store.js";
-export { type Note, type NoteKind, pollReceipts } from "./delivery.js";
+export type { Note, NoteKind } from "./delivery.js";
+export { pollReceipts } from "./delivery-queries.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
 export { type Blocked, blockedPaths } from "./path-globs.js";
 export {

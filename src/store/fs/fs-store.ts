@@ -71,7 +71,6 @@ import type {
   PruneOptions,
   PruneResult,
 } from "../types.js";
-import { archiveChannel, pruneChannel, readArchive } from "./archive.js";
 import { ChannelIndex } from "./channel-index.js";
 import { prunePresence } from "./prune-presence.js";
 
@@ -764,12 +763,13 @@ export class FsStore extends BackendStore<FolderFeed> {
     return true;
   }
 
-  // ---- Retention (src/store/fs/archive.ts) ----
+  // ---- Retention (src/store/fs/archive.ts, loaded on first use) ----
 
   async archive(channel: string, options: ArchiveOptions): Promise<ArchiveResult> {
     await this.roster(channel);
     const state = this.state(channel);
     this.assertChannelDir(state);
+    const { archiveChannel } = await import("./archive.js");
     return archiveChannel(
       {
         dir: state.dir,
@@ -814,6 +814,7 @@ export class FsStore extends BackendStore<FolderFeed> {
   protected override async archivedMessages(channel: string): Promise<Message[]> {
     const state = this.state(channel);
     this.assertChannelDir(state);
+    const { readArchive } = await import("./archive.js");
     return readArchive(state.dir, channel, this.maxBodyBytes + MAX_FRONTMATTER_BYTES, () => {});
   }
 
@@ -821,6 +822,7 @@ export class FsStore extends BackendStore<FolderFeed> {
     if (!Number.isSafeInteger(options.olderThanMs) || options.olderThanMs < 0) {
       throw new AgentChatError("INVALID_ARGUMENT", "--older-than is a duration such as 30d");
     }
+    const { pruneChannel } = await import("./archive.js");
     const removed = [];
     const now = this.now();
     for (const channel of await this.channelNames()) {
