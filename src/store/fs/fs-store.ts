@@ -73,6 +73,7 @@ import type {
 } from "../types.js";
 import { archiveChannel, pruneChannel, readArchive } from "./archive.js";
 import { ChannelIndex } from "./channel-index.js";
+import { storedCandidates } from "./search-index.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
   /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
@@ -515,6 +516,20 @@ export class FsStore extends BackendStore<FolderFeed> {
         }
         return undefined;
       },
+      candidates: (terms) =>
+        storedCandidates(
+          {
+            dir: state.dir,
+            channel,
+            files: async () => {
+              await state.index.sync();
+              return state.index.after(0);
+            },
+            parse: (name, seq) => this.parseFile(state, name, seq),
+            now: Date.now(),
+          },
+          terms,
+        ),
       // The watch reports a file that went (archived by another process) as a change only.
       holds: async () => (seq) =>
         state.index
