@@ -7,8 +7,7 @@ import {
   readOwnTextSync,
   replaceFileSync,
 } from "../../fsutil/root-files.js";
-import type { Candidate } from "../core/search.js";
-import { matchMessage, type Term, words } from "../core/search-query.js";
+import { type Candidate, matchMessage, type Term, words } from "../core/index.js";
 
 /**
  * The folder store's stored search index (docs/search.md): `CH/.search/index.json`, a list of
