@@ -87,7 +87,9 @@ const bench: BenchModule = {
     fillChannel(root, "big", size);
     const rows: Row[] = [];
 
-    // 1. The first query of a process (a scan) against grep over the same files.
+    // 1. The first query of a process against grep over the same files. The very first search
+    //    of the channel builds its stored index (CH/.search/): timed once on its own.
+    const build = timeCli(ctx, root, ["search", "rollback", "--channel", "big"]);
     let w = 0;
     const [first, grep] = pairs(
       runs,
@@ -96,12 +98,13 @@ const bench: BenchModule = {
     );
     rows.push({
       group: "search",
-      figure: `search, first query over ${label} messages (CLI, folder store)`,
+      figure: `search, a process's first query over ${label} messages (CLI, folder store)`,
       unit: "ms",
       stats: stats(first),
       baseline: { name: "grep -rli over the same files", stats: stats(grep) },
       goal: "≤ 1 s",
       met: stats(first).median <= 1_000,
+      note: `the channel's first search ever, which built the stored index: ${Math.round(build)} ms`,
     });
 
     // 2. Later queries through a daemon, whose store keeps the index in memory.
