@@ -5,6 +5,7 @@ import type { AgentChatError } from "../../src/core/errors.js";
 import { messageFileName } from "../../src/core/message.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
+import { runCli } from "../helpers/cli.js";
 import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -105,6 +106,23 @@ describe.skipIf(natsSkipReason !== undefined)(
       const all = await store.read("ch", { as: "x", all: true, peek: true });
       expect(all.messages.map((m) => m.seq)).toEqual([1, 2, 3, 4]);
       await store.close();
+    }, 30_000);
+
+    it("the CLI archives on a nats:// root with --export, and says what is missing without it", async () => {
+      const { url, store } = await channelOf(4);
+      await store.close();
+      const refused = await runCli(["archive", "ch", "--before", "3"], { root: url });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/--export DIR/);
+      const out = join(tmp.dir, "export-cli");
+      const done = await runCli(["archive", "ch", "--before", "3", "--export", out], { root: url });
+      expect([done.code, done.stdout]).toEqual([
+        0,
+        `archived 2 message(s) of ch (#1…#2) into ${join(out, "ch")}; #4, the newest, stays\n`,
+      ]);
+      const peek = await runCli(["peek", "ch", "-n", "10"], { root: url });
+      expect(peek.stdout).not.toMatch(/note 1\b/);
+      expect(peek.stdout).toMatch(/note 3/);
     }, 30_000);
   },
 );

@@ -173,7 +173,13 @@ async function retentionStore(
   // Refused before connecting: the answer does not depend on the server being up.
   // On NATS, archive exports what it drops into a folder, then purges it (nats/retention.ts).
   if (isUrlRoot(ctx.root)) {
-    if (verb !== "archive" || !exporting) throw refuse("a URL root such as nats://");
+    if (verb === "archive" && !exporting) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        "on NATS, archive exports what it drops first: give the folder (--export DIR), or --dry-run",
+      );
+    }
+    if (verb !== "archive") throw refuse("a URL root such as nats://");
     return ctx.open();
   }
   const store = await ctx.openFolder();
