@@ -16,7 +16,7 @@ import { type BenchContext, type BenchModule, type Row, stats } from "./lib.js";
 const WORDS = ["postgres", "deploy", "schema", "rollback", "latency", "review", "budget", "cache"];
 
 /** `count` messages written directly (fast, as if posted); the last 50 form one thread. */
-function fillChannel(root: string, channel: string, count: number): void {
+export function fillChannel(root: string, channel: string, count: number): void {
   const dir = join(root, channel);
   mkdirSync(dir, { recursive: true });
   writeFileSync(
@@ -43,18 +43,20 @@ function fillChannel(root: string, channel: string, count: number): void {
   writeFileSync(join(dir, ".seq"), String(count));
 }
 
-function timeCli(ctx: BenchContext, root: string, args: string[]): number {
+export function timeCli(ctx: BenchContext, root: string, args: string[]): number {
   const t0 = process.hrtime.bigint();
   const r = spawnSync(process.execPath, [ctx.cli, ...args], {
     env: { ...process.env, AGENT_CHAT_ROOT: root, AGENT_CHAT_SOCKET: join(root, ".no-daemon") },
     encoding: "utf8",
+    // A first read of 10,000 messages prints more than spawnSync's default 1 MiB.
+    maxBuffer: 1 << 28,
   });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
   return ms;
 }
 
-function timeGrep(dir: string, word: string): number {
+export function timeGrep(dir: string, word: string): number {
   const t0 = process.hrtime.bigint();
   try {
     execFileSync("grep", ["-rli", word, dir], { maxBuffer: 1 << 28 });
@@ -87,7 +89,9 @@ const bench: BenchModule = {
     fillChannel(root, "big", size);
     const rows: Row[] = [];
 
-    // 1. The first query of a process (a scan) against grep over the same files.
+    // 1. The first query of a process against grep over the same files. The very first search
+    //    of the channel builds its stored index (CH/.search/): timed once on its own.
+    const build = timeCli(ctx, root, ["search", "rollback", "--channel", "big"]);
     let w = 0;
     const [first, grep] = pairs(
       runs,
@@ -96,12 +100,13 @@ const bench: BenchModule = {
     );
     rows.push({
       group: "search",
-      figure: `search, first query over ${label} messages (CLI, folder store)`,
+      figure: `search, a process's first query over ${label} messages (CLI, folder store)`,
       unit: "ms",
       stats: stats(first),
       baseline: { name: "grep -rli over the same files", stats: stats(grep) },
       goal: "≤ 1 s",
       met: stats(first).median <= 1_000,
+      note: `the channel's first search ever, which built the stored index: ${Math.round(build)} ms`,
     });
 
     // 2. Later queries through a daemon, whose store keeps the index in memory.

@@ -67,6 +67,8 @@ export interface ArchiveOptions {
   olderThanMs?: number;
   /** Say what would move, move nothing. */
   dryRun?: boolean;
+  /** NATS: the folder what is dropped is exported to first (`<exportTo>/<channel>/`). */
+  exportTo?: string;
 }
 
 export interface ArchiveResult {

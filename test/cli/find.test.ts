@@ -146,7 +146,7 @@ describe("agent-chat archive, peek --archived and prune", () => {
     expect(none.stderr).toContain("--before N or --older-than 30d");
     const nats = await runCli(["--root", "nats://127.0.0.1:1", "archive", "plan", "--before", "2"]);
     expect(nats.code).toBe(1);
-    expect(nats.stderr).toContain("archive works on a folder root only");
+    expect(nats.stderr).toContain("on NATS, archive exports what it drops first");
     const bad = await cli("prune", "--older-than", "a month");
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("is not a duration");

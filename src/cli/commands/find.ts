@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
@@ -67,6 +68,7 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
     .option("--before <seq>", "archive the messages numbered below this")
     .option("--older-than <age>", "archive the messages older than this: 30d, 12h, 2w")
     .option("--dry-run", "list what would move; move nothing")
+    .option("--export <dir>", "NATS: export what is dropped into this SPEC folder first")
     .addHelpText(
       "after",
       "\nThe newest message always stays, so chat.py and agent-chat number on alike.\n" +
@@ -75,10 +77,15 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
         "  agent-chat archive review --before 9000",
     )
     .action(async (channel: string, opts: ArchiveFlags) => {
-      const store = await retentionStore(ctx, "archive");
+      const store = await retentionStore(
+        ctx,
+        "archive",
+        opts.export !== undefined || opts.dryRun === true,
+      );
       const options: Parameters<NonNullable<Store["archive"]>>[1] = {
         dryRun: opts.dryRun === true,
       };
+      if (opts.export !== undefined) options.exportTo = resolve(opts.export);
       if (opts.before !== undefined) options.before = parsePositiveInt(opts.before, "--before");
       if (opts.olderThan !== undefined) {
         options.olderThanMs = parseAge(opts.olderThan, "--older-than");
@@ -141,6 +148,7 @@ interface ArchiveFlags {
   before?: string;
   olderThan?: string;
   dryRun?: boolean;
+  export?: string;
 }
 
 function searchOptions(opts: SearchFlags): SearchOptions {
@@ -158,7 +166,11 @@ function searchOptions(opts: SearchFlags): SearchOptions {
  * Archive and prune move files: they act on the folder itself, never through a daemon (which
  * sees the files go like any other change). A backend without them says so.
  */
-async function retentionStore(ctx: CliContext, verb: "archive" | "prune"): Promise<Store> {
+async function retentionStore(
+  ctx: CliContext,
+  verb: "archive" | "prune",
+  exporting = false,
+): Promise<Store> {
   const refuse = (where: string) =>
     new AgentChatError(
       "INVALID_ARGUMENT",
@@ -166,7 +178,17 @@ async function retentionStore(ctx: CliContext, verb: "archive" | "prune"): Promi
         "backend (on NATS: give the stream limits, and `agent-chat export` first what they drop)",
     );
   // Refused before connecting: the answer does not depend on the server being up.
-  if (isUrlRoot(ctx.root)) throw refuse("a URL root such as nats://");
+  // On NATS, archive exports what it drops into a folder, then purges it (nats/retention.ts).
+  if (isUrlRoot(ctx.root)) {
+    if (verb === "archive" && !exporting) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        "on NATS, archive exports what it drops first: give the folder (--export DIR), or --dry-run",
+      );
+    }
+    if (verb !== "archive") throw refuse("a URL root such as nats://");
+    return ctx.open();
+  }
   const store = await ctx.openFolder();
   if (!store[verb]) {
     await store.close();

@@ -45,7 +45,8 @@ import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
 import { PathLeaseBook, type PathLeaseDoc, type PathLeaseRecord } from "./path-leases.js";
 import type { Actor } from "./presence.js";
-import type { Searcher } from "./search.js";
+import type { Candidate, Searcher } from "./search.js";
+import type { Term } from "./search-query.js";
 import {
   formatTask,
   type Lease,
@@ -86,6 +87,8 @@ export interface Feed {
   message?(seq: number): Promise<Message | undefined>;
   /** Whether a message file with this seq is there now (the folder store; default: yes). */
   holds?(): Promise<(seq: number) => boolean>;
+  /** Search candidates from an index kept on disk (the folder store; search.ts). */
+  candidates?(terms: Term[]): Promise<Candidate[] | undefined>;
 }
 
 /** What a backend runs beside its change events while a wait or watch is parked. */
@@ -649,6 +652,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
           return feed.holds ? feed.holds() : () => true;
         },
         archived: (channel) => this.archivedMessages(channel),
+        candidates: async (channel, terms) => (await this.openFeed(channel)).candidates?.(terms),
       },
       this.now,
     );

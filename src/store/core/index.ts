@@ -20,7 +20,9 @@ export {
 } from "./path-leases.js";
 export type { Actor } from "./presence.js";
 export { owedBy } from "./receipts.js";
-export { parseAge, parseQuery } from "./search-query.js";
+export { checkArchiveOptions } from "./retention.js";
+export type { Candidate, MessageMeta } from "./search.js";
+export { matchMessage, parseAge, parseQuery, type Term, words } from "./search-query.js";
 export { pastGrace, SKEW_GRACE_MS } from "./skew.js";
 export {
   formatLease,

@@ -12,6 +12,17 @@ import {
   words,
 } from "./search-query.js";
 
+/** What the filters and the order need of a message, before its file is read. */
+export type MessageMeta = Pick<Message, "seq" | "channel" | "ts" | "from" | "to" | "status">;
+
+/** A hot message a backend's stored index proposes: what it says of it, and the real thing. */
+export interface Candidate {
+  /** The index's word for it (untrusted: the message is checked again once loaded). */
+  meta: MessageMeta;
+  /** The message as its file holds it now; undefined when it is gone. */
+  load(): Promise<Message | undefined>;
+}
+
 /** What the search needs from a backend: its channels and their messages, hot and archived. */
 export interface SearchSource {
   /** Every channel name of the root (unreadable ones are the caller's warnings). */
@@ -28,6 +39,11 @@ export interface SearchSource {
   holds(channel: string): Promise<(seq: number) => boolean>;
   /** The channel's archived messages. */
   archived(channel: string): Promise<Message[]>;
+  /**
+   * From an index the backend keeps on disk (the folder store), the hot messages holding every
+   * word of `terms`, a superset of the matches; undefined when it cannot tell (then a scan).
+   */
+  candidates?(channel: string, terms: Term[]): Promise<Candidate[] | undefined>;
 }
 
 export const DEFAULT_SEARCH_LIMIT = 20;
@@ -99,14 +115,23 @@ export class Searcher {
     let gone = 0;
     for (const entry of matches) {
       if (hits.length >= filters.limit) break;
-      const matched = matchMessage(filters.terms, entry.message);
-      if (!matched || (entry.holds && !entry.holds(entry.message.seq))) gone++;
-      else hits.push(toHit(entry, matched));
+      const hit = await confirm(entry, filters);
+      if (hit) hits.push(hit);
+      else gone++;
     }
     return { hits, total: matches.length - gone, warnings };
   }
 
   private async searchChannel(channel: string, filters: Filters, archived: boolean) {
+    const stored = await this.storedMatches(channel, filters);
+    if (stored) {
+      if (archived) {
+        for (const m of select(await this.source.archived(channel), filters, false)) {
+          stored.push(found(m, true));
+        }
+      }
+      return stored;
+    }
     const hot = await this.hotCandidates(channel, filters.terms);
     const holds = hot.all ? undefined : await this.source.holds(channel);
     // The index matches words and prefixes exactly as the matcher does (the same words): when
@@ -116,6 +141,31 @@ export class Searcher {
       const seen = new Set(hot.all ? hot.messages.map((m) => m.seq) : []);
       const old = (await this.source.archived(channel)).filter((m) => !seen.has(m.seq));
       for (const m of select(old, filters, false)) out.push(found(m, true));
+    }
+    return out;
+  }
+
+  /**
+   * A store's first search, through the backend's stored index when it keeps one: the matches
+   * by what the index says, each read when shown. A query with a phrase reads every candidate
+   * now (the index knows words, not their order), so that the total is exact.
+   */
+  private async storedMatches(channel: string, filters: Filters): Promise<Found[] | undefined> {
+    if (this.searches > 1 || this.indexes.has(channel) || !this.source.candidates) return;
+    const candidates = await this.source.candidates(channel, filters.terms);
+    if (!candidates) return;
+    const exact = filters.terms.every((t) => t.words.length === 1);
+    const out: Found[] = [];
+    for (const { meta, load } of candidates) {
+      if (!passes(meta, filters)) continue;
+      if (exact) {
+        out.push({ meta, load, at: Date.parse(meta.ts) || 0, archived: false });
+        continue;
+      }
+      const message = await load();
+      if (message && passes(message, filters) && matchMessage(filters.terms, message)) {
+        out.push(found(message, false));
+      }
     }
     return out;
   }
@@ -257,8 +307,16 @@ function select(messages: Message[], filters: Filters, matchedAlready: boolean):
   );
 }
 
-function toHit(entry: Found, matched: MatchedText): SearchHit {
-  const { message } = entry;
+/** The hit, if the message is still there and still matches (a stored candidate is read now). */
+async function confirm(entry: Found, filters: Filters): Promise<SearchHit | undefined> {
+  const message = entry.message ?? (await entry.load?.());
+  if (!message || (!entry.message && !passes(message, filters))) return undefined;
+  const matched = matchMessage(filters.terms, message);
+  if (!matched || (entry.holds && !entry.holds(message.seq))) return undefined;
+  return toHit(entry, message, matched);
+}
+
+function toHit(entry: Found, message: Message, matched: MatchedText): SearchHit {
   const hit: SearchHit = {
     channel: message.channel,
     seq: message.seq,
@@ -274,7 +332,7 @@ function toHit(entry: Found, matched: MatchedText): SearchHit {
   return hit;
 }
 
-function passes(message: Message, filters: Filters): boolean {
+function passes(message: MessageMeta, filters: Filters): boolean {
   if (filters.from !== undefined && identity(message.from) !== filters.from) return false;
   if (filters.status !== undefined && message.status !== filters.status) return false;
   if (filters.to !== undefined) {
@@ -285,27 +343,32 @@ function passes(message: Message, filters: Filters): boolean {
 }
 
 /** Within `since` and `until`; a message whose time does not parse is outside any bound. */
-function inTime(message: Message, { since, until }: Filters): boolean {
+function inTime(message: MessageMeta, { since, until }: Filters): boolean {
   if (since === undefined && until === undefined) return true;
   const at = Date.parse(message.ts);
   if (Number.isNaN(at)) return false;
   return (since === undefined || at >= since) && (until === undefined || at <= until);
 }
 
-/** A match with its time, parsed once for the sort, and how to tell it is still there. */
+/**
+ * A match with its time, parsed once for the sort, and how to tell it is still there; or a
+ * stored index's candidate, read only if shown.
+ */
 interface Found {
-  message: Message;
+  meta: MessageMeta;
+  message?: Message;
+  load?: () => Promise<Message | undefined>;
   at: number;
   archived: boolean;
   holds?: ((seq: number) => boolean) | undefined;
 }
 
 function found(message: Message, archived: boolean, holds?: (seq: number) => boolean): Found {
-  return { message, at: Date.parse(message.ts) || 0, archived, holds };
+  return { meta: message, message, at: Date.parse(message.ts) || 0, archived, holds };
 }
 
 /** Between matches of one time: by channel, then the higher number first. */
 function newestFirst(a: Found, b: Found): number {
-  const [x, y] = [a.message, b.message];
+  const [x, y] = [a.meta, b.meta];
   return x.channel === y.channel ? y.seq - x.seq : x.channel < y.channel ? -1 : 1;
 }

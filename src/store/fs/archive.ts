@@ -1,6 +1,5 @@
 import { lstatSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { AgentChatError } from "../../core/errors.js";
 import { type Message, parseMessage, seqOfFileName } from "../../core/message.js";
 import {
   ensureRealDir,
@@ -9,6 +8,7 @@ import {
   readRootFileSync,
   removeFileEntry,
 } from "../../fsutil/root-files.js";
+import { checkArchiveOptions } from "../core/index.js";
 import type { ArchiveOptions, ArchiveResult, PrunedAgent, PruneOptions } from "../find-types.js";
 
 /**
@@ -97,22 +97,6 @@ async function chooseMoves(
     }
   }
   return moves;
-}
-
-function checkArchiveOptions(options: ArchiveOptions): void {
-  const { before, olderThanMs } = options;
-  if ((before === undefined) === (olderThanMs === undefined)) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      "say which messages to archive: --before N or --older-than 30d (one of them)",
-    );
-  }
-  if (before !== undefined && (!Number.isSafeInteger(before) || before < 1)) {
-    throw new AgentChatError("INVALID_ARGUMENT", `--before is a message number (got ${before})`);
-  }
-  if (olderThanMs !== undefined && (!Number.isSafeInteger(olderThanMs) || olderThanMs < 0)) {
-    throw new AgentChatError("INVALID_ARGUMENT", `--older-than is a duration (got ${olderThanMs})`);
-  }
 }
 
 /** Moves one file by an atomic rename; false when its place in the archive is taken. */

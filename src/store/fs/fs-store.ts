@@ -515,6 +515,21 @@ export class FsStore extends BackendStore<FolderFeed> {
         }
         return undefined;
       },
+      // Loaded on the first search only: no hot command pays for the index code.
+      candidates: async (terms) =>
+        (await import("./search-index.js")).storedCandidates(
+          {
+            dir: state.dir,
+            channel,
+            files: async () => {
+              await state.index.sync();
+              return state.index.after(0);
+            },
+            parse: (name, seq) => this.parseFile(state, name, seq),
+            now: Date.now(),
+          },
+          terms,
+        ),
       // The watch reports a file that went (archived by another process) as a change only.
       holds: async () => (seq) =>
         state.index

@@ -27,6 +27,8 @@ export interface FeedSource {
 
 interface Entry {
   seq: number;
+  /** Where it is in the stream (archive purges below a stream seq). */
+  streamSeq: number;
   message: Message;
   text: string;
 }
@@ -45,6 +47,8 @@ export class ChannelFeed {
   private readonly entries: Entry[] = [];
   /** Messages that cannot be delivered (not written by agent-chat, seq header disagrees). */
   readonly warnings: string[] = [];
+  /** The stream seq of the first message skipped: archive never purges it unexported. */
+  firstSkipped: number | undefined;
   private delivered = 0;
   private failure: AgentChatError | undefined;
   private readonly listeners = new Set<() => void>();
@@ -124,8 +128,9 @@ export class ChannelFeed {
     } else if (seq <= last) {
       this.warnings.push(`${name}: seq ${seq} is not after ${last}, skipped`);
     } else {
-      this.entries.push({ seq, message: parsed.message, text });
+      this.entries.push({ seq, streamSeq, message: parsed.message, text });
     }
+    if (this.entries.at(-1)?.streamSeq !== streamSeq) this.firstSkipped ??= streamSeq;
     for (const r of this.reachers) if (streamSeq >= r.target) r.done();
     for (const fn of this.listeners) fn();
   }
@@ -190,6 +195,17 @@ export class ChannelFeed {
 
   maxSeq(): number {
     return this.entries.at(-1)?.seq ?? 0;
+  }
+
+  /** The messages held, with their stream seqs (archive's export). */
+  held(): readonly Readonly<Entry>[] {
+    return this.entries;
+  }
+
+  /** Forgets the messages below stream seq `cut`, purged from the stream by archive. */
+  dropBelow(cut: number): void {
+    const keep = this.entries.findIndex((e) => e.streamSeq >= cut);
+    this.entries.splice(0, keep < 0 ? this.entries.length : keep);
   }
 
   texts(): Array<{ seq: number; file: string; text: string }> {

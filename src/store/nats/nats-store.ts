@@ -25,6 +25,7 @@ import {
   type TaskRecord,
   taskFileName,
 } from "../core/index.js";
+import type { ArchiveOptions, ArchiveResult } from "../find-types.js";
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
@@ -38,6 +39,7 @@ import {
   replicaWarning,
   setReplicas,
 } from "./replicas.js";
+import { archiveNats } from "./retention.js";
 
 /** JetStream's error code for a failed expected-last-(subject-)sequence check. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -436,6 +438,31 @@ export class NatsStore extends BackendStore {
       onChange: (listener) => feed.onChange(listener),
       throwIfFailed: () => feed.throwIfFailed(),
     }));
+  }
+
+  /** Exports the old messages into a SPEC folder, then purges them (retention.ts). */
+  async archive(channel: string, options: ArchiveOptions): Promise<ArchiveResult> {
+    validateName("channel", channel);
+    await this.roster(channel);
+    const feed = await this.feed(channel);
+    return archiveNats(
+      {
+        channel,
+        held: () => feed.held(),
+        firstSkipped: () => feed.firstSkipped,
+        metaText: async () => (await this.dump(channel)).metaText,
+        purge: async (cut) => {
+          await this.guard(
+            () =>
+              this.jsm.streams.purge(this.streamName, { filter: this.subject(channel), seq: cut }),
+            `cannot purge the archived messages of ${channel}`,
+          );
+          feed.dropBelow(cut);
+        },
+        now: this.now(),
+      },
+      options,
+    );
   }
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
