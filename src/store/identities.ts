@@ -1,40 +1,9 @@
 import { AgentChatError } from "../core/errors.js";
 import { META_MAINTAINER } from "../core/governance.js";
-import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { assertDistinctAgents, identity, sameAgent, validateName } from "../core/names.js";
-import type {
-  Capabilities,
-  ChannelInfo,
-  ChannelsOptions,
-  ClaimOptions,
-  DoneOptions,
-  FenceResult,
-  InitOptions,
-  NewTask,
-  PathLeaseInfo,
-  PathLeaseOptions,
-  PeekOptions,
-  PostInput,
-  PostResult,
-  PresenceInfo,
-  ReadOptions,
-  ReadResult,
-  Receipts,
-  ReleaseOptions,
-  RenewOptions,
-  SearchOptions,
-  SearchResult,
-  Store,
-  TaskInfo,
-  ThreadNode,
-  ThreadOptions,
-  WaitForOptions,
-  WaitOptions,
-  WaitResult,
-  WatchOptions,
-  WhoOptions,
-} from "./types.js";
+import { ForwardingStore } from "./forwarding.js";
+import type { InitOptions, Store } from "./types.js";
 
 /** A name a channel declares, and how (for the refusal message). */
 interface Known {
@@ -64,29 +33,10 @@ export function guardIdentities(store: Store): Store {
   return new IdentityGuard(store);
 }
 
-class IdentityGuard implements Store {
+class IdentityGuard extends ForwardingStore {
   private readonly names = new Map<string, ChannelNames>();
-  readonly updateMeta?: Store["updateMeta"];
-  readonly archive?: Store["archive"];
-  readonly prune?: Store["prune"];
-  readonly publishedKeys?: Store["publishedKeys"];
 
-  constructor(private readonly inner: Store) {
-    if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
-    if (inner.archive) this.archive = inner.archive.bind(inner);
-    if (inner.prune) this.prune = inner.prune.bind(inner);
-    if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
-  }
-
-  get capabilities(): Capabilities {
-    return this.inner.capabilities;
-  }
-
-  get location(): string {
-    return this.inner.location;
-  }
-
-  async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
+  override async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
     const members = [...(options.members ?? [])];
     const maintainer = options.extra?.[META_MAINTAINER];
     if (typeof maintainer === "string") members.push(maintainer);
@@ -94,162 +44,68 @@ class IdentityGuard implements Store {
     return this.inner.init(channel, options);
   }
 
-  channels(options?: ChannelsOptions): Promise<ChannelInfo[]> {
-    return this.inner.channels(options);
+  override async post(...a: Parameters<Store["post"]>) {
+    await this.admit(a[0], a[1].from);
+    return this.inner.post(...a);
   }
 
-  roster(channel: string): Promise<ChannelMeta> {
-    return this.inner.roster(channel);
+  override async read(...a: Parameters<Store["read"]>) {
+    await this.admit(a[0], a[1].as);
+    return this.inner.read(...a);
   }
 
-  async post(channel: string, input: PostInput): Promise<PostResult> {
-    await this.admit(channel, input.from);
-    return this.inner.post(channel, input);
+  override async wait(...a: Parameters<Store["wait"]>) {
+    for (const channel of new Set(a[0])) await this.admit(channel, a[1].as);
+    return this.inner.wait(...a);
   }
 
-  async read(channel: string, options: ReadOptions): Promise<ReadResult> {
-    await this.admit(channel, options.as);
-    return this.inner.read(channel, options);
+  override async addTask(...a: Parameters<Store["addTask"]>) {
+    await this.admit(a[0], a[1].from);
+    return this.inner.addTask(...a);
   }
 
-  peek(channel: string, count?: number, options?: PeekOptions): Promise<Message[]> {
-    return this.inner.peek(channel, count, options);
+  // Each of these acts as its third argument, the agent.
+  override async claim(...a: Parameters<Store["claim"]>) {
+    await this.admit(a[0], a[2]);
+    return this.inner.claim(...a);
   }
 
-  cursor(channel: string, agent: string): Promise<number> {
-    return this.inner.cursor(channel, agent);
+  override async renew(...a: Parameters<Store["renew"]>) {
+    await this.admit(a[0], a[2]);
+    return this.inner.renew(...a);
   }
 
-  async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
-    for (const channel of new Set(channels)) await this.admit(channel, options.as);
-    return this.inner.wait(channels, options);
+  override async done(...a: Parameters<Store["done"]>) {
+    await this.admit(a[0], a[2]);
+    return this.inner.done(...a);
   }
 
-  watch(channels: readonly string[], options?: WatchOptions): AsyncIterable<Message> {
-    return this.inner.watch(channels, options);
+  override async release(...a: Parameters<Store["release"]>) {
+    await this.admit(a[0], a[2]);
+    return this.inner.release(...a);
   }
 
-  async addTask(channel: string, task: NewTask): Promise<TaskInfo> {
-    await this.admit(channel, task.from);
-    return this.inner.addTask(channel, task);
+  override async addPathLease(...a: Parameters<Store["addPathLease"]>) {
+    await this.admit(a[0], a[2]);
+    return this.inner.addPathLease(...a);
   }
 
-  tasks(channel: string): Promise<TaskInfo[]> {
-    return this.inner.tasks(channel);
+  override async renewPathLease(...a: Parameters<Store["renewPathLease"]>) {
+    await this.admit(a[0], a[2]);
+    return this.inner.renewPathLease(...a);
   }
 
-  async claim(
-    channel: string,
-    task: string,
-    agent: string,
-    options?: ClaimOptions,
-  ): Promise<TaskInfo> {
-    await this.admit(channel, agent);
-    return this.inner.claim(channel, task, agent, options);
+  override async releasePathLease(...a: Parameters<Store["releasePathLease"]>) {
+    await this.admit(a[0], a[2]);
+    return this.inner.releasePathLease(...a);
   }
 
-  async renew(
-    channel: string,
-    task: string,
-    agent: string,
-    options?: RenewOptions,
-  ): Promise<TaskInfo> {
-    await this.admit(channel, agent);
-    return this.inner.renew(channel, task, agent, options);
+  override async notify(...a: Parameters<Store["notify"]>) {
+    await this.admit(a[0], a[1]);
+    return this.inner.notify(...a);
   }
 
-  async done(
-    channel: string,
-    task: string,
-    agent: string,
-    options?: DoneOptions,
-  ): Promise<TaskInfo> {
-    await this.admit(channel, agent);
-    return this.inner.done(channel, task, agent, options);
-  }
-
-  async release(
-    channel: string,
-    task: string,
-    agent: string,
-    options?: ReleaseOptions,
-  ): Promise<TaskInfo> {
-    await this.admit(channel, agent);
-    return this.inner.release(channel, task, agent, options);
-  }
-
-  fence(channel: string, task: string, token: number): Promise<FenceResult> {
-    return this.inner.fence(channel, task, token);
-  }
-
-  async addPathLease(
-    channel: string,
-    pattern: string,
-    agent: string,
-    options?: PathLeaseOptions,
-  ): Promise<PathLeaseInfo> {
-    await this.admit(channel, agent);
-    return this.inner.addPathLease(channel, pattern, agent, options);
-  }
-
-  pathLeases(channel: string): Promise<PathLeaseInfo[]> {
-    return this.inner.pathLeases(channel);
-  }
-
-  async renewPathLease(
-    channel: string,
-    lease: string,
-    agent: string,
-    options?: RenewOptions,
-  ): Promise<PathLeaseInfo> {
-    await this.admit(channel, agent);
-    return this.inner.renewPathLease(channel, lease, agent, options);
-  }
-
-  async releasePathLease(
-    channel: string,
-    lease: string,
-    agent: string,
-    options?: ReleaseOptions,
-  ): Promise<PathLeaseInfo> {
-    await this.admit(channel, agent);
-    return this.inner.releasePathLease(channel, lease, agent, options);
-  }
-
-  receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    return this.inner.receipts(channel, seq, options);
-  }
-
-  explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    return this.inner.explain(channel, seq, options);
-  }
-
-  waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
-    return this.inner.waitFor(channel, seq, options);
-  }
-
-  async notify(channel: string, agent: string, seq: number): Promise<void> {
-    await this.admit(channel, agent);
-    return this.inner.notify(channel, agent, seq);
-  }
-
-  who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
-    return this.inner.who(channel, options);
-  }
-
-  async touch(agent: string): Promise<void> {
-    return this.inner.touch?.(agent);
-  }
-
-  search(query: string, options?: SearchOptions): Promise<SearchResult> {
-    return this.inner.search(query, options);
-  }
-
-  thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
-    return this.inner.thread(channel, seq, options);
-  }
-
-  close(): Promise<void> {
+  override close(): Promise<void> {
     this.names.clear();
     return this.inner.close();
   }
