@@ -521,15 +521,7 @@ export class NatsStore extends BackendStore {
     return { name, text: entry.string(), version: entry.revision };
   }
 
-  /**
-   * A create when there was none, else an update checked against the revision read, by the KV's
-   * own per-key check even on a cluster. On a nats-server 2.9 cluster that check may let two
-   * writes of one agent's record at the same instant both pass (nats-server#4320), so one of
-   * them is lost: the folder store's last-writer-wins for these records, and what one loses is a
-   * presence time or a notified step (under-reported, never invented; read comes from cursors).
-   * The cluster-safe write (CasWriter) orders every checked write of the namespace: a thousand
-   * agents woken at once took 20 s through it, 3.5 s without (bench/cluster.ts fan-out).
-   */
+  /** A create when there was none, else an update checked against the revision read. */
   protected async writeNote(
     scope: string,
     kind: NoteKind,
@@ -538,19 +530,13 @@ export class NatsStore extends BackendStore {
     version: Note["version"],
   ): Promise<boolean> {
     const key = `${notePrefix(scope, kind)}${name}`;
-    try {
-      await this.guard(
-        () =>
-          typeof version === "number" && version > 0
-            ? this.kv.update(key, text, version)
-            : this.kv.create(key, text),
-        `cannot write the ${kind} record of ${name}`,
-      );
-      return true;
-    } catch (err) {
-      if (isWrongLastSequence(err)) return false;
-      throw err;
-    }
+    return this.guard(
+      () =>
+        typeof version === "number" && version > 0
+          ? this.kvUpdate(key, text, version)
+          : this.kvCreate(key, text),
+      `cannot write the ${kind} record of ${name}`,
+    );
   }
 
   /**
