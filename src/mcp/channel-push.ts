@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { isRelevant, type Message } from "../core/message.js";
 import type { Store } from "../store/types.js";
-import { CHANNEL_POLL_MS, memberChannels } from "./wait-all.js";
+import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
 
 /**
  * Claude Code channels (research preview). What Claude Code 2.1.332 does, read in its shipped
@@ -57,9 +57,8 @@ export async function pushChannelMessages(
     const round = new AbortController();
     const onAbort = () => round.abort();
     options.signal.addEventListener("abort", onAbort, { once: true });
-    const changed = listChanged(store, agent, names, pollMs, round.signal).then(() =>
-      round.abort(),
-    );
+    // A change of the agent's channels ends this round's watch; after an abort it never settles.
+    void listChanges(store, agent, names, pollMs, round.signal).then(() => round.abort());
     try {
       const after = Object.fromEntries(names.map((name) => [name, positions.get(name) ?? 0]));
       for await (const message of store.watch(names, { after, signal: round.signal })) {
@@ -75,28 +74,7 @@ export async function pushChannelMessages(
     } finally {
       round.abort();
       options.signal.removeEventListener("abort", onAbort);
-      await changed;
     }
-  }
-}
-
-/** Resolves when the agent's channel list differs from `names`, or `signal` aborts. */
-async function listChanged(
-  store: Store,
-  agent: string,
-  names: readonly string[],
-  pollMs: number,
-  signal: AbortSignal,
-): Promise<void> {
-  const before = [...names].sort().join("\n");
-  for (;;) {
-    try {
-      await sleep(pollMs, undefined, { signal });
-    } catch {
-      return;
-    }
-    const now = await memberChannels(store, agent).catch(() => names);
-    if ([...now].sort().join("\n") !== before) return;
   }
 }
 

@@ -98,7 +98,7 @@ export async function waitEverywhere(
 }
 
 /** Resolves when the agent's channel list differs from `names`; never, once `signal` aborts. */
-async function listChanges(
+export async function listChanges(
   store: Store,
   agent: string,
   names: readonly string[],
