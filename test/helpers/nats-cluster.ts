@@ -229,6 +229,23 @@ export class NatsCluster {
   }
 
   /**
+   * Waits until each of `streams` has a leader again. A node thawed after a freeze can call
+   * elections in the groups it follows, and nats-server 2.9 may leave one without a leader for
+   * ten seconds or more (commands meanwhile answer "temporarily unavailable").
+   */
+  async waitLed(streams: string[], timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      for (const node of this.nodes.filter((n) => n.running)) {
+        const leaders = await node.streamLeaders().catch(() => new Map<string, string>());
+        if (streams.every((s) => leaders.has(s))) return;
+      }
+      if (Date.now() > deadline) throw new Error(`no leader for one of ${streams.join(", ")}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /**
    * The node that leads a stream now, as the cluster reports it (polls); `not` waits for a
    * leader other than that node (after it was killed or frozen).
    */

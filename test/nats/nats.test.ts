@@ -56,6 +56,27 @@ describe.skipIf(natsSkipReason !== undefined)(
       await server?.dispose();
     });
 
+    it("a cursor write that reaches the server late never moves the cursor back", async () => {
+      const url = server.url(ns());
+      const late = await NatsStore.open(url);
+      const current = await NatsStore.open(url);
+      try {
+        await late.init("dev");
+        for (let i = 0; i < 10; i++) await late.post("dev", { from: "alice", body: `m${i}` });
+        await late.read("dev", { as: "bob", peek: true });
+        await current.read("dev", { as: "bob" });
+        // What a write sent before the freeze of a node and passed on after its thaw does.
+        await (
+          late as unknown as { saveCursor(c: string, a: string, s: number): Promise<void> }
+        ).saveCursor("dev", "bob", 4);
+        expect(await current.cursor("dev", "bob")).toBe(10);
+        expect((await current.read("dev", { as: "bob" })).messages).toEqual([]);
+      } finally {
+        await late.close();
+        await current.close();
+      }
+    });
+
     it("two processes posting 500 messages each at once get 1,000 gapless numbers", async () => {
       const url = server.url(ns());
       const setup = await NatsStore.open(url);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { isAgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
-import { NatsStore } from "../../src/store/nats/nats-store.js";
+import { bucketOf, NatsStore } from "../../src/store/nats/nats-store.js";
 import { type ClusterNode, NatsCluster } from "../helpers/nats-cluster.js";
 import { natsSkipReason } from "../helpers/nats-server.js";
 import { FULL } from "./sizes.js";
@@ -174,10 +174,13 @@ describe.skipIf(natsSkipReason !== undefined)("nats cluster: failover under load
     );
   });
 
-  // KNOWN FAILURE, issue 21 (open): since waits record delivery receipts and presence, a waiter
-  // on a cluster whose stream leader is frozen sometimes misses a message for over 30 s or is
-  // handed one twice (about one run in three here). It runs with `--full` until that is fixed,
-  // and the CI summary counts it as skipped.
+  // KNOWN FAILURE, issue 21 (open), in nats-server 2.9.10 (Debian's), not in agent-chat: about
+  // one run in three, an acknowledged post is replaced after the frozen leader thaws. Traced
+  // (2026-12-01): poster A's publish of seq N waits in the frozen leader's socket; poster B's
+  // seq N is acknowledged by the new leader at stream seq N; after the thaw the stream holds A's
+  // message at N (A was never acknowledged) and B's is gone from N. Waiters then see a message
+  // that later reads do not. It runs with `--full` (and counts as skipped in CI) until a server
+  // with the raft fixes of 2.10 can be tested here.
   it.skipIf(!FULL)(
     "SIGSTOP one node (the stream leader, cut off as by a partition), then let it back",
     async () => {
@@ -194,6 +197,7 @@ describe.skipIf(natsSkipReason !== undefined)("nats cluster: failover under load
       await pause(PHASE_MS);
       frozen.resume();
       await cluster.waitReady();
+      await cluster.waitLed([`AGENTCHAT_${namespace}`, `KV_${bucketOf(namespace)}`]);
       await pause(PHASE_MS);
       await load.stop();
       const summary = await check(url, load);

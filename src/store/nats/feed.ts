@@ -23,6 +23,8 @@ export interface FeedSource {
   readonly feedJs: JetStreamClient;
   readonly streamName: string;
   subject(channel: string): string;
+  /** The stream seq of the channel's last message on the server (undefined: none). */
+  lastStreamSeq(channel: string): Promise<number | undefined>;
 }
 
 interface Entry {
@@ -37,6 +39,15 @@ interface Entry {
 const PULL_EXPIRES_MS = 5_000;
 const MAX_PAUSE_MS = 2_000;
 const RETRY_NOW_MS = 25;
+/**
+ * A consumer that delivers nothing for this long while the server holds more is replaced. After
+ * a cluster node is frozen and thawed (a partition healed), nats-server 2.9 can leave an ordered
+ * consumer that answers its heartbeats yet delivers nothing, for a minute or more; the client
+ * library keeps pulling from it (test/torture/nats-cluster.test.ts, the SIGSTOP row).
+ */
+const STALL_MS = 2_000;
+/** While waits listen, how often the feed asks the server whether it has fallen behind. */
+const PROBE_MS = 5_000;
 
 /**
  * One channel's messages as the server pushes them through an ordered consumer, kept in seq
@@ -56,6 +67,11 @@ export class ChannelFeed {
   private stopped = false;
   private consumer: Consumer | undefined;
   private messages: ConsumerMessages | undefined;
+  /** Runs while something waits on the feed: see {@link STALL_MS}. */
+  private watchdog: NodeJS.Timeout | undefined;
+  private deliveredAtLastLook = 0;
+  private lastProbe = 0;
+  private looking = false;
 
   constructor(
     private readonly source: FeedSource,
@@ -157,7 +173,53 @@ export class ChannelFeed {
         );
       }, timeoutMs);
       this.reachers.add(reacher);
+      this.watch();
     });
+  }
+
+  /**
+   * Looks every {@link STALL_MS} while a reach is pending or a wait listens: a consumer that
+   * delivered nothing since the last look while the server holds more is replaced.
+   */
+  private watch(): void {
+    if (this.watchdog || this.stopped) return;
+    this.deliveredAtLastLook = this.delivered;
+    this.watchdog = setInterval(() => void this.look(), STALL_MS);
+    this.watchdog.unref();
+  }
+
+  private async look(): Promise<void> {
+    if (this.stopped || (this.reachers.size === 0 && this.listeners.size === 0)) {
+      clearInterval(this.watchdog);
+      this.watchdog = undefined;
+      return;
+    }
+    const moved = this.delivered !== this.deliveredAtLastLook;
+    this.deliveredAtLastLook = this.delivered;
+    if (moved || this.looking) return;
+    this.looking = true;
+    try {
+      if ((await this.behind()) && !this.stopped) this.replaceConsumer();
+    } finally {
+      this.looking = false;
+    }
+  }
+
+  /** Whether the server holds messages this feed has not delivered (asked now and then). */
+  private async behind(): Promise<boolean> {
+    if ([...this.reachers].some((r) => r.target > this.delivered)) return true;
+    if (Date.now() - this.lastProbe < PROBE_MS) return false;
+    this.lastProbe = Date.now();
+    const last = await this.source.lastStreamSeq(this.channel).catch(() => undefined);
+    return last !== undefined && last > this.delivered;
+  }
+
+  /** Ends the current consumer: `run` creates the next one from the stream seq after the last. */
+  private replaceConsumer(): void {
+    const messages = this.messages;
+    this.messages = undefined;
+    messages?.stop();
+    this.consumer?.delete().catch(() => {});
   }
 
   fail(err: AgentChatError): void {
@@ -173,6 +235,7 @@ export class ChannelFeed {
 
   onChange(fn: () => void): () => void {
     this.listeners.add(fn);
+    this.watch();
     return () => this.listeners.delete(fn);
   }
 
@@ -215,6 +278,7 @@ export class ChannelFeed {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    clearInterval(this.watchdog);
     this.messages?.stop();
     this.consumer?.delete().catch(() => {});
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { JetStreamClient, JetStreamManager, StreamInfo } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, StoredMsg, StreamInfo } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
@@ -102,6 +102,8 @@ export class NatsStore extends BackendStore {
   private readonly clustered: boolean;
   /** The cluster's revision-checked KV writes (see CasWriter). */
   private readonly cas: CasWriter;
+  /** The revision of each cursor as last read or written here (see `saveCursor`). */
+  private readonly cursorRevisions = new Map<string, number>();
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -398,10 +400,7 @@ export class NatsStore extends BackendStore {
 
   /** The last message of a channel, straight from the server (undefined when empty). */
   async lastOf(channel: string): Promise<LastOf | undefined> {
-    const stored = await this.guard(
-      () => this.jsm.streams.getMessage(this.streamName, { last_by_subj: this.subject(channel) }),
-      `cannot read ${channel}`,
-    );
+    const stored = await this.lastStored(channel);
     if (!stored) return undefined;
     const seq = Number(stored.header?.get(SEQ_HEADER));
     if (!Number.isSafeInteger(seq) || seq <= 0) {
@@ -411,6 +410,17 @@ export class NatsStore extends BackendStore {
       );
     }
     return { streamSeq: stored.seq, seq };
+  }
+
+  private lastStored(channel: string): Promise<StoredMsg | null> {
+    return this.guard(
+      () => this.jsm.streams.getMessage(this.streamName, { last_by_subj: this.subject(channel) }),
+      `cannot read ${channel}`,
+    );
+  }
+
+  async lastStreamSeq(channel: string): Promise<number | undefined> {
+    return (await this.lastStored(channel))?.seq;
   }
 
   /** The channel's feed, caught up with everything the server held when this was called. */
@@ -466,19 +476,54 @@ export class NatsStore extends BackendStore {
   }
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
-    const entry = await this.guard(
-      () => this.kv.get(cursorKey(channel, agent)),
-      `cannot read the cursor of ${agent}`,
-    );
+    const key = cursorKey(channel, agent);
+    const entry = await this.guard(() => this.kv.get(key), `cannot read the cursor of ${agent}`);
+    this.noteCursorRevision(key, entry?.revision ?? 0);
     return entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
   }
 
+  /**
+   * Moves a cursor forward only, each write checked against the revision last seen. A plain put
+   * can land late: a request sent to a node that froze (SIGSTOP, a partition) waits in its socket
+   * and is passed on when the node thaws, after the wait that timed out on it ran again and later
+   * reads were saved; it would move the cursor back and hand those messages out again. Checked,
+   * the late write finds a newer revision and does nothing. The subject's own check is
+   * enough here (not CasWriter's): the writes it must refuse are long applied, not in flight.
+   */
   protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
-    const revision = await this.guard(
-      () => this.kv.put(cursorKey(channel, agent), String(seq)),
-      `cannot save the cursor of ${agent}`,
-    );
-    this.cas.acked(revision);
+    const key = cursorKey(channel, agent);
+    const what = `cannot save the cursor of ${agent}`;
+    for (let attempt = 0; attempt < CURSOR_TRIES; attempt++) {
+      let revision = this.cursorRevisions.get(key);
+      if (revision === undefined || attempt > 0) {
+        if (attempt > 1) await delay(attempt * 10);
+        const entry = await this.guard(() => this.kv.get(key), what);
+        if (entry?.operation === "PUT" && parseSeqText(entry.string()) >= seq) return;
+        revision = entry?.revision ?? 0;
+      }
+      const written = await this.guard(
+        () =>
+          revision === 0
+            ? this.kv.create(key, String(seq))
+            : this.kv.update(key, String(seq), revision),
+        what,
+      ).catch((err: unknown) => {
+        if (isWrongLastSequence(err)) return undefined;
+        throw err;
+      });
+      if (written !== undefined) {
+        this.noteCursorRevision(key, written);
+        this.cas.acked(written);
+        return;
+      }
+    }
+    throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: it kept changing while saved`);
+  }
+
+  private noteCursorRevision(key: string, revision: number): void {
+    // A daemon serves any number of agents: the cache is only a shortcut, so it is simply reset.
+    if (this.cursorRevisions.size >= MAX_CURSOR_REVISIONS) this.cursorRevisions.clear();
+    this.cursorRevisions.set(key, revision);
   }
 
   /**
@@ -490,7 +535,10 @@ export class NatsStore extends BackendStore {
       return false;
     }
     const cause = (err as AgentChatError).cause as Error | undefined;
+    // A cluster still electing a leader after its retry window (a healed partition can take
+    // nats-server 2.9 ten seconds and more) is away for a moment too.
     return (
+      isElecting(err) ||
       /did not answer/.test(err.message) ||
       /timeout|disconnect/i.test(`${cause?.name ?? ""} ${cause?.message ?? ""}`)
     );
@@ -789,6 +837,10 @@ const FEED_REQUEST_MS = 1_500;
 
 /** How soon a post is sent again after the server did not answer. */
 const AWAY_RETRY_MS = 250;
+/** Checked cursor writes lost to another writer of the same cursor before giving up. */
+const CURSOR_TRIES = 8;
+/** Cursor revisions a store remembers (see `saveCursor`). */
+const MAX_CURSOR_REVISIONS = 10_000;
 
 /**
  * Makes sure the namespace's stream and bucket exist, creating both (replicated to fit the
@@ -919,7 +971,7 @@ function untoken(tok: string): string {
   return tok.replaceAll("=", ".");
 }
 
-function bucketOf(namespace: string): string {
+export function bucketOf(namespace: string): string {
   return `agentchat-${namespace}`;
 }
 
