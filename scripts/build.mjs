@@ -103,10 +103,9 @@ const lean = {
   // Neither serves a URL root (the executable sends those to the full CLI): the NATS backend
   // stays out of both, so V8 has a quarter less to read at each start.
   plugins: [withoutNats, lazyChunks("lazy/")],
-  // Path lease globs (picomatch) are needed only when activity renews a path lease, and
-  // search's index only by a store searched twice (a daemon): required from node_modules
-  // then, never read at start-up.
-  external: ["picomatch", "minisearch"],
+  // Path lease globs (picomatch) are needed only when activity renews a path lease: required
+  // from node_modules then, never read at start-up.
+  external: ["picomatch"],
   // Less text for V8 to read at each start; names are kept, so stack traces still read.
   minifyWhitespace: true,
   minifySyntax: true,

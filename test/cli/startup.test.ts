@@ -91,7 +91,6 @@ const HEAVY = [
   /@nats-io/,
   /[\\/]zod[\\/]/,
   /playwright/,
-  /[\\/]minisearch[\\/]/,
   /[\\/]commander[\\/]/,
   // The full CLI: its entry and its chunks bundle commander and zod.
   /dist[\\/]main\.js$/,

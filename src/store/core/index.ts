@@ -18,6 +18,7 @@ export {
   type PathLeaseRecord,
   parsePathLeases,
 } from "./path-leases.js";
+export { intersect, union } from "./postings.js";
 export type { Actor } from "./presence.js";
 export { owedBy } from "./receipts.js";
 export { checkArchiveOptions } from "./retention.js";

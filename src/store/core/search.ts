@@ -2,6 +2,7 @@ import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { type Message, parseTo } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
 import type { SearchHit, SearchOptions, SearchResult } from "../find-types.js";
+import { Postings } from "./postings.js";
 import {
   type MatchedText,
   matchMessage,
@@ -59,14 +60,10 @@ interface Filters {
   limit: number;
 }
 
-type MiniSearchT = import("minisearch").default<{ id: number; title: string; body: string }>;
-
-/** One channel's in-memory index: its hot messages up to `scannedTo`, by an internal id. */
+/** One channel's in-memory index: its hot messages up to `scannedTo`, by position. */
 interface ChannelIndex {
-  mini: MiniSearchT;
-  docs: Map<number, Message>;
-  /** In how many messages each word occurs: a query asks the index for its rarest word only. */
-  counts: Map<string, number>;
+  postings: Postings;
+  docs: Message[];
   scannedTo: number;
   /** Indexing runs one at a time per channel. */
   busy?: Promise<void>;
@@ -79,8 +76,8 @@ interface ChannelIndex {
  * Where the index lives: in this store object's memory, never on disk. A one-shot CLI command
  * searches once, and for that a straight scan is fastest (building an index of 100,000
  * messages costs seconds; reading them costs what `grep` costs), so the first search of a
- * store scans. A store that is asked again (the daemon, the MCP server, the viewer) builds a
- * `minisearch` inverted index per channel on the second search and keeps it current by
+ * store scans. A store that is asked again (the daemon, the MCP server, the viewer) builds an
+ * inverted index per channel ({@link Postings}) on the second search and keeps it current by
  * scanning only what came after it: later queries cost milliseconds. Nothing is written into
  * the root, so nothing can go stale for chat.py, git or another process; and the index never
  * decides a hit on its own: every candidate is checked by the same matcher as the scan.
@@ -208,43 +205,28 @@ export class Searcher {
     }
     const index = await this.indexOf(channel);
     if (terms.every((t) => t.kind === "literal")) {
-      return { messages: [...index.docs.values()], all: false, complete: false };
+      return { messages: index.docs, all: false, complete: false };
     }
-    const { query, complete } = indexQuery(terms, index.counts);
-    const ids = index.mini.search(query).map((r) => r.id as number);
-    return { messages: ids.map((id) => index.docs.get(id)!), all: false, complete };
+    // Every word is looked up, so with no phrase (words in a row) and no literal the answer is
+    // the match itself.
+    const complete = terms.every((t) => t.kind !== "literal" && t.words.length === 1);
+    const ids = index.postings.match(terms);
+    return { messages: ids.map((id) => index.docs[id]!), all: false, complete };
   }
 
   private async indexOf(channel: string): Promise<ChannelIndex> {
     let index = this.indexes.get(channel);
     if (!index) {
-      const { default: MiniSearch } = await import("minisearch");
-      index = {
-        mini: new MiniSearch({
-          fields: ["title", "body"],
-          // The matcher's own words, so that the index proposes every message it would accept.
-          tokenize: (text) => words(text),
-          processTerm: (term) => term,
-          searchOptions: { combineWith: "AND" },
-        }),
-        docs: new Map(),
-        counts: new Map(),
-        scannedTo: 0,
-      };
+      index = { postings: new Postings(), docs: [], scannedTo: 0 };
       this.indexes.set(channel, index);
     }
     const current = index;
     while (current.busy) await current.busy;
     current.busy = (async () => {
       const scan = await this.source.scan(channel, current.scannedTo);
-      let id = current.docs.size;
       for (const message of scan.messages) {
-        id += 1;
-        current.docs.set(id, message);
-        current.mini.add({ id, title: message.title, body: message.body });
-        for (const word of new Set(words(`${message.title}\n${message.body}`))) {
-          current.counts.set(word, (current.counts.get(word) ?? 0) + 1);
-        }
+        current.postings.add(current.docs.length, `${message.title}\n${message.body}`);
+        current.docs.push(message);
       }
       current.scannedTo = scan.scannedTo;
     })().finally(() => {
@@ -253,32 +235,6 @@ export class Searcher {
     await current.busy;
     return current;
   }
-}
-
-/**
- * The minisearch query proposing every message that may match: the rarest whole word of the
- * terms (scoring every message of a common word costs more than checking a few candidates)
- * and each prefix. `complete` when it asks for every term, so that its answer is the match.
- */
-function indexQuery(
-  terms: Term[],
-  counts: Map<string, number>,
-): { query: import("minisearch").Query; complete: boolean } {
-  const queries: import("minisearch").Query[] = [];
-  const plain: string[] = [];
-  for (const term of terms) {
-    if (term.kind === "literal") continue;
-    term.words.forEach((word, i) => {
-      if (term.kind === "prefix" && i === term.words.length - 1) {
-        queries.push({ queries: [word], prefix: true, fuzzy: false });
-      } else plain.push(word);
-    });
-  }
-  const rarest = plain.sort((a, b) => (counts.get(a) ?? 0) - (counts.get(b) ?? 0))[0];
-  if (rarest !== undefined) queries.push({ queries: [rarest], fuzzy: false });
-  const complete =
-    plain.length <= 1 && terms.every((t) => t.kind !== "literal" && t.words.length === 1);
-  return { query: { combineWith: "AND", queries }, complete };
 }
 
 function parseFilters(query: string, options: SearchOptions, now: number): Filters {
@@ -364,7 +320,19 @@ interface Found {
 }
 
 function found(message: Message, archived: boolean, holds?: (seq: number) => boolean): Found {
-  return { meta: message, message, at: Date.parse(message.ts) || 0, archived, holds };
+  return { meta: message, message, at: timeOf(message), archived, holds };
+}
+
+/** Each message's time, parsed once: an indexed message is sorted again by every query. */
+const times = new WeakMap<Message, number>();
+
+function timeOf(message: Message): number {
+  let at = times.get(message);
+  if (at === undefined) {
+    at = Date.parse(message.ts) || 0;
+    times.set(message, at);
+  }
+  return at;
 }
 
 /** Between matches of one time: by channel, then the higher number first. */

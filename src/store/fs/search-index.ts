@@ -7,7 +7,7 @@ import {
   readOwnTextSync,
   replaceFileSync,
 } from "../../fsutil/root-files.js";
-import { type Candidate, matchMessage, type Term, words } from "../core/index.js";
+import { type Candidate, intersect, matchMessage, type Term, union, words } from "../core/index.js";
 
 /**
  * The folder store's stored search index (docs/search.md): `CH/.search/index.json`, a list of
@@ -201,17 +201,14 @@ function lookup(stored: Stored, terms: Term[]): number[] | undefined {
       wanted.push(prefix ? (word) => word.startsWith(w) : (word) => word === w);
     });
   }
-  const sets = wanted.map(() => new Set<number>());
+  const found: number[][][] = wanted.map(() => []);
   for (const [word, gaps] of stored.vocab) {
     for (let i = 0; i < wanted.length; i++) {
       if (!wanted[i]!(word)) continue;
       const ids = decode(gaps, stored.docs.length);
       if (!ids) return undefined;
-      for (const id of ids) sets[i]!.add(id);
+      found[i]!.push(ids);
     }
   }
-  sets.sort((a, b) => a.size - b.size);
-  const [smallest, ...rest] = sets;
-  if (!smallest) return [];
-  return [...smallest].filter((id) => rest.every((s) => s.has(id)));
+  return intersect(found.map(union));
 }
