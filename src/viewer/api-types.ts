@@ -18,6 +18,8 @@ export interface MessageView {
   trust?: "verified" | "unsigned" | "forged";
   /** Why it is forged. */
   trustNote?: string;
+  /** Moved out of the channel's hot folder by `agent-chat archive`. */
+  archived?: true;
 }
 
 /**

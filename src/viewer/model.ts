@@ -27,6 +27,11 @@ const REFRESH_MS = 1000;
 
 interface ChannelCache {
   messages: Map<number, Message>;
+  /**
+   * The channel's archived messages (`agent-chat archive`), below its first hot one when they
+   * were read: read the first time a page reaches back past the hot messages.
+   */
+  archived?: { below: number; messages: Message[] };
 }
 
 /**
@@ -83,36 +88,65 @@ export class ViewerModel {
 
   /**
    * One page of a channel: the newest `limit` messages below `before` (the newest of the
-   * channel without it). The page asks for more as the reader scrolls back; counts in `state()`
-   * always cover the whole channel.
+   * channel without it). The page asks for more as the reader scrolls back, into the archived
+   * messages once past the hot ones; counts in `state()` always cover the whole channel.
    */
   async messages(
     channel: string,
     { before, limit = MESSAGE_PAGE_DEFAULT }: { before?: number; limit?: number } = {},
   ): Promise<MessagesPage> {
     await this.store.roster(channel); // CHANNEL_NOT_FOUND for a channel that does not exist
-    const all = sorted(await this.cache(channel));
+    const cache = await this.cache(channel);
+    const hot = sorted(cache);
+    const firstHot = hot[0]?.seq ?? Number.POSITIVE_INFINITY;
+    const hotEnd = before === undefined ? hot.length : firstIndexAtOrAbove(hot, before);
+    const old =
+      hotEnd < limit && firstHot > 1
+        ? await this.archivedBelow(channel, cache, firstHot)
+        : cache.archived?.below === firstHot
+          ? cache.archived.messages
+          : undefined;
+    const all = old ? old.concat(hot) : hot;
     const end = before === undefined ? all.length : firstIndexAtOrAbove(all, before);
     const start = Math.max(0, end - limit);
+    // Until the archive is read, the numbers below the first hot message stand for archived
+    // messages (numbering is gapless); reading it makes the count exact.
+    const unread = old ? 0 : firstHot - 1;
     const page = all.slice(start, end);
-    const onPage = new Set(page.map((m) => m.seq));
-    const bySeq = this.caches.get(channel)!.messages;
-    const replyTargets: ReplyTarget[] = [];
-    for (const m of page) {
-      if (m.replyTo === undefined || onPage.has(m.replyTo)) continue;
-      const target = bySeq.get(m.replyTo);
-      if (target && !replyTargets.some((t) => t.seq === target.seq)) {
-        replyTargets.push({ seq: target.seq, from: target.from, title: target.title });
-      }
-    }
     return {
       channel,
-      messages: page.map(messageView),
-      hasEarlier: start > 0,
-      earlierCount: start,
-      total: all.length,
-      replyTargets,
+      messages: page.map((m) => messageView(m, m.seq < firstHot)),
+      hasEarlier: start > 0 || unread > 0,
+      earlierCount: start + unread,
+      total: all.length + unread,
+      replyTargets: this.replyTargets(cache, page),
     };
+  }
+
+  private async archivedBelow(
+    channel: string,
+    cache: ChannelCache,
+    firstHot: number,
+  ): Promise<Message[]> {
+    if (cache.archived?.below !== firstHot) {
+      const all = await this.store.peek(channel, Number.MAX_SAFE_INTEGER, { archived: true });
+      cache.archived = { below: firstHot, messages: all.filter((m) => m.seq < firstHot) };
+    }
+    return cache.archived.messages;
+  }
+
+  /** Who wrote what a message of the page replies to, when that message is not on the page. */
+  private replyTargets(cache: ChannelCache, page: Message[]): ReplyTarget[] {
+    const onPage = new Set(page.map((m) => m.seq));
+    const out: ReplyTarget[] = [];
+    for (const m of page) {
+      if (m.replyTo === undefined || onPage.has(m.replyTo)) continue;
+      const target = cache.messages.get(m.replyTo);
+      if (target && !out.some((t) => t.seq === target.seq)) {
+        out.push({ seq: target.seq, from: target.from, title: target.title });
+      }
+    }
+    return out;
   }
 
   /** A post made through the page shows at once, before the watch reports it. */
@@ -403,7 +437,7 @@ function maxSeq(cache: ChannelCache): number {
   return max;
 }
 
-export function messageView(m: Message): MessageView {
+export function messageView(m: Message, archived = false): MessageView {
   const view: MessageView = {
     seq: m.seq,
     from: m.from,
@@ -418,5 +452,6 @@ export function messageView(m: Message): MessageView {
   if (m.replyTo !== undefined) view.replyTo = m.replyTo;
   if (m.trust !== undefined) view.trust = m.trust;
   if (m.trustNote !== undefined) view.trustNote = m.trustNote;
+  if (archived) view.archived = true;
   return view;
 }

@@ -71,6 +71,13 @@ function headerNode(m: MessageView, context: MessageContext): HTMLElement {
     ),
     h("span", { class: "badge status", "data-status": m.status.toLowerCase() }, m.status),
     trustBadge(m),
+    m.archived
+      ? h(
+          "span",
+          { class: "badge archived", title: "moved to the channel's archive (agent-chat archive)" },
+          "archived",
+        )
+      : null,
     h("time", { datetime: m.ts, title: m.ts }, formatTime(m.ts)),
     reply,
   );
