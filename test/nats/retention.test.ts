@@ -124,5 +124,48 @@ describe.skipIf(natsSkipReason !== undefined)(
       expect(peek.stdout).not.toMatch(/note 1\b/);
       expect(peek.stdout).toMatch(/note 3/);
     }, 30_000);
+
+    it("prune removes the cursors and presence of agents not seen since a time, listing them", async () => {
+      const { url, store } = await channelOf(2);
+      const created = async (key: string) =>
+        (
+          await (store as unknown as { kv: { get(k: string): Promise<{ created: Date }> } }).kv.get(
+            key,
+          )
+        ).created.getTime();
+      await store.read("ch", { as: "old-bob" });
+      const bob = await created("presence.old-bob");
+      // The cut falls between the two agents' writes, by the server's own times: ann starts
+      // once the clock has passed bob's last write.
+      while (Date.now() < bob + 2) await new Promise((r) => setTimeout(r, 1));
+      await store.read("ch", { as: "new-ann" });
+      const ann = await created(`cursor.ch.new-ann`);
+      expect(ann).toBeGreaterThan(bob);
+      await store.close();
+      const dayMs = 86_400_000;
+      const at = (bob + ann) / 2 + 30 * dayMs;
+      const later = await NatsStore.open(url, { now: () => at, recordPresence: false });
+      try {
+        const dry = await later.prune!({ olderThanMs: 30 * dayMs, dryRun: true });
+        expect(dry.removed.map((r) => [r.channel, r.agent])).toEqual([["ch", "old-bob"]]);
+        // alice posted the channel's messages before bob read them.
+        expect(dry.presence.map((p) => p.agent).sort()).toEqual(["alice", "old-bob"]);
+        expect(await later.cursor("ch", "old-bob")).toBe(2);
+        const done = await later.prune!({ olderThanMs: 30 * dayMs });
+        expect([done.removed.length, done.presence.length, done.dryRun]).toEqual([1, 2, false]);
+        expect(await later.cursor("ch", "old-bob")).toBe(0);
+        expect(await later.cursor("ch", "new-ann")).toBe(2);
+        expect((await later.who("ch")).find((p) => p.agent === "old-bob")?.state).toBe(
+          "never-seen",
+        );
+      } finally {
+        await later.close();
+      }
+      const cli = await runCli(["prune", "--older-than", "0s", "--dry-run"], { root: url });
+      expect([cli.code, cli.stdout]).toEqual([
+        0,
+        expect.stringMatching(/^would remove ch: new-ann \(last seen \d{4}-/),
+      ]);
+    }, 30_000);
   },
 );

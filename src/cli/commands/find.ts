@@ -171,14 +171,8 @@ async function retentionStore(
   verb: "archive" | "prune",
   exporting = false,
 ): Promise<Store> {
-  const refuse = (where: string) =>
-    new AgentChatError(
-      "INVALID_ARGUMENT",
-      `${verb} works on a folder root only, not on ${where}: its history lives in the ` +
-        "backend (on NATS: give the stream limits, and `agent-chat export` first what they drop)",
-    );
-  // Refused before connecting: the answer does not depend on the server being up.
-  // On NATS, archive exports what it drops into a folder, then purges it (nats/retention.ts).
+  // On NATS, archive exports what it drops into a folder, then purges it (nats/retention.ts):
+  // without that folder it is refused before connecting, whether the server is up or not.
   if (isUrlRoot(ctx.root)) {
     if (verb === "archive" && !exporting) {
       throw new AgentChatError(
@@ -186,13 +180,12 @@ async function retentionStore(
         "on NATS, archive exports what it drops first: give the folder (--export DIR), or --dry-run",
       );
     }
-    if (verb !== "archive") throw refuse("a URL root such as nats://");
     return ctx.open();
   }
   const store = await ctx.openFolder();
   if (!store[verb]) {
     await store.close();
-    throw refuse(store.location);
+    throw new AgentChatError("INVALID_ARGUMENT", `${verb} is not available on ${store.location}`);
   }
   return store;
 }

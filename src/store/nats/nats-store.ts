@@ -25,7 +25,7 @@ import {
   type TaskRecord,
   taskFileName,
 } from "../core/index.js";
-import type { ArchiveOptions, ArchiveResult } from "../find-types.js";
+import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
@@ -39,7 +39,7 @@ import {
   replicaWarning,
   setReplicas,
 } from "./replicas.js";
-import { archiveNats } from "./retention.js";
+import { type AgedEntry, archiveNats, pruneNats } from "./retention.js";
 
 /** JetStream's error code for a failed expected-last-(subject-)sequence check. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -448,6 +448,42 @@ export class NatsStore extends BackendStore {
       onChange: (listener) => feed.onChange(listener),
       throwIfFailed: () => feed.throwIfFailed(),
     }));
+  }
+
+  /** Removes the cursors and presence records of agents not seen for a while (retention.ts). */
+  prune(options: PruneOptions): Promise<PruneResult> {
+    return pruneNats(
+      {
+        entries: (filter) =>
+          this.guard(async () => {
+            const out: AgedEntry[] = [];
+            for (const key of await this.keysOf(filter)) {
+              const entry = await this.kv.get(key);
+              if (entry?.operation !== "PUT") continue;
+              out.push({ key, written: entry.created, revision: entry.revision });
+            }
+            return out;
+          }, "cannot list the cursors and presence records"),
+        remove: (entry) =>
+          this.guard(
+            () => this.kv.delete(entry.key, { previousSeq: entry.revision }),
+            `cannot remove ${entry.key}`,
+          ).then(
+            () => true,
+            (err: unknown) => {
+              if (isWrongLastSequence(err)) return false;
+              throw err;
+            },
+          ),
+        cursorOf: (key) => {
+          const m = /^cursor\.([^.]+)\.(.+)$/.exec(key);
+          return m ? { channel: untoken(m[1]!), agent: m[2]! } : undefined;
+        },
+        presencePrefix: notePrefix("", "presence"),
+        now: this.now(),
+      },
+      options,
+    );
   }
 
   /** Exports the old messages into a SPEC folder, then purges them (retention.ts). */

@@ -11,10 +11,17 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
-import type { Message } from "../../core/message.js";
+import { formatTimestamp, type Message } from "../../core/message.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
 import { checkArchiveOptions } from "../core/index.js";
-import type { ArchiveOptions, ArchiveResult } from "../find-types.js";
+import type {
+  ArchiveOptions,
+  ArchiveResult,
+  PrunedAgent,
+  PrunedPresence,
+  PruneOptions,
+  PruneResult,
+} from "../find-types.js";
 
 /**
  * Retention on NATS (docs/search.md): the channel's old messages are exported into a SPEC folder
@@ -129,4 +136,48 @@ function writeDurably(dir: string, name: string, text: string, keepOther: boolea
   } finally {
     rmSync(tmp, { force: true });
   }
+}
+
+/** A KV entry as prune sees it: its key, when it was last written, and its revision. */
+export interface AgedEntry {
+  key: string;
+  written: Date;
+  revision: number;
+}
+
+export interface NatsPruneHost {
+  /** The live (not deleted) entries whose key matches a KV filter (`cursor.>`). */
+  entries(filter: string): Promise<AgedEntry[]>;
+  /** Deletes the entry if it is still at that revision (false: written since, so kept). */
+  remove(entry: AgedEntry): Promise<boolean>;
+  /** The channel of a cursor key and the agent, or undefined for a key of another shape. */
+  cursorOf(key: string): { channel: string; agent: string } | undefined;
+  presencePrefix: string;
+  now: number;
+}
+
+/**
+ * Prune on NATS: the cursors and presence records not written for `olderThanMs`. A KV entry's
+ * own time is when it was last written, as a cursor file's mtime is on a folder (written at each
+ * read that moved it; presence at each activity). An entry written after it was listed is kept:
+ * each delete is checked against the revision listed.
+ */
+export async function pruneNats(host: NatsPruneHost, options: PruneOptions): Promise<PruneResult> {
+  const cutoff = host.now - options.olderThanMs;
+  const old = async (filter: string) =>
+    (await host.entries(filter)).filter((e) => e.written.getTime() < cutoff);
+  const removed: PrunedAgent[] = [];
+  for (const entry of await old("cursor.>")) {
+    const of = host.cursorOf(entry.key);
+    if (!of) continue;
+    if (!options.dryRun && !(await host.remove(entry))) continue;
+    removed.push({ ...of, files: [entry.key], lastSeen: formatTimestamp(entry.written) });
+  }
+  const presence: PrunedPresence[] = [];
+  for (const entry of await old(`${host.presencePrefix}*`)) {
+    if (!options.dryRun && !(await host.remove(entry))) continue;
+    const agent = entry.key.slice(host.presencePrefix.length);
+    presence.push({ agent, file: entry.key, lastSeen: formatTimestamp(entry.written) });
+  }
+  return { removed, presence, dryRun: options.dryRun === true };
 }
