@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { generateKeyPair, signerFromPem } from "../../src/client/ed25519.js";
+import { openStore } from "../../src/client/open.js";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
 import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
@@ -961,6 +965,43 @@ export function storeConformance(
         expect(bobNow?.why).toMatch(/silent/);
         controller.abort();
         await waiting;
+      });
+    });
+
+    describe("retention", () => {
+      it("archive: old messages leave the channel, still reachable; numbering and cursors go on", async () => {
+        await store.init("old");
+        const post = (i: number) =>
+          store.post("old", { from: "alice", title: `note ${i}`, body: `common word${i}` });
+        for (let i = 1; i <= 4; i++) await post(i);
+        const bob = await another();
+        await bob.read("old", { as: "bob" });
+        for (let i = 5; i <= 6; i++) await post(i);
+        // A daemon archives nothing itself: archive runs on the folder it serves.
+        const archiver = store.archive ? store : await backend.local?.();
+        if (!archiver?.archive) throw new Error(`${name} has no archive, on itself or its folder`);
+        const exportTo = mkdtempSync(join(tmpdir(), "agent-chat-archive-"));
+        try {
+          const result = await archiver.archive("old", { before: 4, exportTo });
+          expect(result.moved).toEqual([1, 2, 3]);
+          const seqs = (ms: Message[]) => ms.map((m) => m.seq);
+          expect(seqs(await store.peek("old", 10))).toEqual([4, 5, 6]);
+          expect((await post(7)).seq).toBe(7);
+          expect(seqs((await bob.read("old", { as: "bob" })).messages)).toEqual([5, 6, 7]);
+          expect((await store.search("common")).hits.map((h) => h.seq)).toEqual([7, 6, 5, 4]);
+          // Kept beside the channel (a folder's `_archive/`), or exported first (NATS).
+          const all = seqs(await store.peek("old", 10, { archived: true }));
+          if (all[0] === 1) expect(all).toEqual([1, 2, 3, 4, 5, 6, 7]);
+          else {
+            expect(all).toEqual([4, 5, 6, 7]);
+            const exported = await openStore(exportTo);
+            expect(seqs(await exported.peek("old", 10))).toEqual([1, 2, 3]);
+            await exported.close();
+          }
+        } finally {
+          rmSync(exportTo, { recursive: true, force: true });
+          if (archiver !== store) await archiver.close();
+        }
       });
     });
 

@@ -1,5 +1,5 @@
 import { AgentChatError } from "../../core/errors.js";
-import type { ArchiveOptions } from "../find-types.js";
+import type { ArchiveOptions, PruneOptions } from "../find-types.js";
 
 /** The options every backend's archive takes, checked once (docs/search.md). */
 export function checkArchiveOptions(options: ArchiveOptions): void {
@@ -15,5 +15,12 @@ export function checkArchiveOptions(options: ArchiveOptions): void {
   }
   if (olderThanMs !== undefined && (!Number.isSafeInteger(olderThanMs) || olderThanMs < 0)) {
     throw new AgentChatError("INVALID_ARGUMENT", `--older-than is a duration (got ${olderThanMs})`);
+  }
+}
+
+/** The options every backend's prune takes, checked once. */
+export function checkPruneOptions(options: PruneOptions): void {
+  if (!Number.isSafeInteger(options.olderThanMs) || options.olderThanMs < 0) {
+    throw new AgentChatError("INVALID_ARGUMENT", "--older-than is a duration such as 30d");
   }
 }

@@ -10,7 +10,6 @@ import {
   parseWhen,
   snippet,
   type Term,
-  words,
 } from "./search-query.js";
 
 /** What the filters and the order need of a message, before its file is read. */

@@ -40,6 +40,7 @@ import {
 } from "../../fsutil/root-files.js";
 import {
   BackendStore,
+  checkPruneOptions,
   type Feed,
   formatLease,
   formatPathLeases,
@@ -834,9 +835,7 @@ export class FsStore extends BackendStore<FolderFeed> {
   }
 
   async prune(options: PruneOptions): Promise<PruneResult> {
-    if (!Number.isSafeInteger(options.olderThanMs) || options.olderThanMs < 0) {
-      throw new AgentChatError("INVALID_ARGUMENT", "--older-than is a duration such as 30d");
-    }
+    checkPruneOptions(options);
     const { pruneChannel } = await import("./archive.js");
     const removed = [];
     const now = this.now();

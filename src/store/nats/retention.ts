@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import { formatTimestamp, type Message } from "../../core/message.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
-import { checkArchiveOptions } from "../core/index.js";
+import { checkArchiveOptions, checkPruneOptions } from "../core/index.js";
 import type {
   ArchiveOptions,
   ArchiveResult,
@@ -163,6 +163,7 @@ export interface NatsPruneHost {
  * each delete is checked against the revision listed.
  */
 export async function pruneNats(host: NatsPruneHost, options: PruneOptions): Promise<PruneResult> {
+  checkPruneOptions(options);
   const cutoff = host.now - options.olderThanMs;
   const old = async (filter: string) =>
     (await host.entries(filter)).filter((e) => e.written.getTime() < cutoff);
