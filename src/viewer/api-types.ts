@@ -23,6 +23,16 @@ export interface MessageView {
 }
 
 /**
+ * `GET /api/channels/<ch>/thread/<seq>`: the thread message `seq` belongs to (archived messages
+ * included), its root first, each reply after what it answers with its depth below the root.
+ */
+export interface ThreadPage {
+  channel: string;
+  seq: number;
+  messages: Array<{ depth: number; message: MessageView }>;
+}
+
+/**
  * `GET /api/channels/<ch>/messages[?before=<seq>][&limit=<n>]`: the newest `limit` messages of
  * the channel (default MESSAGE_PAGE_DEFAULT, at most MESSAGE_PAGE_MAX) whose seq is below
  * `before` (all of them without it), oldest first.

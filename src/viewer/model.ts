@@ -2,7 +2,7 @@ import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
 import { policyOf } from "../core/policy.js";
-import { owedBy } from "../store/core/index.js";
+import { flattenThread, owedBy } from "../store/core/index.js";
 import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
   type ChannelView,
@@ -15,6 +15,7 @@ import {
   type ReplyTarget,
   type StateView,
   type TaskView,
+  type ThreadPage,
 } from "./api-types.js";
 import type { PanelProvider } from "./panels.js";
 
@@ -120,6 +121,20 @@ export class ViewerModel {
       earlierCount: start + unread,
       total: all.length + unread,
       replyTargets: this.replyTargets(cache, page),
+    };
+  }
+
+  /** The thread of message `seq`, flat in reading order with depths (archived ones included). */
+  async thread(channel: string, seq: number): Promise<ThreadPage> {
+    const tree = await this.store.thread(channel, seq, { archived: true });
+    const hot = await this.cache(channel);
+    return {
+      channel,
+      seq,
+      messages: flattenThread(tree).map(({ message, depth }) => ({
+        depth,
+        message: messageView(message, !hot.messages.has(message.seq)),
+      })),
     };
   }
 

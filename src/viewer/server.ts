@@ -156,6 +156,17 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       const channel = channelParam(m[1]!);
       return sendJson(res, 200, await model.messages(channel, pageParams(url.searchParams)));
     }
+    const thread = /^\/api\/channels\/([^/]+)\/thread\/([^/]+)$/.exec(path);
+    if (thread) {
+      const seq = wholeNumber(
+        thread[2]!,
+        "message",
+        1,
+        Number.MAX_SAFE_INTEGER,
+        "a message number",
+      );
+      return sendJson(res, 200, await model.thread(channelParam(thread[1]!), seq));
+    }
     return sendText(res, 404, "not found");
   }
 

@@ -969,38 +969,45 @@ export function storeConformance(
     });
 
     describe("retention", () => {
+      /** #1–#3 kept beside the channel (a folder's `_archive/`), or exported first (NATS). */
+      async function expectArchived(exportTo: string): Promise<void> {
+        const seqs = (ms: Message[]) => ms.map((m) => m.seq);
+        const all = seqs(await store.peek("old", 10, { archived: true }));
+        if (all[0] === 1) return expect(all).toEqual([1, 2, 3, 4, 5, 6, 7]);
+        expect(all).toEqual([4, 5, 6, 7]);
+        const exported = await openStore(exportTo);
+        expect(seqs(await exported.peek("old", 10))).toEqual([1, 2, 3]);
+        await exported.close();
+      }
+
+      /** The store that archives: this one, or a daemon's folder (it archives nothing itself). */
+      async function archiver(): Promise<Store & Required<Pick<Store, "archive">>> {
+        const local = store.archive ? store : await backend.local?.();
+        if (!local?.archive) throw new Error(`${name} has no archive, on itself or its folder`);
+        if (local !== store) opened.push(local);
+        return local as Store & Required<Pick<Store, "archive">>;
+      }
+
       it("archive: old messages leave the channel, still reachable; numbering and cursors go on", async () => {
         await store.init("old");
         const post = (i: number) =>
           store.post("old", { from: "alice", title: `note ${i}`, body: `common word${i}` });
-        for (let i = 1; i <= 4; i++) await post(i);
+        await Promise.all([1, 2, 3, 4].map((i) => post(i)));
         const bob = await another();
         await bob.read("old", { as: "bob" });
-        for (let i = 5; i <= 6; i++) await post(i);
-        // A daemon archives nothing itself: archive runs on the folder it serves.
-        const archiver = store.archive ? store : await backend.local?.();
-        if (!archiver?.archive) throw new Error(`${name} has no archive, on itself or its folder`);
+        await Promise.all([5, 6].map((i) => post(i)));
         const exportTo = mkdtempSync(join(tmpdir(), "agent-chat-archive-"));
         try {
-          const result = await archiver.archive("old", { before: 4, exportTo });
+          const result = await (await archiver()).archive("old", { before: 4, exportTo });
           expect(result.moved).toEqual([1, 2, 3]);
           const seqs = (ms: Message[]) => ms.map((m) => m.seq);
           expect(seqs(await store.peek("old", 10))).toEqual([4, 5, 6]);
           expect((await post(7)).seq).toBe(7);
           expect(seqs((await bob.read("old", { as: "bob" })).messages)).toEqual([5, 6, 7]);
           expect((await store.search("common")).hits.map((h) => h.seq)).toEqual([7, 6, 5, 4]);
-          // Kept beside the channel (a folder's `_archive/`), or exported first (NATS).
-          const all = seqs(await store.peek("old", 10, { archived: true }));
-          if (all[0] === 1) expect(all).toEqual([1, 2, 3, 4, 5, 6, 7]);
-          else {
-            expect(all).toEqual([4, 5, 6, 7]);
-            const exported = await openStore(exportTo);
-            expect(seqs(await exported.peek("old", 10))).toEqual([1, 2, 3]);
-            await exported.close();
-          }
+          await expectArchived(exportTo);
         } finally {
           rmSync(exportTo, { recursive: true, force: true });
-          if (archiver !== store) await archiver.close();
         }
       });
     });

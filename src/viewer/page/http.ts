@@ -5,6 +5,7 @@ import type {
   PanelActionRequest,
   PanelActionResponse,
   PostRequest,
+  ThreadPage,
 } from "../api-types.js";
 
 /** The viewer's JSON API (src/viewer/server.ts); a refusal rejects with the server's message. */
@@ -41,6 +42,11 @@ function channelPath(channel: string): string {
 /** A page of the channel's messages; `query` is empty (the newest page) or `?before=…&limit=…`. */
 export function fetchMessages(channel: string, query = ""): Promise<MessagesPage> {
   return api<MessagesPage>(`${channelPath(channel)}/messages${query}`);
+}
+
+/** The thread message `seq` belongs to, in reading order with depths. */
+export function fetchThread(channel: string, seq: number): Promise<ThreadPage> {
+  return api<ThreadPage>(`${channelPath(channel)}/thread/${seq}`);
 }
 
 /** Tells the viewer that `as` was shown the channel up to `seq` (its "notified" step). */

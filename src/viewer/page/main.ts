@@ -6,6 +6,7 @@ import { Panels } from "./panels.js";
 import { route } from "./route.js";
 import { initSearch } from "./search.js";
 import type { PageState } from "./state.js";
+import { ThreadPanel } from "./thread.js";
 
 /**
  * The page: channels on the left, the conversation in the middle, tasks and cursors beside.
@@ -15,7 +16,12 @@ import type { PageState } from "./state.js";
 const page: PageState = { data: undefined, channel: undefined };
 const compose = new Compose(page, () => renderChannels(page));
 const panels = new Panels(page, compose);
-const messages = new MessageList(page, (m) => compose.startReply(m));
+const thread = new ThreadPanel(page, (m) => compose.startReply(m));
+const messages = new MessageList(
+  page,
+  (m) => compose.startReply(m),
+  (m) => void thread.open(m),
+);
 
 function render(): void {
   renderChannels(page);
@@ -32,6 +38,7 @@ async function onRoute(): Promise<void> {
   if (name !== page.channel) {
     page.channel = name;
     compose.dropReply();
+    thread.close();
     messages.open();
     render();
   }

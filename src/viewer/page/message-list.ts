@@ -34,6 +34,7 @@ export class MessageList {
   constructor(
     private readonly page: PageState,
     private readonly onReply: (m: MessageView) => void,
+    private readonly onThread: (m: MessageView) => void,
   ) {}
 
   /** Empties the list for the channel just opened (`page.channel`) and loads its newest page. */
@@ -254,6 +255,11 @@ export class MessageList {
       replied,
       required: currentChannel(this.page)?.signatures === "require",
       onReply: this.onReply,
+      // A reply, or a message replied to among those loaded, opens its thread.
+      onThread:
+        m.replyTo !== undefined || this.messages.some((other) => other.replyTo === m.seq)
+          ? this.onThread
+          : undefined,
     });
     node.append(h("p", { class: "receipts" }, this.receipts(m)));
     return node;

@@ -20,6 +20,10 @@ export interface MessageContext {
    */
   required: boolean;
   onReply(m: MessageView): void;
+  /** Opens the message's thread beside the channel; given for a message in a thread. */
+  onThread?: ((m: MessageView) => void) | undefined;
+  /** The node's id is `<idPrefix><seq>` (default `m-`: the channel's list). */
+  idPrefix?: string;
 }
 
 /** One message of the list, `#m-<seq>`: header with its route, reply link, title, markdown body. */
@@ -30,7 +34,7 @@ export function messageNode(m: MessageView, context: MessageContext): HTMLElemen
     "article",
     {
       class: held ? "message held" : "message",
-      id: `m-${m.seq}`,
+      id: `${context.idPrefix ?? "m-"}${m.seq}`,
       "data-seq": m.seq,
       "data-trust": m.trust ?? "unsigned",
     },
@@ -58,6 +62,11 @@ export function messageNode(m: MessageView, context: MessageContext): HTMLElemen
 function headerNode(m: MessageView, context: MessageContext): HTMLElement {
   const reply = h("button", { type: "button", class: "reply-button" }, "Reply");
   reply.addEventListener("click", () => context.onReply(m));
+  const onThread = context.onThread;
+  const thread = onThread
+    ? h("button", { type: "button", class: "thread-button" }, "Thread")
+    : null;
+  thread?.addEventListener("click", () => onThread?.(m));
   return h(
     "header",
     {},
@@ -79,6 +88,7 @@ function headerNode(m: MessageView, context: MessageContext): HTMLElement {
         )
       : null,
     h("time", { datetime: m.ts, title: m.ts }, formatTime(m.ts)),
+    thread,
     reply,
   );
 }
