@@ -35,5 +35,7 @@ process.send({
 });
 await Promise.all(waits);
 process.send({ woke });
+// Each woken wait's receipt and presence follow its answer; close waits for them.
 await store.close();
+process.send({ settled: performance.timeOrigin + performance.now() });
 process.exit(0);

@@ -67,6 +67,9 @@ describe.skipIf(natsSkipReason !== undefined)("nats cluster: round trips per ope
       await admin.post("fan", { from: "boss", to: agents, body: "wake up" });
       const results = await Promise.all(waits);
       expect(results.map((r) => r.messages.length)).toEqual(agents.map(() => 1));
+      // A wait answers once its cursor is saved; its receipt and presence follow, and a store
+      // closing writes them first.
+      await waiter.close();
       // Parking and waking each record presence and a receipt on a cluster, where every write
       // of the bucket is checked against the last: done one by one they retried each other's
       // writes: dozens of requests per agent, tens of seconds for a thousand agents.

@@ -102,6 +102,9 @@ export interface SafetyNet {
 
 const NO_SAFETY_NET: SafetyNet = { scanned() {}, stalledOn() {}, end() {} };
 
+/** How long a closing store waits for the records its waits left to write. */
+const SETTLE_ON_CLOSE_MS = 5_000;
+
 /** How soon a wait looks again after its backend failed for a moment ({@link isTransient}). */
 const TRANSIENT_RETRY_MS = 250;
 
@@ -442,7 +445,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       const pass: WaitPass<F> = { feeds, agent: options.as, net, looked: new Map(), warnings: [] };
       const result = await this.waitLoop(pass, wake);
       if (!options.activity?.aborted) {
-        for (const channel of unique) await this.keepLeases(channel, options.as);
+        this.delivery.later(
+          (async () => {
+            for (const channel of unique) await this.keepLeases(channel, options.as);
+          })(),
+        );
       }
       return result;
     } finally {
@@ -455,7 +462,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       options.signal?.removeEventListener("abort", onAbort);
       // A wait its caller abandoned (a daemon client's connection closed) may belong to a dead
       // process: its record says so, for `who` to look.
-      await unpark(options.signal?.aborted === true);
+      this.delivery.later(unpark(options.signal?.aborted === true));
     }
   }
 
@@ -470,7 +477,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         if (found) {
           for (const [channel, seq] of Object.entries(found.advance)) {
             await this.saveCursor(channel, pass.agent, seq);
-            await this.delivery.step(channel, pass.agent, "read", seq);
+            this.delivery.later(this.delivery.step(channel, pass.agent, "read", seq));
           }
           return found.result;
         }
@@ -625,6 +632,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   async notify(channel: string, agent: string, seq: number): Promise<void> {
     validateName("channel", channel);
     return this.delivery.notify(channel, agent, seq);
+  }
+
+  /** Waits for the records a wait left to write after it answered (Delivery.later): a backend's
+   * close calls it before it lets go of its files or its connection. */
+  protected settleRecords(): Promise<void> {
+    return this.delivery.settled(SETTLE_ON_CLOSE_MS);
   }
 
   async touch(agent: string): Promise<void> {

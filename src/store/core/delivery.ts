@@ -76,7 +76,38 @@ export class Delivery {
    * plain touch has nothing to write and skips the read (a post's one request then). */
   private readonly wroteAt = new Map<string, number>();
 
+  /** Records still being written after the operation they ride on answered (see `later`). */
+  private readonly pending = new Set<Promise<unknown>>();
+
   constructor(private readonly host: DeliveryHost) {}
+
+  /**
+   * Lets `work` (a record, never failing) finish after its operation answered: a woken wait
+   * answers once its cursor is saved, and its receipt and presence follow. A thousand agents woken
+   * at once would otherwise each wait for two checked writes that a cluster orders one after
+   * another. This store's own questions (receipts, explain, who, waitFor) and its close wait for
+   * them first, so nothing asked here finds them missing.
+   */
+  later(work: Promise<unknown>): void {
+    const tracked = work.catch(() => {}).finally(() => this.pending.delete(tracked));
+    this.pending.add(tracked);
+  }
+
+  /**
+   * Resolves once every record started so far is written (or has given up), or after `maxMs`
+   * (a store closing while its server is away does not wait out every retry).
+   */
+  async settled(maxMs = Number.POSITIVE_INFINITY): Promise<void> {
+    const until = Date.now() + maxMs;
+    while (this.pending.size > 0 && Date.now() < until) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((r) => {
+        if (Number.isFinite(maxMs)) timer = setTimeout(r, until - Date.now());
+      });
+      await Promise.race([Promise.all([...this.pending]), late]);
+      clearTimeout(timer);
+    }
+  }
 
   // ---- Recording ----
 
@@ -213,18 +244,22 @@ export class Delivery {
   }
 
   async receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    await this.settled();
     return (await this.ask()).receipts(channel, seq, options);
   }
 
   async explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    await this.settled();
     return (await this.ask()).explain(channel, seq, options);
   }
 
   async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
+    await this.settled();
     return (await this.ask()).waitFor(channel, seq, options);
   }
 
   async who(channel: string | undefined, options?: WhoOptions): Promise<PresenceInfo[]> {
+    await this.settled();
     return (await this.ask()).who(channel, options);
   }
 }

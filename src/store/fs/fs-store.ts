@@ -849,6 +849,7 @@ export class FsStore extends BackendStore<FolderFeed> {
   }
 
   async close(): Promise<void> {
+    await this.settleRecords();
     for (const state of this.states.values()) state.index.close();
     this.states.clear();
   }

@@ -802,6 +802,7 @@ export class NatsStore extends BackendStore {
   }
 
   async close(): Promise<void> {
+    await this.settleRecords();
     for (const feed of this.feeds.values()) feed.stop();
     this.feeds.clear();
     this.advisories?.unsubscribe();
