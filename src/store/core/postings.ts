@@ -22,7 +22,7 @@ export class Postings {
       if (ids) ids.push(id);
       else {
         this.lists.set(word, [id]);
-        if (this.sorted) this.sorted.splice(firstAtLeast(this.sorted, word), 0, word);
+        if (this.sorted) this.sorted.splice(lowerBound(this.sorted, word), 0, word);
       }
     }
   }
@@ -45,7 +45,7 @@ export class Postings {
   private withPrefix(prefix: string): number[] {
     this.sorted ??= [...this.lists.keys()].sort(byCodeUnit);
     const out: number[][] = [];
-    for (let i = firstAtLeast(this.sorted, prefix); i < this.sorted.length; i++) {
+    for (let i = lowerBound(this.sorted, prefix); i < this.sorted.length; i++) {
       const word = this.sorted[i]!;
       if (!word.startsWith(prefix)) break;
       out.push(this.lists.get(word)!);
@@ -66,7 +66,7 @@ export function intersect(lists: number[][]): number[] {
   const from = rest.map(() => 0);
   return smallest!.filter((id) =>
     rest.every((list, k) => {
-      from[k] = firstNotBelow(list, id, from[k]!);
+      from[k] = lowerBound(list, id, from[k]!);
       return list[from[k]!] === id;
     }),
   );
@@ -78,28 +78,16 @@ export function union(lists: number[][]): number[] {
   return [...new Set(lists.flat())].sort((a, b) => a - b);
 }
 
-/** The index of the first element of the ascending `list` at or after `lo` that is ≥ `id`. */
-function firstNotBelow(list: number[], id: number, lo: number): number {
-  let hi = list.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (list[mid]! < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 function byCodeUnit(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** The index of the first word of the sorted `words` that is not before `word`. */
-function firstAtLeast(sorted: string[], word: string): number {
-  let lo = 0;
+/** The index of the first element of the ascending `sorted`, from `lo` on, not below `value`. */
+function lowerBound<T extends number | string>(sorted: T[], value: T, lo = 0): number {
   let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < word) lo = mid + 1;
+    if (sorted[mid]! < value) lo = mid + 1;
     else hi = mid;
   }
   return lo;
