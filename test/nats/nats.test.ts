@@ -77,6 +77,24 @@ describe.skipIf(natsSkipReason !== undefined)(
       }
     });
 
+    it("two operations of one store (a read beside a wait, in a daemon) never move a cursor back", async () => {
+      const url = server.url(ns());
+      const store = await NatsStore.open(url);
+      try {
+        await store.init("dev");
+        await store.read("dev", { as: "bob", peek: true });
+        const save = (seq: number) =>
+          (
+            store as unknown as { saveCursor(c: string, a: string, s: number): Promise<void> }
+          ).saveCursor("dev", "bob", seq);
+        await save(9); // the read, done first
+        await save(8); // the wait, which had read the cursor before
+        expect(await store.cursor("dev", "bob")).toBe(9);
+      } finally {
+        await store.close();
+      }
+    });
+
     it("two processes posting 500 messages each at once get 1,000 gapless numbers", async () => {
       const url = server.url(ns());
       const setup = await NatsStore.open(url);

@@ -485,9 +485,31 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         if (!this.isTransient(err)) throw err;
         setTimeout(() => wake.kick(), TRANSIENT_RETRY_MS).unref();
       }
-      await wake.next();
+      // Ended while saving, with the save landed: the next turn returns what it found.
+      await wake.next().catch((err: unknown) => this.endedWhileSaving(pass, found, err));
       for (const feed of pass.feeds) feed.throwIfFailed?.();
     }
+  }
+
+  /**
+   * A wait that ends (its time out, its caller gone) while saving the cursors of what it found:
+   * a save whose answer was lost may have landed, and then those messages are returned, never
+   * dropped; otherwise the wait ends as it was told (nothing moved, nothing lost).
+   */
+  private async endedWhileSaving(
+    pass: WaitPass<F>,
+    found: Found | undefined,
+    err: unknown,
+  ): Promise<void> {
+    if (!found || !(await this.cursorsAt(pass.agent, found.advance).catch(() => false))) throw err;
+  }
+
+  /** Whether every cursor of `advance` is already there (saved by an earlier try). */
+  private async cursorsAt(agent: string, advance: Record<string, number>): Promise<boolean> {
+    for (const [channel, seq] of Object.entries(advance)) {
+      if ((await this.loadCursor(channel, agent)) < seq) return false;
+    }
+    return true;
   }
 
   /**

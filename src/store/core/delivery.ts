@@ -93,6 +93,11 @@ export class Delivery {
     this.pending.add(tracked);
   }
 
+  /** Resolves once the records started before this call are written (or have given up). */
+  private async written(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
+
   /**
    * Resolves once every record started so far is written (or has given up), or after `maxMs`
    * (a store closing while its server is away does not wait out every retry).
@@ -129,7 +134,7 @@ export class Delivery {
         const current = await this.host.readNote("", "presence", key);
         const prev = current?.text === undefined ? undefined : parsePresence(current.text).record;
         const next = this.nextPresence(agent, key, prev, parked, actor);
-        if (next && dropped) next.dropped = dropped;
+        if (next && dropped && !next.parked) next.dropped = dropped;
         if (!next) return;
         const text = formatPresence(next);
         if (await this.host.writeNote("", "presence", key, text, current?.version)) {
@@ -164,12 +169,13 @@ export class Delivery {
     if (parked === undefined && prev && prev.harness === harness && prev.host === host) {
       if (now - prev.at >= 0 && now - prev.at < PRESENCE_THROTTLE_MS) return undefined;
     }
+    // Decided at each try, as a write may be tried again after another: a wait that ended (its
+    // heartbeat late) is not put back, and one that parked since (the agent's next wait, while
+    // the last one's end is written) stays, as does a wait parked by another process.
+    const here = this.parkedHere.get(key);
+    if (parked && here !== parked) return undefined;
     const next: PresenceRecord = { v: 1, agent, harness, host, pid, at: now };
-    // A wait parked by another process (or by this one, still running) stays on the record.
-    const keep =
-      parked === null
-        ? undefined
-        : (parked ?? this.parkedHere.get(key) ?? otherProcess(prev?.parked, actor));
+    const keep = parked === null ? here : (parked ?? here ?? otherProcess(prev?.parked, actor));
     if (keep) next.parked = keep;
     return next;
   }
@@ -201,7 +207,7 @@ export class Delivery {
       if (this.parkedHere.get(key) === parked) this.parkedHere.delete(key);
       const forOther = otherProcess(parked, this.host.actor);
       const dropped = abandoned && forOther ? parked : undefined;
-      await this.touch(agent, this.parkedHere.get(key) ?? null, actor, dropped);
+      await this.touch(agent, null, actor, dropped);
     };
   }
 
@@ -244,22 +250,22 @@ export class Delivery {
   }
 
   async receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    await this.settled();
+    await this.written();
     return (await this.ask()).receipts(channel, seq, options);
   }
 
   async explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    await this.settled();
+    await this.written();
     return (await this.ask()).explain(channel, seq, options);
   }
 
   async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
-    await this.settled();
+    await this.written();
     return (await this.ask()).waitFor(channel, seq, options);
   }
 
   async who(channel: string | undefined, options?: WhoOptions): Promise<PresenceInfo[]> {
-    await this.settled();
+    await this.written();
     return (await this.ask()).who(channel, options);
   }
 }

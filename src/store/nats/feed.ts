@@ -46,8 +46,11 @@ const RETRY_NOW_MS = 25;
  * library keeps pulling from it (test/torture/nats-cluster.test.ts, the SIGSTOP row).
  */
 const STALL_MS = 2_000;
-/** While waits listen, how often the feed asks the server whether it has fallen behind. */
-const PROBE_MS = 5_000;
+/**
+ * While waits listen, how often the feed asks the server whether it has fallen behind: one small
+ * request per listened channel (a daemon with a thousand channels makes some 30 a second).
+ */
+const PROBE_MS = 30_000;
 
 /**
  * One channel's messages as the server pushes them through an ordered consumer, kept in seq
@@ -70,6 +73,8 @@ export class ChannelFeed {
   /** Runs while something waits on the feed: see {@link STALL_MS}. */
   private watchdog: NodeJS.Timeout | undefined;
   private deliveredAtLastLook = 0;
+  /** When the current consumer began to deliver: a newer one is given its chance first. */
+  private consumerSince = 0;
   private lastProbe = 0;
   private looking = false;
 
@@ -94,6 +99,7 @@ export class ChannelFeed {
         this.consumer = consumer;
         const messages = await consumer.consume({ max_messages: 512, expires: PULL_EXPIRES_MS });
         this.messages = messages;
+        this.consumerSince = Date.now();
         if (this.stopped) {
           messages.stop();
           break;
@@ -196,7 +202,8 @@ export class ChannelFeed {
     }
     const moved = this.delivered !== this.deliveredAtLastLook;
     this.deliveredAtLastLook = this.delivered;
-    if (moved || this.looking) return;
+    const young = !this.messages || Date.now() - this.consumerSince < STALL_MS;
+    if (moved || young || this.looking) return;
     this.looking = true;
     try {
       if ((await this.behind()) && !this.stopped) this.replaceConsumer();

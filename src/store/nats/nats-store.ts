@@ -102,8 +102,8 @@ export class NatsStore extends BackendStore {
   private readonly clustered: boolean;
   /** The cluster's revision-checked KV writes (see CasWriter). */
   private readonly cas: CasWriter;
-  /** The revision of each cursor as last read or written here (see `saveCursor`). */
-  private readonly cursorRevisions = new Map<string, number>();
+  /** Each cursor's value and revision as last read or written here (see `saveCursor`). */
+  private readonly cursors = new Map<string, { revision: number; seq: number }>();
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -514,8 +514,9 @@ export class NatsStore extends BackendStore {
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const key = cursorKey(channel, agent);
     const entry = await this.guard(() => this.kv.get(key), `cannot read the cursor of ${agent}`);
-    this.noteCursorRevision(key, entry?.revision ?? 0);
-    return entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
+    const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
+    this.noteCursor(key, { revision: entry?.revision ?? 0, seq });
+    return seq;
   }
 
   /**
@@ -530,13 +531,16 @@ export class NatsStore extends BackendStore {
     const key = cursorKey(channel, agent);
     const what = `cannot save the cursor of ${agent}`;
     for (let attempt = 0; attempt < CURSOR_TRIES; attempt++) {
-      let revision = this.cursorRevisions.get(key);
-      if (revision === undefined || attempt > 0) {
+      let known = this.cursors.get(key);
+      if (known === undefined || attempt > 0) {
         if (attempt > 1) await delay(attempt * 10);
         const entry = await this.guard(() => this.kv.get(key), what);
-        if (entry?.operation === "PUT" && parseSeqText(entry.string()) >= seq) return;
-        revision = entry?.revision ?? 0;
+        const at = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
+        known = { revision: entry?.revision ?? 0, seq: at };
       }
+      // Another operation of this store (a read beside a wait, in a daemon) may be further on.
+      if (known.seq >= seq) return;
+      const { revision } = known;
       const written = await this.guard(
         () =>
           revision === 0
@@ -548,7 +552,7 @@ export class NatsStore extends BackendStore {
         throw err;
       });
       if (written !== undefined) {
-        this.noteCursorRevision(key, written);
+        this.noteCursor(key, { revision: written, seq });
         this.cas.acked(written);
         return;
       }
@@ -556,10 +560,11 @@ export class NatsStore extends BackendStore {
     throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: it kept changing while saved`);
   }
 
-  private noteCursorRevision(key: string, revision: number): void {
+  private noteCursor(key: string, known: { revision: number; seq: number }): void {
     // A daemon serves any number of agents: the cache is only a shortcut, so it is simply reset.
-    if (this.cursorRevisions.size >= MAX_CURSOR_REVISIONS) this.cursorRevisions.clear();
-    this.cursorRevisions.set(key, revision);
+    if (this.cursors.size >= MAX_CURSOR_REVISIONS) this.cursors.clear();
+    const cached = this.cursors.get(key);
+    if (!cached || cached.revision <= known.revision) this.cursors.set(key, known);
   }
 
   /**

@@ -11,7 +11,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
-import { formatTimestamp, type Message } from "../../core/message.js";
+import type { Message } from "../../core/message.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
 import { checkArchiveOptions, checkPruneOptions } from "../core/index.js";
 import type {
@@ -172,13 +172,13 @@ export async function pruneNats(host: NatsPruneHost, options: PruneOptions): Pro
     const of = host.cursorOf(entry.key);
     if (!of) continue;
     if (!options.dryRun && !(await host.remove(entry))) continue;
-    removed.push({ ...of, files: [entry.key], lastSeen: formatTimestamp(entry.written) });
+    removed.push({ ...of, files: [entry.key], lastSeen: entry.written.toISOString() });
   }
   const presence: PrunedPresence[] = [];
   for (const entry of await old(`${host.presencePrefix}*`)) {
     if (!options.dryRun && !(await host.remove(entry))) continue;
     const agent = entry.key.slice(host.presencePrefix.length);
-    presence.push({ agent, file: entry.key, lastSeen: formatTimestamp(entry.written) });
+    presence.push({ agent, file: entry.key, lastSeen: entry.written.toISOString() });
   }
   return { removed, presence, dryRun: options.dryRun === true };
 }
