@@ -1,42 +1,22 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FsStore } from "../../src/store/fs/fs-store.js";
+import { describe, expect, it } from "vitest";
 import type { MessagesPage } from "../../src/viewer/api-types.js";
-import { tempDir } from "../helpers/tmp.js";
-import { launchChromium, type RunningViewer, rawRequest, startView } from "./helpers.js";
+import { viewerOn } from "./helpers.js";
 
 /** A channel of 300 messages whose first 250 were archived (`agent-chat archive`). */
 const TOTAL = 300;
 const ARCHIVED = 250;
 
 describe("viewer on an archived channel: pages reach into the archive", () => {
-  const tmp = tempDir("agent-chat-viewer-archive-");
-  let view: RunningViewer;
-  let browser: Browser;
-
-  beforeAll(async () => {
-    const writer = new FsStore(tmp.dir);
+  const on = viewerOn("agent-chat-viewer-archive-", async (writer) => {
     await writer.init("old");
     for (let i = 1; i <= TOTAL; i++) {
       await writer.post("old", { from: "alice", title: `note ${i}`, body: `body ${i}` });
     }
-    const moved = await writer.archive("old", { before: ARCHIVED + 1 });
-    expect(moved.moved).toHaveLength(ARCHIVED);
-    await writer.close();
-    view = await startView(tmp.dir);
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await view?.stop();
-    tmp.cleanup();
+    expect((await writer.archive("old", { before: ARCHIVED + 1 })).moved).toHaveLength(ARCHIVED);
   });
 
   const page = async (query: string): Promise<MessagesPage> => {
-    const res = await rawRequest(view.port, `/api/channels/old/messages${query}`, {
-      headers: { Authorization: `Bearer ${view.token}` },
-    });
+    const res = await on.get(`/api/channels/old/messages${query}`);
     expect(res.status, res.body).toBe(200);
     return JSON.parse(res.body) as MessagesPage;
   };
@@ -64,11 +44,11 @@ describe("viewer on an archived channel: pages reach into the archive", () => {
   });
 
   it("the page shows earlier messages from the archive, with an archived badge", async () => {
-    const context = await browser.newContext();
+    const context = await on.browser.newContext();
     try {
       const p = await context.newPage();
-      await p.goto(view.url);
-      await p.goto(`${view.origin}/#/old`);
+      await p.goto(on.view.url);
+      await p.goto(`${on.view.origin}/#/old`);
       await p.waitForSelector(`article.message[data-seq="${TOTAL}"]`, { timeout: 15_000 });
       expect(await p.locator(`#m-${TOTAL} .badge.archived`).count()).toBe(0);
       while ((await p.locator("#m-1").count()) === 0) {

@@ -1,7 +1,10 @@
 import type { ChildProcess } from "node:child_process";
 import { request } from "node:http";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { startCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -20,6 +23,36 @@ export async function launchChromium() {
       "--disable-sync",
     ],
   });
+}
+
+/**
+ * For one describe block: a root written by `seed`, the viewer on it and headless Chromium,
+ * started before its tests and stopped after them. Read the fields inside the tests.
+ */
+export function viewerOn(
+  prefix: string,
+  seed: (writer: FsStore) => Promise<void>,
+): { view: RunningViewer; browser: Browser; get(path: string): Promise<RawResponse> } {
+  const tmp = tempDir(prefix);
+  const fixture = {
+    get: (path: string) =>
+      rawRequest(fixture.view.port, path, {
+        headers: { Authorization: `Bearer ${fixture.view.token}` },
+      }),
+  } as { view: RunningViewer; browser: Browser; get(path: string): Promise<RawResponse> };
+  beforeAll(async () => {
+    const writer = new FsStore(tmp.dir);
+    await seed(writer);
+    await writer.close();
+    fixture.view = await startView(tmp.dir);
+    fixture.browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    await fixture.browser?.close();
+    await fixture.view?.stop();
+    tmp.cleanup();
+  });
+  return fixture;
 }
 
 export interface RunningViewer {

@@ -1,21 +1,13 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FsStore } from "../../src/store/fs/fs-store.js";
+import { describe, expect, it } from "vitest";
 import type { ThreadPage } from "../../src/viewer/api-types.js";
-import { tempDir } from "../helpers/tmp.js";
-import { launchChromium, type RunningViewer, rawRequest, startView } from "./helpers.js";
+import { viewerOn } from "./helpers.js";
 
 /**
  * #1 root (archived), #2 and #4 reply to it, #3 unrelated, #5 replies to #2: the thread of any
  * of 1, 2, 4, 5 is 1 → (2 → 5), 4.
  */
 describe("viewer: a thread beside the channel", () => {
-  const tmp = tempDir("agent-chat-viewer-thread-");
-  let view: RunningViewer;
-  let browser: Browser;
-
-  beforeAll(async () => {
-    const writer = new FsStore(tmp.dir);
+  const on = viewerOn("agent-chat-viewer-thread-", async (writer) => {
     await writer.init("plan");
     await writer.post("plan", { from: "alice", title: "Schema v2", body: "Postgres?" });
     await writer.post("plan", { from: "bob", title: "Yes", body: "Postgres.", replyTo: 1 });
@@ -23,19 +15,8 @@ describe("viewer: a thread beside the channel", () => {
     await writer.post("plan", { from: "dave", title: "Also yes", body: "Agreed.", replyTo: 1 });
     await writer.post("plan", { from: "alice", title: "Done", body: "Migrating.", replyTo: 2 });
     expect((await writer.archive("plan", { before: 2 })).moved).toEqual([1]);
-    await writer.close();
-    view = await startView(tmp.dir);
-    browser = await launchChromium();
-  }, 120_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await view?.stop();
-    tmp.cleanup();
   });
-
-  const get = (path: string) =>
-    rawRequest(view.port, path, { headers: { Authorization: `Bearer ${view.token}` } });
+  const get = (path: string) => on.get(path);
 
   it("GET /api/channels/<ch>/thread/<seq>: root first, replies under what they answer", async () => {
     const res = await get("/api/channels/plan/thread/5");
@@ -55,11 +36,11 @@ describe("viewer: a thread beside the channel", () => {
   });
 
   it("the page opens the thread beside the channel and closes it", async () => {
-    const context = await browser.newContext();
+    const context = await on.browser.newContext();
     try {
       const p = await context.newPage();
-      await p.goto(view.url);
-      await p.goto(`${view.origin}/#/plan`);
+      await p.goto(on.view.url);
+      await p.goto(`${on.view.origin}/#/plan`);
       await p.waitForSelector('article.message[data-seq="5"]', { timeout: 15_000 });
       // An unrelated message has no thread to open.
       expect(await p.locator("#m-3 .thread-button").count()).toBe(0);
