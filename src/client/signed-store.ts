@@ -117,6 +117,7 @@ class SignedStore extends ForwardingStore {
     walk(tree);
     const checked = await this.verifier.check(nodes.map((n) => n.message));
     const mark = (node: ThreadNode, index: { next: number }): ThreadNode => ({
+      ...node,
       message: checked[index.next++] ?? node.message,
       replies: node.replies.map((r) => mark(r, index)),
     });

@@ -58,6 +58,8 @@ export interface ThreadOptions {
 export interface ThreadNode {
   message: Message;
   replies: ThreadNode[];
+  /** The message was found in the channel's archive (`archived` option). */
+  archived?: true;
 }
 
 export interface ArchiveOptions {

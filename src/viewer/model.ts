@@ -127,13 +127,12 @@ export class ViewerModel {
   /** The thread of message `seq`, flat in reading order with depths (archived ones included). */
   async thread(channel: string, seq: number): Promise<ThreadPage> {
     const tree = await this.store.thread(channel, seq, { archived: true });
-    const hot = await this.cache(channel);
     return {
       channel,
       seq,
-      messages: flattenThread(tree).map(({ message, depth }) => ({
+      messages: flattenThread(tree).map(({ message, depth, archived }) => ({
         depth,
-        message: messageView(message, !hot.messages.has(message.seq)),
+        message: messageView(message, archived === true),
       })),
     };
   }

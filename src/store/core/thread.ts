@@ -61,8 +61,8 @@ export async function findThread(
   const hot = (await source.scan(channel, lowest - 1)).messages;
   const hotSeqs = new Set(hot.map((m) => m.seq));
   // A message hot and archived at once (a copy put back by hand) counts once: the hot one.
-  const pool = hot.concat(archived.filter((m) => !hotSeqs.has(m.seq)));
-  return buildTree(root, pool);
+  const onlyArchived = archived.filter((m) => !hotSeqs.has(m.seq));
+  return buildTree(root, hot.concat(onlyArchived), new Set(onlyArchived.map((m) => m.seq)));
 }
 
 /** The replies to each seq, in seq order. */
@@ -77,25 +77,24 @@ function repliesBySeq(root: Message, pool: Message[]): Map<number, Message[]> {
   return children;
 }
 
-/** The tree under `root`, each message once, replies in seq order. */
-function buildTree(root: Message, pool: Message[]): ThreadNode {
+/** The tree under `root`, each message once, replies in seq order, archived ones marked. */
+function buildTree(root: Message, pool: Message[], archived: Set<number>): ThreadNode {
   const children = repliesBySeq(root, pool);
   const placed = new Set([root.seq]);
-  const top: ThreadNode = { message: root, replies: [] };
+  const nodeOf = (message: Message): ThreadNode =>
+    archived.has(message.seq) ? { message, replies: [], archived: true } : { message, replies: [] };
+  const top = nodeOf(root);
   const stack: Array<{ node: ThreadNode; depth: number }> = [{ node: top, depth: 0 }];
   while (stack.length > 0) {
     const { node, depth } = stack.pop()!;
     if (depth >= MAX_THREAD_DEPTH) {
-      node.replies = descendants(node.message.seq, children, placed).map((message) => ({
-        message,
-        replies: [],
-      }));
+      node.replies = descendants(node.message.seq, children, placed).map(nodeOf);
       continue;
     }
     for (const message of children.get(node.message.seq) ?? []) {
       if (placed.has(message.seq)) continue;
       placed.add(message.seq);
-      const child: ThreadNode = { message, replies: [] };
+      const child = nodeOf(message);
       node.replies.push(child);
       stack.push({ node: child, depth: depth + 1 });
     }
@@ -123,12 +122,18 @@ function descendants(
 }
 
 /** The thread's messages in reading order (each reply under its parent), with their depth. */
-export function flattenThread(root: ThreadNode): Array<{ message: Message; depth: number }> {
-  const out: Array<{ message: Message; depth: number }> = [];
+export function flattenThread(
+  root: ThreadNode,
+): Array<{ message: Message; depth: number; archived?: true }> {
+  const out: Array<{ message: Message; depth: number; archived?: true }> = [];
   const stack = [{ node: root, depth: 0 }];
   while (stack.length > 0) {
     const { node, depth } = stack.pop()!;
-    out.push({ message: node.message, depth });
+    out.push(
+      node.archived
+        ? { message: node.message, depth, archived: true }
+        : { message: node.message, depth },
+    );
     for (let i = node.replies.length - 1; i >= 0; i--) {
       stack.push({ node: node.replies[i]!, depth: depth + 1 });
     }
