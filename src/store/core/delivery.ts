@@ -102,16 +102,16 @@ export class Delivery {
    * Resolves once every record started so far is written (or has given up), or after `maxMs`
    * (a store closing while its server is away does not wait out every retry).
    */
-  async settled(maxMs = Number.POSITIVE_INFINITY): Promise<void> {
-    const until = Date.now() + maxMs;
-    while (this.pending.size > 0 && Date.now() < until) {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((r) => {
-        if (Number.isFinite(maxMs)) timer = setTimeout(r, until - Date.now());
-      });
-      await Promise.race([Promise.all([...this.pending]), late]);
-      clearTimeout(timer);
-    }
+  async settled(maxMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((r) => {
+      timer = setTimeout(r, maxMs);
+    });
+    const drained = (async () => {
+      while (this.pending.size > 0) await this.written();
+    })();
+    await Promise.race([drained, late]);
+    clearTimeout(timer);
   }
 
   // ---- Recording ----
