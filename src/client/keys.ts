@@ -1,24 +1,14 @@
-import {
-  closeSync,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { join } from "node:path";
-import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import { lstatSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { AgentChatError } from "../core/errors.js";
 import { identity, validateName } from "../core/names.js";
 import { isKeyText, isSignatureText } from "../core/signature.js";
 import {
+  assertRealDir,
   ensureRealDir,
+  readOwnTextSync,
   readRootTextSync,
   replaceFileSync,
-  uniqueHex,
 } from "../fsutil/root-files.js";
 
 /**
@@ -102,10 +92,8 @@ export function readPrivateKey(configDir: string, name: string): string {
   if (typeof process.getuid === "function" && st.uid !== process.getuid()) {
     throw new AgentChatError("UNSAFE_FILE", `${path} belongs to another user`);
   }
-  if (st.size > MAX_PRIVATE_BYTES) {
-    throw new AgentChatError("TOO_LARGE", `${path} is too large to be a key`);
-  }
-  return readFileSync(path, "utf8");
+  // Read as the checks saw it: no link followed, the same file, and no more than a key's size.
+  return readOwnTextSync(path, MAX_PRIVATE_BYTES);
 }
 
 /**
@@ -128,20 +116,8 @@ export function writePrivateKey(
       `${name} already has a key (${path}); change it with: agent-chat id rotate --as ${name}`,
     );
   }
-  const tmp = join(dir, `.tmp-${uniqueHex()}`);
-  const fd = openSync(tmp, "wx", 0o600);
-  try {
-    writeFileSync(fd, pem);
-    if ((fstatSync(fd).mode & 0o077) !== 0) throw new Error("umask left the key readable");
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(tmp, path);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw err;
-  }
+  // A umask only takes bits away: created 0600, the key is never readable by others.
+  replaceFileSync(dir, basename(path), pem, 0o600);
   return path;
 }
 
@@ -174,12 +150,12 @@ export function readPublishedKey(
   const path = publishedKeyPath(root, name);
   let text: string;
   try {
+    // `.keys` itself planted as a link would lead the read out of the root.
+    assertRealDir(join(root, PUBLISHED_DIR));
     text = readRootTextSync(path, MAX_PUBLISHED_BYTES);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    onProblem(
-      `ignored ${path}: ${isAgentChatError(err) ? err.message : String((err as Error).message)}`,
-    );
+    onProblem(`ignored ${path}: ${(err as Error).message}`);
     return undefined;
   }
   return publishedKeyOf(text, name, path, onProblem);

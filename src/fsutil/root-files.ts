@@ -232,18 +232,24 @@ export function uniqueHex(): string {
 }
 
 /** Writes a new temporary file in `dir` (exclusively: never through something planted there). */
-function writeTemp(dir: string, data: string | Buffer): string {
+function writeTemp(dir: string, data: string | Buffer, mode = 0o644): string {
   const tmp = join(dir, tempName());
-  writeFileSync(tmp, data, { flag: "wx", mode: 0o644 });
+  writeFileSync(tmp, data, { flag: "wx", mode });
   return tmp;
 }
 
 /**
  * Replaces `dir/name` with `data` atomically: readers see the old or the new file, never half
- * of one, and a link at `name` is replaced, not written through.
+ * of one, and a link at `name` is replaced, not written through. `mode` is the file's from its
+ * first byte (0600 for a private key).
  */
-export function replaceFileSync(dir: string, name: string, data: string | Buffer): void {
-  const tmp = writeTemp(dir, data);
+export function replaceFileSync(
+  dir: string,
+  name: string,
+  data: string | Buffer,
+  mode = 0o644,
+): void {
+  const tmp = writeTemp(dir, data, mode);
   try {
     renameSync(tmp, join(dir, name));
   } catch (err) {

@@ -109,10 +109,11 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
 export async function place(ctx: CliContext): Promise<IdentityPlace> {
   const root = ctx.root;
   if (!isNatsUrl(root)) return { configDir: ctx.configDir, root, rootId: resolve(root) };
-  // A NATS root publishes keys in its namespace's KV.
-  const directory = (await ctx.open()).publishedKeys;
-  const nats: IdentityPlace = { configDir: ctx.configDir, root: undefined, rootId: root };
-  if (directory) nats.directory = directory;
+  // A NATS root publishes keys in its namespace's KV. Pins are kept under the store's location,
+  // as openStore keeps them (the URL without credentials, its port filled in).
+  const store = await ctx.open();
+  const nats: IdentityPlace = { configDir: ctx.configDir, root: undefined, rootId: store.location };
+  if (store.publishedKeys) nats.directory = store.publishedKeys;
   return nats;
 }
 
