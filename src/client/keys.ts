@@ -25,10 +25,10 @@ import {
  */
 
 /** A published key file is a few keys; anything larger is not one. */
-export const MAX_PUBLISHED_BYTES = 64 * 1024;
+const MAX_PUBLISHED_BYTES = 64 * 1024;
 const MAX_PRIVATE_BYTES = 16 * 1024;
 const KEYS_DIR = "keys";
-export const PUBLISHED_DIR = ".keys";
+const PUBLISHED_DIR = ".keys";
 
 export interface PublishedKey {
   name: string;

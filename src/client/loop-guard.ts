@@ -18,8 +18,8 @@ import type { Store } from "../store/types.js";
  * `agent-chat unpause`. One agent answering many tasks in a burst alternates with no one, so
  * only the rate limit can stop it, never the ping-pong detector.
  */
-export const META_PAUSED = "paused";
-export const GUARD_NAME = "loop-guard";
+const META_PAUSED = "paused";
+const GUARD_NAME = "loop-guard";
 const RATE_WINDOW_MS = 60_000;
 const PING_PONG_WINDOW_MS = 10 * 60_000;
 

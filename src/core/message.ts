@@ -1,5 +1,6 @@
 import { AgentChatError } from "./errors.js";
 import { identity, slug } from "./names.js";
+import type { Trust } from "./signature.js";
 
 /** A message as the SPEC defines it, with its recipients already parsed. */
 export interface Message {
@@ -22,7 +23,7 @@ export interface Message {
    * Who wrote it, as far as a reader can tell (src/core/signature.ts): set by every reader of
    * this package; absent only on a message parsed by hand.
    */
-  trust?: "verified" | "unsigned" | "forged";
+  trust?: Trust;
   /** Why a message is `forged`, in a few words. */
   trustNote?: string;
   /** Set by a reader when the channel's membership is strict and the sender is no member. */

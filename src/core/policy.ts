@@ -19,10 +19,10 @@ import type { ChannelMeta } from "./meta.js";
 export type SignaturePolicy = "off" | "warn" | "require";
 export type MembershipPolicy = "open" | "strict";
 
-export const META_SIGNATURES = "signatures";
-export const META_MEMBERSHIP = "membership";
-export const META_RATE_LIMIT = "post_rate_limit";
-export const META_PING_PONG = "ping_pong_limit";
+const META_SIGNATURES = "signatures";
+const META_MEMBERSHIP = "membership";
+const META_RATE_LIMIT = "post_rate_limit";
+const META_PING_PONG = "ping_pong_limit";
 
 export const DEFAULT_RATE_LIMIT = 30;
 export const DEFAULT_PING_PONG = 20;

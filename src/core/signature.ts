@@ -14,7 +14,7 @@ import { type Message, serializeMessage } from "./message.js";
 
 /** The frontmatter key of the signature line; chat.py keeps it as an unknown key. */
 export const SIG_KEY = "sig";
-export const SIG_ALGORITHM = "ed25519";
+const SIG_ALGORITHM = "ed25519";
 
 /**
  * What a reader knows of a message's author: `verified` (signed by the sender's pinned key),
@@ -41,7 +41,7 @@ export function parseSigValue(value: string): SigValue | undefined {
   return B64URL_KEY.test(key) && B64URL_SIG.test(signature) ? { key, signature } : undefined;
 }
 
-export function formatSigValue(sig: SigValue): string {
+function formatSigValue(sig: SigValue): string {
   return `${SIG_ALGORITHM}:${sig.key}:${sig.signature}`;
 }
 
