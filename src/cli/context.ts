@@ -10,6 +10,7 @@ import { isNatsUrl, type NatsConnectionOptions } from "../store/roots.js";
 import { HARNESSES, type Harness, MAX_TASK_TTL_MS, type Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { UsageError } from "./usage.js";
+import { userConfigDir } from "./user-dirs.js";
 
 export { UsageError };
 
@@ -85,11 +86,7 @@ export class CliContext {
    * `~/.config/agent-chat`. Never in the root, which others write.
    */
   get configDir(): string {
-    // A relative XDG_CONFIG_HOME is to be ignored (XDG Base Directory spec): it would resolve in
-    // the working folder, which may be the root.
-    const xdg = this.env.XDG_CONFIG_HOME;
-    const base = xdg && isAbsolute(xdg) ? xdg : join(this.env.HOME || homedir(), ".config");
-    return join(base, "agent-chat");
+    return userConfigDir(this.env, this.env.HOME || homedir());
   }
 
   /** Options for opening any root; NATS connection options only for nats:// roots. */

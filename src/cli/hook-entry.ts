@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { resolveRoot } from "../client/open.js";
 import { runHook } from "./hook.js";
 import type { HookLine } from "./hook-line.js";
-import { hookStateDir } from "./hook-state.js";
+import { hookStateDir, userConfigDir } from "./user-dirs.js";
 
 /**
  * The hook's own entry, bundled alone into `dist/hook.cjs`: `agent-chat hook …` runs on every
@@ -13,6 +13,7 @@ export async function run(line: HookLine): Promise<void> {
     root: resolveRoot({ flag: line.root, env: process.env.AGENT_CHAT_ROOT, home: homedir() }),
     env: process.env,
     stateDir: hookStateDir(process.env, homedir()),
+    configDir: userConfigDir(process.env, homedir()),
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
   });

@@ -19,14 +19,6 @@ export interface SessionSeen {
 const MAX_SESSIONS = 200;
 const MAX_STATE_BYTES = 64 * 1024;
 
-/** `$XDG_STATE_HOME/agent-chat/hook-sessions`, default `~/.local/state/agent-chat/hook-sessions`. */
-export function hookStateDir(env: NodeJS.ProcessEnv, home: string): string {
-  const base = env.XDG_STATE_HOME?.startsWith("/")
-    ? env.XDG_STATE_HOME
-    : join(home, ".local", "state");
-  return join(base, "agent-chat", "hook-sessions");
-}
-
 /**
  * One file per (agent, session); base64url keeps any session id a safe file name. A long one is
  * cut, with a hash of the whole appended, so that two ids sharing a long prefix stay apart.

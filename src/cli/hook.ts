@@ -46,8 +46,15 @@ export interface HookIo {
   readonly env: NodeJS.ProcessEnv;
   /** Where each session's "already told" marks are kept (see hook-state.ts). */
   readonly stateDir: string;
+  /** The user's keys and pins: messages are checked against the pins `read` keeps. */
+  readonly configDir?: string;
   out(text: string): void;
   err(text: string): void;
+}
+
+/** A hook signs nothing; it checks what it counts against the user's pins, as `read` does. */
+function pins(io: HookIo): { configDir?: string; sign: false } {
+  return io.configDir ? { configDir: io.configDir, sign: false } : { sign: false };
 }
 
 /**
@@ -63,7 +70,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
     if (args.event === WAKE_EVENT) {
       // A long wait: the store watches its folders, so news comes without waiting for a poll.
-      const store = await openStore(io.root, { harness: "claude-code" });
+      const store = await openStore(io.root, { harness: "claude-code", signatures: pins(io) });
       try {
         return await runHookWait(
           store,
@@ -82,7 +89,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     }
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
     const harness = HARNESS_OF[format as HookFormat];
-    const store = await openStore(io.root, { watch: false, harness });
+    const store = await openStore(io.root, { watch: false, harness, signatures: pins(io) });
     try {
       await printNotice(store, { agent, event, format: format as HookFormat, input, args }, io);
     } finally {

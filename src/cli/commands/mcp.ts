@@ -16,8 +16,8 @@ import { isNatsUrl } from "../../store/roots.js";
 import { type CliContext, parsePositiveInt, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { type HookArgs, runHook } from "../hook.js";
-import { hookStateDir } from "../hook-state.js";
 import { oneOf } from "../usage.js";
+import { hookStateDir } from "../user-dirs.js";
 
 declare const __VERSION__: string | undefined;
 const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
@@ -267,6 +267,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
           root: ctx.root,
           env: ctx.env,
           stateDir: hookStateDir(ctx.env, homedir()),
+          configDir: ctx.configDir,
           out: (text) => ctx.out(text),
           err: (text) => ctx.err(text),
         },
