@@ -1,0 +1,53 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { type ReferenceVersion, referenceSkipReason, runReference } from "../helpers/reference.js";
+import { tempDir } from "../helpers/tmp.js";
+
+// The SPEC v0.1 core against the real reference from PyPI, both versions: one channel, posts
+// from both sides, each reads what the other wrote and the sequence stays gapless.
+for (const version of ["0.3", "0.7"] as ReferenceVersion[]) {
+  const skip = referenceSkipReason(version);
+  describe.skipIf(skip !== undefined)(
+    `the real chat.py ${version}${skip ? ` (${skip})` : ""}`,
+    () => {
+      let root: ReturnType<typeof tempDir>;
+      beforeEach(() => {
+        root = tempDir();
+      });
+      afterEach(() => root.cleanup());
+
+      it("shares a channel: each reads the other's posts, seqs gapless", async () => {
+        const init = await runCli(["init", "dev", "--members", "alice,bob"], { root: root.dir });
+        expect(init.code).toBe(0);
+        const ref = runReference(version, root.dir, [
+          "post",
+          "dev",
+          "--from",
+          "bob",
+          "--to",
+          "alice",
+          "--title",
+          "From Python",
+          "--body",
+          "hi",
+        ]);
+        expect(ref.status, ref.stderr).toBe(0);
+        const ours = await runCli(
+          ["post", "dev", "--from", "alice", "--to", "bob", "--title", "From Node", "--body", "yo"],
+          { root: root.dir },
+        );
+        expect(ours.code, ours.stderr).toBe(0);
+        expect(ours.stdout).toContain("posted #2");
+
+        const read = await runCli(["--json", "read", "dev", "--as", "alice"], { root: root.dir });
+        const got = JSON.parse(read.stdout) as { messages: Array<{ seq: number; title: string }> };
+        expect(got.messages.map((m) => [m.seq, m.title])).toEqual([[1, "From Python"]]);
+
+        const theirs = runReference(version, root.dir, ["read", "dev", "--as", "bob"]);
+        expect(theirs.status, theirs.stderr).toBe(0);
+        expect(theirs.stdout).toContain("title: From Node");
+        expect(theirs.stdout).not.toContain("title: From Python");
+      });
+    },
+  );
+}

@@ -1,0 +1,60 @@
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+
+/**
+ * The real reference chat.py, installed from PyPI (`agent-chat-plugin`), one virtual environment
+ * per version: `.ci/run` installs 0.3.1 and 0.7.5 and names their console commands in
+ * $AGENT_CHAT_REFERENCE_0_3 and $AGENT_CHAT_REFERENCE_0_7. Elsewhere set them by hand:
+ *   python3 -m venv /tmp/ref07 && /tmp/ref07/bin/pip install agent-chat-plugin==0.7.5
+ *   export AGENT_CHAT_REFERENCE_0_7=/tmp/ref07/bin/agent-chat
+ */
+export type ReferenceVersion = "0.3" | "0.7";
+
+const ENV: Record<ReferenceVersion, string> = {
+  "0.3": "AGENT_CHAT_REFERENCE_0_3",
+  "0.7": "AGENT_CHAT_REFERENCE_0_7",
+};
+
+/** The command of that reference version, or undefined when it is not installed here. */
+export function referenceCommand(version: ReferenceVersion): string | undefined {
+  const path = process.env[ENV[version]];
+  return path && existsSync(path) ? path : undefined;
+}
+
+/**
+ * Why the tests of that version cannot run here, for `describe.skipIf(...)` names; undefined when
+ * they can. In CI a missing reference is a failure, never a skip: `requireReference` throws.
+ */
+export function referenceSkipReason(version: ReferenceVersion): string | undefined {
+  if (referenceCommand(version) !== undefined || process.env.CI) return undefined;
+  return `reference chat.py ${version} not installed ($${ENV[version]} unset): skipped`;
+}
+
+export function requireReference(version: ReferenceVersion): string {
+  const command = referenceCommand(version);
+  if (command === undefined) {
+    throw new Error(`$${ENV[version]} names no reference chat.py ${version}, and CI requires it`);
+  }
+  return command;
+}
+
+/** Runs the reference on a root; returns its stdout, stderr and exit status (never throws). */
+export function runReference(
+  version: ReferenceVersion,
+  root: string,
+  args: string[],
+  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+): { stdout: string; stderr: string; status: number } {
+  try {
+    const stdout = execFileSync(requireReference(version), ["--root", root, ...args], {
+      encoding: "utf8",
+      input: options.input ?? "",
+      env: { ...process.env, ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    return { stdout, stderr: "", status: 0 };
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string; status?: number };
+    return { stdout: e.stdout ?? "", stderr: e.stderr ?? "", status: e.status ?? 1 };
+  }
+}
