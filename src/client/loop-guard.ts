@@ -36,12 +36,20 @@ export function pausesOf(meta: ChannelMeta): Record<string, Pause> {
     : {};
 }
 
+/**
+ * The channel's last `count` messages that count for the guards: those the channel's policy
+ * delivers (under `signatures: require`, verified ones only), so that look-alike files written
+ * under someone's name never pause the real poster.
+ */
+export type RecentMessages = (count: number) => Promise<Message[]>;
+
 /** Refuses a paused poster; pauses one that trips a guard (and refuses this post). */
 export async function guardPost(
   store: Store,
   channel: string,
   meta: ChannelMeta,
   from: string,
+  recentMessages: RecentMessages,
   now = Date.now(),
 ): Promise<void> {
   if (sameAgent(from, GUARD_NAME)) return;
@@ -50,7 +58,7 @@ export async function guardPost(
   const policy = policyOf(meta);
   const window = Math.max(policy.rateLimit, policy.pingPong);
   if (window === 0) return;
-  const recent = await store.peek(channel, window + 1);
+  const recent = await recentMessages(window + 1);
   const reason =
     rateTripped(recent, from, policy.rateLimit, now) ??
     pingPongTripped(recent, from, policy.pingPong, now);

@@ -18,8 +18,11 @@ import type {
 } from "../store/types.js";
 import { DEFAULT_WAIT_TIMEOUT_MS } from "../store/types.js";
 import { guardPost } from "./loop-guard.js";
-import { admitPost, deliverable } from "./policy.js";
+import { admitPost, deliverable, signaturesRequired } from "./policy.js";
 import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
+
+/** How many times the loop guards' window a `require` channel's guard reads. */
+const GUARD_LOOK_BACK = 4;
 
 /**
  * A store whose posts are signed when the poster's key is at hand and whose every message
@@ -55,7 +58,9 @@ class SignedStore extends ForwardingStore {
     const meta = await this.meta(channel);
     if (meta) {
       admitPost(channel, meta, input.from, signer !== undefined);
-      await guardPost(this.inner, channel, meta, input.from);
+      await guardPost(this.inner, channel, meta, input.from, (count) =>
+        this.recentDeliverable(channel, meta, count),
+      );
     }
     return this.inner.post(channel, signer ? { ...input, signer } : input);
   }
@@ -130,6 +135,21 @@ class SignedStore extends ForwardingStore {
     if (checked.length === 0) return checked;
     const meta = await this.meta(channel);
     return meta ? deliverable(channel, meta, checked, (w) => this.verifier.report(w)) : checked;
+  }
+
+  /**
+   * The last `count` messages the policy delivers, for the loop guards: verified, held-back
+   * ones dropped without a warning (the guard is not a reader). Where signatures are required,
+   * a flood of look-alikes may stand between the real messages, so it looks further back.
+   */
+  private async recentDeliverable(
+    channel: string,
+    meta: ChannelMeta,
+    count: number,
+  ): Promise<Message[]> {
+    const lookBack = signaturesRequired(meta) ? GUARD_LOOK_BACK : 1;
+    const checked = await this.verifier.check(await this.inner.peek(channel, count * lookBack));
+    return deliverable(channel, meta, checked, () => {}).slice(-count);
   }
 
   /** The channel's meta, or undefined when it cannot be read (the operation itself says why). */
