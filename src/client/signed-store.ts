@@ -1,20 +1,26 @@
 import { META_MAINTAINER } from "../core/governance.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
+import { identity } from "../core/names.js";
+import { formatSigValue, readReceiptText } from "../core/signature.js";
 import { ForwardingStore } from "../store/forwarding.js";
 import type {
+  DeliveryProof,
   PeekOptions,
   PostInput,
   PostResult,
   PostSigner,
   ReadOptions,
   ReadResult,
+  Receipts,
   Store,
   ThreadNode,
   ThreadOptions,
+  WaitForOptions,
   WaitOptions,
   WaitResult,
   WatchOptions,
+  WhoOptions,
 } from "../store/types.js";
 import { DEFAULT_WAIT_TIMEOUT_MS } from "../store/types.js";
 import { guardPost } from "./loop-guard.js";
@@ -67,6 +73,7 @@ class SignedStore extends ForwardingStore {
 
   override async read(channel: string, options: ReadOptions): Promise<ReadResult> {
     const result = await this.inner.read(channel, options);
+    if (options.peek !== true) await this.signReadReceipt(channel, options.as, result.cursor);
     const messages = await this.deliver(channel, result.messages);
     return { ...result, messages, warnings: [...result.warnings, ...this.verifier.takeWarnings()] };
   }
@@ -91,6 +98,9 @@ class SignedStore extends ForwardingStore {
         messages.push(...(await this.deliver(channel, mine)));
       }
       held.push(...result.warnings, ...this.verifier.takeWarnings());
+      for (const [channel, cursor] of Object.entries(result.cursors)) {
+        await this.signReadReceipt(channel, options.as, cursor);
+      }
       if (messages.length > 0 || result.messages.length === 0) {
         return { ...result, messages, warnings: held };
       }
@@ -127,6 +137,52 @@ class SignedStore extends ForwardingStore {
       replies: node.replies.map((r) => mark(r, index)),
     });
     return mark(tree, { next: 0 });
+  }
+
+  /** Receipts in which, where signatures are required, only what addressees signed counts. */
+  override async receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    return this.inner.receipts(channel, seq, await this.withProof(channel, options ?? {}));
+  }
+
+  override async explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
+    return this.inner.explain(channel, seq, await this.withProof(channel, options ?? {}));
+  }
+
+  override async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
+    return this.inner.waitFor(channel, seq, await this.withProof(channel, options));
+  }
+
+  /** The options with what proves a delivery step, when the channel requires signatures. */
+  private async withProof<O extends WhoOptions>(channel: string, options: O): Promise<O> {
+    const meta = await this.meta(channel);
+    return meta && signaturesRequired(meta) ? { ...options, proof: this.proof } : options;
+  }
+
+  private readonly proof: DeliveryProof = {
+    authored: async (messages) =>
+      (await this.verifier.check(messages)).filter((m) => m.trust === "verified"),
+    readBy: (channel, agent, receipt) =>
+      this.verifier.signedBy(
+        agent,
+        readReceiptText(channel, identity(agent), receipt.seq, receipt.at),
+        receipt.sig,
+      ),
+  };
+
+  /**
+   * Where the channel requires signatures and the reader's key is here, signs that it was given
+   * the channel up to `seq`: the receipt that proves `read` to the sender (a cursor does not).
+   */
+  private async signReadReceipt(channel: string, agent: string, seq: number): Promise<void> {
+    if (seq <= 0 || this.options.sign === false || !this.inner.attestRead) return;
+    const signer = await this.signer(agent); // first: a reader without a key pays nothing more
+    if (!signer) return;
+    const meta = await this.meta(channel);
+    if (!meta || !signaturesRequired(meta)) return;
+    const at = Date.now();
+    const signature = signer.sign(readReceiptText(channel, identity(agent), seq, at));
+    const sig = formatSigValue({ key: signer.key, signature });
+    await this.inner.attestRead(channel, agent, { seq, at, sig });
   }
 
   /** Verified, then as the channel's policy delivers them to agents. */

@@ -30,6 +30,7 @@ import {
   type RenewOptions,
   type SearchOptions,
   type SearchResult,
+  type SignedReadReceipt,
   type Store,
   TASK_TTL_KEY,
   type TaskInfo,
@@ -654,6 +655,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   async notify(channel: string, agent: string, seq: number): Promise<void> {
     validateName("channel", channel);
     return this.delivery.notify(channel, agent, seq);
+  }
+
+  async attestRead(channel: string, agent: string, receipt: SignedReadReceipt): Promise<void> {
+    validateName("channel", channel);
+    return this.delivery.attest(channel, agent, receipt);
   }
 
   /** Waits for the records a wait left to write after it answered (Delivery.later): a backend's
