@@ -39,6 +39,7 @@ import {
   tempName,
 } from "../../fsutil/root-files.js";
 import {
+  agentsToKeep,
   BackendStore,
   checkPruneOptions,
   type Feed,
@@ -73,7 +74,7 @@ import type {
   PruneResult,
 } from "../types.js";
 import { ChannelIndex } from "./channel-index.js";
-import { prunePresence } from "./prune-presence.js";
+import { presenceFiles, prunePresence } from "./prune-presence.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
   /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
@@ -839,12 +840,14 @@ export class FsStore extends BackendStore<FolderFeed> {
     const { pruneChannel } = await import("./archive.js");
     const removed = [];
     const now = this.now();
+    const records = presenceFiles(this.location);
+    const keep = agentsToKeep(records, now, options.olderThanMs);
     for (const channel of await this.channelNames()) {
       const dir = join(this.location, channel);
       if (entryKind(dir) !== "dir") continue;
-      removed.push(...pruneChannel(dir, channel, options, now));
+      removed.push(...pruneChannel(dir, channel, options, now, keep));
     }
-    const presence = prunePresence(this.location, options, now);
+    const presence = prunePresence(records, options, now, keep);
     return { removed, presence, dryRun: options.dryRun === true };
   }
 
