@@ -83,6 +83,12 @@ export interface FsStoreOptions extends LockOptions, PresenceOptions {
   maxBodyBytes?: number;
   /** The clock leases are measured by (default `Date.now`; tests inject one). */
   now?: () => number;
+  /**
+   * A secret of the user's, never in the root (e.g. from its config folder): the stored search
+   * index is kept only under a MAC with it, so that no one else's edit of it is believed.
+   * Without one, every search scans the messages (docs/search.md).
+   */
+  searchIndexSecret?: () => Promise<string | undefined>;
 }
 
 const META = "_meta.json";
@@ -145,6 +151,7 @@ interface FolderFeed extends Feed {
 export class FsStore extends BackendStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly states = new Map<string, ChannelState>();
+  private secret: Promise<string | undefined> | undefined;
 
   constructor(
     readonly location: string,
@@ -518,11 +525,14 @@ export class FsStore extends BackendStore<FolderFeed> {
         return undefined;
       },
       // Loaded on the first search only: no hot command pays for the index code.
-      candidates: async (terms) =>
-        (await import("./search-index.js")).storedCandidates(
+      candidates: async (terms) => {
+        const secret = await this.indexSecret();
+        if (secret === undefined) return undefined; // no index of ours to keep: a scan
+        return (await import("./search-index.js")).storedCandidates(
           {
             dir: state.dir,
             channel,
+            secret,
             files: async () => {
               await state.index.sync();
               return state.index.after(0);
@@ -531,7 +541,8 @@ export class FsStore extends BackendStore<FolderFeed> {
             now: Date.now(),
           },
           terms,
-        ),
+        );
+      },
       // The watch reports a file that went (archived by another process) as a change only.
       holds: async () => (seq) =>
         state.index
@@ -833,6 +844,13 @@ export class FsStore extends BackendStore<FolderFeed> {
     this.assertChannelDir(state);
     const { readArchive } = await import("./archive.js");
     return readArchive(state.dir, channel, this.maxBodyBytes + MAX_FRONTMATTER_BYTES, () => {});
+  }
+
+  /** The user's secret the stored search index is kept under, asked for once per store. */
+  private indexSecret(): Promise<string | undefined> {
+    this.secret ??=
+      this.options.searchIndexSecret?.().catch(() => undefined) ?? Promise.resolve(undefined);
+    return this.secret;
   }
 
   async prune(options: PruneOptions): Promise<PruneResult> {
