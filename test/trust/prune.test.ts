@@ -1,6 +1,9 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { openStore } from "../../src/client/open.js";
 import type { Store } from "../../src/store/types.js";
+import { tempDir } from "../helpers/tmp.js";
 import { trustBackends } from "./backends.js";
 
 const DAY = 24 * 3_600_000;
@@ -70,3 +73,29 @@ for (const backend of trustBackends()) {
     },
   );
 }
+
+describe("a cursor removed under a parked wait, folder store", () => {
+  it("the wait still gives only what is new: it never goes below the cursor it started from", async () => {
+    const tmp = tempDir();
+    const store = await openStore(tmp.dir);
+    try {
+      await store.init("quiet");
+      for (let i = 1; i <= 4; i++) await store.post("quiet", { from: "alice", body: `#${i}` });
+      await store.read("quiet", { as: "bob" });
+      const waiting = store.wait(["quiet"], { as: "bob", timeoutMs: 30_000 });
+      await vi.waitFor(
+        async () => {
+          const who = await store.who("quiet");
+          expect(who.find((p) => p.agent === "bob")?.state).toBe("waiting");
+        },
+        { timeout: 15_000, interval: 20 },
+      );
+      rmSync(join(tmp.dir, "quiet", ".cursors", "bob.txt")); // by hand, or an older prune
+      await store.post("quiet", { from: "alice", body: "#5" });
+      expect((await waiting).messages.map((m) => m.seq)).toEqual([5]);
+    } finally {
+      await store.close();
+      tmp.cleanup();
+    }
+  });
+});
