@@ -2,7 +2,7 @@ import { META_MAINTAINER } from "../core/governance.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { identity } from "../core/names.js";
-import { formatSigValue, readReceiptText } from "../core/signature.js";
+import { formatSigValue, pauseText, readReceiptText } from "../core/signature.js";
 import { ForwardingStore } from "../store/forwarding.js";
 import type {
   DeliveryProof,
@@ -23,7 +23,7 @@ import type {
   WhoOptions,
 } from "../store/types.js";
 import { DEFAULT_WAIT_TIMEOUT_MS } from "../store/types.js";
-import { guardPost } from "./loop-guard.js";
+import { type GuardTrust, guardPost, type Pause } from "./loop-guard.js";
 import { admitPost, deliverable, signaturesRequired } from "./policy.js";
 import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
 
@@ -64,8 +64,12 @@ class SignedStore extends ForwardingStore {
     const meta = await this.meta(channel);
     if (meta) {
       admitPost(channel, meta, input.from, signer !== undefined);
-      await guardPost(this.inner, channel, meta, input.from, (count) =>
-        this.recentDeliverable(channel, meta, count),
+      await guardPost(
+        this.inner,
+        channel,
+        meta,
+        input.from,
+        this.guardTrust(channel, meta, input.from, signer),
       );
     }
     return this.inner.post(channel, signer ? { ...input, signer } : input);
@@ -191,6 +195,39 @@ class SignedStore extends ForwardingStore {
     if (checked.length === 0) return checked;
     const meta = await this.meta(channel);
     return meta ? deliverable(channel, meta, checked, (w) => this.verifier.report(w)) : checked;
+  }
+
+  /**
+   * The loop guards under the channel's policy: where signatures are required they count only
+   * verified messages, and a pause binds only when the paused poster's own tools signed it.
+   */
+  private guardTrust(
+    channel: string,
+    meta: ChannelMeta,
+    from: string,
+    signer: PostSigner | undefined,
+  ): GuardTrust {
+    const required = signaturesRequired(meta);
+    const text = (p: Pause) => pauseText(channel, identity(from), p.since, p.reason);
+    return {
+      recent: (count) => this.recentDeliverable(channel, meta, count),
+      binds: async (pause) => {
+        if (!required) return true;
+        const binds =
+          typeof pause.sig === "string" &&
+          (await this.verifier.signedBy(from, text(pause), pause.sig));
+        if (!binds) {
+          this.verifier.report(
+            `${channel}: the pause of ${from} in _meta.json is not signed by ${from}; ignored (signatures: require)`,
+          );
+        }
+        return binds;
+      },
+      sign: (pause) =>
+        required && signer
+          ? formatSigValue({ key: signer.key, signature: signer.sign(text(pause)) })
+          : undefined,
+    };
   }
 
   /**

@@ -106,6 +106,14 @@ export function readReceiptText(channel: string, agent: string, seq: number, at:
   return `agent-chat read receipt\nchannel: ${channel}\nagent: ${agent}\nseq: ${seq}\nat: ${at}\n`;
 }
 
+/**
+ * What a poster's own tools sign when its loop guard pauses it: where signatures are required,
+ * a pause counts only so signed, so that no one else can pause a member by editing `_meta.json`.
+ */
+export function pauseText(channel: string, agent: string, since: string, reason: string): string {
+  return `agent-chat pause\nchannel: ${channel}\nagent: ${agent}\nsince: ${since}\nreason: ${reason}\n`;
+}
+
 export function isKeyText(value: unknown): value is string {
   return typeof value === "string" && B64URL_KEY.test(value);
 }
