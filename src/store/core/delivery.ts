@@ -240,20 +240,30 @@ export class Delivery {
     }
   }
 
-  /** Keeps the agent's signed read receipt when it goes further than the one kept. */
+  /**
+   * Keeps the agent's signed read receipt when it goes further than the one kept. A courtesy of
+   * the read it rides on, like every record here: one that cannot be written is said once.
+   */
   async attest(channel: string, agent: string, receipt: SignedReadReceipt): Promise<void> {
     validateName("agent", agent);
     checkSeq(receipt.seq);
     await this.host.roster(channel);
     const key = identity(agent);
-    for (let i = 0; i < WRITE_TRIES; i++) {
-      const current = await this.host.readNote(channel, "signed-receipts", key);
-      const kept = parseSignedReceipt(current?.text);
-      if (kept && kept.seq >= receipt.seq) return;
-      const text = formatSignedReceipt(receipt);
-      if (await this.host.writeNote(channel, "signed-receipts", key, text, current?.version)) {
-        return;
+    try {
+      for (let i = 0; i < WRITE_TRIES; i++) {
+        const current = await this.host.readNote(channel, "signed-receipts", key);
+        const kept = parseSignedReceipt(current?.text);
+        if (kept && kept.seq >= receipt.seq) return;
+        const text = formatSignedReceipt(receipt);
+        if (await this.host.writeNote(channel, "signed-receipts", key, text, current?.version)) {
+          return;
+        }
       }
+    } catch (err) {
+      this.host.warnOnce(
+        `signed read receipt of ${agent} in ${channel} not recorded: ${(err as Error).message}`,
+        this.host.onWarning,
+      );
     }
   }
 
