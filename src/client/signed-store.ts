@@ -10,6 +10,7 @@ import type {
   PostInput,
   PostResult,
   PostSigner,
+  PresenceInfo,
   ReadOptions,
   ReadResult,
   Receipts,
@@ -154,6 +155,12 @@ class SignedStore extends ForwardingStore {
 
   override async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
     return this.inner.waitFor(channel, seq, await this.withProof(channel, options));
+  }
+
+  /** Who is there; in a channel that requires signatures, owed and unread from verified messages. */
+  override async who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
+    if (channel === undefined) return this.inner.who(channel, options);
+    return this.inner.who(channel, await this.withProof(channel, options ?? {}));
   }
 
   /** The options with what proves a delivery step, when the channel requires signatures. */

@@ -81,6 +81,16 @@ for (const backend of trustBackends()) {
         expect((await stateOf(alice)).state).toBe("stored");
       });
 
+      it("what bob owes counts only verified messages: no forged question, no forged answer", async () => {
+        const { alice, raw } = await setup();
+        await raw.post("ops", { from: "bob", to: "alice", replyTo: 1, body: "done (not bob)" });
+        const q = { from: "alice", to: "bob", title: "Pay 1000?", body: "(not alice)" };
+        await raw.post("ops", { ...q, status: "question" });
+        const bob = (await alice.who("ops")).find((p) => p.agent === "bob");
+        expect(bob?.owes).toEqual([1]);
+        expect(bob?.unread).toBe(1);
+      });
+
       it("without require, the cursor still counts (honest agents, chat.py readers)", async () => {
         const r = await backend.make();
         const alice = await r.as("alice");

@@ -155,7 +155,9 @@ export class DeliveryQueries {
     const presence = await this.presence(options);
     if (channel === undefined) return [...presence.values()].sort(byAgent);
     const meta = await this.host.roster(channel);
-    const messages = await this.host.messages(channel, 0);
+    const all = await this.host.messages(channel, 0);
+    // Where signatures are required, only what was verifiably written is owed or answers.
+    const messages = options.proof ? await options.proof.authored(all) : all;
     const notes = await this.receiptNotes(channel, options);
     const names = new Map<string, string>();
     for (const name of meta.members.length > 0
