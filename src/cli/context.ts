@@ -71,8 +71,9 @@ export class CliContext {
   /**
    * The store a post by `from` goes to: the root's own store, signing, when `from` holds a key
    * here (a signer does not cross the daemon's socket; the daemon sees the file as any other),
-   * else {@link open}. Only the commands whose poster the user names use it (post, mcp --as,
-   * request, approve): {@link open} signs for no one, so that a viewer's From field or a b00t
+   * else {@link open}. Only the commands whose poster or reader the user names use it (post,
+   * read and wait --as, whose read receipts it signs, mcp --as, request, approve): {@link open}
+   * signs for no one, so that a viewer's From field or a b00t
    * `sender` never signs with a key this user happens to hold.
    */
   async openFor(from: string): Promise<Store> {

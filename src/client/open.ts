@@ -41,7 +41,14 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
       `no backend for ${scheme}:// roots; use a folder path or nats://host:port/namespace`,
     );
   }
-  const store = guardIdentities(new FsStore(root, options));
+  const configDir = options.signatures?.configDir;
+  const folderOptions: FsStoreOptions = { ...options };
+  if (configDir !== undefined && folderOptions.searchIndexSecret === undefined) {
+    // Loaded by the first search: node:crypto is not for the commands agents run all the time.
+    folderOptions.searchIndexSecret = async () =>
+      (await import("./index-secret.js")).searchIndexSecret(configDir);
+  }
+  const store = guardIdentities(new FsStore(root, folderOptions));
   return signedStore(store, {
     ...options.signatures,
     rootId: resolve(store.location),

@@ -107,6 +107,20 @@ export class Verifier {
     return true;
   }
 
+  /**
+   * Whether `sig` (a `sig:` value) signs `text` with a key pinned for `name`: a statement such
+   * as a read receipt, which counts only from a key this reader already trusts for the name.
+   */
+  async signedBy(name: string, text: string, sig: string): Promise<boolean> {
+    const parsed = parseSigValue(sig);
+    if (parsed === undefined) return false;
+    const ed = await loadEd25519();
+    const pinned = await this.pinnedKeys(name, ed);
+    return (
+      pinned?.includes(parsed.key) === true && this.matches(parsed.key, text, parsed.signature, ed)
+    );
+  }
+
   /** Warnings found since the last call, each reported once per store. */
   takeWarnings(): string[] {
     const out = this.pending;

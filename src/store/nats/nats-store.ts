@@ -460,7 +460,9 @@ export class NatsStore extends BackendStore {
             for (const key of await this.keysOf(filter)) {
               const entry = await this.kv.get(key);
               if (entry?.operation !== "PUT") continue;
-              out.push({ key, written: entry.created, revision: entry.revision });
+              const aged: AgedEntry = { key, written: entry.created, revision: entry.revision };
+              if (key.startsWith(PRESENCE_PREFIX)) aged.text = entry.string();
+              out.push(aged);
             }
             return out;
           }, "cannot list the cursors and presence records"),
@@ -479,7 +481,7 @@ export class NatsStore extends BackendStore {
           const m = /^cursor\.([^.]+)\.(.+)$/.exec(key);
           return m ? { channel: untoken(m[1]!), agent: m[2]! } : undefined;
         },
-        presencePrefix: notePrefix("", "presence"),
+        presencePrefix: PRESENCE_PREFIX,
         now: this.now(),
       },
       options,
@@ -1028,6 +1030,8 @@ function cursorKey(channel: string, agent: string): string {
 function pathLeasesKey(channel: string): string {
   return `leases.${token(channel)}`;
 }
+
+const PRESENCE_PREFIX = notePrefix("", "presence");
 
 /** `presence.<agent>` for the namespace, `receipts.<channel>.<agent>` per channel. */
 function notePrefix(scope: string, kind: NoteKind): string {
