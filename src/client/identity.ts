@@ -1,6 +1,6 @@
 import { AgentChatError } from "../core/errors.js";
 import { sameAgent, validateName } from "../core/names.js";
-import { approvalText, rotationText } from "../core/signature.js";
+import { approvalText, isKeyText, rotationText } from "../core/signature.js";
 import type { PublishedKeyDirectory } from "../store/types.js";
 import {
   filePins,
@@ -15,6 +15,7 @@ import {
   writePublishedKey,
 } from "./keys.js";
 import { loadEd25519, validRotations } from "./signing.js";
+import { fileTrust } from "./user-trust.js";
 
 /**
  * The `agent-chat id` operations (docs/signatures.md): make, show, copy and rotate an agent's
@@ -42,6 +43,10 @@ export interface IdentityInfo {
   published: string[];
   /** The keys pinned here for this root, oldest first. */
   pinned: string[];
+  /** The current key's fingerprint (SHA-256), to compare out of band. */
+  fingerprint: string | undefined;
+  /** The keys this user accepts from the name as an authority (`id authority add`). */
+  authority: string[];
 }
 
 /** Makes `name`'s key pair: private key 0600 in the config folder, public key published and pinned. */
@@ -101,8 +106,8 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
 
 /**
  * A new key for `name` when the old one is lost and cannot vouch for it: published in place of
- * the old chain, and refused by every reader who pinned the old key until a channel's maintainer
- * approves it ({@link approveKey}).
+ * the old chain, and refused by every reader who pinned the old key until an authority of theirs
+ * approves it ({@link approveKey}) or they trust it themselves ({@link trustKey}).
  */
 export async function replaceIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
@@ -131,8 +136,8 @@ export interface KeyApprovalRequest {
 
 /**
  * A maintainer's signed approval of `key` as `name`'s key, recorded in `name`'s published key
- * file: readers whose pin no rotation leads to the key accept it once they check that the
- * approval is signed by the key pinned for the channel's maintainer.
+ * file: it counts for the readers who chose the maintainer as an authority for this root
+ * ({@link addAuthority}), never because a `_meta.json` names them.
  */
 export async function approveKey(
   place: IdentityPlace,
@@ -282,15 +287,80 @@ export async function showIdentity(place: IdentityPlace, name: string): Promise<
   const { doc: published } = await readDoc(place, name);
   const pinned = filePins(place.configDir, place.rootId).get(name) ?? [];
   const keys = published?.keys ?? pinned;
+  const key = keys[keys.length - 1];
   return {
     name: published && !sameAgent(published.name, name) ? published.name : name,
-    key: keys[keys.length - 1],
+    key,
     privateKey: hasPrivateKey(place.configDir, name)
       ? privateKeyPath(place.configDir, name)
       : undefined,
     published: published?.keys ?? [],
     pinned,
+    fingerprint: key === undefined ? undefined : (await loadEd25519()).fingerprint(key),
+    authority: fileTrust(place.configDir, place.rootId).authorityKeys(name) ?? [],
   };
+}
+
+/**
+ * The user's own act: pins `key` as `name`'s (after the keys pinned before, so that old
+ * messages keep verifying; `only` forgets those, for a first pin that was someone else's).
+ * The way to accept a new key nobody the user trusts vouched for, once its fingerprint was
+ * compared out of band.
+ */
+export async function trustKey(
+  place: IdentityPlace,
+  name: string,
+  key: string,
+  only = false,
+): Promise<IdentityInfo> {
+  validateName("agent", name);
+  if (!isKeyText(key)) {
+    throw new AgentChatError("INVALID_ARGUMENT", `not a public key: ${JSON.stringify(key)}`);
+  }
+  const pins = filePins(place.configDir, place.rootId);
+  const before = only ? [] : (pins.get(name) ?? []).filter((k) => k !== key);
+  pins.set(name, [...before, key]);
+  return showIdentity(place, name);
+}
+
+/**
+ * The user chooses `name` as an authority for this root: key approvals signed by it count
+ * (`id approve`). Its key is the one given, else the one pinned here for it now, else the one
+ * published; the fingerprint is printed so that the user compares it out of band.
+ */
+export async function addAuthority(
+  place: IdentityPlace,
+  name: string,
+  key?: string,
+): Promise<IdentityInfo> {
+  validateName("agent", name);
+  const pinned = filePins(place.configDir, place.rootId).get(name);
+  const chosen =
+    key ?? pinned?.at(-1) ?? (await currentChain(place, name, await loadEd25519()))?.at(-1);
+  if (chosen === undefined || !isKeyText(chosen)) {
+    throw new AgentChatError(
+      chosen === undefined ? "NO_KEY" : "INVALID_ARGUMENT",
+      chosen === undefined
+        ? `no key is known here for ${name}; give the key: agent-chat id authority add ${name} KEY`
+        : `not a public key: ${JSON.stringify(chosen)}`,
+    );
+  }
+  fileTrust(place.configDir, place.rootId).setAuthority(name, [chosen]);
+  return showIdentity(place, name);
+}
+
+/** `name` is no longer an authority here; approvals it signed no longer count. */
+export async function removeAuthority(place: IdentityPlace, name: string): Promise<boolean> {
+  validateName("agent", name);
+  const trust = fileTrust(place.configDir, place.rootId);
+  if (trust.authorityKeys(name) === undefined) return false;
+  trust.setAuthority(name, undefined);
+  return true;
+}
+
+/** The authorities this user chose for the root, with their keys. */
+export function listAuthorities(place: IdentityPlace): Record<string, string[]> {
+  return fileTrust(place.configDir, place.rootId).authorities();
 }
 
 /** The names this user holds keys for, each as {@link showIdentity} sees it. */

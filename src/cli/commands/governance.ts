@@ -7,6 +7,8 @@ import {
   type RequestInput,
   requestAction,
 } from "../../client/governance.js";
+import { hasPrivateKey } from "../../client/keys.js";
+import { announcePolicy } from "../../client/policy.js";
 import { setTaskTtl } from "../../client/task-ttl.js";
 import { AgentChatError } from "../../core/errors.js";
 import {
@@ -134,9 +136,12 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         // Optional: a channel without a maintainer yet may be governed by anyone.
         const as = opts.as ?? (ctx.env.AGENT_CHAT_NAME || undefined);
         if (opts.taskTtl !== undefined) await changeTaskTtl(ctx, store, channel, opts.taskTtl, as);
-        const meta = changed
-          ? await govern(store, channel, change, as)
-          : await store.roster(channel);
+        const before = await store.roster(channel);
+        const meta = changed ? await govern(store, channel, change, as) : before;
+        if (changed && as !== undefined && hasPrivateKey(ctx.configDir, as)) {
+          // Signed, the change moves the pins of readers who pinned the profile before.
+          await announcePolicy(await ctx.openFor(as), channel, as, before, meta);
+        }
         const profile = governanceOf(meta);
         if (ctx.json) {
           return ctx.printJson({
