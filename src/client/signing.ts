@@ -118,9 +118,6 @@ export class Verifier {
     if (!hasSignature(m)) return { ...m, trust: "unsigned" };
     const defect = signatureDefect(m);
     if (defect !== undefined) return forged(m, defect);
-    if (!namedAsSigned(m)) {
-      return forged(m, "the file name does not match its sender and title (renamed after signing)");
-    }
     const sig = parseSigValue(m.extra[SIG_KEY]!)!;
     const id = identity(m.from);
     const pinned = keys.get(id);
@@ -129,6 +126,9 @@ export class Verifier {
     }
     if (!this.matches(sig.key, canonicalText(m), sig.signature, ed)) {
       return forged(m, "the signature does not match the message");
+    }
+    if (!namedAsSigned(m)) {
+      return forged(m, "the file name does not match its sender and title (renamed after signing)");
     }
     if (pinned === undefined) {
       // Trust on first use: the first good signature for a name with no published key.
