@@ -208,6 +208,34 @@ describe("attacks by a member who wants to be someone else: the folder store", (
     await policyDowngrade(folderPlace());
   }, 90_000);
 
+  it("the pinned maintainer's policy change is posted signed and followed; --accept is the reader's own", async () => {
+    const place = folderPlace();
+    await governedChannel(place);
+    const changed = await cli(place, "alice", [
+      ...["--json", "policy", "review", "--signatures", "warn", "--as", "alice"],
+    ]);
+    expect(JSON.parse(changed.stdout)).toMatchObject({ signatures: "warn", weaker: [] });
+    const bobSees = JSON.parse((await cli(place, "bob", ["--json", "policy", "review"])).stdout);
+    expect(bobSees).toMatchObject({ signatures: "warn", weaker: [], warnings: [] });
+    // The change is a message in the channel, signed by alice: anyone can see who decided it.
+    const peek = JSON.parse((await cli(place, "bob", ["--json", "peek", "review"])).stdout);
+    expect(peek.messages.at(-1)).toMatchObject({
+      from: "alice",
+      status: "policy",
+      trust: "verified",
+    });
+
+    await place.editMeta("review", (meta) => {
+      meta.signatures = "off";
+    });
+    const human = await cli(place, "bob", ["policy", "review"]);
+    expect(human.stdout).toContain("review: signatures warn");
+    expect(human.stderr).toContain("signatures off (pinned: warn)");
+    expect(human.stderr).toContain("agent-chat policy review --accept");
+    const accepted = await cli(place, "bob", ["--json", "policy", "review", "--accept"]);
+    expect(JSON.parse(accepted.stdout)).toMatchObject({ signatures: "off", weaker: [] });
+  }, 90_000);
+
   it("9: a signed message renamed after signing is not shown as verified", async () => {
     const place = folderPlace();
     await cli(place, "alice", ["init", "review"]);

@@ -22,6 +22,7 @@ import {
   type Verdict,
   validateAction,
 } from "../../core/governance.js";
+import type { ChannelMeta } from "../../core/meta.js";
 import { type Store, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import {
@@ -136,12 +137,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         // Optional: a channel without a maintainer yet may be governed by anyone.
         const as = opts.as ?? (ctx.env.AGENT_CHAT_NAME || undefined);
         if (opts.taskTtl !== undefined) await changeTaskTtl(ctx, store, channel, opts.taskTtl, as);
-        const before = await store.roster(channel);
-        const meta = changed ? await govern(store, channel, change, as) : before;
-        if (changed && as !== undefined && hasPrivateKey(ctx.configDir, as)) {
-          // Signed, the change moves the pins of readers who pinned the profile before.
-          await announcePolicy(await ctx.openFor(as), channel, as, before, meta);
-        }
+        const meta = changed
+          ? await governSigned(ctx, store, channel, change, as)
+          : await store.roster(channel);
         const profile = governanceOf(meta);
         if (ctx.json) {
           return ctx.printJson({
@@ -347,4 +345,23 @@ function formatProfile(channel: string, profile: GovernanceProfile): string {
       : ["  (none: every request fails until a band is set)"]),
   ];
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Changes the profile and, when `as` is the maintainer holding its key, posts the change signed:
+ * that is what moves the pins of readers who pinned the profile before (docs/signatures.md).
+ */
+async function governSigned(
+  ctx: CliContext,
+  store: Store,
+  channel: string,
+  change: GovernanceChange,
+  as: string | undefined,
+): Promise<ChannelMeta> {
+  const before = await store.roster(channel);
+  const meta = await govern(store, channel, change, as);
+  if (as !== undefined && hasPrivateKey(ctx.configDir, as)) {
+    await announcePolicy(await ctx.openFor(as), channel, as, before, meta);
+  }
+  return meta;
 }
