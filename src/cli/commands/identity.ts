@@ -34,7 +34,11 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
         "\nkey is published in the root (.keys/) and pinned on first use by every reader.\n" +
         "\nExamples:\n  agent-chat id new --as alice\n  agent-chat id show alice\n" +
         "  agent-chat id export --as alice > alice.json   # then on the other machine:\n" +
-        "  agent-chat id import --file alice.json\n  agent-chat id rotate --as alice",
+        "  agent-chat id import --file alice.json\n  agent-chat id rotate --as alice\n" +
+        "  agent-chat id trust alice KEY           # after comparing its fingerprint out of band\n" +
+        "  agent-chat id authority add maya        # accept key approvals signed by maya\n" +
+        "\nTrust lives here, not in the root: a key becomes a name's on first sight, by a rotation\n" +
+        "the pinned key signed, by an approval of an authority you chose, or by id trust.",
     );
 
   id.command("new")
