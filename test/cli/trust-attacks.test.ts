@@ -188,6 +188,7 @@ async function policyDowngrade(place: Place): Promise<void> {
     place.plantReply({ from: "alice", to: "bob", replyTo: seq, status: "approved" }),
   );
   expect(result.code, result.stderr).toBe(2);
+  expect(result.stderr).toContain("review: _meta.json states a weaker policy");
   // Nor does the unsigned "alice" reach bob as a message: it is held back, and the reason said.
   const read = await cli(place, "bob", ["--json", "read", "review", "--as", "bob"]);
   const got = JSON.parse(read.stdout) as { messages: Array<{ from: string; trust: string }> };

@@ -33,6 +33,7 @@ import {
   parseTtl,
   UsageError,
 } from "../context.js";
+import { policyWarnings } from "./policy.js";
 
 /** Repeatable `--band a=b` (and `--band a=b,c=d`). */
 function collect(value: string, previous: string[] = []): string[] {
@@ -197,7 +198,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       if (opts.body !== undefined || opts.bodyFile !== undefined) {
         input.body = await readBody({ body: opts.body, bodyFile: opts.bodyFile }, ctx.maxBodyBytes);
       }
-      const outcome = await requestAction(await ctx.openFor(input.as), channel, input);
+      const store = await ctx.openFor(input.as);
+      const warnings = await policyWarnings(ctx, store, channel);
+      const outcome = await requestAction(store, channel, input);
       if (outcome.band !== "auto" && !outcome.proceed) {
         // Exit 4; the message (and the JSON error document) say who decided and why.
         const note = outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
@@ -207,7 +210,7 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
             `in #${outcome.decisionSeq}${note}`,
         );
       }
-      if (ctx.json) return ctx.printJson({ channel, ...outcome });
+      if (ctx.json) return ctx.printJson({ channel, ...outcome, warnings });
       if (outcome.band === "auto") {
         ctx.out(`${outcome.action} is auto in ${channel}: go ahead\n`);
       } else if (outcome.result === "no-veto") {
@@ -247,7 +250,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         const verdict: Verdict = opts.reject ? "rejected" : opts.veto ? "vetoed" : "approved";
         const input: Parameters<typeof decide>[3] = { as, verdict };
         if (opts.note !== undefined) input.note = opts.note;
-        const result = await decide(await ctx.openFor(input.as), channel, seq, input);
+        const store = await ctx.openFor(input.as);
+        await policyWarnings(ctx, store, channel);
+        const result = await decide(store, channel, seq, input);
         if (ctx.json) return ctx.printJson(result);
         ctx.out(
           `${verdict} #${seq} (${result.request.action}: ${result.request.title}); posted #${result.seq}\n`,
@@ -264,7 +269,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       "\nExamples:\n  agent-chat pending review\n  agent-chat --json pending review",
     )
     .action(async (channel: string) => {
-      const { profile, requests } = await pendingRequests(await ctx.open(), channel);
+      const store = await ctx.open();
+      await policyWarnings(ctx, store, channel);
+      const { profile, requests } = await pendingRequests(store, channel);
       if (ctx.json) {
         return ctx.printJson({
           channel,

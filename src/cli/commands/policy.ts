@@ -136,3 +136,20 @@ async function printPolicy(ctx: CliContext, store: Store, channel: string): Prom
       `${paused.length > 0 ? `, paused: ${paused.join(", ")}` : ""}\n`,
   );
 }
+
+/**
+ * Says on stderr when the channel's `_meta.json` states a weaker policy than the one this reader
+ * pinned (and so obeys); returns the warnings for a command's `--json` document. A daemon's
+ * store says it with its read results instead.
+ */
+export async function policyWarnings(
+  ctx: CliContext,
+  store: Store,
+  channel: string,
+): Promise<string[]> {
+  if (!hasPinnedPolicy(store)) return [];
+  const { warning } = await store.policyStanding(channel).catch(() => ({ warning: undefined }));
+  if (warning === undefined) return [];
+  ctx.warn(warning);
+  return [warning];
+}
