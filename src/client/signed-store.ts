@@ -24,8 +24,10 @@ import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
 
 /**
  * A store whose posts are signed when the poster's key is at hand and whose every message
- * says whether it is verified, unsigned or forged (docs/signatures.md). It sits above any
- * backend, so the folder store, NATS and the daemon (which serves a store wrapped so) agree.
+ * says whether it is verified, unsigned or forged (docs/signatures.md). It is also where the
+ * reader's policy pins apply: `roster` gives the policy this reader pinned in place of a weaker
+ * `_meta.json`, so posting, delivery and governance all obey it. It sits above any backend, so
+ * the folder store, NATS and the daemon (which serves a store wrapped so) agree.
  */
 export function signedStore(inner: Store, options: SignatureOptions): Store {
   return new SignedStore(inner, options);

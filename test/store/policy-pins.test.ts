@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createIdentity } from "../../src/client/identity.js";
@@ -108,6 +108,26 @@ describe("policy pins", () => {
     });
     expect((await (await open("bob")).policyStanding("ops")).weaker).toEqual([
       "signatures off (pinned: warn)",
+    ]);
+  });
+
+  it("a signed change from before the pin cannot undo it, even with the later one deleted", async () => {
+    const alice = await open("alice");
+    for (const signatures of ["warn", "require"]) {
+      const before = await alice.roster("ops");
+      await setPolicy(alice, "ops", { change: { signatures }, as: "alice", holdsKey: () => true });
+      await announcePolicy(alice, "ops", "alice", before, await alice.roster("ops"));
+    }
+    // Dave first reads the channel now: require, pinned after both changes.
+    expect(policyOf(await (await open("dave")).roster("ops")).signatures).toBe("require");
+    // Mallory deletes the change back to require and edits the meta to match the older one.
+    const later = readdirSync(join(root, "ops")).find((f) => f.startsWith("0003-"))!;
+    unlinkSync(join(root, "ops", later));
+    editMeta((m) => {
+      m.signatures = "warn";
+    });
+    expect((await (await open("dave")).policyStanding("ops")).weaker).toEqual([
+      "signatures warn (pinned: require)",
     ]);
   });
 
