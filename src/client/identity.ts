@@ -29,8 +29,18 @@ export interface IdentityPlace {
   root: string | undefined;
   /** Where a root with no folder publishes them (a NATS namespace's KV). */
   directory?: PublishedKeyDirectory;
-  /** Names the root in the pin file (its absolute path or URL). */
+  /** Names the root in the pin file (its real path or URL). */
   rootId: string;
+  /** Another name of the root whose pins count too (src/client/open.ts, folderRootIds). */
+  rootAlias?: string;
+}
+
+function pinsOf(place: IdentityPlace) {
+  return filePins(place.configDir, place.rootId, place.rootAlias);
+}
+
+function trustOf(place: IdentityPlace) {
+  return fileTrust(place.configDir, place.rootId, place.rootAlias);
 }
 
 export interface IdentityInfo {
@@ -54,7 +64,7 @@ export async function createIdentity(place: IdentityPlace, name: string): Promis
   validateName("agent", name);
   const problems: string[] = [];
   const { doc: published, revision } = await readDoc(place, name, (p) => problems.push(p));
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   if (published || pins.get(name)) {
     throw new AgentChatError(
       "KEY_CONFLICT",
@@ -83,7 +93,7 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
   validateName("agent", name);
   const ed = await loadEd25519();
   const old = ed.signerFromPem(readPrivateKey(place.configDir, name));
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const current = (await currentChain(place, name, ed)) ?? pins.get(name) ?? [old.key];
   if (current[current.length - 1] !== old.key) {
     throw new AgentChatError(
@@ -111,7 +121,7 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
  */
 export async function replaceIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const { doc: published, revision } = await readDoc(place, name);
   const pinned = pins.get(name);
   if (!published && !pinned) return createIdentity(place, name);
@@ -174,7 +184,7 @@ export async function approveKey(
   const others = (doc.approvals ?? []).filter((a) => a.key !== key);
   doc.approvals = [...others, { key, by: as, channel, sig }];
   await writeDoc(place, doc, revision);
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const pinned = pins.get(name);
   if (pinned && !pinned.includes(key)) {
     pins.set(name, [...pinned, ...doc.keys.slice(doc.keys.indexOf(key))]);
@@ -256,7 +266,7 @@ export async function importIdentity(
       cause: err,
     });
   }
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const known = (await currentChain(place, name, ed)) ?? pins.get(name);
   if (known && known[known.length - 1] !== key) {
     throw new AgentChatError(
@@ -285,7 +295,7 @@ export async function importIdentity(
 export async function showIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
   const { doc: published } = await readDoc(place, name);
-  const pinned = filePins(place.configDir, place.rootId).get(name) ?? [];
+  const pinned = pinsOf(place).get(name) ?? [];
   const keys = published?.keys ?? pinned;
   const key = keys[keys.length - 1];
   return {
@@ -297,7 +307,7 @@ export async function showIdentity(place: IdentityPlace, name: string): Promise<
     published: published?.keys ?? [],
     pinned,
     fingerprint: key === undefined ? undefined : (await loadEd25519()).fingerprint(key),
-    authority: fileTrust(place.configDir, place.rootId).authorityKeys(name) ?? [],
+    authority: trustOf(place).authorityKeys(name) ?? [],
   };
 }
 
@@ -317,7 +327,7 @@ export async function trustKey(
   if (!isKeyText(key)) {
     throw new AgentChatError("INVALID_ARGUMENT", `not a public key: ${JSON.stringify(key)}`);
   }
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const before = only ? [] : (pins.get(name) ?? []).filter((k) => k !== key);
   pins.set(name, [...before, key]);
   return showIdentity(place, name);
@@ -334,7 +344,7 @@ export async function addAuthority(
   key?: string,
 ): Promise<IdentityInfo> {
   validateName("agent", name);
-  const pinned = filePins(place.configDir, place.rootId).get(name);
+  const pinned = pinsOf(place).get(name);
   const chosen =
     key ?? pinned?.at(-1) ?? (await currentChain(place, name, await loadEd25519()))?.at(-1);
   if (chosen === undefined || !isKeyText(chosen)) {
@@ -345,14 +355,14 @@ export async function addAuthority(
         : `not a public key: ${JSON.stringify(chosen)}`,
     );
   }
-  fileTrust(place.configDir, place.rootId).setAuthority(name, [chosen]);
+  trustOf(place).setAuthority(name, [chosen]);
   return showIdentity(place, name);
 }
 
 /** `name` is no longer an authority here; approvals it signed no longer count. */
 export async function removeAuthority(place: IdentityPlace, name: string): Promise<boolean> {
   validateName("agent", name);
-  const trust = fileTrust(place.configDir, place.rootId);
+  const trust = trustOf(place);
   if (trust.authorityKeys(name) === undefined) return false;
   trust.setAuthority(name, undefined);
   return true;
@@ -360,7 +370,7 @@ export async function removeAuthority(place: IdentityPlace, name: string): Promi
 
 /** The authorities this user chose for the root, with their keys. */
 export function listAuthorities(place: IdentityPlace): Record<string, string[]> {
-  return fileTrust(place.configDir, place.rootId).authorities();
+  return trustOf(place).authorities();
 }
 
 /** The names this user holds keys for, each as {@link showIdentity} sees it. */

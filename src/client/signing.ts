@@ -54,6 +54,8 @@ export interface SignatureOptions {
   directory?: PublishedKeyDirectory;
   /** Names the root in the pin file. */
   rootId: string;
+  /** Another name of the root whose pins count too (the path as given, links unresolved). */
+  rootAlias?: string;
   /** Hears each problem with keys once (an attempted key change, a corrupt key file). */
   onWarning?: (warning: string) => void;
 }
@@ -73,9 +75,9 @@ export class Verifier {
   private pending: string[] = [];
 
   constructor(private readonly options: SignatureOptions) {
-    const { configDir, rootId } = options;
-    this.pins = configDir ? filePins(configDir, rootId) : memoryPins();
-    this.trust = configDir ? fileTrust(configDir, rootId) : memoryTrust();
+    const { configDir, rootId, rootAlias } = options;
+    this.pins = configDir ? filePins(configDir, rootId, rootAlias) : memoryPins();
+    this.trust = configDir ? fileTrust(configDir, rootId, rootAlias) : memoryTrust();
   }
 
   /** Copies of the messages with `trust` (and `trustNote` when forged) set. */

@@ -48,8 +48,10 @@ export function memoryTrust(): UserTrust {
 /**
  * Trust kept in `<config>/trust.json`, `{ "<root>": { authorities, channels } }`, re-read on each
  * look-up (another process may have pinned meanwhile) and replaced atomically on each change.
+ * `alias`: another name of the root, read when the root has no entry under `rootId` yet (as
+ * {@link filePins} does).
  */
-export function fileTrust(configDir: string, rootId: string): UserTrust {
+export function fileTrust(configDir: string, rootId: string, alias?: string): UserTrust {
   const load = (): Record<string, RootTrust> => {
     try {
       const data = JSON.parse(readFileSync(join(configDir, "trust.json"), "utf8")) as unknown;
@@ -61,7 +63,10 @@ export function fileTrust(configDir: string, rootId: string): UserTrust {
     }
   };
   return trustOver({
-    load: () => load()[rootId] ?? {},
+    load: () => {
+      const all = load();
+      return all[rootId] ?? (alias === undefined ? undefined : all[alias]) ?? {};
+    },
     save: (next) => {
       const all = load();
       all[rootId] = next;

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/index.js";
@@ -236,6 +236,22 @@ describe("attacks by a member who wants to be someone else: the folder store", (
     const accepted = await cli(place, "bob", ["--json", "policy", "review", "--accept"]);
     expect(JSON.parse(accepted.stdout)).toMatchObject({ signatures: "off", weaker: [] });
   }, 90_000);
+
+  it("a root reached through a link and by its own path has one set of pins", async () => {
+    const place = folderPlace();
+    await cli(place, "alice", ["init", "review"]);
+    await cli(place, "alice", ["id", "new", "--as", "alice"]);
+    await cli(place, "alice", ["post", "review", "--from", "alice", "--body", "the real alice"]);
+    const link = `${place.root}-link`;
+    symlinkSync(place.root, link);
+    const viaLink: Place = { ...place, root: link };
+    expect(await trusts(viaLink, "review")).toEqual(["verified"]);
+    await cli(place, "mallory", ["id", "new", "--as", "alice", "--replace"]);
+    await cli(place, "mallory", ["post", "review", "--from", "alice", "--body", "pay mallory"]);
+    // A second set of pins for the real path would pin mallory's key on first sight.
+    expect(await trusts(place, "review")).toEqual(["verified", "forged"]);
+    expect(await trusts(viaLink, "review")).toEqual(["verified", "forged"]);
+  }, 60_000);
 
   it("9: a signed message renamed after signing is not shown as verified", async () => {
     const place = folderPlace();
