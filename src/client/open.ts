@@ -1,3 +1,4 @@
+import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
@@ -13,7 +14,7 @@ export interface OpenOptions extends FsStoreOptions {
   /** Connection options for `nats://` and `tls://` roots (credentials, TLS, timeouts). */
   nats?: NatsConnectionOptions;
   /** Keys and pins for signed messages (docs/signatures.md); default: verify, never sign. */
-  signatures?: Omit<SignatureOptions, "rootId" | "publishedIn">;
+  signatures?: Omit<SignatureOptions, "rootId" | "rootAlias" | "publishedIn">;
 }
 
 /**
@@ -51,9 +52,25 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
   const store = guardIdentities(new FsStore(root, folderOptions));
   return signedStore(store, {
     ...options.signatures,
-    rootId: resolve(store.location),
+    ...folderRootIds(store.location),
     publishedIn: store.location,
   });
+}
+
+/**
+ * How a folder root is named in the user's pins: its real path, so that a root reached through
+ * a link and by its own path has one set of pins (a second set would pin on first sight again,
+ * whatever the root holds by then), and the path as given, where pins made before may be.
+ */
+export function folderRootIds(root: string): { rootId: string; rootAlias?: string } {
+  const given = resolve(root);
+  let real: string;
+  try {
+    real = realpathSync(given);
+  } catch {
+    return { rootId: given }; // not made yet: `id new` may come before the first channel
+  }
+  return real === given ? { rootId: real } : { rootId: real, rootAlias: given };
 }
 
 /** The options a NATS store takes from those given for any root (not the folder's lock ones). */

@@ -1,7 +1,7 @@
-import { META_MAINTAINER } from "../core/governance.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { identity } from "../core/names.js";
+import { weakenings, withPinnedPolicy } from "../core/policy-pin.js";
 import { formatSigValue, pauseText, readReceiptText } from "../core/signature.js";
 import { ForwardingStore } from "../store/forwarding.js";
 import type {
@@ -26,6 +26,7 @@ import type {
 import { DEFAULT_WAIT_TIMEOUT_MS } from "../store/types.js";
 import { type GuardTrust, guardPost, type Pause } from "./loop-guard.js";
 import { admitPost, deliverable, signaturesRequired } from "./policy.js";
+import { PolicyPins, type PolicyStanding } from "./policy-pins.js";
 import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
 
 /** How many times the loop guards' window a `require` channel's guard reads. */
@@ -33,30 +34,84 @@ const GUARD_LOOK_BACK = 4;
 
 /**
  * A store whose posts are signed when the poster's key is at hand and whose every message
- * says whether it is verified, unsigned or forged (docs/signatures.md). It sits above any
- * backend, so the folder store, NATS and the daemon (which serves a store wrapped so) agree.
+ * says whether it is verified, unsigned or forged (docs/signatures.md). It is also where the
+ * reader's policy pins apply: `roster` gives the policy this reader pinned in place of a weaker
+ * `_meta.json`, so posting, delivery and governance all obey it. It sits above any backend, so
+ * the folder store, NATS and the daemon (which serves a store wrapped so) agree.
  */
 export function signedStore(inner: Store, options: SignatureOptions): Store {
   return new SignedStore(inner, options);
 }
 
-class SignedStore extends ForwardingStore {
+/** A store that keeps the user's policy pins: what openStore returns (src/client/open.ts). */
+export interface PinnedPolicyStore extends Store {
+  /** The policy this reader obeys in the channel, and how `_meta.json` is weaker, if it is. */
+  policyStanding(channel: string): Promise<PolicyStanding>;
+  /** Pins the policy the channel's `_meta.json` states now: the user accepts it. */
+  acceptPolicy(channel: string): Promise<ChannelMeta>;
+}
+
+export function hasPinnedPolicy(store: Store): store is PinnedPolicyStore {
+  return store instanceof SignedStore;
+}
+
+class SignedStore extends ForwardingStore implements PinnedPolicyStore {
   private readonly verifier: Verifier;
+  private readonly policies: PolicyPins;
   private readonly signers = new Map<string, PostSigner | undefined>();
+  declare readonly updateMeta?: Store["updateMeta"];
 
   constructor(
     inner: Store,
     private readonly options: SignatureOptions,
   ) {
     super(inner);
-    // A key a maintainer approved counts when the channel it names says so (its _meta.json).
-    this.verifier = new Verifier({
-      maintainerOf: async (channel) => {
-        const maintainer = (await this.meta(channel))?.[META_MAINTAINER];
-        return typeof maintainer === "string" ? maintainer : undefined;
+    this.verifier = new Verifier(options);
+    this.policies = new PolicyPins(this.verifier.trust, {
+      lastSeq: async (channel) => (await inner.peek(channel, 1))[0]?.seq ?? 0,
+      checkedAfter: async (channel, seq) => {
+        const last = (await inner.peek(channel, 1))[0]?.seq ?? 0;
+        if (last <= seq) return [];
+        const after = await inner.peek(channel, last - seq);
+        return this.verifier.check(after.filter((m) => m.seq > seq));
       },
-      ...options,
     });
+    const update = inner.updateMeta?.bind(inner);
+    if (update) this.updateMeta = (channel, change) => this.changeMeta(update, channel, change);
+  }
+
+  /** The meta with the policy this reader pinned in place of a weaker one (reported once). */
+  override async roster(channel: string): Promise<ChannelMeta> {
+    return (await this.policyStanding(channel)).meta;
+  }
+
+  async policyStanding(channel: string): Promise<PolicyStanding> {
+    const standing = await this.policies.standing(channel, await this.inner.roster(channel));
+    if (standing.warning) this.verifier.report(standing.warning);
+    return standing;
+  }
+
+  async acceptPolicy(channel: string): Promise<ChannelMeta> {
+    const meta = await this.inner.roster(channel);
+    await this.policies.accept(channel, meta);
+    return meta;
+  }
+
+  /**
+   * A change made by this user starts from the policy they pinned (so that writing it repairs a
+   * weakened `_meta.json`), and what they wrote is pinned: their own act.
+   */
+  private async changeMeta(
+    update: NonNullable<Store["updateMeta"]>,
+    channel: string,
+    change: (meta: ChannelMeta) => ChannelMeta,
+  ): Promise<ChannelMeta> {
+    const pin = this.verifier.trust.channelPin(channel)?.policy;
+    const meta = await update(channel, (current) =>
+      change(pin && weakenings(pin, current).length > 0 ? withPinnedPolicy(current, pin) : current),
+    );
+    await this.policies.accept(channel, meta);
+    return meta;
   }
 
   override async post(channel: string, input: PostInput): Promise<PostResult> {
@@ -252,10 +307,10 @@ class SignedStore extends ForwardingStore {
     return deliverable(channel, meta, checked, () => {}).slice(-count);
   }
 
-  /** The channel's meta, or undefined when it cannot be read (the operation itself says why). */
+  /** The channel's meta as pinned, or undefined when it cannot be read (the operation says why). */
   private async meta(channel: string): Promise<ChannelMeta | undefined> {
     try {
-      return await this.inner.roster(channel);
+      return await this.roster(channel);
     } catch {
       return undefined;
     }
