@@ -21,26 +21,7 @@ function summarize(run) {
   } catch {
     return { passed: 0, skipped: 0, failures: [`${run}: no report (exit ${status})`] };
   }
-  const failures = [];
-  for (const file of report.testResults ?? []) {
-    const name = file.name.startsWith(process.cwd())
-      ? file.name.slice(process.cwd().length + 1)
-      : file.name;
-    const failed = file.assertionResults.filter((t) => t.status === "failed");
-    for (const t of failed) failures.push(`${run}: FAIL ${name} > ${t.fullName}`);
-    // A file that failed to load, or whose hooks failed, has no failed test of its own.
-    if (file.status === "failed" && failed.length === 0) {
-      const why = (file.message ?? "").split("\n")[0].slice(0, 160);
-      failures.push(`${run}: FAIL ${name} (the file itself: ${why || "see above"})`);
-    }
-  }
-  // Errors thrown outside any test (an unhandled rejection in a socket callback) are missing
-  // from the JSON report; vitest's own output says which file and test they came from.
-  for (const m of log.matchAll(/This error originated in "([^"]+)" test file/g)) {
-    const after = log.slice(m.index, m.index + 800);
-    const latest = /The latest test that might've caused the error is "([^"]+)"/.exec(after);
-    failures.push(`${run}: UNHANDLED ERROR from ${m[1]}${latest ? ` > ${latest[1]}` : ""}`);
-  }
+  const failures = [...failedTests(report), ...errorsOutsideTests(log)].map((f) => `${run}: ${f}`);
   if (status !== 0 && failures.length === 0) {
     failures.push(
       `${run}: exit ${status} with no failed test: errors outside the tests (see above)`,
@@ -51,6 +32,33 @@ function summarize(run) {
     skipped: report.numPendingTests + report.numTodoTests,
     failures,
   };
+}
+
+function* failedTests(report) {
+  for (const file of report.testResults ?? []) {
+    const name = file.name.startsWith(process.cwd())
+      ? file.name.slice(process.cwd().length + 1)
+      : file.name;
+    const failed = file.assertionResults.filter((t) => t.status === "failed");
+    for (const t of failed) yield `FAIL ${name} > ${t.fullName}`;
+    // A file that failed to load, or whose hooks failed, has no failed test of its own.
+    if (file.status === "failed" && failed.length === 0) {
+      const why = (file.message ?? "").split("\n")[0].slice(0, 160);
+      yield `FAIL ${name} (the file itself: ${why || "see above"})`;
+    }
+  }
+}
+
+/**
+ * Errors thrown outside any test (an unhandled rejection in a socket callback) are missing from
+ * the JSON report; vitest's own output says which file and test they came from.
+ */
+function* errorsOutsideTests(log) {
+  for (const m of log.matchAll(/This error originated in "([^"]+)" test file/g)) {
+    const after = log.slice(m.index, m.index + 800);
+    const latest = /The latest test that might've caused the error is "([^"]+)"/.exec(after);
+    yield `UNHANDLED ERROR from ${m[1]}${latest ? ` > ${latest[1]}` : ""}`;
+  }
 }
 
 const runs = readdirSync(dir)
