@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { tempDir } from "./tmp.js";
+import { missingReason, requirePresent } from "./tools.js";
 
 /** Where the tests look for the server: $NATS_SERVER_BIN, else Debian's package path or $PATH. */
 function findBinary(): string | undefined {
@@ -22,16 +23,15 @@ export const NATS_SERVER = findBinary();
  * Why the NATS tests cannot run here, or undefined when they can. In CI a missing binary is a
  * failure, not a skip: `requireNatsServer()` throws there.
  */
-export const natsSkipReason: string | undefined =
-  NATS_SERVER === undefined && !process.env.CI
-    ? "nats-server is not installed (apt-get install nats-server); NATS tests skipped"
-    : undefined;
+export const natsSkipReason = missingReason(
+  "nats-server",
+  NATS_SERVER !== undefined,
+  "apt-get install nats-server, or set $NATS_SERVER_BIN",
+);
 
 export function requireNatsServer(): string {
-  if (NATS_SERVER === undefined) {
-    throw new Error("nats-server is not installed, and CI requires the NATS tests to run");
-  }
-  return NATS_SERVER;
+  requirePresent("nats-server", NATS_SERVER !== undefined);
+  return NATS_SERVER!;
 }
 
 export interface NatsServerOptions {
