@@ -8,9 +8,19 @@ import type { Store } from "../../src/store/types.js";
  * yet, which then finds the post: the test is weaker on that run, never flaky.
  */
 export async function waitParked(store: Store, channel: string, agent: string): Promise<void> {
-  const parkedOn = async () => {
-    const record = (await store.who()).find((p) => p.agent === agent && p.state === "waiting");
-    return record?.parkedOn ?? [];
-  };
-  await expect.poll(parkedOn, { timeout: 10_000, interval: 10 }).toContain(channel);
+  await expect
+    .poll(() => parkedOn(store, agent), { timeout: 10_000, interval: 10 })
+    .toContain(channel);
+}
+
+/** Resolves once `agent` has no wait parked on `channel` any more: its wait has ended. */
+export async function waitNotParked(store: Store, channel: string, agent: string): Promise<void> {
+  await expect
+    .poll(() => parkedOn(store, agent), { timeout: 10_000, interval: 10 })
+    .not.toContain(channel);
+}
+
+async function parkedOn(store: Store, agent: string): Promise<string[]> {
+  const record = (await store.who()).find((p) => p.agent === agent && p.state === "waiting");
+  return record?.parkedOn ?? [];
 }
