@@ -19,8 +19,8 @@ afterEach(async () => {
 });
 
 describe("wait wakes through the file watch, not the poll", () => {
-  // How fast the watch wakes a waiter is measured in bench/ ("wake latency"); here the poll is set far
-  // beyond the wait's timeout, so that an answer at all proves the watch woke it.
+  // How fast the watch wakes a waiter is measured in bench/ ("wake latency"); here the poll is
+  // set far beyond the wait's timeout, so that an answer at all proves the watch woke it.
   it("an in-process waiter is woken by another process's post through the file watch (poll set to 60 s)", async () => {
     const waiting = store.wait(["ch"], { as: "bob", timeoutMs: 20_000, intervalMs: 60_000 });
     await waitParked(store, "ch", "bob");
