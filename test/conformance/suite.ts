@@ -8,6 +8,7 @@ import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
 import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
 import type { Store } from "../../src/store/types.js";
+import { waitParked } from "../helpers/parked.js";
 
 /**
  * The ONE behavioural suite of the Store contract (DESIGN.md §4). Every backend runs it through
@@ -320,9 +321,8 @@ export function storeConformance(
       it("wakes when another connection posts", async () => {
         const poster = await another();
         const waiting = waitForBob(["ch"]);
-        // Lets the wait go to sleep, so that the posts must wake it (a wait slower to start
-        // finds them in its first scan: the test is then weaker, never flaky).
-        await delay(50);
+        // Once the wait is parked, so that the posts must wake it.
+        await waitParked(store, "ch", "bob");
         await poster.post("ch", { from: "alice", to: "carol", body: "not for bob" });
         // Spacing under test: the wait, woken by a message not for bob, must sleep and wake again.
         await delay(30);
@@ -340,8 +340,8 @@ export function storeConformance(
 
       it("waits on several channels and says which one answered", async () => {
         const waiting = waitForBob(["ch", "ch2"]);
-        // Lets the wait go to sleep first, as above.
-        await delay(30);
+        // Once the wait is parked, as above.
+        await waitParked(store, "ch2", "bob");
         await (await another()).post("ch2", { from: "alice", body: "over here" });
         const r = await waiting;
         expect(r.messages.map((m) => [m.channel, m.body])).toEqual([["ch2", "over here"]]);
