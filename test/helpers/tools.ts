@@ -17,7 +17,7 @@ export function skipName(name: string, reason: string | undefined): string {
   return reason === undefined ? name : `${name} (${reason})`;
 }
 
-/** Throws, in CI, for a tool a test needs and the machine lacks. */
+/** Throws for a tool a test needs and the machine lacks (in CI; or where a test cannot skip). */
 export function requirePresent(what: string, present: boolean): void {
   if (!present) throw new Error(`${what} missing, and CI requires the tests that need it to run`);
 }
