@@ -254,40 +254,38 @@ describe.skipIf(natsSkipReason !== undefined)(
   },
 );
 
-describe.skipIf(natsSkipReason !== undefined)(
-  skipName("NATS store with user/password auth", natsSkipReason),
-  () => {
-    let server: NatsServer;
-    beforeAll(async () => {
-      server = await NatsServer.start({ user: "agent", pass: "s3cret-pw" });
-    });
-    afterAll(async () => {
-      await server?.dispose();
-    });
+const AUTH = skipName("NATS store with user/password auth", natsSkipReason);
+describe.skipIf(natsSkipReason !== undefined)(AUTH, () => {
+  let server: NatsServer;
+  beforeAll(async () => {
+    server = await NatsServer.start({ user: "agent", pass: "s3cret-pw" });
+  });
+  afterAll(async () => {
+    await server?.dispose();
+  });
 
-    it("wrong credentials fail at once, and never show the password", async () => {
-      const url = `nats://agent:wrong-pw@127.0.0.1:${server.port}/team`;
-      const t0 = performance.now();
-      const err = await codeOf(NatsStore.open(url, { timeoutMs: 60_000 }));
-      expect(err.code).toBe("BACKEND_UNAVAILABLE");
-      expect(err.message).toMatch(/authentication failed/);
-      expect(err.message).not.toMatch(/wrong-pw/);
-      // At once means not waiting out the 60 s timeout (10 s: only a retrying client fails).
-      expect(performance.now() - t0).toBeLessThan(10_000);
-      const none = await codeOf(NatsStore.open(server.url("team")));
-      expect(none.message).toMatch(/authentication failed/);
-    });
+  it("wrong credentials fail at once, and never show the password", async () => {
+    const url = `nats://agent:wrong-pw@127.0.0.1:${server.port}/team`;
+    const t0 = performance.now();
+    const err = await codeOf(NatsStore.open(url, { timeoutMs: 60_000 }));
+    expect(err.code).toBe("BACKEND_UNAVAILABLE");
+    expect(err.message).toMatch(/authentication failed/);
+    expect(err.message).not.toMatch(/wrong-pw/);
+    // At once means not waiting out the 60 s timeout (10 s: only a retrying client fails).
+    expect(performance.now() - t0).toBeLessThan(10_000);
+    const none = await codeOf(NatsStore.open(server.url("team")));
+    expect(none.message).toMatch(/authentication failed/);
+  });
 
-    it("right credentials from the URL or from options work; location hides them", async () => {
-      const fromUrl = await NatsStore.open(`nats://agent:s3cret-pw@127.0.0.1:${server.port}/team`);
-      expect(fromUrl.location).toBe(`nats://127.0.0.1:${server.port}/team`);
-      await fromUrl.init("ch");
-      const fromOptions = await NatsStore.open(server.url("team"), {
-        user: "agent",
-        pass: "s3cret-pw",
-      });
-      expect((await fromOptions.channels()).map((c) => c.name)).toEqual(["ch"]);
-      await Promise.all([fromUrl.close(), fromOptions.close()]);
+  it("right credentials from the URL or from options work; location hides them", async () => {
+    const fromUrl = await NatsStore.open(`nats://agent:s3cret-pw@127.0.0.1:${server.port}/team`);
+    expect(fromUrl.location).toBe(`nats://127.0.0.1:${server.port}/team`);
+    await fromUrl.init("ch");
+    const fromOptions = await NatsStore.open(server.url("team"), {
+      user: "agent",
+      pass: "s3cret-pw",
     });
-  },
-);
+    expect((await fromOptions.channels()).map((c) => c.name)).toEqual(["ch"]);
+    await Promise.all([fromUrl.close(), fromOptions.close()]);
+  });
+});
