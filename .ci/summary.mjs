@@ -5,8 +5,11 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 
 const dir = process.argv[2];
-/** At most this many lines name failures: the whole summary stays within the log's last 30. */
-const MAX_FAILURE_LINES = 20;
+/**
+ * At most this many lines name failures: with the phases' line before them and the three lines
+ * around them, the whole summary stays within the log's last 30 lines.
+ */
+const MAX_FAILURE_LINES = 24;
 
 const ANSI = /\u001b\[[0-9;]*m/g;
 
