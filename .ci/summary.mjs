@@ -22,7 +22,14 @@ function summarize(run) {
   try {
     report = JSON.parse(readFileSync(`${dir}/${run}.json`, "utf8"));
   } catch {
-    return { passed: 0, skipped: 0, failures: [`${run}: no report (exit ${status})`] };
+    return {
+      passed: 0,
+      skipped: 0,
+      failures: [
+        `${run}: no report (exit ${status}): the build or vitest failed before reporting; ` +
+          `its last line: ${log.trim().split("\n").at(-1)?.slice(0, 160) || "(none)"}`,
+      ],
+    };
   }
   const failures = [...failedTests(report), ...errorsOutsideTests(log)].map((f) => `${run}: ${f}`);
   if (status !== 0 && failures.length === 0) {
