@@ -302,10 +302,15 @@ export class NatsStore extends BackendStore {
             }),
           `cannot post to ${channel}`,
         );
-        if (ack.duplicate) await this.confirmDuplicate(ack.seq, msgID, channel);
-        this.lastKnown.set(channel, { streamSeq: ack.seq, seq });
+        // A duplicate is the copy an earlier attempt stored: its number is the post's, even
+        // when this attempt was built on a later one (the copy's landing made the earlier
+        // attempt look like a lost race).
+        const stored = ack.duplicate
+          ? await this.confirmDuplicate(ack.seq, msgID, channel)
+          : pending;
+        this.lastKnown.set(channel, { streamSeq: ack.seq, seq: stored.seq });
         this.streamLast = ack.seq;
-        return { seq, channel, file };
+        return { seq: stored.seq, channel, file: stored.file };
       } catch (err) {
         // Someone else took this seq: learn the new last message and try the next one.
         if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) pending = undefined;
@@ -362,9 +367,14 @@ export class NatsStore extends BackendStore {
   /**
    * A duplicate answer means the first copy was stored, but nats-server 2.9 may answer so while
    * that copy is still in flight (seq 0), or for a copy a leader change dropped: the post is
-   * acknowledged only once the copy is there, else it is sent again.
+   * acknowledged only once the copy is there, else it is sent again. Returns the copy's number
+   * and file name.
    */
-  private async confirmDuplicate(streamSeq: number, msgID: string, channel: string) {
+  private async confirmDuplicate(
+    streamSeq: number,
+    msgID: string,
+    channel: string,
+  ): Promise<{ seq: number; file: string }> {
     const stored =
       streamSeq > 0
         ? await this.guard(
@@ -372,12 +382,15 @@ export class NatsStore extends BackendStore {
             `cannot read ${channel}`,
           ).catch(() => undefined)
         : undefined;
-    if (stored?.header?.get("Nats-Msg-Id") !== msgID) {
+    const seq = Number(stored?.header?.get(SEQ_HEADER));
+    const file = stored?.header?.get(FILE_HEADER);
+    if (stored?.header?.get("Nats-Msg-Id") !== msgID || !Number.isSafeInteger(seq) || !file) {
       throw new AgentChatError(
         "BACKEND_UNAVAILABLE",
         `cannot post to ${channel}: JetStream did not answer with the stored copy yet`,
       );
     }
+    return { seq, file };
   }
 
   private checkPayload(text: string): void {
