@@ -5,8 +5,8 @@ import { type B00tEnvelope, validateEnvelope } from "../../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { DaemonClient } from "../../daemon/client.js";
 import { probeSocket, type SocketState } from "../../daemon/listen.js";
-import { canonicalRoot } from "../../daemon/paths.js";
 import type { DaemonInfo } from "../../daemon/protocol.js";
+import { canonicalRoot } from "../../store/roots.js";
 import { parseListenAddress } from "../../viewer/address.js";
 import { type CliContext, parsePositiveInt, UsageError } from "../context.js";
 
@@ -45,7 +45,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       const store = await ctx.openFolder();
       const serverOptions: ConstructorParameters<typeof DaemonServer>[0] = {
         store,
-        root: canonicalRoot(store.location),
+        root: canonicalRoot(ctx.rootSpec),
         version: program.version() ?? "0.0.0-dev",
         autoCreate: opts.autoCreate,
       };
@@ -112,7 +112,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .option("--transport <kind>", "local (the daemon's socket) or nats", "local")
     .option(
       "--nats-url <url>",
-      `NATS server for --transport nats (default: $NATS_URL or ${DEFAULT_NATS_URL})`,
+      `NATS server for --transport nats (default: a nats:// root's servers, else $NATS_URL, else ${DEFAULT_NATS_URL})`,
     )
     .option("--socket <path>", "the daemon socket to use (default: the root's)")
     .addHelpText(
@@ -134,11 +134,18 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       if (opts.metadata !== undefined) envelope.metadata = parseMetadata(opts.metadata);
       validateEnvelope(envelope);
       if (opts.transport === "nats") {
-        const url = opts.natsUrl ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
+        const given = opts.natsUrl ?? natsRootUrl(ctx) ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
         const { publishEnvelope } = await import("../../store/nats/index.js");
-        await publishEnvelope(url, envelope);
-        if (ctx.json) return ctx.printJson({ transport: "nats", url, channel: envelope.channel });
-        return ctx.out(`published to chat.${envelope.channel} on ${url}\n`);
+        const { server, subject } = await publishEnvelope(given, envelope, ctx.natsOptions());
+        if (ctx.json) {
+          return ctx.printJson({
+            transport: "nats",
+            url: server,
+            subject,
+            channel: envelope.channel,
+          });
+        }
+        return ctx.out(`published to ${subject} on ${server}\n`);
       }
       if (opts.transport !== "local") {
         throw new UsageError(`--transport must be local or nats, not ${opts.transport}`);
@@ -194,8 +201,8 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
         }
       }
       const b00tState = await probeSocket(b00t).catch(() => "absent" as const);
-      const natsUrl = ctx.env.NATS_URL || DEFAULT_NATS_URL;
-      const root = canonicalRoot(ctx.root);
+      const natsUrl = natsServer(ctx);
+      const root = canonicalRoot(ctx.rootSpec);
       if (ctx.json) {
         return ctx.printJson({
           root,
@@ -225,6 +232,22 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
           `transports: local (unix socket), nats (${natsUrl})\n`,
       );
     });
+}
+
+/**
+ * The NATS server(s) b00t envelopes go to: a NATS root's own (what its bridge listens on), else
+ * `$NATS_URL` (b00t's variable), else the local default. Without credentials: safe to print.
+ */
+function natsServer(ctx: CliContext): string {
+  const spec = ctx.rootSpec;
+  if (spec.kind === "nats") return spec.nats.server;
+  return ctx.env.NATS_URL || DEFAULT_NATS_URL;
+}
+
+/** The root's URL when the root is a NATS namespace (it may carry credentials: never printed). */
+function natsRootUrl(ctx: CliContext): string | undefined {
+  const spec = ctx.rootSpec;
+  return spec.kind === "nats" ? spec.given : undefined;
 }
 
 interface ServeFlags {

@@ -1,5 +1,4 @@
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import type { Command } from "commander";
 import {
   approveKey,
@@ -16,7 +15,6 @@ import {
 } from "../../client/identity.js";
 import { AgentChatError } from "../../core/errors.js";
 import { META_MAINTAINER } from "../../core/governance.js";
-import { isNatsUrl } from "../../store/roots.js";
 import type { CliContext } from "../context.js";
 
 /** `agent-chat id …`: an agent's signing key (docs/signatures.md). */
@@ -107,8 +105,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
 
 /** Where `id` commands (and the viewer's first-use key) keep and publish keys for this root. */
 export async function place(ctx: CliContext): Promise<IdentityPlace> {
-  const root = ctx.root;
-  if (!isNatsUrl(root)) return { configDir: ctx.configDir, root, rootId: resolve(root) };
+  const root = ctx.rootSpec;
+  if (root.kind === "folder") {
+    return { configDir: ctx.configDir, root: root.given, rootId: root.path };
+  }
   // A NATS root publishes keys in its namespace's KV. Pins are kept under the store's location,
   // as openStore keeps them (the URL without credentials, its port filled in).
   const store = await ctx.open();
