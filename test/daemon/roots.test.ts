@@ -91,13 +91,15 @@ describe.skipIf(natsSkipReason !== undefined)(
       try {
         const sub = nc.subscribe("chat.>", { max: 1 });
         await nc.flush();
-        const args = ["send", "--transport", "nats", "--channel", "ops"];
+        const args = ["send", "--transport", "nats", "--channel", "Mission Delta"];
         const r = await cliIn(w, w.dir, [...args, "--message", "deploying"], root);
         expect(r.code, r.stderr).toBe(0);
-        expect(r.stdout).toBe(`published to chat.ops on nats://127.0.0.1:${server.port}\n`);
+        expect(r.stdout).toBe(
+          `published to chat.mission-delta on nats://127.0.0.1:${server.port}\n`,
+        );
         for await (const msg of sub) {
-          expect(msg.subject).toBe("chat.ops");
-          expect(msg.json()).toMatchObject({ channel: "ops", body: "deploying" });
+          expect(msg.subject).toBe("chat.mission-delta");
+          expect(msg.json()).toMatchObject({ channel: "Mission Delta", body: "deploying" });
         }
       } finally {
         await nc.close();

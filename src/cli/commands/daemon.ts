@@ -7,8 +7,8 @@ import { DaemonClient } from "../../daemon/client.js";
 import { probeSocket, type SocketState } from "../../daemon/listen.js";
 import type { DaemonInfo } from "../../daemon/protocol.js";
 import { canonicalRoot } from "../../store/roots.js";
-import { parseListenAddress } from "../../viewer/address.js";
-import { type CliContext, parsePositiveInt, UsageError } from "../context.js";
+import { type CliContext, UsageError } from "../context.js";
+import { LOG_LEVELS, runServe, type ServeFlags } from "./serve.js";
 
 const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
@@ -29,78 +29,24 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     )
     .option("--http [address]", "also serve the web viewer at [HOST:]PORT (default 127.0.0.1:7391)")
     .option("--http-allow-remote", "let the viewer listen on a non-loopback address")
+    .option(
+      "--log <level>",
+      `what stderr says: ${LOG_LEVELS.join(" | ")} (default: $AGENT_CHAT_LOG_LEVEL, else info)`,
+    )
     .addHelpText(
       "after",
-      "\nStops cleanly on Ctrl-C or SIGTERM (exit 0). Exits 5 when a daemon already owns the root." +
+      "\nLogs on stderr (one JSON object a line with --json): at info, each envelope posted (its" +
+        "\nchannel, sender and body size); at info and warn, each line refused without an answer" +
+        "\nanyone reads (an invalid envelope, malformed JSON), with the reason. agent-chat info" +
+        "\ncounts both.\n" +
+        "\nStops cleanly on Ctrl-C or SIGTERM (exit 0). Exits 5 when a daemon already owns the root." +
         "\nThe protocol is in docs/daemon.md.\n\nExamples:\n" +
         "  agent-chat serve\n  agent-chat --root ./chat serve --b00t\n" +
         "  agent-chat serve --http 8080\n" +
         `  echo '{"channel":"ops","sender":"ci","body":"deployed","timestamp":"2025-03-04T05:30:00Z"}' \\\n` +
         '    | nc -UN "$(agent-chat --json info | jq -r .socket)"',
     )
-    .action(async (opts: ServeFlags) => {
-      const { DaemonServer } = await import("../../daemon/server.js");
-      const socketPath = opts.socket ?? ctx.socketPath;
-      // The daemon verifies for its clients but signs for none of them (docs/signatures.md).
-      const store = await ctx.openFolder();
-      const serverOptions: ConstructorParameters<typeof DaemonServer>[0] = {
-        store,
-        root: canonicalRoot(ctx.rootSpec),
-        version: program.version() ?? "0.0.0-dev",
-        autoCreate: opts.autoCreate,
-      };
-      if (opts.maxLine !== undefined) {
-        serverOptions.maxLineBytes = parsePositiveInt(opts.maxLine, "--max-line");
-      }
-      if (opts.maxInput !== undefined) {
-        serverOptions.maxBufferedBytes = parsePositiveInt(opts.maxInput, "--max-input");
-      }
-      const http =
-        opts.http === undefined
-          ? undefined
-          : parseListenAddress(opts.http === true ? "" : opts.http);
-      const server = new DaemonServer(serverOptions);
-      let viewer: { url: string; close(): Promise<void> } | undefined;
-      try {
-        await server.listen(socketPath);
-        if (opts.b00t) await server.listen(ctx.b00tSocketPath, dirname(socketPath));
-        if (http) {
-          const { startViewer } = await import("../../viewer/server.js");
-          const { viewerPanels } = await import("../plugins/viewer-panels.js");
-          viewer = await startViewer({
-            store,
-            ...http,
-            allowRemote: opts.httpAllowRemote === true,
-            panels: viewerPanels,
-          });
-        }
-      } catch (err) {
-        await server.close();
-        await store.close();
-        throw err;
-      }
-      if (ctx.json) {
-        ctx.printJson({
-          event: "listening",
-          root: serverOptions.root,
-          sockets: server.sockets,
-          pid: process.pid,
-          ...(viewer ? { url: viewer.url } : {}),
-        });
-      } else {
-        ctx.out(`agent-chat daemon (pid ${process.pid}) serving ${serverOptions.root}\n`);
-        for (const path of server.sockets) ctx.out(`listening on ${path}\n`);
-        if (viewer) ctx.out(`viewer at ${viewer.url}\n`);
-      }
-      await new Promise<void>((resolve) => {
-        if (ctx.abort.signal.aborted) resolve();
-        ctx.abort.signal.addEventListener("abort", () => resolve(), { once: true });
-      });
-      await viewer?.close();
-      await server.close();
-      await store.close();
-      if (!ctx.json) ctx.err("agent-chat: daemon stopped\n");
-    });
+    .action((opts: ServeFlags) => runServe(ctx, opts, program.version() ?? "0.0.0-dev"));
 
   program
     .command("send")
@@ -229,9 +175,19 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       ctx.out(
         `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${live}\n` +
           `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
-          `transports: local (unix socket), nats (${natsUrl})\n`,
+          `transports: local (unix socket), nats (${natsUrl})\n` +
+          envelopesLine(daemon),
       );
     });
+}
+
+/** What became of the daemon's envelopes, when it counts them (older daemons do not). */
+function envelopesLine(daemon: DaemonInfo | undefined): string {
+  const counts = daemon?.envelopes;
+  if (!counts) return "";
+  const last = counts.lastRefusal;
+  const why = last ? ` (last at ${last.at}: ${last.code}: ${last.message})` : "";
+  return `envelopes:  ${counts.posted} posted, ${counts.refused} refused${why}\n`;
 }
 
 /**
@@ -248,16 +204,6 @@ function natsServer(ctx: CliContext): string {
 function natsRootUrl(ctx: CliContext): string | undefined {
   const spec = ctx.rootSpec;
   return spec.kind === "nats" ? spec.given : undefined;
-}
-
-interface ServeFlags {
-  socket?: string;
-  b00t?: boolean;
-  autoCreate: boolean;
-  maxLine?: string;
-  maxInput?: string;
-  http?: string | true;
-  httpAllowRemote?: boolean;
 }
 
 interface SendFlags {

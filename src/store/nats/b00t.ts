@@ -1,6 +1,10 @@
-import { type B00tEnvelope, envelopeToPost, validateEnvelope } from "../../core/envelope.js";
+import {
+  type B00tEnvelope,
+  envelopeChannel,
+  envelopeToPost,
+  validateEnvelope,
+} from "../../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import { validateName } from "../../core/names.js";
 import { isUrlRoot, type NatsConnectionOptions, parseNatsUrl } from "../roots.js";
 import type { PostResult } from "../types.js";
 import { connectNats } from "./connect.js";
@@ -16,7 +20,8 @@ export function envelopeSubject(channel: string): string {
  * returns once the server has it: the subject and the server(s) it went to (no credentials),
  * for the caller to say. `natsUrl` is a NATS root or b00t's `NATS_URL` (`nats://host:4222`, a
  * bare `host:port`, credentials in the URL allowed; a namespace path is ignored: the bridge of
- * every namespace on that server hears it).
+ * every namespace on that server hears it). A channel b00t names freely ("Mission Delta") goes
+ * on the subject of the channel it maps to (`chat.mission-delta`), which the bridge expects.
  */
 export async function publishEnvelope(
   natsUrl: string,
@@ -26,8 +31,7 @@ export async function publishEnvelope(
   const valid = validateEnvelope(envelope);
   const url = isUrlRoot(natsUrl) ? natsUrl : `nats://${natsUrl}`;
   const target = parseNatsUrl(url, false);
-  validateName("channel", valid.channel);
-  const subject = envelopeSubject(valid.channel);
+  const subject = envelopeSubject(envelopeChannel(valid.channel));
   const nc = await connectNats(target, options);
   try {
     nc.publish(subject, JSON.stringify(valid));
@@ -79,7 +83,7 @@ export async function ingestEnvelopes(
           throw new AgentChatError("INVALID_ARGUMENT", "envelope is not JSON");
         }
         const envelope = validateEnvelope(value);
-        if (envelopeSubject(envelope.channel) !== msg.subject) {
+        if (envelopeSubject(envelopeChannel(envelope.channel)) !== msg.subject) {
           throw new AgentChatError(
             "INVALID_ARGUMENT",
             `envelope for channel ${JSON.stringify(envelope.channel)} arrived on ${msg.subject}`,
