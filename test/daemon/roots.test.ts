@@ -49,6 +49,15 @@ describe("a NATS root in info", () => {
     expect(text.stdout).toContain("nats (nats://127.0.0.1:58381)");
   });
 
+  it("is written as given into an agent tool's setup, not as a path of the working folder", async () => {
+    const w = world();
+    const root = "nats://127.0.0.1:58381/team-a";
+    const r = await cliIn(w, w.dir, ["--json", "setup", "codex", "--as", "bob"], root);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(root);
+    expect(r.stdout).not.toContain("nats:/127");
+  });
+
   it("refuses a malformed NATS root instead of taking it for a folder", async () => {
     const w = world();
     const r = await cliIn(w, w.dir, ["info"], "nats://127.0.0.1:4222/team.a");
@@ -82,6 +91,29 @@ describe.skipIf(natsSkipReason !== undefined)(
       expect(sent.stdout, sent.stderr).toMatch(/^sent #1 to ops /);
       const read = await cliIn(w, a, ["--json", "read", "ops", "--as", "bob"], root);
       expect(JSON.parse(read.stdout).messages).toMatchObject([{ seq: 1, body: "hi" }]);
+    });
+
+    it("reaches a server that wants credentials from hooks too (the environment's options)", async () => {
+      const secured = await NatsServer.start({ user: "agent", pass: "s3cret-pw" });
+      try {
+        const w = world();
+        const root = secured.url("hooks");
+        const env = {
+          ...w.env,
+          AGENT_CHAT_ROOT: root,
+          AGENT_CHAT_NATS_USER: "agent",
+          AGENT_CHAT_NATS_PASS: "s3cret-pw",
+        };
+        expect((await runCli(["init", "dev"], { env })).code).toBe(0);
+        const post = ["post", "dev", "--from", "alice", "--to", "bob", "--body", "look"];
+        expect((await runCli(post, { env })).code).toBe(0);
+        const hook = ["hook", "session-start", "--as", "bob", "--format", "claude"];
+        const r = await runCli(hook, { env });
+        expect(r.stderr).toBe("");
+        expect(r.stdout).toContain("dev");
+      } finally {
+        await secured.dispose();
+      }
     });
 
     it("send --transport nats publishes on the root's server, not on 127.0.0.1:4222", async () => {
