@@ -84,6 +84,29 @@ export function canonicalRoot(root: string | ParsedRoot): string {
   }
 }
 
+/** A root fit to print: a NATS URL without its credentials; anything else as it is. */
+export function printableRoot(root: string): string {
+  if (!isNatsUrl(root)) return root;
+  try {
+    return canonicalRoot(root);
+  } catch {
+    return "(a nats:// URL that does not parse)";
+  }
+}
+
+/**
+ * Whether two roots are one, however each is spelt (`./chat` and its absolute path; a NATS URL
+ * with and without credentials). A root that cannot be read (a tool's file may hold anything)
+ * is only the same as the same text.
+ */
+export function sameRoot(a: string, b: string): boolean {
+  try {
+    return canonicalRoot(a) === canonicalRoot(b);
+  } catch {
+    return a === b;
+  }
+}
+
 export interface NatsTarget {
   /**
    * `nats://host:port` or `tls://host:port`, without credentials; seeds joined by commas
