@@ -35,14 +35,16 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     )
     .addHelpText(
       "after",
-      "\nLogs on stderr (one JSON object a line with --json): at info, each envelope posted (its" +
-        "\nchannel, sender and body size); at info and warn, each line refused without an answer" +
-        "\nanyone reads (an invalid envelope, malformed JSON), with the reason. agent-chat info" +
-        "\ncounts both.\n" +
+      "\nLogs on stderr (one JSON object a line with --json): at info, each envelope" +
+        "\nposted (its channel, sender and body size); at info and warn, each line refused" +
+        "\nwithout an answer anyone reads (an invalid envelope, malformed JSON), with the" +
+        "\nreason. agent-chat info counts both. b00t's free-form names map to valid ones" +
+        '\n("Mission Delta" -> mission-delta; the name as sent is kept in the message).\n' +
         "\nStops cleanly on Ctrl-C or SIGTERM (exit 0). Exits 5 when a daemon already owns the root." +
         "\nThe protocol is in docs/daemon.md.\n\nExamples:\n" +
         "  agent-chat serve\n  agent-chat --root ./chat serve --b00t\n" +
         "  agent-chat serve --http 8080\n" +
+        "  agent-chat serve --b00t --log warn\n" +
         `  echo '{"channel":"ops","sender":"ci","body":"deployed","timestamp":"2025-03-04T05:30:00Z"}' \\\n` +
         '    | nc -UN "$(agent-chat --json info | jq -r .socket)"',
     )
@@ -79,40 +81,12 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       };
       if (opts.metadata !== undefined) envelope.metadata = parseMetadata(opts.metadata);
       validateEnvelope(envelope);
-      if (opts.transport === "nats") {
-        const given = opts.natsUrl ?? natsRootUrl(ctx) ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
-        const { publishEnvelope } = await import("../../store/nats/index.js");
-        const { server, subject } = await publishEnvelope(given, envelope, ctx.natsOptions());
-        if (ctx.json) {
-          return ctx.printJson({
-            transport: "nats",
-            url: server,
-            subject,
-            channel: envelope.channel,
-          });
-        }
-        return ctx.out(`published to ${subject} on ${server}\n`);
-      }
+      if (opts.transport === "nats") return sendOverNats(ctx, opts.natsUrl, envelope);
       if (opts.transport !== "local") {
         throw new UsageError(`--transport must be local or nats, not ${opts.transport}`);
       }
       const socket = opts.socket ?? ctx.socketPath;
-      if (!(await isOurSocket(ctx, socket))) {
-        // b00t's own listener (or any other program's): it takes bare envelope lines, as
-        // b00t-cli writes them, and answers nothing, so nothing else may be written to it.
-        await writeEnvelopeLine(socket, envelope);
-        if (ctx.json) {
-          return ctx.printJson({
-            transport: "local",
-            socket,
-            channel: envelope.channel,
-            acknowledged: false,
-          });
-        }
-        return ctx.out(
-          `sent to ${envelope.channel} via ${socket} (not an agent-chat daemon: no acknowledgement)\n`,
-        );
-      }
+      if (!(await isOurSocket(ctx, socket))) return sendToForeignSocket(ctx, socket, envelope);
       const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
       try {
         const result = await client.envelope(envelope);
@@ -133,19 +107,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .action(async (opts: { socket?: string }) => {
       const socket = opts.socket ?? ctx.socketPath;
       const b00t = ctx.b00tSocketPath;
-      let daemon: DaemonInfo | undefined;
-      let state: SocketState | "not-responding" = await probeSocket(socket);
-      if (state === "live") {
-        try {
-          const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
-          daemon = await client.info();
-          await client.close();
-        } catch {
-          // Something accepts connections there (so `serve` refuses the path, exit 5) but does
-          // not answer as our daemon: a stopped or hung daemon, or another program's socket.
-          state = "not-responding";
-        }
-      }
+      const { state, daemon } = await askDaemon(socket);
       const b00tState = await probeSocket(b00t).catch(() => "absent" as const);
       const natsUrl = natsServer(ctx);
       const root = canonicalRoot(ctx.rootSpec);
@@ -163,22 +125,89 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
           ],
         });
       }
-      const live = daemon
-        ? `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`
-        : state === "not-responding"
-          ? "not responding (a process accepts connections but did not answer within 1 s: a " +
-            "stopped or hung daemon, or another program's socket; serve refuses to start until " +
-            `it is gone: resume it with kill -CONT, or stop it; fuser ${socket} names it)`
-          : state === "dead"
-            ? "no daemon (stale socket file; the next serve removes it)"
-            : "no daemon (start one with: agent-chat serve)";
       ctx.out(
-        `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${live}\n` +
+        `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${liveText(state, daemon, socket)}\n` +
           `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
           `transports: local (unix socket), nats (${natsUrl})\n` +
           envelopesLine(daemon),
       );
     });
+}
+
+/** The socket's state, and the daemon's own account when one answers there within a second. */
+async function askDaemon(
+  socket: string,
+): Promise<{ state: SocketState | "not-responding"; daemon?: DaemonInfo }> {
+  const state = await probeSocket(socket);
+  if (state !== "live") return { state };
+  try {
+    const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
+    const daemon = await client.info();
+    await client.close();
+    return { state, daemon };
+  } catch {
+    // Something accepts connections there (so `serve` refuses the path, exit 5) but does not
+    // answer as our daemon: a stopped or hung daemon, or another program's socket.
+    return { state: "not-responding" };
+  }
+}
+
+function liveText(
+  state: SocketState | "not-responding",
+  daemon: DaemonInfo | undefined,
+  socket: string,
+): string {
+  if (daemon) {
+    return `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`;
+  }
+  if (state === "not-responding") {
+    return (
+      "not responding (a process accepts connections but did not answer within 1 s: a " +
+      "stopped or hung daemon, or another program's socket; serve refuses to start until " +
+      `it is gone: resume it with kill -CONT, or stop it; fuser ${socket} names it)`
+    );
+  }
+  return state === "dead"
+    ? "no daemon (stale socket file; the next serve removes it)"
+    : "no daemon (start one with: agent-chat serve)";
+}
+
+/**
+ * `send` to b00t's own listener (or any other program's): it takes bare envelope lines, as
+ * b00t-cli writes them, and answers nothing, so nothing else may be written to it.
+ */
+async function sendToForeignSocket(
+  ctx: CliContext,
+  socket: string,
+  envelope: B00tEnvelope,
+): Promise<void> {
+  await writeEnvelopeLine(socket, envelope);
+  if (ctx.json) {
+    ctx.printJson({ transport: "local", socket, channel: envelope.channel, acknowledged: false });
+  } else {
+    ctx.out(
+      `sent to ${envelope.channel} via ${socket} (not an agent-chat daemon: no acknowledgement)\n`,
+    );
+  }
+}
+
+/**
+ * `send --transport nats`: to `--nats-url`, else the root's own servers, else `$NATS_URL`, else
+ * the local default, with the environment's connection options.
+ */
+async function sendOverNats(
+  ctx: CliContext,
+  natsUrl: string | undefined,
+  envelope: B00tEnvelope,
+): Promise<void> {
+  const given = natsUrl ?? natsRootUrl(ctx) ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
+  const { publishEnvelope } = await import("../../store/nats/index.js");
+  const { server, subject } = await publishEnvelope(given, envelope, ctx.natsOptions());
+  if (ctx.json) {
+    ctx.printJson({ transport: "nats", url: server, subject, channel: envelope.channel });
+  } else {
+    ctx.out(`published to ${subject} on ${server}\n`);
+  }
 }
 
 /** What became of the daemon's envelopes, when it counts them (older daemons do not). */
