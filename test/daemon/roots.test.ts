@@ -56,6 +56,15 @@ describe("a NATS root in info", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(root);
     expect(r.stdout).not.toContain("nats:/127");
+    expect(JSON.parse(r.stdout).notes.join("\n")).not.toContain("credentials");
+    // Credentials in the URL go into the tool's files as given: said, with the way out.
+    const secret = "nats://agent:s3cret@127.0.0.1:58381/team-a";
+    const withSecret = await cliIn(w, w.dir, ["--json", "setup", "codex", "--as", "bob"], secret);
+    expect(JSON.parse(withSecret.stdout).notes).toContainEqual(
+      expect.stringMatching(
+        /^the root's URL carries credentials, .*set up with nats:\/\/127\.0\.0\.1:58381\/team-a and give AGENT_CHAT_NATS_USER/,
+      ),
+    );
   });
 
   it("refuses a malformed NATS root instead of taking it for a folder", async () => {
