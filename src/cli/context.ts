@@ -45,7 +45,7 @@ export class CliContext {
     });
   }
 
-  /** The root read once: a folder or a NATS namespace, never a URL taken for a path. */
+  /** The root as the one parser reads it: a folder or a NATS namespace, never a URL as a path. */
   get rootSpec(): ParsedRoot {
     return parseRoot(this.root);
   }

@@ -107,6 +107,7 @@ export function sameRoot(a: string, b: string): boolean {
   }
 }
 
+/** Where a NATS root points: its servers, namespace and any credentials of the URL. */
 export interface NatsTarget {
   /**
    * `nats://host:port` or `tls://host:port`, without credentials; seeds joined by commas

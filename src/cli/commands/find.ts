@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { flattenThread, parseAge } from "../../store/core/index.js";
+import { isUrlRoot } from "../../store/roots.js";
 import type { SearchOptions, SearchResult, Store, ThreadNode } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, splitList } from "../context.js";
 import { messageJson } from "../output.js";
@@ -172,7 +173,7 @@ async function retentionStore(
 ): Promise<Store> {
   // On NATS, archive exports what it drops into a folder, then purges it (nats/retention.ts):
   // without that folder it is refused before connecting, whether the server is up or not.
-  if (ctx.rootSpec.kind === "nats") {
+  if (isUrlRoot(ctx.root)) {
     if (verb === "archive" && !exporting) {
       throw new AgentChatError(
         "INVALID_ARGUMENT",
