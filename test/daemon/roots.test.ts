@@ -44,6 +44,15 @@ describe("a NATS root in info", () => {
     const same = await cliIn(w, b, ["--json", "info"], "NATS://a.lan:4222,b.lan:4222/team-a");
     expect(JSON.parse(other.stdout).socket).toBe(JSON.parse(same.stdout).socket);
     expect(JSON.parse(other.stdout).root).toBe("nats://a.lan:4222,b.lan:4222/team-a");
+    // Credentials in the URL name the same root, and are never printed.
+    const secret = await cliIn(
+      w,
+      a,
+      ["--json", "info"],
+      "nats://agent:s3cret@127.0.0.1:58381/team-a",
+    );
+    expect(secret.stdout).not.toContain("s3cret");
+    expect(JSON.parse(secret.stdout)).toMatchObject({ root, socket: infos[0].socket });
     const text = await cliIn(w, b, ["info"], root);
     expect(text.stdout).toContain(`root:       ${root}\n`);
     expect(text.stdout).toContain("nats (nats://127.0.0.1:58381)");
