@@ -1,11 +1,10 @@
 import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
 import type { NatsStoreOptions } from "../store/nats/index.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
-import { isUrlRoot } from "../store/roots.js";
+import { parseRoot } from "../store/roots.js";
 import type { Store } from "../store/types.js";
 import { signedStore } from "./signed-store.js";
 import type { SignatureOptions } from "./signing.js";
@@ -25,22 +24,15 @@ export interface OpenOptions extends FsStoreOptions {
  * says whether it is verified, unsigned or forged (src/client/signed-store.ts).
  */
 export async function openStore(root: string, options: OpenOptions = {}): Promise<Store> {
-  if (root.trim() === "") throw new AgentChatError("INVALID_ARGUMENT", "root is empty");
-  if (isUrlRoot(root)) {
-    const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
-    if (scheme === "nats" || scheme === "tls") {
-      const { NatsStore } = await import("../store/nats/index.js");
-      const store = guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
-      return signedStore(store, {
-        ...options.signatures,
-        rootId: store.location,
-        directory: store.publishedKeys,
-      });
-    }
-    throw new AgentChatError(
-      "BACKEND_UNAVAILABLE",
-      `no backend for ${scheme}:// roots; use a folder path or nats://host:port/namespace`,
-    );
+  const parsed = parseRoot(root);
+  if (parsed.kind === "nats") {
+    const { NatsStore } = await import("../store/nats/index.js");
+    const store = guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
+    return signedStore(store, {
+      ...options.signatures,
+      rootId: store.location,
+      directory: store.publishedKeys,
+    });
   }
   const configDir = options.signatures?.configDir;
   const folderOptions: FsStoreOptions = { ...options };
@@ -52,7 +44,7 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
   const store = guardIdentities(new FsStore(root, folderOptions));
   return signedStore(store, {
     ...options.signatures,
-    ...folderRootIds(store.location),
+    ...folderRootIds(parsed.path),
     publishedIn: store.location,
   });
 }

@@ -4,7 +4,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
-import { parseNatsUrl } from "../../src/store/nats/options.js";
+import { parseNatsUrl } from "../../src/store/roots.js";
 import { runCli } from "../helpers/cli.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";

@@ -20,7 +20,6 @@ import {
 import { folderRootIds } from "../../client/open.js";
 import { AgentChatError } from "../../core/errors.js";
 import { META_MAINTAINER } from "../../core/governance.js";
-import { isNatsUrl } from "../../store/roots.js";
 import type { CliContext } from "../context.js";
 
 /** `agent-chat id …`: an agent's signing key (docs/signatures.md). */
@@ -168,8 +167,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
 
 /** Where `id` commands (and the viewer's first-use key) keep and publish keys for this root. */
 export async function place(ctx: CliContext): Promise<IdentityPlace> {
-  const root = ctx.root;
-  if (!isNatsUrl(root)) return { configDir: ctx.configDir, root, ...folderRootIds(root) };
+  const root = ctx.rootSpec;
+  if (root.kind === "folder") {
+    return { configDir: ctx.configDir, root: root.given, ...folderRootIds(root.path) };
+  }
   // A NATS root publishes keys in its namespace's KV. Pins are kept under the store's location,
   // as openStore keeps them (the URL without credentials, its port filled in).
   const store = await ctx.open();

@@ -26,11 +26,12 @@ import {
   taskFileName,
 } from "../core/index.js";
 import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
+import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { CasWriter } from "./kv-cas.js";
-import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
+import type { NatsStoreOptions } from "./options.js";
 import {
   checkReplicas,
   clusterSize,
