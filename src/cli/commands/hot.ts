@@ -1,10 +1,12 @@
 import { join } from "node:path";
+import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { isUrlRoot } from "../../store/roots.js";
 import {
   DEFAULT_WAIT_TIMEOUT_MS,
   DELIVERY_STATES,
   type DeliveryState,
+  type Receipts,
   type TaskInfo,
 } from "../../store/types.js";
 import { readBody } from "../body.js";
@@ -17,6 +19,7 @@ import {
   splitList,
   UsageError,
 } from "../context.js";
+import { exitCodeFor } from "../exit-codes.js";
 import type { HotCommand } from "../hot-line.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { oneOf } from "../usage.js";
@@ -55,10 +58,26 @@ export const HOT_ACTIONS: Record<
       return ctx.out(`posted #${result.seq} ${path}\n`);
     }
     if (!ctx.json) ctx.out(`posted #${result.seq} ${path}\n`);
-    const receipts = await store.waitFor(channel!, result.seq, {
-      ...waitFor,
-      signal: ctx.abort.signal,
-    });
+    let receipts: Receipts;
+    try {
+      receipts = await store.waitFor(channel!, result.seq, {
+        ...waitFor,
+        signal: ctx.abort.signal,
+      });
+    } catch (err) {
+      if (!ctx.json || !(err instanceof AgentChatError)) throw err;
+      // The post is made: a script told only of the timeout would post it again.
+      const now = await store.receipts(channel!, result.seq).catch(() => undefined);
+      ctx.printJson({
+        ...result,
+        path,
+        receipts: now,
+        error: { code: err.code, message: err.message },
+      });
+      ctx.err(`agent-chat: ${err.message}\n`);
+      ctx.exitCode = exitCodeFor(err.code);
+      return;
+    }
     if (ctx.json) return ctx.printJson({ ...result, path, receipts });
     const who = receipts.addressees.map((r) => r.agent).join(", ") || "nobody (no addressee)";
     ctx.out(`${waitFor.state} by ${who}\n`);
