@@ -72,7 +72,6 @@ describe("the reference's commands, output and exit codes", () => {
   });
 
   it.each([
-    [["--body", "  "], /message body is empty/],
     [
       ["--body-file", "/nonexistent/body.md"],
       /cannot read body file \/nonexistent\/body\.md: ENOENT/,
@@ -116,6 +115,14 @@ describe("the reference's commands, output and exit codes", () => {
     ],
     [["peek", "review", "-n", "0"], /-n must be a positive integer/],
     [["init"], /missing required argument 'channel'/],
+    [["archive", "review"], /say which messages to archive: --before N or --older-than 30d/],
+    [["search", ""], /the search query is empty/],
+    [["lease", "add", "review", "../outside/**", "--as", "bob"], /'\.' or '\.\.' segment/],
+    [["init", "../x"], /invalid channel name/],
+    [["read", "review", "--as", "../bob"], /invalid agent name/],
+    [["post", "review", "--from", "alice", "--body", "  "], /message body is empty/],
+    [["post", "review", "--from", "alice", "--to", "a b", "--body", "x"], /invalid agent name/],
+    [["claim", "review", "1", "--as", "bob", "--ttl", "9y"], /lease|ttl|TTL/],
   ])("usage error %j exits 64", async (args, message) => {
     const r = await cli(args);
     expect(r.code).toBe(64);
@@ -186,10 +193,10 @@ describe("the reference's commands, output and exit codes", () => {
     expect(r.code).toBe(141);
   });
 
-  it("names that could escape the root are refused with exit 1 and what is allowed", async () => {
+  it("names that could escape the root are refused with exit 64 and what is allowed", async () => {
     for (const bad of ["../x", "a/b", ".hidden", "_x"]) {
       const r = await cli(["init", bad]);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(64);
       expect(r.stderr).toMatch(/invalid channel name .*: use ASCII letters, digits/);
     }
     const r = await cli(["read", "review", "--as", "../bob"]);
