@@ -95,6 +95,26 @@ describe("the reference's commands, output and exit codes", () => {
     expect(readdirSync(join(tmp.dir, "review")).filter((n) => n.endsWith(".md"))).toEqual([]);
   });
 
+  it("refuses a body that is not UTF-8, on stdin or in --body-file, and posts nothing", async () => {
+    const bad = Buffer.concat([Buffer.from("caf\u00e9 \uFFFD ok "), Buffer.from([0xff, 0x41])]);
+    const piped = await runCli(["post", "review", "--from", "alice"], {
+      root: tmp.dir,
+      input: bad,
+    });
+    expect(piped.code).toBe(64);
+    expect(piped.stderr).toBe(
+      "agent-chat: the body on stdin is not valid UTF-8 (byte 0xff at offset 13); nothing was posted\n",
+    );
+    const file = join(tmp.dir, "body.bin");
+    writeFileSync(file, Buffer.from([0x68, 0x69, 0xc3]));
+    const fromFile = await cli(["post", "review", "--from", "alice", "--body-file", file]);
+    expect(fromFile.code).toBe(64);
+    expect(fromFile.stderr).toMatch(
+      /body file .*body\.bin is not valid UTF-8 \(byte 0xc3 at offset 2\)/,
+    );
+    expect(readdirSync(join(tmp.dir, "review")).filter((n) => n.endsWith(".md"))).toEqual([]);
+  });
+
   it("refuses a body over the limit on stdin without reading it all", async () => {
     const r = await cli(
       ["--max-body", "1000", "post", "review", "--from", "a", "--title", "t"],
