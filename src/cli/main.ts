@@ -91,7 +91,8 @@ export async function main(argv: string[]): Promise<number> {
   program
     .name("agent-chat")
     .description(
-      "Channels of markdown messages for agent sessions and people: post, read, wait without\n" +
+      // One paragraph, no line breaks of ours: commander wraps it to the terminal's width.
+      "Channels of markdown messages for agent sessions and people: post, read, wait without " +
         "spending tokens, claim tasks atomically. Compatible with the reference chat.py.",
     )
     .version(VERSION, "-V, --version")

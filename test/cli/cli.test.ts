@@ -345,6 +345,17 @@ describe("the reference's commands, output and exit codes", () => {
       expect(r.stdout, commands[i]).toMatch(/Examples?:\n {2}agent-chat /);
     });
   }, 60_000);
+
+  it("the main --help wraps its description as one paragraph, never mid-sentence", async () => {
+    const r = await cli(["--help"]);
+    const paragraph = r.stdout.split("\n\n")[1]!.split("\n");
+    expect(paragraph.join(" ")).toBe(
+      "Channels of markdown messages for agent sessions and people: post, read, wait without " +
+        "spending tokens, claim tasks atomically. Compatible with the reference chat.py.",
+    );
+    // Wrapped to the width (80 on a pipe): only the last line may be short.
+    for (const line of paragraph.slice(0, -1)) expect(line.length, line).toBeGreaterThan(60);
+  });
 });
 
 describe("leases: claim --ttl, renew, done, fence, release --token", () => {
