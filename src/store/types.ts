@@ -357,6 +357,11 @@ export interface PathLeaseOptions extends ClaimOptions {
 export const DEFAULT_TASK_TTL_MS = 30 * 60_000;
 /** The longest lease: a claim meant to outlive a week is a claim forgotten. */
 export const MAX_TASK_TTL_MS = 7 * 24 * 3_600_000;
+/**
+ * How long after its end a lease is still its holder's (src/store/core/skew.ts): the clocks of
+ * hosts sharing a root may differ by this much.
+ */
+export const SKEW_GRACE_MS = 5_000;
 /** The `_meta.json` key (ours) with the channel's default lease, in seconds. */
 export const TASK_TTL_KEY = "task_ttl";
 

@@ -7,6 +7,7 @@ import {
   DELIVERY_STATES,
   type DeliveryState,
   type Receipts,
+  SKEW_GRACE_MS,
   type TaskInfo,
 } from "../../store/types.js";
 import { readBody } from "../body.js";
@@ -224,16 +225,24 @@ export function stateText(t: TaskInfo): string {
   return `${t.state} by ${t.holder}`;
 }
 
-/** `token 3, 29m 59s left`; `no lease (claimed by chat.py)`; a done task's note. */
-export function leaseText(t: TaskInfo): string {
+/**
+ * `token 3, 29m 59s left`; `no lease (claimed by chat.py)`; a done task's note. A claimed task
+ * past its lease's end is still its holder's for the clock-skew grace: said so, for the claim
+ * that others see refused meanwhile.
+ */
+export function leaseText(t: TaskInfo, now = Date.now()): string {
   if (t.token === undefined) return "no lease: claimed by chat.py, never expires";
   const token = `token ${t.token}`;
   if (t.state === "done") return t.note === undefined ? token : `${token}, note: ${t.note}`;
   if (t.expiresAt === undefined) return token;
-  const left = Date.parse(t.expiresAt) - Date.now();
-  return left >= 0
-    ? `${token}, ${formatDuration(left)} left`
-    : `${token}, expired ${formatDuration(-left)} ago`;
+  const end = Date.parse(t.expiresAt);
+  if (end >= now) return `${token}, ${formatDuration(end - now)} left`;
+  if (t.state !== "claimed") return `${token}, expired ${formatDuration(now - end)} ago`;
+  const claimable = formatDuration(Math.max(1000, end + SKEW_GRACE_MS - now));
+  return (
+    `${token}, lease ended ${formatDuration(now - end)} ago; claimable by others in ${claimable} ` +
+    `(the ${SKEW_GRACE_MS / 1000} s clock-skew grace)`
+  );
 }
 
 /** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */

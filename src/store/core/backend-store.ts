@@ -30,6 +30,7 @@ import {
   type RenewOptions,
   type SearchOptions,
   type SearchResult,
+  SKEW_GRACE_MS,
   type Store,
   TASK_TTL_KEY,
   type TaskInfo,
@@ -787,7 +788,10 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       if (status.state === "claimed") {
         // The wording of chat.py's days, which scripts and the README show; `tasks` has the rest.
         const who = status.holder === holder ? "you" : status.holder;
-        throw new AgentChatError("CLAIM_LOST", `task ${id} is already claimed by ${who}`);
+        throw new AgentChatError(
+          "CLAIM_LOST",
+          `task ${id} is already claimed by ${who}${inGrace(status, now)}`,
+        );
       }
       if (status.state === "done") {
         throw new AgentChatError("CLAIM_LOST", `task ${id} is done (finished by ${status.holder})`);
@@ -1080,6 +1084,20 @@ function refuseUnlessHolder(
 
 function lastToken(status: LeaseStatus): string {
   return status.token === undefined ? "" : ` (last token ${status.token})`;
+}
+
+/**
+ * Why a lease past its end still holds: `tasks` shows it ended, and the claim refused must say
+ * for how much longer and why, or the two look like they disagree.
+ */
+function inGrace(status: LeaseStatus, now: number): string {
+  if (status.expiresAt === undefined || now <= status.expiresAt) return "";
+  const ended = Math.ceil((now - status.expiresAt) / 1000);
+  const left = Math.max(1, Math.ceil((status.expiresAt + SKEW_GRACE_MS - now) / 1000));
+  return (
+    `: its lease ended ${ended} s ago, and a lease is its holder's for ${SKEW_GRACE_MS / 1000} s ` +
+    `more (the clock-skew grace, docs/leases.md); claimable in ${left} s`
+  );
 }
 
 /** ` (token 2, expires 2026-…)`, or ` (no lease: claimed by chat.py)`. */
