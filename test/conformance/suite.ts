@@ -868,6 +868,11 @@ export function storeConformance(
         r = await store.receipts("team", seq);
         expect(r.addressees[0]).toMatchObject({ state: "answered", answer: answer.seq });
         expect(Date.parse(r.addressees[0]!.answeredAt!)).toBeGreaterThan(0);
+        // The answer's ts has whole seconds, the steps milliseconds: still shown in order.
+        const { notifiedAt, readAt, answeredAt } = r.addressees[0]!;
+        const [n, rd, a] = [notifiedAt, readAt, answeredAt].map((t) => Date.parse(t!));
+        expect(n).toBeLessThanOrEqual(rd!);
+        expect(rd, `read at ${readAt}, answered at ${answeredAt}`).toBeLessThanOrEqual(a!);
       });
 
       it("a broadcast's addressees are the members but its sender; notify never goes back", async () => {
