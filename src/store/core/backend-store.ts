@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { formatTimestamp, isRelevant, type Message, oneLine } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
-import { identity, parseTaskId, validateName } from "../../core/names.js";
+import { identity, parseTaskId, slug, validateName } from "../../core/names.js";
 import {
   type Capabilities,
   type ChannelInfo,
@@ -69,6 +69,8 @@ export interface Scan {
   warnings: string[];
   /** It stopped before an entry that may still be being written: look again on the next poll. */
   stalled?: boolean;
+  /** When stalled: which entry, and why it is waited for, for a read to say. */
+  held?: string;
 }
 
 /** One channel as a backend serves it to the shared read, wait and watch loops. */
@@ -335,7 +337,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       } catch (err) {
         if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue;
         if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
-        this.warnOnce(`channel ${name}: ${(err as Error).message}; skipped`, options.onWarning);
+        this.warnOnce(unlistedChannel(name, err as Error), options.onWarning);
         continue;
       }
       const { topic, members, created } = meta;
@@ -392,7 +394,10 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     }
     await this.keepLeases(channel, options.as);
     await this.delivery.touch(options.as);
-    return { channel, messages, cursor: next, warnings: scan.warnings };
+    // A read that stopped before a file still being written says so: "no new messages" alone
+    // would hide the messages behind it. (A wait just waits for the file.)
+    const warnings = scan.held === undefined ? scan.warnings : [...scan.warnings, scan.held];
+    return { channel, messages, cursor: next, warnings };
   }
 
   async peek(channel: string, count = 3, options: PeekOptions = {}): Promise<Message[]> {
@@ -1116,6 +1121,20 @@ function checkTtl(ttlMs: number | undefined): void {
       `a lease's TTL must be a whole number of ms above 0 and at most 7 days (got ${ttlMs})`,
     );
   }
+}
+
+/**
+ * Why a channel is left out of the list, naming it. A name off our rule (one chat.py made:
+ * `my channel`, `café`) gets the rule and a name that keeps it, since renaming the folder is
+ * the way to use it here.
+ */
+function unlistedChannel(name: string, err: Error): string {
+  const shown = JSON.stringify(name);
+  if (!isAgentChatError(err, "INVALID_NAME")) return `channel ${shown}: ${err.message}; skipped`;
+  return (
+    `channel ${shown} is not usable here (${err.message}; chat.py allows more): ` +
+    `rename its folder to use it, e.g. to ${slug(name)}`
+  );
 }
 
 function checkToken(token: number): void {

@@ -96,6 +96,26 @@ const HIGH_WATER = ".seq";
  * place; scans stop before it and look again (the watch or the poll wakes them).
  */
 const IN_PROGRESS_MS = 2_000;
+
+function isChannelName(name: string): boolean {
+  try {
+    validateName("channel", name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why a scan stopped before a file that does not parse (yet). */
+function heldText(name: string, locked: boolean): string {
+  const why = locked
+    ? "while chat.py holds the channel lock"
+    : `${IN_PROGRESS_MS / 1000} s after it changed`;
+  return (
+    `${name} does not parse yet and may still be being written: it is waited for ${why}, ` +
+    "so it and the messages after it are left for the next read"
+  );
+}
 /**
  * Each channel keeps its newest parsed messages, so that many readers of one post parse it once:
  * at most this many, and this many bytes of files (messages can be large, and the cache must not
@@ -168,7 +188,11 @@ export class FsStore extends BackendStore<FolderFeed> {
     }
   }
 
-  /** The root's folders with channel names; hidden (`.`) and ours (`_`) are none. */
+  /**
+   * The root's folders that are channels: hidden (`.`) and ours (`_`) are none. A folder with a
+   * `_meta.json` whose name breaks our rule (chat.py accepts `my channel`, `café`) is listed
+   * too: `channels` reports it by name instead of hiding it.
+   */
   protected async channelNames(): Promise<string[]> {
     let names: string[];
     try {
@@ -179,12 +203,7 @@ export class FsStore extends BackendStore<FolderFeed> {
     }
     return names.sort().filter((name) => {
       if (name.startsWith(".") || name.startsWith("_")) return false;
-      try {
-        validateName("channel", name);
-        return true;
-      } catch {
-        return false;
-      }
+      return isChannelName(name) || entryKind(join(this.location, name, META)) === "file";
     });
   }
 
@@ -462,11 +481,11 @@ export class FsStore extends BackendStore<FolderFeed> {
           continue;
         }
         if (!read.problem) continue; // gone
-        if (
-          read.fresh !== undefined &&
-          (read.fresh || referenceLockHeld(state.dir, this.options.staleMs))
-        ) {
-          return { messages, scannedTo, warnings, stalled: true };
+        if (read.fresh !== undefined) {
+          const locked = !read.fresh && referenceLockHeld(state.dir, this.options.staleMs);
+          if (read.fresh || locked) {
+            return { messages, scannedTo, warnings, stalled: true, held: heldText(name, locked) };
+          }
         }
         this.warnOnce(read.problem, (w) => warnings.push(w), state.dir);
       }
@@ -841,7 +860,8 @@ export class FsStore extends BackendStore<FolderFeed> {
     const now = this.now();
     for (const channel of await this.channelNames()) {
       const dir = join(this.location, channel);
-      if (entryKind(dir) !== "dir") continue;
+      // A folder whose name is off our rule is listed with a warning, never changed.
+      if (!isChannelName(channel) || entryKind(dir) !== "dir") continue;
       removed.push(...pruneChannel(dir, channel, options, now));
     }
     const presence = prunePresence(this.location, options, now);
