@@ -224,7 +224,8 @@ export class DaemonClient implements Store {
 
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
     // `activity` stays here: the daemon judges it by this connection (open: active).
-    const { signal, activity: _activity, ...rest } = options;
+    // `onWarning` too: a callback cannot cross the socket; warnings come with the answer.
+    const { signal, activity: _activity, onWarning: _onWarning, ...rest } = options;
     if (signal?.aborted) throw new AgentChatError("ABORTED", "wait was interrupted");
     const id = this.nextId++;
     // The daemon parks the wait; aborting asks it to stop, and it answers ABORTED.

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { collect, runCli, startCli, untilStdout, watching } from "../helpers/cli.js";
-import { tempDir } from "../helpers/tmp.js";
+import { tempDir, writeOldFile } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
 const cli = (args: string[], input?: string) =>
@@ -446,5 +446,69 @@ describe("leases: claim --ttl, renew, done, fence, release --token", () => {
     );
     expect((await cli(["claim", "review", "1", "--as", "bob"])).code).toBe(3);
     expect((await cli(["fence", "review", "1", "--token", "1"])).code).toBe(3);
+  });
+});
+
+describe("one body limit", () => {
+  const big = () => {
+    const path = join(tmp.dir, "big.md");
+    writeFileSync(path, "z".repeat(2_000_000));
+    return path;
+  };
+
+  it("a post above the channel's limit is refused when written, whatever the poster's --max-body", async () => {
+    const r = await cli([
+      "--max-body",
+      "3000000",
+      "post",
+      "review",
+      "--from",
+      "alice",
+      "--body-file",
+      big(),
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      "agent-chat: message body is 2000000 bytes; channel review takes at most 1048576, the most " +
+        "its readers read (max_body_bytes in its _meta.json, set when the channel is created; else 1 MiB)\n",
+    );
+    expect(readdirSync(join(tmp.dir, "review")).filter((n) => n.endsWith(".md"))).toEqual([]);
+  });
+
+  it("a channel created with a larger limit records it, and every reader reads up to it", async () => {
+    expect((await cli(["--max-body", "3000000", "init", "large"])).code).toBe(0);
+    const meta = JSON.parse(readFileSync(join(tmp.dir, "large", "_meta.json"), "utf8"));
+    expect(Object.keys(meta)).toEqual(["channel", "members", "topic", "created", "max_body_bytes"]);
+    expect(meta.max_body_bytes).toBe(3000000);
+    const post = await cli([
+      "--max-body",
+      "3000000",
+      "post",
+      "large",
+      "--from",
+      "a",
+      "--body-file",
+      big(),
+    ]);
+    expect(post.code, post.stderr).toBe(0);
+    const read = await cli(["--json", "read", "large", "--as", "bob"]);
+    expect(read.code).toBe(0);
+    const out = JSON.parse(read.stdout);
+    expect(out.messages.map((m: { body: string }) => m.body.length)).toEqual([2_000_000]);
+    expect(out.warnings).toEqual([]);
+    const wait = await cli(["--json", "wait", "large", "--as", "carol", "--timeout", "10"]);
+    expect(wait.code, wait.stderr).toBe(0);
+    expect(JSON.parse(wait.stdout).messages).toHaveLength(1);
+  });
+
+  it("a file too large to read (chat.py has no limit) is reported by a parked wait, not waited on in silence", async () => {
+    const header =
+      "---\nseq: 1\nfrom: carol\nto: bob\ntitle: huge\nts: 2026-01-01T00:00:00Z\n---\n";
+    writeOldFile(join(tmp.dir, "review", "0001-carol-huge.md"), header + "h".repeat(2_000_000));
+    const r = await cli(["--json", "wait", "review", "--as", "bob", "--timeout", "2"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /0001-carol-huge\.md: 2000\d+ bytes, more than this reader reads \(a body of 1048576 bytes/,
+    );
   });
 });

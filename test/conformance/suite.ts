@@ -206,6 +206,26 @@ export function storeConformance(
         expect((await store.post("ch", { from: "a", body: "ok" })).seq).toBe(1);
       });
 
+      it("one body limit: the channel's (max_body_bytes, else 1 MiB) is what posts take and reads read", async () => {
+        await store.init("big", { extra: { max_body_bytes: 3000 } });
+        const refused = store.post("big", { from: "a", body: "x".repeat(3001) });
+        await expect(refused).rejects.toMatchObject({
+          code: "TOO_LARGE",
+          message: expect.stringMatching(
+            /channel big takes at most 3000, the most its readers read/,
+          ),
+        });
+        expect((await store.post("big", { from: "a", body: "y".repeat(3000) })).seq).toBe(1);
+        const read = await store.read("big", { as: "b" });
+        expect(read.messages.map((m) => m.body.length)).toEqual([3000]);
+        // A planted limit beyond 64 MiB is no limit of the channel: the default holds.
+        await store.init("odd", { extra: { max_body_bytes: 2 ** 40 } });
+        await expectCode(
+          store.post("odd", { from: "a", body: "x".repeat(1024 * 1024 + 1) }),
+          "TOO_LARGE",
+        );
+      });
+
       it("titles default to the body's first line", async () => {
         await store.post("ch", { from: "a", body: "\n# Heading here\nmore" });
         const [m] = await store.peek("ch", 1);

@@ -111,18 +111,24 @@ export const HOT_ACTIONS: Record<
     const list = splitList(channels);
     if (list.length === 0) throw new UsageError("name at least one channel");
     const store = await ctx.open();
+    // Told while parked (a file passed over), and kept for --json's answer.
+    const early: string[] = [];
     const result = await store.wait(list, {
       as,
       timeoutMs: parseSeconds(text(opts.timeout)!, "--timeout"),
       intervalMs: Math.max(10, parseSeconds(text(opts.interval)!, "--interval")),
       signal: ctx.abort.signal,
+      onWarning: (w) => {
+        early.push(w);
+        ctx.warn(w);
+      },
     });
     for (const w of result.warnings) ctx.warn(w);
     if (ctx.json) {
       return ctx.printJson({
         cursors: result.cursors,
         messages: result.messages.map(messageJson),
-        warnings: result.warnings,
+        warnings: [...early, ...result.warnings],
       });
     }
     printMessages(ctx, result.messages, "");

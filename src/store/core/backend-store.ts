@@ -15,6 +15,8 @@ import {
   type DoneOptions,
   type FenceResult,
   type InitOptions,
+  MAX_BODY_KEY,
+  MAX_CHANNEL_BODY_BYTES,
   MAX_TASK_TTL_MS,
   type NewTask,
   type PathLeaseInfo,
@@ -124,8 +126,9 @@ interface WaitPass<F> {
   net: SafetyNet;
   /** How far earlier passes scanned each channel and found nothing for the agent. */
   looked: Map<F, number>;
-  /** Warnings met by those passes, returned with the messages. */
+  /** Warnings met by those passes, returned with the messages (or told as met). */
   warnings: string[];
+  onWarning?: ((warning: string) => void) | undefined;
 }
 
 /**
@@ -141,11 +144,15 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   abstract readonly capabilities: Capabilities;
   abstract readonly location: string;
   protected readonly maxBodyBytes: number;
+  /** The limit the caller set for this store's posts, if any; else the channel's decides. */
+  private readonly ownBodyLimit: number | undefined;
   /** Channels known to exist: a post needs no round trip to prove it again. */
   private readonly known = new Set<string>();
   /** Posts from this store to one channel go one at a time: no self-contention. */
   private readonly tails = new Map<string, Promise<unknown>>();
   private readonly warned = new Set<string>();
+  /** Each channel's body limit, from its `_meta.json` as last read. */
+  private readonly bodyLimits = new Map<string, number>();
   /** When the default {@link heldTasks} last listed a channel's markers for a holder. */
   private readonly leaseLooks = new Map<string, number>();
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
@@ -165,6 +172,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     presence: PresenceOptions = {},
   ) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.ownBodyLimit = maxBodyBytes;
     this.now = now;
     this.pathBook = new PathLeaseBook({
       read: (channel) => this.readPathLeases(channel),
@@ -321,7 +329,17 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
 
   async roster(channel: string): Promise<ChannelMeta> {
     validateName("channel", channel);
-    return this.readMeta(channel);
+    const meta = await this.readMeta(channel);
+    this.bodyLimits.set(channel, channelBodyLimit(meta));
+    return meta;
+  }
+
+  /**
+   * The most body bytes this store reads of a message in the channel: the channel's limit (as
+   * of its last roster), or this store's own when that is larger.
+   */
+  protected readLimit(channel: string): number {
+    return Math.max(this.maxBodyBytes, this.bodyLimits.get(channel) ?? DEFAULT_MAX_BODY_BYTES);
   }
 
   /**
@@ -349,11 +367,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   // ---- Messages ----
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
-    const draft = draftPost(channel, input, this.maxBodyBytes);
+    const draft = draftPost(channel, input, this.ownBodyLimit ?? MAX_CHANNEL_BODY_BYTES);
     if (!this.known.has(channel)) {
       await this.roster(channel);
       this.known.add(channel);
     }
+    checkChannelLimit(channel, draft.body, this.bodyLimits.get(channel) ?? DEFAULT_MAX_BODY_BYTES);
     const previous = this.tails.get(channel) ?? Promise.resolve();
     const run = previous.then(
       () => this.append(draft),
@@ -448,7 +467,14 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       net = this.safetyNet(feeds, options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, () =>
         wake.kick(),
       );
-      const pass: WaitPass<F> = { feeds, agent: options.as, net, looked: new Map(), warnings: [] };
+      const pass: WaitPass<F> = {
+        feeds,
+        agent: options.as,
+        net,
+        looked: new Map(),
+        warnings: [],
+        onWarning: options.onWarning,
+      };
       const result = await this.waitLoop(pass, wake);
       if (!options.activity?.aborted) {
         this.delivery.later(
@@ -480,6 +506,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         // What a pass found is kept across a transient failure, so that a cursor saved just
         // before the answer was lost cannot hide those messages.
         found ??= await this.findForWait(pass);
+        // A parked wait that passed over a file says so now, not with a message that may never come.
+        if (!found && pass.onWarning) for (const w of pass.warnings.splice(0)) pass.onWarning(w);
         if (found) {
           for (const [channel, seq] of Object.entries(found.advance)) {
             await this.saveCursor(channel, pass.agent, seq);
@@ -1141,6 +1169,32 @@ function checkToken(token: number): void {
   if (!Number.isSafeInteger(token) || token <= 0) {
     throw new AgentChatError("INVALID_ARGUMENT", `a token is a positive integer (got ${token})`);
   }
+}
+
+/**
+ * The channel's body limit: `max_body_bytes` in `_meta.json` when it is a whole number from 1
+ * to 64 MiB (the file is shared input: anything else is ignored), else 1 MiB.
+ */
+function channelBodyLimit(meta: ChannelMeta): number {
+  const bytes = meta[MAX_BODY_KEY];
+  const sane = Number.isSafeInteger(bytes) && (bytes as number) > 0;
+  return sane && (bytes as number) <= MAX_CHANNEL_BODY_BYTES
+    ? (bytes as number)
+    : DEFAULT_MAX_BODY_BYTES;
+}
+
+/**
+ * A post larger than its channel's readers read is refused when written, never stored to be
+ * skipped by every reader. The poster's own limit (`--max-body`) may only be lower.
+ */
+function checkChannelLimit(channel: string, body: string, limit: number): void {
+  const bytes = Buffer.byteLength(body);
+  if (bytes <= limit) return;
+  throw new AgentChatError(
+    "TOO_LARGE",
+    `message body is ${bytes} bytes; channel ${channel} takes at most ${limit}, the most its ` +
+      `readers read (${MAX_BODY_KEY} in its _meta.json, set when the channel is created; else 1 MiB)`,
+  );
 }
 
 /**

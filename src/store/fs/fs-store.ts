@@ -64,13 +64,14 @@ import {
   type TaskRecord,
   taskFileName,
 } from "../core/index.js";
-import type {
-  ArchiveOptions,
-  ArchiveResult,
-  Capabilities,
-  PostResult,
-  PruneOptions,
-  PruneResult,
+import {
+  type ArchiveOptions,
+  type ArchiveResult,
+  type Capabilities,
+  MAX_BODY_KEY,
+  type PostResult,
+  type PruneOptions,
+  type PruneResult,
 } from "../types.js";
 import { ChannelIndex } from "./channel-index.js";
 import { prunePresence } from "./prune-presence.js";
@@ -417,13 +418,14 @@ export class FsStore extends BackendStore<FolderFeed> {
     let file: RootFile;
     try {
       // Never a link, a FIFO or a device, and never more than a message can hold.
-      file = readRootFileSync(path, this.maxBodyBytes + MAX_FRONTMATTER_BYTES);
+      file = readRootFileSync(path, this.readLimit(state.name) + MAX_FRONTMATTER_BYTES);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT") {
         state.index.forget(seq, name);
         return {};
       }
+      if (isAgentChatError(err, "TOO_LARGE")) return { problem: this.tooLarge(state, name) };
       const why = isAgentChatError(err) ? err.message.replace(`${path} `, "") : (code ?? err);
       return { problem: `${name}: ${why}, skipped` };
     }
@@ -449,6 +451,15 @@ export class FsStore extends BackendStore<FolderFeed> {
       return { message: { ...parsed.message, extra: { ...parsed.message.extra } } };
     }
     return { problem: `${name}: ${parsed.reason}, skipped`, fresh };
+  }
+
+  /** Why a file too large for this reader is passed over, and how it could be read. */
+  private tooLarge(state: ChannelState, name: string): string {
+    const size = lstatSync(join(state.dir, name), { throwIfNoEntry: false })?.size ?? 0;
+    return (
+      `${name}: ${size} bytes, more than this reader reads (a body of ${this.readLimit(state.name)} ` +
+      `bytes: the channel's ${MAX_BODY_KEY}, or the reader's own limit when larger), skipped`
+    );
   }
 
   /**
@@ -820,7 +831,7 @@ export class FsStore extends BackendStore<FolderFeed> {
           this.forgetParsed(state, name);
         },
         now: this.now(),
-        maxBytes: this.maxBodyBytes + MAX_FRONTMATTER_BYTES,
+        maxBytes: this.readLimit(channel) + MAX_FRONTMATTER_BYTES,
       },
       options,
     );
@@ -850,7 +861,12 @@ export class FsStore extends BackendStore<FolderFeed> {
     const state = this.state(channel);
     this.assertChannelDir(state);
     const { readArchive } = await import("./archive.js");
-    return readArchive(state.dir, channel, this.maxBodyBytes + MAX_FRONTMATTER_BYTES, () => {});
+    return readArchive(
+      state.dir,
+      channel,
+      this.readLimit(channel) + MAX_FRONTMATTER_BYTES,
+      () => {},
+    );
   }
 
   async prune(options: PruneOptions): Promise<PruneResult> {
