@@ -95,6 +95,8 @@ export class DaemonClient implements Store {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly pending = new Map<RequestId, Pending>();
   private readonly streams = new Map<RequestId, Stream>();
+  /** The `onWarning` of each parked wait, told the warnings the daemon sends as it meets them. */
+  private readonly waitWarnings = new Map<RequestId, (warning: string) => void>();
   private nextId = 1;
   private readonly lines = new LineSplitter({
     maxLineBytes: HELLO_MAX_BYTES,
@@ -224,17 +226,19 @@ export class DaemonClient implements Store {
 
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
     // `activity` stays here: the daemon judges it by this connection (open: active).
-    // `onWarning` too: a callback cannot cross the socket; warnings come with the answer.
-    const { signal, activity: _activity, onWarning: _onWarning, ...rest } = options;
+    // `onWarning` stays here too: the daemon sends each warning as a `warning` event of the wait.
+    const { signal, activity: _activity, onWarning, ...rest } = options;
     if (signal?.aborted) throw new AgentChatError("ABORTED", "wait was interrupted");
     const id = this.nextId++;
     // The daemon parks the wait; aborting asks it to stop, and it answers ABORTED.
     const onAbort = () => this.send({ id: this.nextId++, op: "cancel", target: id });
     signal?.addEventListener("abort", onAbort, { once: true });
+    if (onWarning) this.waitWarnings.set(id, onWarning);
     try {
       return (await this.call("wait", { channels: [...channels], ...rest }, id)) as WaitResult;
     } finally {
       signal?.removeEventListener("abort", onAbort);
+      this.waitWarnings.delete(id);
     }
   }
 
@@ -535,6 +539,7 @@ export class DaemonClient implements Store {
       event?: string;
       message?: Message;
       agents?: PresenceInfo[];
+      warning?: string;
     };
     try {
       value = JSON.parse(line);
@@ -542,6 +547,10 @@ export class DaemonClient implements Store {
       return; // Not ours to answer; the daemon only ever writes JSON.
     }
     if (value.id === undefined || value.id === null) return;
+    if (value.event === "warning") {
+      if (typeof value.warning === "string") this.waitWarnings.get(value.id)?.(value.warning);
+      return;
+    }
     if (value.event !== undefined) {
       const stream = this.streams.get(value.id);
       if (!stream) return;

@@ -247,8 +247,8 @@ export interface WaitOptions {
   activity?: AbortSignal;
   /**
    * Hears each warning as the parked wait meets it (a file passed over: too large for this
-   * reader, not a message), instead of only with the messages it returns. A store in this
-   * process only: through a daemon the warnings come with the answer.
+   * reader, not a message), instead of only with the messages it returns (through a daemon,
+   * as its `warning` events).
    */
   onWarning?: (warning: string) => void;
 }
