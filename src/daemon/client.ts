@@ -531,32 +531,15 @@ export class DaemonClient implements Store {
 
   private onLine(line: string): void {
     if (line.trim() === "") return;
-    let value: {
-      id?: RequestId | null;
-      ok?: boolean;
-      result?: unknown;
-      error?: WireError;
-      event?: string;
-      message?: Message;
-      agents?: PresenceInfo[];
-      warning?: string;
-    };
+    let value: WireLine;
     try {
       value = JSON.parse(line);
     } catch {
       return; // Not ours to answer; the daemon only ever writes JSON.
     }
     if (value.id === undefined || value.id === null) return;
-    if (value.event === "warning") {
-      if (typeof value.warning === "string") this.waitWarnings.get(value.id)?.(value.warning);
-      return;
-    }
     if (value.event !== undefined) {
-      const stream = this.streams.get(value.id);
-      if (!stream) return;
-      if (value.event === "message" && value.message) stream.message(value.message);
-      else if (value.event === "presence" && value.agents) stream.presence?.(value.agents);
-      else if (value.event === "end") stream.end(value.error && fromWire(value.error));
+      this.onEvent(value.id, value);
       return;
     }
     const pending = this.pending.get(value.id);
@@ -564,6 +547,19 @@ export class DaemonClient implements Store {
     this.pending.delete(value.id);
     if (value.ok) pending.resolve(value.result);
     else pending.reject(fromWire(value.error ?? { code: "INTERNAL", message: "no error given" }));
+  }
+
+  /** A line of a stream (`subscribe`, `presence`) or a parked wait's `warning`. */
+  private onEvent(id: RequestId, value: WireLine): void {
+    if (value.event === "warning") {
+      if (typeof value.warning === "string") this.waitWarnings.get(id)?.(value.warning);
+      return;
+    }
+    const stream = this.streams.get(id);
+    if (!stream) return;
+    if (value.event === "message" && value.message) stream.message(value.message);
+    else if (value.event === "presence" && value.agents) stream.presence?.(value.agents);
+    else if (value.event === "end") stream.end(value.error && fromWire(value.error));
   }
 
   private onClose(): void {
@@ -583,6 +579,18 @@ export class DaemonClient implements Store {
     this.pending.clear();
     for (const s of this.streams.values()) s.end(this.closedError);
   }
+}
+
+/** Any line the daemon sends: an answer, or an event of a stream or a wait. */
+interface WireLine {
+  id?: RequestId | null;
+  ok?: boolean;
+  result?: unknown;
+  error?: WireError;
+  event?: string;
+  message?: Message;
+  agents?: PresenceInfo[];
+  warning?: string;
 }
 
 function fromWire(error: WireError): AgentChatError {
