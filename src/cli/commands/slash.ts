@@ -61,13 +61,7 @@ export function registerSlashCommands(program: Command, ctx: CliContext): void {
       const argv = toCliArgs(parse.command, context);
       const program = programOf(parse.command);
       const note = implicitDownloadNote(parse.command);
-      if (opts.exec) {
-        if (note !== undefined) throw new UsageError(`not run: ${note}`);
-        await assertAllowed(ctx, parse.command);
-        if (!ctx.json) ctx.err(`agent-chat: running: ${program} ${argv.map(quote).join(" ")}\n`);
-        ctx.exitCode = await run(ctx, program, argv);
-        return;
-      }
+      if (opts.exec) return execSlash(ctx, parse.command, program, argv);
       if (ctx.json) return ctx.printJson(slashJson(parse, context));
       if (note !== undefined) ctx.err(`agent-chat: note: ${note}\n`);
       ctx.out(
@@ -75,6 +69,20 @@ export function registerSlashCommands(program: Command, ctx: CliContext): void {
           `argv: ${argv.map(quote).join(" ")}\n`,
       );
     });
+}
+
+/** `--exec`: runs the command line, if the allowlist admits it and it is not a guess. */
+async function execSlash(
+  ctx: CliContext,
+  command: SlashCommand,
+  program: string,
+  argv: string[],
+): Promise<void> {
+  const note = implicitDownloadNote(command);
+  if (note !== undefined) throw new UsageError(`not run: ${note}`);
+  await assertAllowed(ctx, command);
+  if (!ctx.json) ctx.err(`agent-chat: running: ${program} ${argv.map(quote).join(" ")}\n`);
+  ctx.exitCode = await run(ctx, program, argv);
 }
 
 /**

@@ -506,8 +506,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         // What a pass found is kept across a transient failure, so that a cursor saved just
         // before the answer was lost cannot hide those messages.
         found ??= await this.findForWait(pass);
-        // A parked wait that passed over a file says so now, not with a message that may never come.
-        if (!found && pass.onWarning) for (const w of pass.warnings.splice(0)) pass.onWarning(w);
+        if (!found) tellWarnings(pass);
         if (found) {
           for (const [channel, seq] of Object.entries(found.advance)) {
             await this.saveCursor(channel, pass.agent, seq);
@@ -1149,6 +1148,11 @@ function checkTtl(ttlMs: number | undefined): void {
       `a lease's TTL must be a whole number of ms above 0 and at most 7 days (got ${ttlMs})`,
     );
   }
+}
+
+/** A parked wait that passed over a file says so now, not with a message that may never come. */
+function tellWarnings<F>(pass: WaitPass<F>): void {
+  if (pass.onWarning) for (const w of pass.warnings.splice(0)) pass.onWarning(w);
 }
 
 /**
