@@ -420,14 +420,11 @@ export class FsStore extends BackendStore<FolderFeed> {
       // Never a link, a FIFO or a device, and never more than a message can hold.
       file = readRootFileSync(path, this.readLimit(state.name) + MAX_FRONTMATTER_BYTES);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         state.index.forget(seq, name);
         return {};
       }
-      if (isAgentChatError(err, "TOO_LARGE")) return { problem: this.tooLarge(state, name) };
-      const why = isAgentChatError(err) ? err.message.replace(`${path} `, "") : (code ?? err);
-      return { problem: `${name}: ${why}, skipped` };
+      return { problem: this.unreadable(state, name, err) };
     }
     // A time in the future (a file from a tarball, a skewed clock) is not "just written": it
     // would stall every reader behind the file for good.
@@ -451,6 +448,29 @@ export class FsStore extends BackendStore<FolderFeed> {
       return { message: { ...parsed.message, extra: { ...parsed.message.extra } } };
     }
     return { problem: `${name}: ${parsed.reason}, skipped`, fresh };
+  }
+
+  /**
+   * Why a scan waits at a file that does not parse, or undefined to pass it over: one that
+   * changed just now, or any while chat.py holds the lock, may still be being written.
+   */
+  private heldOn(
+    state: ChannelState,
+    name: string,
+    fresh: boolean | undefined,
+  ): string | undefined {
+    if (fresh === undefined) return undefined; // unreadable, not unparsed: waiting never helps
+    if (fresh) return heldText(name, false);
+    return referenceLockHeld(state.dir, this.options.staleMs) ? heldText(name, true) : undefined;
+  }
+
+  /** Why a file that could not be read is passed over. */
+  private unreadable(state: ChannelState, name: string, err: unknown): string {
+    if (isAgentChatError(err, "TOO_LARGE")) return this.tooLarge(state, name);
+    const code = (err as NodeJS.ErrnoException).code;
+    const path = join(state.dir, name);
+    const why = isAgentChatError(err) ? err.message.replace(`${path} `, "") : (code ?? err);
+    return `${name}: ${why}, skipped`;
   }
 
   /** Why a file too large for this reader is passed over, and how it could be read. */
@@ -492,12 +512,8 @@ export class FsStore extends BackendStore<FolderFeed> {
           continue;
         }
         if (!read.problem) continue; // gone
-        if (read.fresh !== undefined) {
-          const locked = !read.fresh && referenceLockHeld(state.dir, this.options.staleMs);
-          if (read.fresh || locked) {
-            return { messages, scannedTo, warnings, stalled: true, held: heldText(name, locked) };
-          }
-        }
+        const held = this.heldOn(state, name, read.fresh);
+        if (held !== undefined) return { messages, scannedTo, warnings, stalled: true, held };
         this.warnOnce(read.problem, (w) => warnings.push(w), state.dir);
       }
       messages.push(...found);
