@@ -63,6 +63,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/find.js")).registerFindCommands,
   },
   {
+    commands: ["run"],
+    load: async () => (await import("./commands/agent-run.js")).registerAgentRunCommands,
+  },
+  {
     commands: ["mcp", "setup", "doctor", "hook"],
     load: async () => (await import("./commands/mcp.js")).registerMcpCommands,
   },
