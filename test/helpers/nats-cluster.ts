@@ -1,8 +1,42 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, requireNatsServer } from "./nats-server.js";
+import {
+  freePort,
+  NATS_SERVER,
+  natsServerVersion,
+  natsSkipReason,
+  requireNatsServer,
+} from "./nats-server.js";
 import { tempDir } from "./tmp.js";
+
+/**
+ * The cluster rows need nats-server 2.10 or newer: 2.9's raft can replace an acknowledged post
+ * after a frozen leader thaws (docs/nats.md), and NATS patches only its two newest minor lines.
+ */
+const CLUSTER_MIN: [number, number] = [2, 10];
+const version = natsServerVersion();
+const tooOld =
+  version !== undefined &&
+  (version[0] < CLUSTER_MIN[0] || (version[0] === CLUSTER_MIN[0] && version[1] < CLUSTER_MIN[1]));
+const tooOldWhy = `${NATS_SERVER} is nats-server ${version?.join(".")}, older than ${CLUSTER_MIN.join(".")} (set NATS_SERVER_BIN to a current one)`;
+
+/**
+ * Why the cluster tests cannot run here, or undefined when they can. In CI an old or missing
+ * server is a failure, not a skip: `NatsCluster.start` throws there.
+ */
+export const clusterSkipReason: string | undefined =
+  natsSkipReason ?? (tooOld && !process.env.CI ? `${tooOldWhy}; cluster tests skipped` : undefined);
+
+/** The skip's reason, for a test name: " (…)" or "". */
+export const clusterSkipNote = clusterSkipReason ? ` (${clusterSkipReason})` : "";
+
+/** The server binary for a cluster: there, and 2.10 or newer (or this throws). */
+export function requireClusterServer(): string {
+  const bin = requireNatsServer();
+  if (tooOld) throw new Error(`the cluster tests refuse to run: ${tooOldWhy}`);
+  return bin;
+}
 
 /** What a node's monitoring port says about the JetStream meta group (GET /jsz). */
 interface MetaCluster {
@@ -62,7 +96,7 @@ export class ClusterNode {
   /** Starts the server and resolves once it accepts clients ("Server is ready"). */
   async start(): Promise<void> {
     if (this.running) return;
-    const child = spawn(requireNatsServer(), ["-c", join(this.dir, "server.conf")], {
+    const child = spawn(requireClusterServer(), ["-c", join(this.dir, "server.conf")], {
       stdio: ["ignore", "ignore", "pipe"],
     });
     this.child = child;

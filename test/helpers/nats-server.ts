@@ -27,6 +27,14 @@ export const natsSkipReason: string | undefined =
     ? "nats-server is not installed (apt-get install nats-server); NATS tests skipped"
     : undefined;
 
+/** `nats-server --version` ("nats-server: v2.15.2") as [major, minor, patch], or undefined. */
+export function natsServerVersion(bin = NATS_SERVER): [number, number, number] | undefined {
+  if (bin === undefined) return undefined;
+  const out = spawnSync(bin, ["--version"], { encoding: "utf8" });
+  const m = /v(\d+)\.(\d+)\.(\d+)/.exec(`${out.stdout} ${out.stderr}`);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
+}
+
 export function requireNatsServer(): string {
   if (NATS_SERVER === undefined) {
     throw new Error("nats-server is not installed, and CI requires the NATS tests to run");

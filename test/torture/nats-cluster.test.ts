@@ -2,8 +2,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { isAgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
 import { bucketOf, NatsStore } from "../../src/store/nats/nats-store.js";
-import { type ClusterNode, NatsCluster } from "../helpers/nats-cluster.js";
-import { natsSkipReason } from "../helpers/nats-server.js";
+import {
+  type ClusterNode,
+  clusterSkipNote,
+  clusterSkipReason,
+  NatsCluster,
+} from "../helpers/nats-cluster.js";
 import { FULL } from "./sizes.js";
 // @ts-expect-error plain ESM helper shared with the worker processes
 import { bodyOf } from "./workers/common.mjs";
@@ -151,59 +155,62 @@ function leaderOf(c: NatsCluster, namespace: string, not?: ClusterNode): Promise
   return c.streamLeader(`AGENTCHAT_${namespace}`, not);
 }
 
-describe.skipIf(natsSkipReason !== undefined)("nats cluster: failover under load", () => {
-  it("SIGKILL the stream leader while 4 posters and 4 waiters run, then restart it", async () => {
-    cluster = await NatsCluster.start();
-    const namespace = `kill${process.pid}`;
-    const url = cluster.url(namespace);
-    const load = await startLoad(url);
-    await pause(PHASE_MS);
-    const leader = await leaderOf(cluster, namespace);
-    await leader.kill();
-    const t0 = performance.now();
-    const next = await leaderOf(cluster, namespace, leader);
-    const electedMs = performance.now() - t0;
-    await pause(PHASE_MS);
-    await leader.start();
-    await cluster.waitReady();
-    await pause(PHASE_MS);
-    await load.stop();
-    const summary = await check(url, load);
-    console.log(
-      `nats cluster, stream leader ${leader.name} SIGKILLed (${next.name} led after ${electedMs.toFixed(0)} ms) and restarted: ${summary}`,
-    );
-  });
-
-  // KNOWN FAILURE, issue 21 (open), in nats-server 2.9.10 (Debian's), not in agent-chat: about
-  // one run in three, an acknowledged post is replaced after the frozen leader thaws. Traced
-  // (2026-12-01): poster A's publish of seq N waits in the frozen leader's socket; poster B's
-  // seq N is acknowledged by the new leader at stream seq N; after the thaw the stream holds A's
-  // message at N (A was never acknowledged) and B's is gone from N. Waiters then see a message
-  // that later reads do not. It runs with `--full` (and counts as skipped in CI) until a server
-  // with the raft fixes of 2.10 can be tested here.
-  it.skipIf(!FULL)(
-    "SIGSTOP one node (the stream leader, cut off as by a partition), then let it back",
-    async () => {
+describe.skipIf(clusterSkipReason !== undefined)(
+  `nats cluster: failover under load${clusterSkipNote}`,
+  () => {
+    it("SIGKILL the stream leader while 4 posters and 4 waiters run, then restart it", async () => {
       cluster = await NatsCluster.start();
-      const namespace = `stop${process.pid}`;
+      const namespace = `kill${process.pid}`;
       const url = cluster.url(namespace);
       const load = await startLoad(url);
       await pause(PHASE_MS);
-      const frozen = await leaderOf(cluster, namespace);
-      frozen.pause();
+      const leader = await leaderOf(cluster, namespace);
+      await leader.kill();
       const t0 = performance.now();
-      const next = await leaderOf(cluster, namespace, frozen);
+      const next = await leaderOf(cluster, namespace, leader);
       const electedMs = performance.now() - t0;
       await pause(PHASE_MS);
-      frozen.resume();
+      await leader.start();
       await cluster.waitReady();
-      await cluster.waitLed([`AGENTCHAT_${namespace}`, `KV_${bucketOf(namespace)}`]);
       await pause(PHASE_MS);
       await load.stop();
       const summary = await check(url, load);
       console.log(
-        `nats cluster, stream leader ${frozen.name} SIGSTOPped (${next.name} led after ${electedMs.toFixed(0)} ms) and thawed: ${summary}`,
+        `nats cluster, stream leader ${leader.name} SIGKILLed (${next.name} led after ${electedMs.toFixed(0)} ms) and restarted: ${summary}`,
       );
-    },
-  );
-});
+    });
+
+    // KNOWN FAILURE, issue 21 (open), in nats-server 2.9.10 (Debian's), not in agent-chat: about
+    // one run in three, an acknowledged post is replaced after the frozen leader thaws. Traced
+    // (2026-12-01): poster A's publish of seq N waits in the frozen leader's socket; poster B's
+    // seq N is acknowledged by the new leader at stream seq N; after the thaw the stream holds A's
+    // message at N (A was never acknowledged) and B's is gone from N. Waiters then see a message
+    // that later reads do not. It runs with `--full` (and counts as skipped in CI) until a server
+    // with the raft fixes of 2.10 can be tested here.
+    it.skipIf(!FULL)(
+      "SIGSTOP one node (the stream leader, cut off as by a partition), then let it back",
+      async () => {
+        cluster = await NatsCluster.start();
+        const namespace = `stop${process.pid}`;
+        const url = cluster.url(namespace);
+        const load = await startLoad(url);
+        await pause(PHASE_MS);
+        const frozen = await leaderOf(cluster, namespace);
+        frozen.pause();
+        const t0 = performance.now();
+        const next = await leaderOf(cluster, namespace, frozen);
+        const electedMs = performance.now() - t0;
+        await pause(PHASE_MS);
+        frozen.resume();
+        await cluster.waitReady();
+        await cluster.waitLed([`AGENTCHAT_${namespace}`, `KV_${bucketOf(namespace)}`]);
+        await pause(PHASE_MS);
+        await load.stop();
+        const summary = await check(url, load);
+        console.log(
+          `nats cluster, stream leader ${frozen.name} SIGSTOPped (${next.name} led after ${electedMs.toFixed(0)} ms) and thawed: ${summary}`,
+        );
+      },
+    );
+  },
+);
