@@ -45,6 +45,8 @@ export function requireNatsServer(): string {
 export interface NatsServerOptions {
   user?: string;
   pass?: string;
+  /** false: a plain NATS server, JetStream off (default on). */
+  jetstream?: boolean;
 }
 
 /** A real nats-server with JetStream on a random free port and its own store directory. */
@@ -68,7 +70,8 @@ export class NatsServer {
   }
 
   private async launch(): Promise<void> {
-    const args = ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.store.dir];
+    const args = ["-a", "127.0.0.1", "-p", String(this.port), "-sd", this.store.dir];
+    if (this.options.jetstream !== false) args.push("-js");
     if (this.options.user) args.push("--user", this.options.user);
     if (this.options.pass) args.push("--pass", this.options.pass);
     const child = spawn(requireNatsServer(), args, { stdio: ["ignore", "ignore", "pipe"] });

@@ -1,5 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { JetStreamClient, JetStreamManager, StoredMsg, StreamInfo } from "@nats-io/jetstream";
+import type {
+  JetStreamClient,
+  JetStreamManager,
+  MsgRequest,
+  StoredMsg,
+  StreamInfo,
+} from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
@@ -31,6 +37,15 @@ import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { CasWriter } from "./kv-cas.js";
 import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
+import {
+  ATTEMPT_MS,
+  delay,
+  isElecting,
+  isTimedOut,
+  type Patience,
+  patiently,
+  RETRY_PAUSE_MS,
+} from "./patience.js";
 import {
   checkReplicas,
   clusterSize,
@@ -66,6 +81,15 @@ interface LastOf {
 interface Basis {
   last: LastOf | undefined;
   expect: { lastSubjectSequence: number } | { lastSequence: number };
+}
+
+/** One attempt of a post: its basis, seq and text; `sent` once a copy went to the server. */
+interface Pending {
+  basis: Basis;
+  seq: number;
+  file: string;
+  text: string;
+  sent: boolean;
 }
 
 /** A channel's contents in SPEC-folder form, for export and import. */
@@ -107,6 +131,8 @@ export class NatsStore extends BackendStore {
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
+  /** A move off a server that stopped answering, while one is under way. */
+  private leaving: Promise<void> | undefined;
 
   private constructor(
     private readonly target: NatsTarget,
@@ -115,8 +141,10 @@ export class NatsStore extends BackendStore {
     readonly feedJs: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly kv: KV,
+    /** The same bucket for reads, each asked again soon when unanswered (see `ask`). */
+    private readonly readKv: KV,
     private readonly headerFactory: () => MsgHdrs,
-    options: NatsStoreOptions,
+    private readonly options: NatsStoreOptions,
   ) {
     super(options.maxBodyBytes, options.now, options);
     this.location = target.location;
@@ -137,25 +165,33 @@ export class NatsStore extends BackendStore {
   /** Connects and makes sure the namespace's stream and bucket exist (creating both when new). */
   static async open(root: string, options: NatsStoreOptions = {}): Promise<NatsStore> {
     const target = parseNatsUrl(root);
+    const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
+    // Opening outlasts a leader election (a node frozen or dead), as a post's retries do.
+    const deadline = Date.now() + 2 * timeout;
     const nc = await connectNats(target, options);
     try {
       const { jetstream, jetstreamManager } = await import("@nats-io/jetstream");
       const { headers } = await import("@nats-io/transport-node");
-      const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
-      let jsm: JetStreamManager;
-      try {
-        jsm = await jetstreamManager(nc, { timeout });
-      } catch (err) {
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          `JetStream is not enabled on ${target.server} (start nats-server with -js)`,
-          { cause: err },
-        );
-      }
-      const js = jetstream(nc, { timeout });
-      const kv = await openNamespace(nc, js, jsm, target, options);
-      const feedJs = jetstream(nc, { timeout: Math.min(timeout, FEED_REQUEST_MS) });
-      const store = new NatsStore(target, nc, js, feedJs, jsm, kv, () => headers(), options);
+      const { Kvm } = await import("@nats-io/kv");
+      const attempt = Math.min(timeout, ATTEMPT_MS);
+      // No account-info request first: only the meta leader answers it, and it may be the node
+      // that is down. A server without JetStream shows at the first stream request instead.
+      const jsm = await jetstreamManager(nc, { timeout: attempt, checkAPI: false });
+      const js = jetstream(nc, { timeout, checkAPI: false });
+      const quickJs = jetstream(nc, { timeout: attempt, checkAPI: false });
+      const kv = await openNamespace({ nc, js, jsm, target, options, deadline });
+      const readKv = await new Kvm(quickJs).open(bucketOf(target.namespace));
+      const store = new NatsStore(
+        target,
+        nc,
+        js,
+        quickJs,
+        jsm,
+        kv,
+        readKv,
+        () => headers(),
+        options,
+      );
       store.watchForDeletion();
       return store;
     } catch (err) {
@@ -202,7 +238,10 @@ export class NatsStore extends BackendStore {
    */
   readonly publishedKeys: PublishedKeyDirectory = {
     get: async (name) => {
-      const entry = await this.guard(() => this.kv.get(publishedKeyKey(name)), "cannot read keys");
+      const entry = await this.ask(
+        () => this.readKv.get(publishedKeyKey(name)),
+        "cannot read keys",
+      );
       if (entry?.operation !== "PUT") return undefined;
       return { text: entry.string(), revision: entry.revision };
     },
@@ -247,7 +286,7 @@ export class NatsStore extends BackendStore {
   }
 
   protected async channelNames(): Promise<string[]> {
-    const keys = await this.guard(async () => {
+    const keys = await this.ask(async () => {
       const out: string[] = [];
       for await (const key of await this.kv.keys("meta.*")) out.push(key);
       return out;
@@ -260,7 +299,7 @@ export class NatsStore extends BackendStore {
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
-    const entry = await this.guard(() => this.kv.get(metaKey(channel)), `cannot read ${channel}`);
+    const entry = await this.ask(() => this.readKv.get(metaKey(channel)), `cannot read ${channel}`);
     if (entry?.operation !== "PUT") {
       throw new AgentChatError(
         "CHANNEL_NOT_FOUND",
@@ -275,42 +314,83 @@ export class NatsStore extends BackendStore {
    * last (see `basis`), and on a lost race learns the new last message and tries the next seq.
    * Every attempt carries one msgID: when the server goes away mid-publish (a node or the stream
    * leader died) the same attempt is sent again, and should the first copy have landed after
-   * all, JetStream answers the retry as a duplicate of it instead of storing the post twice.
+   * all, JetStream answers the retry as a duplicate of it instead of storing the post twice
+   * (or, on a single nats-server 2.10 and later, which checks the expected sequence first,
+   * refuses it as a lost race: the copy is then looked for where it would be, see `landed`).
    */
   protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
-    const subject = this.subject(channel);
     const msgID = randomUUID();
     const giveUpAt = Date.now() + 2 * this.timeoutMs;
-    let pending: { basis: Basis; seq: number; file: string; text: string } | undefined;
+    let pending: Pending | undefined;
     for (let attempt = 0; ; attempt++) {
       try {
-        if (!pending) {
-          const basis = await this.basis(channel);
-          const seq = (basis.last?.seq ?? 0) + 1;
-          const text = renderMessage(draft, seq, formatTimestamp());
-          this.checkPayload(text);
-          pending = { basis, seq, file: messageFileName(seq, draft.from, draft.title), text };
-        }
-        const { basis, seq, file, text } = pending;
-        const ack = await this.guard(
-          () =>
-            this.js.publish(subject, text, {
-              msgID,
-              headers: this.headers(seq, file),
-              expect: basis.expect,
-            }),
-          `cannot post to ${channel}`,
-        );
-        if (ack.duplicate) await this.confirmDuplicate(ack.seq, msgID, channel);
-        this.lastKnown.set(channel, { streamSeq: ack.seq, seq });
-        this.streamLast = ack.seq;
+        pending ??= await this.nextAttempt(draft);
+        const streamSeq = await this.publishOnce(channel, pending, msgID);
+        const { seq, file } = pending;
+        this.lastKnown.set(channel, { streamSeq, seq });
+        this.streamLast = streamSeq;
+        this.options.onPosted?.({ channel, seq, tries: attempt + 1 });
         return { seq, channel, file };
       } catch (err) {
+        if (pending?.sent && isWrongLastSequence(err)) {
+          const streamSeq = await this.landed(channel, pending, msgID);
+          if (streamSeq !== undefined) {
+            this.lastKnown.set(channel, { streamSeq, seq: pending.seq });
+            this.streamLast = streamSeq;
+            this.options.onPosted?.({ channel, seq: pending.seq, tries: attempt + 1 });
+            return { seq: pending.seq, channel, file: pending.file };
+          }
+        }
         // Someone else took this seq: learn the new last message and try the next one.
         if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) pending = undefined;
       }
     }
+  }
+
+  /** The post as seq = last + 1 on the channel's last message as read now. */
+  private async nextAttempt(draft: PostDraft): Promise<Pending> {
+    const basis = await this.basis(draft.channel);
+    const seq = (basis.last?.seq ?? 0) + 1;
+    const text = renderMessage(draft, seq, formatTimestamp());
+    this.checkPayload(text);
+    return { basis, seq, file: messageFileName(seq, draft.from, draft.title), text, sent: false };
+  }
+
+  /** One publish of the attempt; its stream seq once stored (a duplicate only once read back). */
+  private async publishOnce(channel: string, pending: Pending, msgID: string): Promise<number> {
+    const { basis, seq, file, text } = pending;
+    const publishing = this.js.publish(this.subject(channel), text, {
+      msgID,
+      headers: this.headers(seq, file),
+      expect: basis.expect,
+      // Sent again under the same msgID when unanswered: a new leader soon takes it.
+      timeout: Math.min(this.timeoutMs, ATTEMPT_MS),
+    });
+    // From here the copy may be stored even if no answer comes.
+    pending.sent = true;
+    const ack = await this.guard(() => publishing, `cannot post to ${channel}`);
+    if (ack.duplicate) await this.confirmDuplicate(ack.seq, msgID, channel);
+    return ack.seq;
+  }
+
+  /**
+   * A resent copy was refused as a lost race: the stream seq of the first copy if it is stored
+   * after all, found where it must be (the channel's first message after the attempt's basis,
+   * carrying the attempt's msgID, which JetStream stores once), else undefined.
+   */
+  private async landed(channel: string, pending: Pending, msgID: string) {
+    const after = pending.basis.last?.streamSeq ?? 0;
+    const next = await this.ask(
+      () =>
+        // The server takes `next_by_subj` here too; the client's type names it for direct gets.
+        this.jsm.streams.getMessage(this.streamName, {
+          next_by_subj: this.subject(channel),
+          seq: after + 1,
+        } as unknown as MsgRequest),
+      `cannot read ${channel}`,
+    ).catch(() => null);
+    return next?.header?.get("Nats-Msg-Id") === msgID ? next.seq : undefined;
   }
 
   /**
@@ -325,7 +405,8 @@ export class NatsStore extends BackendStore {
     giveUpAt: number,
   ): Promise<boolean> {
     if (this.isTransient(err) && Date.now() < giveUpAt) {
-      await delay(AWAY_RETRY_MS);
+      if (isTimedOut(err)) await this.leaveIfStuck();
+      await delay(RETRY_PAUSE_MS);
       return false;
     }
     if (!isWrongLastSequence(err)) throw err;
@@ -351,7 +432,7 @@ export class NatsStore extends BackendStore {
     if (cached && cached.streamSeq === this.streamLast) {
       return { last: cached, expect: { lastSequence: cached.streamSeq } };
     }
-    const info = await this.guard(
+    const info = await this.ask(
       () => this.jsm.streams.info(this.streamName),
       `cannot read ${channel}`,
     );
@@ -367,7 +448,7 @@ export class NatsStore extends BackendStore {
   private async confirmDuplicate(streamSeq: number, msgID: string, channel: string) {
     const stored =
       streamSeq > 0
-        ? await this.guard(
+        ? await this.ask(
             () => this.jsm.streams.getMessage(this.streamName, { seq: streamSeq }),
             `cannot read ${channel}`,
           ).catch(() => undefined)
@@ -413,7 +494,7 @@ export class NatsStore extends BackendStore {
   }
 
   private lastStored(channel: string): Promise<StoredMsg | null> {
-    return this.guard(
+    return this.ask(
       () => this.jsm.streams.getMessage(this.streamName, { last_by_subj: this.subject(channel) }),
       `cannot read ${channel}`,
     );
@@ -455,10 +536,10 @@ export class NatsStore extends BackendStore {
     return pruneNats(
       {
         entries: (filter) =>
-          this.guard(async () => {
+          this.ask(async () => {
             const out: AgedEntry[] = [];
             for (const key of await this.keysOf(filter)) {
-              const entry = await this.kv.get(key);
+              const entry = await this.readKv.get(key);
               if (entry?.operation !== "PUT") continue;
               out.push({ key, written: entry.created, revision: entry.revision });
             }
@@ -513,7 +594,7 @@ export class NatsStore extends BackendStore {
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const key = cursorKey(channel, agent);
-    const entry = await this.guard(() => this.kv.get(key), `cannot read the cursor of ${agent}`);
+    const entry = await this.ask(() => this.readKv.get(key), `cannot read the cursor of ${agent}`);
     const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
     this.noteCursor(key, { revision: entry?.revision ?? 0, seq });
     return seq;
@@ -534,7 +615,7 @@ export class NatsStore extends BackendStore {
       let known = this.cursors.get(key);
       if (known === undefined || attempt > 0) {
         if (attempt > 1) await delay(attempt * 10);
-        const entry = await this.guard(() => this.kv.get(key), what);
+        const entry = await this.ask(() => this.readKv.get(key), what);
         const at = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
         known = { revision: entry?.revision ?? 0, seq: at };
       }
@@ -587,10 +668,10 @@ export class NatsStore extends BackendStore {
 
   protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
     const prefix = notePrefix(scope, kind);
-    return this.guard(async () => {
+    return this.ask(async () => {
       const out: Note[] = [];
       for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.kv.get(key);
+        const entry = await this.readKv.get(key);
         if (entry?.operation !== "PUT") continue;
         out.push({ name: key.slice(prefix.length), text: entry.string(), version: entry.revision });
       }
@@ -599,8 +680,8 @@ export class NatsStore extends BackendStore {
   }
 
   protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
-    const entry = await this.guard(
-      () => this.kv.get(`${notePrefix(scope, kind)}${name}`),
+    const entry = await this.ask(
+      () => this.readKv.get(`${notePrefix(scope, kind)}${name}`),
       `cannot read the ${kind} record of ${name}`,
     );
     if (entry?.operation !== "PUT") {
@@ -642,10 +723,10 @@ export class NatsStore extends BackendStore {
 
   protected async taskRecords(channel: string): Promise<TaskRecord[]> {
     const prefix = `task.${token(channel)}.`;
-    return this.guard(async () => {
+    return this.ask(async () => {
       const out: TaskRecord[] = [];
       for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.kv.get(key);
+        const entry = await this.readKv.get(key);
         if (entry?.operation !== "PUT") continue;
         const stored = storedTask(entry.string());
         // A value that is no task of ours (written by another client) is no task, as a marker
@@ -660,8 +741,8 @@ export class NatsStore extends BackendStore {
     channel: string,
     id: string,
   ): Promise<TaskRecord | undefined> {
-    const entry = await this.guard(
-      () => this.kv.get(taskKey(channel, id)),
+    const entry = await this.ask(
+      () => this.readKv.get(taskKey(channel, id)),
       `cannot read task ${id}`,
     );
     if (entry?.operation !== "PUT") return undefined;
@@ -694,8 +775,8 @@ export class NatsStore extends BackendStore {
 
   /** A channel's path leases: one KV value, created once and then updated by revision. */
   protected async readPathLeases(channel: string): Promise<PathLeaseRecord> {
-    const entry = await this.guard(
-      () => this.kv.get(pathLeasesKey(channel)),
+    const entry = await this.ask(
+      () => this.readKv.get(pathLeasesKey(channel)),
       `cannot read the path leases of ${channel}`,
     );
     if (entry?.operation !== "PUT") return { doc: parsePathLeases(undefined), version: 0 };
@@ -718,16 +799,16 @@ export class NatsStore extends BackendStore {
 
   /** Everything of one channel in SPEC-folder form (export). */
   async dump(channel: string): Promise<ChannelDump> {
-    const entry = await this.guard(() => this.kv.get(metaKey(channel)), `cannot read ${channel}`);
+    const entry = await this.ask(() => this.readKv.get(metaKey(channel)), `cannot read ${channel}`);
     if (entry?.operation !== "PUT") {
       throw new AgentChatError("CHANNEL_NOT_FOUND", `no channel ${channel} in ${this.location}`);
     }
     const feed = await this.feed(channel);
     const cursors: Record<string, number> = {};
     const prefix = `cursor.${token(channel)}.`;
-    await this.guard(async () => {
+    await this.ask(async () => {
       for await (const key of await this.kv.keys(`${prefix}*`)) {
-        const e = await this.kv.get(key);
+        const e = await this.readKv.get(key);
         const n = Number(e?.operation === "PUT" ? e.string() : Number.NaN);
         if (Number.isSafeInteger(n) && n > 0) cursors[key.slice(prefix.length)] = n;
       }
@@ -830,16 +911,38 @@ export class NatsStore extends BackendStore {
    * A cluster electing a leader answers "JetStream system temporarily unavailable" without
    * doing anything: the call is made again for up to the timeout.
    */
-  async guard<T>(fn: () => Promise<T>, what: string): Promise<T> {
-    const until = Date.now() + this.timeoutMs;
-    for (;;) {
-      try {
-        return await this.guardOnce(fn, what);
-      } catch (err) {
-        if (!isElecting(err) || Date.now() > until) throw err;
-        await delay(AWAY_RETRY_MS);
-      }
-    }
+  guard<T>(fn: () => Promise<T>, what: string, patience: Patience = { resend: false }): Promise<T> {
+    return patiently(() => this.guardOnce(fn, what), Date.now() + this.timeoutMs, patience);
+  }
+
+  /**
+   * A server call that may be sent twice (a read): as `guard`, and when unanswered it is sent
+   * again too, soon, for up to the timeout, after moving off a connected server that froze.
+   */
+  private ask<T>(fn: () => Promise<T>, what: string): Promise<T> {
+    return this.guard(fn, what, { resend: true, onTimeout: () => this.leaveIfStuck() });
+  }
+
+  /**
+   * After a request went unanswered on a cluster: when the connected server does not answer a
+   * ping either (frozen, cut off), the connection moves to another server now. Its socket stays
+   * open, so the client alone would notice only after its ping timer (20 s and more).
+   */
+  private leaveIfStuck(): Promise<void> {
+    if (!this.clustered || this.nc.isClosed()) return Promise.resolve();
+    this.leaving ??= (async () => {
+      const answered = await Promise.race([
+        this.nc.flush().then(
+          () => true,
+          () => false,
+        ),
+        delay(ATTEMPT_MS).then(() => false),
+      ]);
+      if (!answered && !this.nc.isClosed()) await this.nc.reconnect();
+    })().finally(() => {
+      this.leaving = undefined;
+    });
+    return this.leaving;
   }
 
   private async guardOnce<T>(fn: () => Promise<T>, what: string): Promise<T> {
@@ -874,11 +977,6 @@ export class NatsStore extends BackendStore {
   }
 }
 
-/** How long a feed waits for its consumer to be created before asking again. */
-const FEED_REQUEST_MS = 1_500;
-
-/** How soon a post is sent again after the server did not answer. */
-const AWAY_RETRY_MS = 250;
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
 /** Cursor revisions a store remembers (see `saveCursor`). */
@@ -889,33 +987,47 @@ const MAX_CURSOR_REVISIONS = 10_000;
  * cluster) when new, and returns the bucket. An existing namespace with fewer copies than the
  * cluster could give it is opened with a warning that says how to raise it.
  */
-async function openNamespace(
-  nc: NatsConnection,
-  js: JetStreamClient,
-  jsm: JetStreamManager,
-  target: NatsTarget,
-  options: NatsStoreOptions,
-): Promise<KV> {
+async function openNamespace({
+  nc,
+  js,
+  jsm,
+  target,
+  options,
+  deadline,
+}: {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  target: NatsTarget;
+  options: NatsStoreOptions;
+  /** Every request is sent again while unanswered (an election), up to then. */
+  deadline: number;
+}): Promise<KV> {
   const { Kvm } = await import("@nats-io/kv");
   const asked = target.replicas ?? options.replicas;
   const replicas = replicasFor(nc, asked, target.server);
   const stream = `AGENTCHAT_${target.namespace}`;
   const bucket = bucketOf(target.namespace);
-  const streamInfo = await infoOf(jsm, stream);
-  const bucketInfo = await infoOf(jsm, `KV_${bucket}`);
+  const streamInfo = await patiently(() => firstInfoOf(jsm, stream, target), deadline);
+  const bucketInfo = await patiently(() => infoOf(jsm, `KV_${bucket}`), deadline);
   const kvm = new Kvm(js);
-  // Creating is idempotent, so several first connections to a new namespace may race.
+  // Creating is idempotent, so several first connections to a new namespace may race (and a
+  // create that went unanswered may be sent again).
   const kv = bucketInfo
     ? await kvm.open(bucket)
     : await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
         // Reads from the stream leader, not a replica's direct get that may lag: a cursor
         // saved on a cluster is read back as saved.
-        kvm.create(bucket, {
-          history: 1,
-          description: "agent-chat channels",
-          replicas: r,
-          allow_direct: false,
-        }),
+        patiently(
+          () =>
+            kvm.create(bucket, {
+              history: 1,
+              description: "agent-chat channels",
+              replicas: r,
+              allow_direct: false,
+            }),
+          deadline,
+        ),
       );
   // A store only exists after both were made: channels without a stream, or messages
   // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
@@ -930,12 +1042,16 @@ async function openNamespace(
   }
   if (!streamInfo) {
     await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
-      jsm.streams.add({
-        name: stream,
-        subjects: [`agentchat.${target.namespace}.msg.>`],
-        description: `agent-chat namespace ${target.namespace}`,
-        num_replicas: r,
-      }),
+      patiently(
+        () =>
+          jsm.streams.add({
+            name: stream,
+            subjects: [`agentchat.${target.namespace}.msg.>`],
+            description: `agent-chat namespace ${target.namespace}`,
+            num_replicas: r,
+          }),
+        deadline,
+      ),
     );
   }
   if (streamInfo && bucketInfo) {
@@ -943,6 +1059,25 @@ async function openNamespace(
     if (warning) options.onWarning?.(warning);
   }
   return kv;
+}
+
+/** As `infoOf`, for the first request of a connection: no JetStream there is said plainly. */
+async function firstInfoOf(
+  jsm: JetStreamManager,
+  name: string,
+  target: NatsTarget,
+): Promise<StreamInfo | undefined> {
+  try {
+    return await infoOf(jsm, name);
+  } catch (err) {
+    const e = err as Error;
+    if (e?.name !== "JetStreamNotEnabled" && !/no responders/i.test(e?.message ?? "")) throw err;
+    throw new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      `JetStream is not enabled on ${target.server} (start nats-server with -js)`,
+      { cause: err },
+    );
+  }
 }
 
 /** A stream's info, or undefined when there is no such stream. */
@@ -963,12 +1098,6 @@ function toBackendError(err: unknown, what: string): AgentChatError {
   else if (name === "ClosedConnectionError") why = "the connection to the NATS server is closed";
   else if (/permission/i.test(why)) why = `permission denied (${why})`;
   return new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${why}`, { cause: err });
-}
-
-/** JetStream's answer while a cluster has no leader for the asset (code 10008). */
-function isElecting(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: unknown; message?: string } })?.cause;
-  return cause?.code === 10008 || /temporarily unavailable/i.test(cause?.message ?? "");
 }
 
 export function isWrongLastSequence(err: unknown): boolean {
@@ -1063,8 +1192,4 @@ function taskRecord(id: string, stored: StoredTask, revision: number): TaskRecor
     if (problem !== undefined) record.problem = problem;
   }
   return record;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
