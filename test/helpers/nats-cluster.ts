@@ -8,6 +8,7 @@ import {
   natsSkipReason,
   requireNatsServer,
 } from "./nats-server.js";
+import { RouteProxies } from "./route-proxy.js";
 import { tempDir } from "./tmp.js";
 
 /**
@@ -53,6 +54,10 @@ export class ClusterNode {
   exited: string | undefined;
   port = 0;
   routePort = 0;
+  /** The route address the others reach this node at: its own port, or a proxy in front. */
+  advertisedRoutePort = 0;
+  /** Told the server ID of each start (the route proxies follow a node by it). */
+  onStarted: (id: string) => void = () => {};
   httpPort = 0;
 
   constructor(
@@ -73,6 +78,7 @@ export class ClusterNode {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** `routes`: every node's advertised route port (this one's too: the server skips itself). */
   writeConfig(clusterName: string, routes: number[]): string {
     const file = join(this.dir, "server.conf");
     writeFileSync(
@@ -85,6 +91,7 @@ export class ClusterNode {
         "cluster {",
         `  name: ${clusterName}`,
         `  listen: 127.0.0.1:${this.routePort}`,
+        `  advertise: 127.0.0.1:${this.advertisedRoutePort}`,
         `  routes: [${routes.map((p) => `nats-route://127.0.0.1:${p}`).join(", ")}]`,
         "}",
         "",
@@ -120,6 +127,7 @@ export class ClusterNode {
         if (this.log.includes("Server is ready")) {
           clearTimeout(timer);
           child.off("exit", onExit);
+          this.onStarted(/\bID:\s+(N[A-Z0-9]+)/.exec(this.log)?.[1] ?? "");
           resolve();
         }
       });
@@ -202,6 +210,9 @@ export class NatsCluster {
     return this.store.dir;
   }
 
+  /** Present when started `partitionable`: every route goes through it. */
+  private proxies: RouteProxies | undefined;
+
   private constructor(size: number) {
     this.nodes = Array.from(
       { length: size },
@@ -210,15 +221,21 @@ export class NatsCluster {
   }
 
   /** Starts every node and resolves once the cluster is ready (see `waitReady`). */
-  static async start(size = 3): Promise<NatsCluster> {
+  static async start(size = 3, { partitionable = false } = {}): Promise<NatsCluster> {
     const cluster = new NatsCluster(size);
     try {
+      const proxies = partitionable ? new RouteProxies() : undefined;
+      cluster.proxies = proxies;
       for (const node of cluster.nodes) {
         node.port = await freePort();
         node.routePort = await freePort();
         node.httpPort = await freePort();
+        node.advertisedRoutePort = proxies
+          ? await proxies.front(node.name, node.routePort)
+          : node.routePort;
+        if (proxies) node.onStarted = (id) => proxies.identify(node.name, id);
       }
-      const routes = cluster.nodes.map((n) => n.routePort);
+      const routes = cluster.nodes.map((n) => n.advertisedRoutePort);
       for (const node of cluster.nodes) {
         mkdirSync(node.dir, { recursive: true });
         node.writeConfig("agentchat-test", routes);
@@ -300,8 +317,22 @@ export class NatsCluster {
   }
 
   /** Kills every node (thawing frozen ones first) and removes every store directory. */
+  /**
+   * Cuts `node` off from the other nodes (a partition): their routes close and are refused
+   * until `heal`. Its clients stay connected to it. Needs a cluster started `partitionable`.
+   */
+  isolate(node: ClusterNode): void {
+    if (!this.proxies) throw new Error("start the cluster with { partitionable: true }");
+    this.proxies.isolate(node.name);
+  }
+
+  heal(): void {
+    this.proxies?.heal();
+  }
+
   async dispose(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.kill()));
+    await this.proxies?.close();
     this.store.cleanup();
   }
 }

@@ -85,11 +85,14 @@ interface Basis {
 
 /** One attempt of a post: its basis, seq and text; `sent` once a copy went to the server. */
 interface Pending {
+  channel: string;
   basis: Basis;
   seq: number;
   file: string;
   text: string;
   sent: boolean;
+  /** The stream seq of the turn marker this attempt expects (see `inTurn`). */
+  turn?: number;
 }
 
 /** A channel's contents in SPEC-folder form, for export and import. */
@@ -323,38 +326,72 @@ export class NatsStore extends BackendStore {
     const msgID = randomUUID();
     const giveUpAt = Date.now() + 2 * this.timeoutMs;
     let pending: Pending | undefined;
+    let lost = 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        pending ??= await this.nextAttempt(draft);
-        const streamSeq = await this.publishOnce(channel, pending, msgID);
-        const { seq, file } = pending;
-        this.lastKnown.set(channel, { streamSeq, seq });
-        this.streamLast = streamSeq;
-        this.options.onPosted?.({ channel, seq, tries: attempt + 1 });
-        return { seq, channel, file };
+        pending ??=
+          this.clustered && lost >= TURN_AFTER
+            ? await this.inTurn(draft)
+            : await this.onBasis(draft, await this.basis(channel));
+        return this.posted(pending, await this.publishOnce(channel, pending, msgID), attempt);
       } catch (err) {
-        if (pending?.sent && isWrongLastSequence(err)) {
-          const streamSeq = await this.landed(channel, pending, msgID);
-          if (streamSeq !== undefined) {
-            this.lastKnown.set(channel, { streamSeq, seq: pending.seq });
-            this.streamLast = streamSeq;
-            this.options.onPosted?.({ channel, seq: pending.seq, tries: attempt + 1 });
-            return { seq: pending.seq, channel, file: pending.file };
-          }
-        }
+        const landed = await this.landed(err, pending, msgID);
+        if (landed !== undefined) return this.posted(pending!, landed, attempt);
         // Someone else took this seq: learn the new last message and try the next one.
-        if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) pending = undefined;
+        if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) {
+          pending = undefined;
+          lost++;
+        }
       }
     }
   }
 
-  /** The post as seq = last + 1 on the channel's last message as read now. */
-  private async nextAttempt(draft: PostDraft): Promise<Pending> {
-    const basis = await this.basis(draft.channel);
+  /** Notes an acknowledged post (its copy is at `streamSeq`) and answers with it. */
+  private posted(pending: Pending, streamSeq: number, attempt: number): PostResult {
+    const { channel, seq, file, turn } = pending;
+    this.lastKnown.set(channel, { streamSeq, seq });
+    this.streamLast = streamSeq;
+    this.options.onPosted?.({ channel, seq, tries: attempt + 1 });
+    if (turn !== undefined && turn % PURGE_TURNS_EVERY === 0) {
+      // Markers are removed now and then, in the background (a leftover one is harmless).
+      this.jsm.streams
+        .purge(this.streamName, { filter: turnSubject(this.subject(channel)), seq: turn + 1 })
+        .catch(() => {});
+    }
+    return { seq, channel, file };
+  }
+
+  /**
+   * The post lost TURN_AFTER races in a row on a cluster: another poster keeps winning, as it
+   * posts again at once on what it knows while a loser must first read. So this post takes its
+   * turn: a marker on the channel's turn subject, which lands unchecked and moves the stream's
+   * last sequence, makes the others' next publishes fail their check and read again, while this
+   * post reads its channel once after the marker and publishes expecting the marker: it is one
+   * read ahead of them. (Readers never see markers: they read the channel's own subject.)
+   */
+  private async inTurn(draft: PostDraft): Promise<Pending> {
+    const { channel } = draft;
+    const marker = await this.guard(
+      () =>
+        this.js.publish(turnSubject(this.subject(channel)), "", {
+          timeout: Math.min(this.timeoutMs, ATTEMPT_MS),
+        }),
+      `cannot post to ${channel}`,
+    );
+    // The leader answered once the marker was applied: the channel's last is read after it.
+    const last = await this.lastOf(channel);
+    const pending = await this.onBasis(draft, { last, expect: { lastSequence: marker.seq } });
+    return { ...pending, turn: marker.seq };
+  }
+
+  /** The post as seq = last + 1 on `basis`. */
+  private async onBasis(draft: PostDraft, basis: Basis): Promise<Pending> {
+    const { channel } = draft;
     const seq = (basis.last?.seq ?? 0) + 1;
     const text = renderMessage(draft, seq, formatTimestamp());
     this.checkPayload(text);
-    return { basis, seq, file: messageFileName(seq, draft.from, draft.title), text, sent: false };
+    const file = messageFileName(seq, draft.from, draft.title);
+    return { channel, basis, seq, file, text, sent: false };
   }
 
   /** One publish of the attempt; its stream seq once stored (a duplicate only once read back). */
@@ -375,11 +412,13 @@ export class NatsStore extends BackendStore {
   }
 
   /**
-   * A resent copy was refused as a lost race: the stream seq of the first copy if it is stored
-   * after all, found where it must be (the channel's first message after the attempt's basis,
-   * carrying the attempt's msgID, which JetStream stores once), else undefined.
+   * When a copy already sent was refused as a lost race (a resend): the stream seq of the first
+   * copy if it is stored after all, found where it must be (the channel's first message after
+   * the attempt's basis, carrying the attempt's msgID, which JetStream stores once).
    */
-  private async landed(channel: string, pending: Pending, msgID: string) {
+  private async landed(err: unknown, pending: Pending | undefined, msgID: string) {
+    if (!pending?.sent || !isWrongLastSequence(err)) return undefined;
+    const { channel } = pending;
     const after = pending.basis.last?.streamSeq ?? 0;
     const next = await this.ask(
       () =>
@@ -977,6 +1016,10 @@ export class NatsStore extends BackendStore {
   }
 }
 
+/** Races a post loses on a cluster before it takes its turn (see `inTurn`). */
+const TURN_AFTER = 2;
+/** One turn marker in so many (by stream seq) removes the markers before it. */
+const PURGE_TURNS_EVERY = 32;
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
 /** Cursor revisions a store remembers (see `saveCursor`). */
@@ -1132,6 +1175,11 @@ async function hasAny(kv: KV, filter: string): Promise<boolean> {
 /** A subject token for a channel: channel names may hold `.`, subject tokens may not. */
 function publishedKeyKey(name: string): string {
   return `keys.${identity(name)}`;
+}
+
+/** Where a channel's turn markers go: in the namespace's stream, beside the channel's subject. */
+function turnSubject(subject: string): string {
+  return `${subject}.turn`;
 }
 
 function token(channel: string): string {
