@@ -122,12 +122,17 @@ export class ClusterNode {
         reject(new Error(`${this.name} exited: ${this.log}`));
       };
       child.once("exit", onExit);
+      let id: string | undefined;
+      let ready = false;
       child.stderr?.setEncoding("utf8").on("data", (d: string) => {
         this.log = (this.log + d).slice(-8000);
-        if (this.log.includes("Server is ready")) {
+        // Read at once: the log keeps only its tail, and the ID comes first.
+        id ??= /\bID:\s+(N[A-Z0-9]+)/.exec(this.log)?.[1];
+        if (!ready && this.log.includes("Server is ready")) {
+          ready = true;
           clearTimeout(timer);
           child.off("exit", onExit);
-          this.onStarted(/\bID:\s+(N[A-Z0-9]+)/.exec(this.log)?.[1] ?? "");
+          this.onStarted(id ?? "");
           resolve();
         }
       });
@@ -176,6 +181,14 @@ export class ClusterNode {
     } catch {
       return undefined;
     }
+  }
+
+  /** How many route connections this node has now (GET /routez). */
+  async routes(): Promise<number> {
+    const res = await fetch(`http://127.0.0.1:${this.httpPort}/routez`, {
+      signal: AbortSignal.timeout(1000),
+    });
+    return ((await res.json()) as { num_routes: number }).num_routes;
   }
 
   /** The leaders of the streams this node holds a replica of (GET /jsz?streams=true). */
@@ -328,6 +341,11 @@ export class NatsCluster {
 
   heal(): void {
     this.proxies?.heal();
+  }
+
+  /** Route connections the cuts have refused so far. */
+  get refusedRoutes(): number {
+    return this.proxies?.refused ?? 0;
   }
 
   async dispose(): Promise<void> {

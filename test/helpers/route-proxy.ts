@@ -23,6 +23,8 @@ export class RouteProxies {
   private readonly cut = new Set<string>();
   /** The server ID of each node name, as its latest start logged it. */
   private readonly ids = new Map<string, string>();
+  /** Route connections refused by a cut so far (a test waits on it, not on the clock). */
+  refused = 0;
 
   /** Starts the proxy in front of `name`, forwarding to its route port; returns its port. */
   async front(name: string, routePort: number): Promise<number> {
@@ -82,7 +84,11 @@ export class RouteProxies {
       socket.on("error", () => this.drop(link));
       socket.on("close", () => this.drop(link));
     }
-    if (this.severed(link)) return this.drop(link);
+    if (this.severed(link)) {
+      this.refused++;
+      this.drop(link);
+      return;
+    }
     upstream.pipe(inbound);
     let head = Buffer.alloc(0);
     const readConnect = (chunk: Buffer) => {
@@ -91,7 +97,11 @@ export class RouteProxies {
       if (!head.includes("\r\n") && head.length < 64 * 1024) return;
       inbound.off("data", readConnect);
       link.dialer = /"name":"([^"]+)"/.exec(line)?.[1] ?? "";
-      if (this.severed(link)) return this.drop(link);
+      if (this.severed(link)) {
+        this.refused++;
+        this.drop(link);
+        return;
+      }
       upstream.write(head);
       inbound.pipe(upstream);
     };

@@ -1,7 +1,12 @@
 import { existsSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
-import { describe, expect, it } from "vitest";
-import { clusterSkipNote, clusterSkipReason, NatsCluster } from "../helpers/nats-cluster.js";
+import { describe, expect, it, vi } from "vitest";
+import {
+  type ClusterNode,
+  clusterSkipNote,
+  clusterSkipReason,
+  NatsCluster,
+} from "../helpers/nats-cluster.js";
 
 describe.skipIf(clusterSkipReason !== undefined)(
   `test helper: a 3-node JetStream cluster${clusterSkipNote}`,
@@ -41,5 +46,38 @@ describe.skipIf(clusterSkipReason !== undefined)(
       expect(cluster.nodes.some((n) => n.running)).toBe(false);
       expect(existsSync(dir)).toBe(false);
     });
+
+    it("partitionable: every route goes through the proxies; a node cut off has no route and the others elect without it; healed, all three are peers again", async () => {
+      const cluster = await NatsCluster.start(3, { partitionable: true });
+      try {
+        const [n1, n2, n3] = cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
+        cluster.isolate(n1);
+        await vi.waitFor(
+          async () => {
+            expect(await n1.routes()).toBe(0);
+            // The other two still reach each other.
+            expect(await n2.routes()).toBeGreaterThan(0);
+            expect(await n3.routes()).toBeGreaterThan(0);
+            const meta = await n2.meta();
+            expect(meta?.leader).toMatch(/^n[23]$/);
+            expect(meta?.replicas?.find((r) => r.name === "n1")?.current).toBeFalsy();
+          },
+          { timeout: 30_000, interval: 200 },
+        );
+        // The cut follows the node across a restart (it starts with a new server ID).
+        await n1.kill();
+        const refused = cluster.refusedRoutes;
+        await n1.start();
+        await vi.waitFor(() => expect(cluster.refusedRoutes).toBeGreaterThan(refused + 1), {
+          timeout: 15_000,
+        });
+        expect(await n1.routes()).toBe(0);
+        cluster.heal();
+        await cluster.waitReady(30_000);
+        expect(await n1.routes()).toBeGreaterThan(0);
+      } finally {
+        await cluster.dispose();
+      }
+    }, 120_000);
   },
 );

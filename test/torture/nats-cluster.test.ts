@@ -145,7 +145,7 @@ async function check(url: string, load: Load): Promise<string> {
     expect(bySeq.get(seq)?.body, `acknowledged #${seq}`).toBe(text);
     if (text !== "end") expect(copies.get(text), `copies of acknowledged #${seq}`).toBe(1);
   }
-  for (const text of load.unacked) expect(copies.get(text) ?? 0).toBeLessThanOrEqual(1);
+  for (const [text, n] of copies) expect(n, `copies of ${text}`).toBe(1);
   for (let w = 0; w < WAITERS; w++) {
     const meant = messages.filter((m) => m.to === `w${w}`).map((m) => m.seq);
     expect(load.woken[w], `what w${w} was woken with`).toEqual(meant);
@@ -166,7 +166,7 @@ function leaderOf(c: NatsCluster, namespace: string, not?: ClusterNode): Promise
 }
 
 /** One fault of one node, and how it ends (the node back in the cluster). */
-type Fault = (c: NatsCluster, node: ClusterNode) => Promise<() => Promise<void>>;
+type Fault = (c: NatsCluster, node: ClusterNode, namespace: string) => Promise<() => Promise<void>>;
 
 const kill: Fault = async (_c, node) => {
   await node.kill();
@@ -179,12 +179,44 @@ const freeze: Fault = async (_c, node) => {
 };
 
 /**
+ * The node is cut off from the other two (its routes closed and refused; its clients stay
+ * connected to it). Once the two have a leader, a new store reached through the minority node
+ * alone must be refused, and one reached through the majority must post.
+ */
+const partition: Fault = async (c, node, namespace) => {
+  c.isolate(node);
+  await leaderOf(c, namespace, node);
+  const majority = c.nodes.filter((n) => n !== node);
+  const minority = await NatsStore.open(c.url(namespace, [node]), { timeoutMs: 1000 })
+    .then(async (store) => {
+      try {
+        return await store.post("load", {
+          from: "minority",
+          to: "nobody",
+          body: `cut off ${node.name}`,
+        });
+      } finally {
+        await store.close();
+      }
+    })
+    .then(
+      (posted) => `acknowledged #${posted.seq}`,
+      (err: unknown) => (isAgentChatError(err, "BACKEND_UNAVAILABLE") ? "refused" : String(err)),
+    );
+  expect(minority, `a post through ${node.name} alone`).toBe("refused");
+  const store = await NatsStore.open(c.url(namespace, majority));
+  await store.post("load", { from: "majority", to: "nobody", body: `still here ${node.name}` });
+  await store.close();
+  return async () => c.heal();
+};
+
+/**
  * The load runs while each node in turn suffers `fault` for PHASE_MS and comes back; then every
  * acknowledged post must be there once and every waiter woken once per message. Returns what
  * happened, for the log.
  */
 async function eachNodeInTurn(fault: Fault, namespace: string): Promise<string> {
-  const c = await NatsCluster.start();
+  const c = await NatsCluster.start(3, { partitionable: fault === partition });
   cluster = c;
   const url = c.url(namespace);
   const load = await startLoad(url);
@@ -192,7 +224,7 @@ async function eachNodeInTurn(fault: Fault, namespace: string): Promise<string> 
   await pause(PHASE_MS);
   for (const node of c.nodes) {
     const led = (await leaderOf(c, namespace)) === node;
-    const heal = await fault(c, node);
+    const heal = await fault(c, node, namespace);
     const t0 = performance.now();
     const next = await leaderOf(c, namespace, node);
     leaders.push(
@@ -219,6 +251,11 @@ describe.skipIf(clusterSkipReason !== undefined)(
     it("SIGSTOP each node in turn (frozen with its sockets open), then let it back", async () => {
       const summary = await eachNodeInTurn(freeze, `stop${process.pid}`);
       console.log(`nats cluster, each node SIGSTOPped and thawed in turn: ${summary}`);
+    });
+
+    it("cut each node in turn off from the other two (a partition): the majority posts, the minority refuses; healed, nothing acknowledged is lost", async () => {
+      const summary = await eachNodeInTurn(partition, `cut${process.pid}`);
+      console.log(`nats cluster, each node cut off and healed in turn: ${summary}`);
     });
   },
 );
