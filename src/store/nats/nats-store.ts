@@ -95,6 +95,22 @@ interface Pending {
   turn?: number;
 }
 
+/** A post as stored: its stream seq, and the seq and file name its headers carry. */
+interface Copy {
+  streamSeq: number;
+  seq: number;
+  file: string;
+}
+
+/** The copy a stored message of ours is (our own headers, written by this very post). */
+function copyOf(stored: StoredMsg): Copy {
+  return {
+    streamSeq: stored.seq,
+    seq: Number(stored.header?.get(SEQ_HEADER)),
+    file: stored.header?.get(FILE_HEADER) ?? "",
+  };
+}
+
 /** A channel's contents in SPEC-folder form, for export and import. */
 export interface ChannelDump {
   name: string;
@@ -315,11 +331,13 @@ export class NatsStore extends BackendStore {
   /**
    * Publishes the post as seq = last + 1, with a check that the channel's last message is still
    * last (see `basis`), and on a lost race learns the new last message and tries the next seq.
-   * Every attempt carries one msgID: when the server goes away mid-publish (a node or the stream
-   * leader died) the same attempt is sent again, and should the first copy have landed after
-   * all, JetStream answers the retry as a duplicate of it instead of storing the post twice
-   * (or, on a single nats-server 2.10 and later, which checks the expected sequence first,
-   * refuses it as a lost race: the copy is then looked for where it would be, see `landed`).
+   * Every attempt carries the post's one msgID: when the server goes away mid-publish (a node
+   * or the stream leader died) the same attempt is sent again, and should an earlier copy have
+   * landed after all, JetStream answers as a duplicate of it instead of storing the post twice,
+   * and the post is that copy, under the seq it carries (a later attempt may have built another
+   * seq meanwhile). A single nats-server 2.10 and later checks the expected sequence before its
+   * duplicate window and refuses a resent copy as a lost race: the copy is then looked for where
+   * it would be (see `landed`).
    */
   protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
@@ -336,7 +354,7 @@ export class NatsStore extends BackendStore {
         return this.posted(pending, await this.publishOnce(channel, pending, msgID), attempt);
       } catch (err) {
         const landed = await this.landed(err, pending, msgID);
-        if (landed !== undefined) return this.posted(pending!, landed, attempt);
+        if (landed) return this.posted(pending!, landed, attempt);
         // Someone else took this seq: learn the new last message and try the next one.
         if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) {
           pending = undefined;
@@ -346,9 +364,12 @@ export class NatsStore extends BackendStore {
     }
   }
 
-  /** Notes an acknowledged post (its copy is at `streamSeq`) and answers with it. */
-  private posted(pending: Pending, streamSeq: number, attempt: number): PostResult {
-    const { channel, seq, file, turn } = pending;
+  /**
+   * Notes an acknowledged post and answers with its stored copy, which may be an earlier
+   * attempt's (another seq) that landed after all: all attempts of a post share one msgID.
+   */
+  private posted(pending: Pending, { streamSeq, seq, file }: Copy, attempt: number): PostResult {
+    const { channel, turn } = pending;
     this.lastKnown.set(channel, { streamSeq, seq });
     this.streamLast = streamSeq;
     this.options.onPosted?.({ channel, seq, tries: attempt + 1 });
@@ -394,8 +415,8 @@ export class NatsStore extends BackendStore {
     return { channel, basis, seq, file, text, sent: false };
   }
 
-  /** One publish of the attempt; its stream seq once stored (a duplicate only once read back). */
-  private async publishOnce(channel: string, pending: Pending, msgID: string): Promise<number> {
+  /** One publish of the attempt; its stored copy (for a duplicate, the copy read back). */
+  private async publishOnce(channel: string, pending: Pending, msgID: string): Promise<Copy> {
     const { basis, seq, file, text } = pending;
     const publishing = this.js.publish(this.subject(channel), text, {
       msgID,
@@ -407,16 +428,20 @@ export class NatsStore extends BackendStore {
     // From here the copy may be stored even if no answer comes.
     pending.sent = true;
     const ack = await this.guard(() => publishing, `cannot post to ${channel}`);
-    if (ack.duplicate) await this.confirmDuplicate(ack.seq, msgID, channel);
-    return ack.seq;
+    if (ack.duplicate) return this.confirmDuplicate(ack.seq, msgID, channel);
+    return { streamSeq: ack.seq, seq, file };
   }
 
   /**
-   * When a copy already sent was refused as a lost race (a resend): the stream seq of the first
-   * copy if it is stored after all, found where it must be (the channel's first message after
-   * the attempt's basis, carrying the attempt's msgID, which JetStream stores once).
+   * When a copy already sent was refused as a lost race (a resend): the post's copy if it is
+   * stored after all, found where it must be (the channel's first message after the attempt's
+   * basis, carrying the post's msgID, which JetStream stores once).
    */
-  private async landed(err: unknown, pending: Pending | undefined, msgID: string) {
+  private async landed(
+    err: unknown,
+    pending: Pending | undefined,
+    msgID: string,
+  ): Promise<Copy | undefined> {
     if (!pending?.sent || !isWrongLastSequence(err)) return undefined;
     const { channel } = pending;
     const after = pending.basis.last?.streamSeq ?? 0;
@@ -429,7 +454,7 @@ export class NatsStore extends BackendStore {
         } as unknown as MsgRequest),
       `cannot read ${channel}`,
     ).catch(() => null);
-    return next?.header?.get("Nats-Msg-Id") === msgID ? next.seq : undefined;
+    return next?.header?.get("Nats-Msg-Id") === msgID ? copyOf(next) : undefined;
   }
 
   /**
@@ -482,9 +507,10 @@ export class NatsStore extends BackendStore {
   /**
    * A duplicate answer means the first copy was stored, but nats-server 2.9 may answer so while
    * that copy is still in flight (seq 0), or for a copy a leader change dropped: the post is
-   * acknowledged only once the copy is there, else it is sent again.
+   * acknowledged only once the copy is there, else it is sent again. The copy may be an earlier
+   * attempt's, under another seq: the post is that copy.
    */
-  private async confirmDuplicate(streamSeq: number, msgID: string, channel: string) {
+  private async confirmDuplicate(streamSeq: number, msgID: string, channel: string): Promise<Copy> {
     const stored =
       streamSeq > 0
         ? await this.ask(
@@ -498,6 +524,7 @@ export class NatsStore extends BackendStore {
         `cannot post to ${channel}: JetStream did not answer with the stored copy yet`,
       );
     }
+    return copyOf(stored);
   }
 
   private checkPayload(text: string): void {
