@@ -83,6 +83,16 @@ interface Basis {
   expect: { lastSubjectSequence: number } | { lastSequence: number };
 }
 
+/**
+ * The same connection's JetStream client, manager and bucket for requests that are safe to
+ * send twice (reads): each waits ATTEMPT_MS, then is sent again (see `ask`).
+ */
+interface Quick {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  kv: KV;
+}
+
 /** One attempt of a post: its basis, seq and text; `sent` once a copy went to the server. */
 interface Pending {
   channel: string;
@@ -157,11 +167,9 @@ export class NatsStore extends BackendStore {
     private readonly target: NatsTarget,
     readonly nc: NatsConnection,
     readonly js: JetStreamClient,
-    readonly feedJs: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly kv: KV,
-    /** The same bucket for reads, each asked again soon when unanswered (see `ask`). */
-    private readonly readKv: KV,
+    private readonly quick: Quick,
     private readonly headerFactory: () => MsgHdrs,
     private readonly options: NatsStoreOptions,
   ) {
@@ -171,6 +179,11 @@ export class NatsStore extends BackendStore {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
     this.clustered = nc.info?.cluster !== undefined;
     this.cas = new CasWriter(js, jsm, this.bucketName);
+  }
+
+  /** For the channel feeds: their consumers are asked for again soon (see FeedSource). */
+  get feedJs(): JetStreamClient {
+    return this.quick.js;
   }
 
   get streamName(): string {
@@ -195,22 +208,17 @@ export class NatsStore extends BackendStore {
       const attempt = Math.min(timeout, ATTEMPT_MS);
       // No account-info request first: only the meta leader answers it, and it may be the node
       // that is down. A server without JetStream shows at the first stream request instead.
-      const jsm = await jetstreamManager(nc, { timeout: attempt, checkAPI: false });
+      const jsm = await jetstreamManager(nc, { timeout, checkAPI: false });
       const js = jetstream(nc, { timeout, checkAPI: false });
       const quickJs = jetstream(nc, { timeout: attempt, checkAPI: false });
-      const kv = await openNamespace({ nc, js, jsm, target, options, deadline });
-      const readKv = await new Kvm(quickJs).open(bucketOf(target.namespace));
-      const store = new NatsStore(
-        target,
-        nc,
-        js,
-        quickJs,
-        jsm,
-        kv,
-        readKv,
-        () => headers(),
-        options,
-      );
+      const quickJsm = await jetstreamManager(nc, { timeout: attempt, checkAPI: false });
+      const kv = await openNamespace({ nc, js, jsm: quickJsm, target, options, deadline });
+      const quick = {
+        js: quickJs,
+        jsm: quickJsm,
+        kv: await new Kvm(quickJs).open(bucketOf(target.namespace)),
+      };
+      const store = new NatsStore(target, nc, js, jsm, kv, quick, () => headers(), options);
       store.watchForDeletion();
       return store;
     } catch (err) {
@@ -258,7 +266,7 @@ export class NatsStore extends BackendStore {
   readonly publishedKeys: PublishedKeyDirectory = {
     get: async (name) => {
       const entry = await this.ask(
-        () => this.readKv.get(publishedKeyKey(name)),
+        () => this.quick.kv.get(publishedKeyKey(name)),
         "cannot read keys",
       );
       if (entry?.operation !== "PUT") return undefined;
@@ -318,7 +326,10 @@ export class NatsStore extends BackendStore {
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
-    const entry = await this.ask(() => this.readKv.get(metaKey(channel)), `cannot read ${channel}`);
+    const entry = await this.ask(
+      () => this.quick.kv.get(metaKey(channel)),
+      `cannot read ${channel}`,
+    );
     if (entry?.operation !== "PUT") {
       throw new AgentChatError(
         "CHANNEL_NOT_FOUND",
@@ -448,7 +459,7 @@ export class NatsStore extends BackendStore {
     const next = await this.ask(
       () =>
         // The server takes `next_by_subj` here too; the client's type names it for direct gets.
-        this.jsm.streams.getMessage(this.streamName, {
+        this.quick.jsm.streams.getMessage(this.streamName, {
           next_by_subj: this.subject(channel),
           seq: after + 1,
         } as unknown as MsgRequest),
@@ -497,7 +508,7 @@ export class NatsStore extends BackendStore {
       return { last: cached, expect: { lastSequence: cached.streamSeq } };
     }
     const info = await this.ask(
-      () => this.jsm.streams.info(this.streamName),
+      () => this.quick.jsm.streams.info(this.streamName),
       `cannot read ${channel}`,
     );
     const last = await this.lastOf(channel);
@@ -514,7 +525,7 @@ export class NatsStore extends BackendStore {
     const stored =
       streamSeq > 0
         ? await this.ask(
-            () => this.jsm.streams.getMessage(this.streamName, { seq: streamSeq }),
+            () => this.quick.jsm.streams.getMessage(this.streamName, { seq: streamSeq }),
             `cannot read ${channel}`,
           ).catch(() => undefined)
         : undefined;
@@ -561,7 +572,8 @@ export class NatsStore extends BackendStore {
 
   private lastStored(channel: string): Promise<StoredMsg | null> {
     return this.ask(
-      () => this.jsm.streams.getMessage(this.streamName, { last_by_subj: this.subject(channel) }),
+      () =>
+        this.quick.jsm.streams.getMessage(this.streamName, { last_by_subj: this.subject(channel) }),
       `cannot read ${channel}`,
     );
   }
@@ -605,7 +617,7 @@ export class NatsStore extends BackendStore {
           this.ask(async () => {
             const out: AgedEntry[] = [];
             for (const key of await this.keysOf(filter)) {
-              const entry = await this.readKv.get(key);
+              const entry = await this.quick.kv.get(key);
               if (entry?.operation !== "PUT") continue;
               out.push({ key, written: entry.created, revision: entry.revision });
             }
@@ -660,7 +672,10 @@ export class NatsStore extends BackendStore {
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const key = cursorKey(channel, agent);
-    const entry = await this.ask(() => this.readKv.get(key), `cannot read the cursor of ${agent}`);
+    const entry = await this.ask(
+      () => this.quick.kv.get(key),
+      `cannot read the cursor of ${agent}`,
+    );
     const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
     this.noteCursor(key, { revision: entry?.revision ?? 0, seq });
     return seq;
@@ -681,7 +696,7 @@ export class NatsStore extends BackendStore {
       let known = this.cursors.get(key);
       if (known === undefined || attempt > 0) {
         if (attempt > 1) await delay(attempt * 10);
-        const entry = await this.ask(() => this.readKv.get(key), what);
+        const entry = await this.ask(() => this.quick.kv.get(key), what);
         const at = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
         known = { revision: entry?.revision ?? 0, seq: at };
       }
@@ -737,7 +752,7 @@ export class NatsStore extends BackendStore {
     return this.ask(async () => {
       const out: Note[] = [];
       for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.readKv.get(key);
+        const entry = await this.quick.kv.get(key);
         if (entry?.operation !== "PUT") continue;
         out.push({ name: key.slice(prefix.length), text: entry.string(), version: entry.revision });
       }
@@ -747,7 +762,7 @@ export class NatsStore extends BackendStore {
 
   protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
     const entry = await this.ask(
-      () => this.readKv.get(`${notePrefix(scope, kind)}${name}`),
+      () => this.quick.kv.get(`${notePrefix(scope, kind)}${name}`),
       `cannot read the ${kind} record of ${name}`,
     );
     if (entry?.operation !== "PUT") {
@@ -781,7 +796,7 @@ export class NatsStore extends BackendStore {
    */
   private async keysOf(filter: string): Promise<string[]> {
     const prefix = `$KV.${this.bucketName}.`;
-    const info = await this.jsm.streams.info(`KV_${this.bucketName}`, {
+    const info = await this.quick.jsm.streams.info(`KV_${this.bucketName}`, {
       subjects_filter: `${prefix}${filter}`,
     });
     return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
@@ -792,7 +807,7 @@ export class NatsStore extends BackendStore {
     return this.ask(async () => {
       const out: TaskRecord[] = [];
       for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.readKv.get(key);
+        const entry = await this.quick.kv.get(key);
         if (entry?.operation !== "PUT") continue;
         const stored = storedTask(entry.string());
         // A value that is no task of ours (written by another client) is no task, as a marker
@@ -808,7 +823,7 @@ export class NatsStore extends BackendStore {
     id: string,
   ): Promise<TaskRecord | undefined> {
     const entry = await this.ask(
-      () => this.readKv.get(taskKey(channel, id)),
+      () => this.quick.kv.get(taskKey(channel, id)),
       `cannot read task ${id}`,
     );
     if (entry?.operation !== "PUT") return undefined;
@@ -842,7 +857,7 @@ export class NatsStore extends BackendStore {
   /** A channel's path leases: one KV value, created once and then updated by revision. */
   protected async readPathLeases(channel: string): Promise<PathLeaseRecord> {
     const entry = await this.ask(
-      () => this.readKv.get(pathLeasesKey(channel)),
+      () => this.quick.kv.get(pathLeasesKey(channel)),
       `cannot read the path leases of ${channel}`,
     );
     if (entry?.operation !== "PUT") return { doc: parsePathLeases(undefined), version: 0 };
@@ -865,7 +880,10 @@ export class NatsStore extends BackendStore {
 
   /** Everything of one channel in SPEC-folder form (export). */
   async dump(channel: string): Promise<ChannelDump> {
-    const entry = await this.ask(() => this.readKv.get(metaKey(channel)), `cannot read ${channel}`);
+    const entry = await this.ask(
+      () => this.quick.kv.get(metaKey(channel)),
+      `cannot read ${channel}`,
+    );
     if (entry?.operation !== "PUT") {
       throw new AgentChatError("CHANNEL_NOT_FOUND", `no channel ${channel} in ${this.location}`);
     }
@@ -874,7 +892,7 @@ export class NatsStore extends BackendStore {
     const prefix = `cursor.${token(channel)}.`;
     await this.ask(async () => {
       for await (const key of await this.kv.keys(`${prefix}*`)) {
-        const e = await this.readKv.get(key);
+        const e = await this.quick.kv.get(key);
         const n = Number(e?.operation === "PUT" ? e.string() : Number.NaN);
         if (Number.isSafeInteger(n) && n > 0) cursors[key.slice(prefix.length)] = n;
       }
