@@ -47,6 +47,8 @@ interface Load {
   /** What each waiter was woken with, in order (seqs). */
   woken: number[][];
   waitErrors: number;
+  /** Waits that ended with nothing after 30 s (run again, as an agent does), though posts flowed. */
+  waitTimeouts: number;
   /** Publishes each acknowledged post took (contention and faults). */
   tries: number[];
   stop: () => Promise<void>;
@@ -68,6 +70,7 @@ async function startLoad(url: string): Promise<Load> {
     reasons: new Map(),
     woken: Array.from({ length: WAITERS }, () => []),
     waitErrors: 0,
+    waitTimeouts: 0,
     tries: [],
     stop: async () => {},
   };
@@ -120,8 +123,9 @@ async function waitUntilEnd(store: NatsStore, as: string, load: Load, woken: num
       woken.push(...r.messages.map((m) => m.seq));
       if (r.messages.some((m) => m.body === "end")) return;
     } catch (err) {
-      if (!isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
-      load.waitErrors++;
+      if (isAgentChatError(err, "TIMEOUT")) load.waitTimeouts++;
+      else if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) load.waitErrors++;
+      else throw err;
     }
   }
 }
@@ -154,7 +158,8 @@ async function check(url: string, load: Load): Promise<string> {
     `tries per post p99 ${p99}, max ${tries.at(-1)}; ` +
     `${load.refused} posts refused during the fault (${messages.length - load.acked.size} of them landed once); ` +
     `${WAITERS} waiters woken for each of their ${load.woken.map((w) => w.length).join("/")} messages exactly once ` +
-    `(${load.waitErrors} waits run again); refusals: ${JSON.stringify([...load.reasons])}`
+    `(${load.waitErrors} waits run again after an error, ${load.waitTimeouts} after 30 s with nothing); ` +
+    `refusals: ${JSON.stringify([...load.reasons])}`
   );
 }
 
@@ -202,22 +207,28 @@ const partition: Fault = async (c, node, namespace) => {
     );
   expect(minority, `a post through ${node.name} alone`).toBe("refused");
   // The majority posts once its groups have leaders (an election takes 4-9 s after the cut).
-  const store = await NatsStore.open(c.url(namespace, majority));
   const t0 = performance.now();
-  await within(30_000, postUntilAcknowledged(store, `still here ${node.name}`), "a majority post");
+  const url = c.url(namespace, majority);
+  await within(30_000, postUntilAcknowledged(url, `still here ${node.name}`), "a majority post");
   majorityMs.push(performance.now() - t0);
-  await store.close();
   return async () => c.heal();
 };
 
 /** How long after the cut's election a post through the majority took, per cut. */
 const majorityMs: number[] = [];
 
-async function postUntilAcknowledged(store: NatsStore, text: string): Promise<void> {
-  for (;;) {
+/** A new store on `url` posts, opened and posting again after each refusal. */
+async function postUntilAcknowledged(url: string, text: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
     try {
-      await store.post("load", { from: "majority", to: "nobody", body: text });
-      return;
+      const store = await NatsStore.open(url);
+      try {
+        // A refused post may still land: each try is its own text.
+        await store.post("load", { from: "majority", to: "nobody", body: `${text} #${attempt}` });
+        return;
+      } finally {
+        await store.close();
+      }
     } catch (err) {
       if (!isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
     }
