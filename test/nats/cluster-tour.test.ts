@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
-import { clusterSkipNote, clusterSkipReason, NatsCluster } from "../helpers/nats-cluster.js";
+import { describeCluster } from "../helpers/describe-cluster.js";
+import { NatsCluster } from "../helpers/nats-cluster.js";
 import { tempDir } from "../helpers/tmp.js";
 
 interface Step {
@@ -69,50 +70,47 @@ async function runTour(steps: Step[], root: string) {
 
 let cluster: NatsCluster;
 
-describe.skipIf(clusterSkipReason !== undefined)(
-  `the README's tour on a 3-node cluster${clusterSkipNote}`,
-  () => {
-    beforeAll(async () => {
-      cluster = await NatsCluster.start();
-    }, 60_000);
-    afterAll(async () => {
-      await cluster?.dispose();
-    });
+describeCluster("the README's tour on a 3-node cluster", () => {
+  beforeAll(async () => {
+    cluster = await NatsCluster.start();
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.dispose();
+  });
 
-    it("every command of the tour works through the other two nodes while the namespace's stream leader is stopped", async () => {
-      const namespace = `tour${process.pid}`;
-      const root = cluster.url(namespace);
-      // The namespace is made while all three run (3 copies), then its leader stops.
-      await (await NatsStore.open(root)).close();
-      const leader = await cluster.streamLeader(`AGENTCHAT_${namespace}`);
-      await leader.stop();
-      await cluster.waitReady();
+  it("every command of the tour works through the other two nodes while the namespace's stream leader is stopped", async () => {
+    const namespace = `tour${process.pid}`;
+    const root = cluster.url(namespace);
+    // The namespace is made while all three run (3 copies), then its leader stops.
+    await (await NatsStore.open(root)).close();
+    const leader = await cluster.streamLeader(`AGENTCHAT_${namespace}`);
+    await leader.stop();
+    await cluster.waitReady();
 
-      const steps = tour();
-      expect(steps.map((s) => s.args[0])).toEqual([
-        "init",
-        "post",
-        "read",
-        "wait",
-        "post",
-        "task",
-        "claim",
-        "claim",
-        "fence",
-        "done",
-        "tasks",
-      ]);
-      // The same tour on a folder root is the reference: same exits, same output.
-      const folder = tempDir("agent-chat-tour-");
-      try {
-        const onFolder = await runTour(steps, folder.dir);
-        const onCluster = await runTour(steps, root);
-        expect(onCluster).toEqual(onFolder);
-        expect(onCluster.map((r) => r.code)).toEqual(steps.map((s) => s.exit));
-      } finally {
-        folder.cleanup();
-      }
-      await leader.start();
-    }, 120_000);
-  },
-);
+    const steps = tour();
+    expect(steps.map((s) => s.args[0])).toEqual([
+      "init",
+      "post",
+      "read",
+      "wait",
+      "post",
+      "task",
+      "claim",
+      "claim",
+      "fence",
+      "done",
+      "tasks",
+    ]);
+    // The same tour on a folder root is the reference: same exits, same output.
+    const folder = tempDir("agent-chat-tour-");
+    try {
+      const onFolder = await runTour(steps, folder.dir);
+      const onCluster = await runTour(steps, root);
+      expect(onCluster).toEqual(onFolder);
+      expect(onCluster.map((r) => r.code)).toEqual(steps.map((s) => s.exit));
+    } finally {
+      folder.cleanup();
+    }
+    await leader.start();
+  }, 120_000);
+});
