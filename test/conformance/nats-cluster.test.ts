@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { openStore } from "../../src/client/open.js";
-import { NatsCluster } from "../helpers/nats-cluster.js";
-import { natsSkipReason } from "../helpers/nats-server.js";
+import { clusterSkipReason, NatsCluster } from "../helpers/nats-cluster.js";
 import { storeConformance } from "./suite.js";
 
 // One 3-node cluster for the file; every test gets a fresh namespace, replicated on all three,
@@ -9,7 +8,7 @@ import { storeConformance } from "./suite.js";
 let cluster: NatsCluster | undefined;
 let counter = 0;
 
-const skipReason = natsSkipReason;
+const skipReason = clusterSkipReason;
 if (skipReason) {
   describe("Store conformance: nats cluster", () => {
     it.skip(skipReason, () => {});

@@ -1,8 +1,44 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, requireNatsServer, stopProcess } from "./nats-server.js";
+import {
+  freePort,
+  NATS_SERVER,
+  natsServerVersion,
+  natsSkipReason,
+  requireNatsServer,
+  stopProcess,
+} from "./nats-server.js";
+import { RouteProxies } from "./route-proxy.js";
 import { tempDir } from "./tmp.js";
+
+/**
+ * The cluster rows need nats-server 2.10 or newer: 2.9's raft can replace an acknowledged post
+ * after a frozen leader thaws (docs/nats.md), and NATS patches only its two newest minor lines.
+ */
+const CLUSTER_MIN: [number, number] = [2, 10];
+const version = natsServerVersion();
+const tooOld =
+  version !== undefined &&
+  (version[0] < CLUSTER_MIN[0] || (version[0] === CLUSTER_MIN[0] && version[1] < CLUSTER_MIN[1]));
+const tooOldWhy = `${NATS_SERVER} is nats-server ${version?.join(".")}, older than ${CLUSTER_MIN.join(".")} (set NATS_SERVER_BIN to a current one)`;
+
+/**
+ * Why the cluster tests cannot run here, or undefined when they can. In CI an old or missing
+ * server is a failure, not a skip: `NatsCluster.start` throws there.
+ */
+export const clusterSkipReason: string | undefined =
+  natsSkipReason ?? (tooOld && !process.env.CI ? `${tooOldWhy}; cluster tests skipped` : undefined);
+
+/** The skip's reason, for a test name: " (…)" or "". */
+export const clusterSkipNote = clusterSkipReason ? ` (${clusterSkipReason})` : "";
+
+/** The server binary for a cluster: there, and 2.10 or newer (or this throws). */
+export function requireClusterServer(): string {
+  const bin = requireNatsServer();
+  if (tooOld) throw new Error(`the cluster tests refuse to run: ${tooOldWhy}`);
+  return bin;
+}
 
 /** What a node's monitoring port says about the JetStream meta group (GET /jsz). */
 interface MetaCluster {
@@ -19,6 +55,10 @@ export class ClusterNode {
   exited: string | undefined;
   port = 0;
   routePort = 0;
+  /** The route address the others reach this node at: its own port, or a proxy in front. */
+  advertisedRoutePort = 0;
+  /** Told the server ID of each start (the route proxies follow a node by it). */
+  onStarted: (id: string) => void = () => {};
   httpPort = 0;
 
   constructor(
@@ -39,6 +79,7 @@ export class ClusterNode {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** `routes`: every node's advertised route port (this one's too: the server skips itself). */
   writeConfig(clusterName: string, routes: number[]): string {
     const file = join(this.dir, "server.conf");
     writeFileSync(
@@ -51,6 +92,7 @@ export class ClusterNode {
         "cluster {",
         `  name: ${clusterName}`,
         `  listen: 127.0.0.1:${this.routePort}`,
+        `  advertise: 127.0.0.1:${this.advertisedRoutePort}`,
         `  routes: [${routes.map((p) => `nats-route://127.0.0.1:${p}`).join(", ")}]`,
         "}",
         "",
@@ -62,7 +104,7 @@ export class ClusterNode {
   /** Starts the server and resolves once it accepts clients ("Server is ready"). */
   async start(): Promise<void> {
     if (this.running) return;
-    const child = spawn(requireNatsServer(), ["-c", join(this.dir, "server.conf")], {
+    const child = spawn(requireClusterServer(), ["-c", join(this.dir, "server.conf")], {
       stdio: ["ignore", "ignore", "pipe"],
     });
     this.child = child;
@@ -81,11 +123,17 @@ export class ClusterNode {
         reject(new Error(`${this.name} exited: ${this.log}`));
       };
       child.once("exit", onExit);
+      let id: string | undefined;
+      let ready = false;
       child.stderr?.setEncoding("utf8").on("data", (d: string) => {
         this.log = (this.log + d).slice(-8000);
-        if (this.log.includes("Server is ready")) {
+        // Read at once: the log keeps only its tail, and the ID comes first.
+        id ??= /\bID:\s+(N[A-Z0-9]+)/.exec(this.log)?.[1];
+        if (!ready && this.log.includes("Server is ready")) {
+          ready = true;
           clearTimeout(timer);
           child.off("exit", onExit);
+          this.onStarted(id ?? "");
           resolve();
         }
       });
@@ -136,6 +184,14 @@ export class ClusterNode {
     }
   }
 
+  /** How many route connections this node has now (GET /routez). */
+  async routes(): Promise<number> {
+    const res = await fetch(`http://127.0.0.1:${this.httpPort}/routez`, {
+      signal: AbortSignal.timeout(1000),
+    });
+    return ((await res.json()) as { num_routes: number }).num_routes;
+  }
+
   /** The leaders of the streams this node holds a replica of (GET /jsz?streams=true). */
   async streamLeaders(): Promise<Map<string, string>> {
     const res = await fetch(`http://127.0.0.1:${this.httpPort}/jsz?streams=true`, {
@@ -168,6 +224,9 @@ export class NatsCluster {
     return this.store.dir;
   }
 
+  /** Present when started `partitionable`: every route goes through it. */
+  private proxies: RouteProxies | undefined;
+
   private constructor(size: number) {
     this.nodes = Array.from(
       { length: size },
@@ -176,15 +235,21 @@ export class NatsCluster {
   }
 
   /** Starts every node and resolves once the cluster is ready (see `waitReady`). */
-  static async start(size = 3): Promise<NatsCluster> {
+  static async start(size = 3, { partitionable = false } = {}): Promise<NatsCluster> {
     const cluster = new NatsCluster(size);
     try {
+      const proxies = partitionable ? new RouteProxies() : undefined;
+      cluster.proxies = proxies;
       for (const node of cluster.nodes) {
         node.port = await freePort();
         node.routePort = await freePort();
         node.httpPort = await freePort();
+        node.advertisedRoutePort = proxies
+          ? await proxies.front(node.name, node.routePort)
+          : node.routePort;
+        if (proxies) node.onStarted = (id) => proxies.identify(node.name, id);
       }
-      const routes = cluster.nodes.map((n) => n.routePort);
+      const routes = cluster.nodes.map((n) => n.advertisedRoutePort);
       for (const node of cluster.nodes) {
         mkdirSync(node.dir, { recursive: true });
         node.writeConfig("agentchat-test", routes);
@@ -266,8 +331,27 @@ export class NatsCluster {
   }
 
   /** Kills every node (thawing frozen ones first) and removes every store directory. */
+  /**
+   * Cuts `node` off from the other nodes (a partition): their routes close and are refused
+   * until `heal`. Its clients stay connected to it. Needs a cluster started `partitionable`.
+   */
+  isolate(node: ClusterNode): void {
+    if (!this.proxies) throw new Error("start the cluster with { partitionable: true }");
+    this.proxies.isolate(node.name);
+  }
+
+  heal(): void {
+    this.proxies?.heal();
+  }
+
+  /** Route connections the cuts have refused so far. */
+  get refusedRoutes(): number {
+    return this.proxies?.refused ?? 0;
+  }
+
   async dispose(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.kill()));
+    await this.proxies?.close();
     this.store.cleanup();
   }
 }

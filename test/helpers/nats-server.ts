@@ -29,6 +29,14 @@ export const natsSkipReason = missingReason(
   "apt-get install nats-server, or set $NATS_SERVER_BIN",
 );
 
+/** `nats-server --version` ("nats-server: v2.15.2") as [major, minor, patch], or undefined. */
+export function natsServerVersion(bin = NATS_SERVER): [number, number, number] | undefined {
+  if (bin === undefined) return undefined;
+  const out = spawnSync(bin, ["--version"], { encoding: "utf8" });
+  const m = /v(\d+)\.(\d+)\.(\d+)/.exec(`${out.stdout} ${out.stderr}`);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
+}
+
 export function requireNatsServer(): string {
   requirePresent("nats-server", NATS_SERVER !== undefined);
   return NATS_SERVER!;
@@ -37,6 +45,8 @@ export function requireNatsServer(): string {
 export interface NatsServerOptions {
   user?: string;
   pass?: string;
+  /** false: a plain NATS server, JetStream off (default on). */
+  jetstream?: boolean;
 }
 
 /** A real nats-server with JetStream on a random free port and its own store directory. */
@@ -60,7 +70,8 @@ export class NatsServer {
   }
 
   private async launch(): Promise<void> {
-    const args = ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.store.dir];
+    const args = ["-a", "127.0.0.1", "-p", String(this.port), "-sd", this.store.dir];
+    if (this.options.jetstream !== false) args.push("-js");
     if (this.options.user) args.push("--user", this.options.user);
     if (this.options.pass) args.push("--pass", this.options.pass);
     const child = spawn(requireNatsServer(), args, { stdio: ["ignore", "ignore", "pipe"] });

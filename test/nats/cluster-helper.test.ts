@@ -1,12 +1,10 @@
 import { existsSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
-import { describe, expect, it } from "vitest";
-import { NatsCluster } from "../helpers/nats-cluster.js";
-import { natsSkipReason } from "../helpers/nats-server.js";
-import { skipName } from "../helpers/tools.js";
+import { expect, it, vi } from "vitest";
+import { describeCluster } from "../helpers/describe-cluster.js";
+import { type ClusterNode, NatsCluster } from "../helpers/nats-cluster.js";
 
-const SUITE = skipName("test helper: a 3-node JetStream cluster", natsSkipReason);
-describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
+describeCluster("test helper: a 3-node JetStream cluster", () => {
   it("starts ready (one meta leader, three peers), survives a node stopping, frozen or killed, and cleans up", async () => {
     const cluster = await NatsCluster.start();
     const dir = cluster.dir;
@@ -42,4 +40,37 @@ describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
     expect(cluster.nodes.some((n) => n.running)).toBe(false);
     expect(existsSync(dir)).toBe(false);
   });
+
+  it("partitionable: every route goes through the proxies; a node cut off has no route and the others elect without it; healed, all three are peers again", async () => {
+    const cluster = await NatsCluster.start(3, { partitionable: true });
+    try {
+      const [n1, n2, n3] = cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
+      cluster.isolate(n1);
+      await vi.waitFor(
+        async () => {
+          expect(await n1.routes()).toBe(0);
+          // The other two still reach each other.
+          expect(await n2.routes()).toBeGreaterThan(0);
+          expect(await n3.routes()).toBeGreaterThan(0);
+          const meta = await n2.meta();
+          expect(meta?.leader).toMatch(/^n[23]$/);
+          expect(meta?.replicas?.find((r) => r.name === "n1")?.current).toBeFalsy();
+        },
+        { timeout: 30_000, interval: 200 },
+      );
+      // The cut follows the node across a restart (it starts with a new server ID).
+      await n1.kill();
+      const refused = cluster.refusedRoutes;
+      await n1.start();
+      await vi.waitFor(() => expect(cluster.refusedRoutes).toBeGreaterThan(refused + 1), {
+        timeout: 15_000,
+      });
+      expect(await n1.routes()).toBe(0);
+      cluster.heal();
+      await cluster.waitReady(30_000);
+      expect(await n1.routes()).toBeGreaterThan(0);
+    } finally {
+      await cluster.dispose();
+    }
+  }, 120_000);
 });

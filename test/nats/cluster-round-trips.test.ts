@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
+import { describeCluster } from "../helpers/describe-cluster.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
-import { natsSkipReason } from "../helpers/nats-server.js";
-import { skipName } from "../helpers/tools.js";
 
 let cluster: NatsCluster;
 let counter = 0;
@@ -28,8 +27,7 @@ async function until(condition: () => Promise<boolean>, ms = 20_000): Promise<vo
   }
 }
 
-const SUITE = skipName("nats cluster: round trips per operation", natsSkipReason);
-describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
+describeCluster("nats cluster: round trips per operation", () => {
   beforeAll(async () => {
     cluster = await NatsCluster.start();
   }, 60_000);

@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
+import { describeCluster } from "../helpers/describe-cluster.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
-import { natsSkipReason } from "../helpers/nats-server.js";
 import { tempDir } from "../helpers/tmp.js";
 import { skipName } from "../helpers/tools.js";
 
@@ -71,8 +71,7 @@ async function runTour(steps: Step[], root: string) {
 
 let cluster: NatsCluster;
 
-const SUITE = skipName("the README's tour on a 3-node cluster", natsSkipReason);
-describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
+describeCluster("the README's tour on a 3-node cluster", () => {
   beforeAll(async () => {
     cluster = await NatsCluster.start();
   }, 60_000);

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { parseNatsUrl } from "../../src/store/roots.js";
 import { runCli } from "../helpers/cli.js";
+import { describeCluster } from "../helpers/describe-cluster.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
-import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";
+import { NatsServer } from "../helpers/nats-server.js";
 import { tempDir } from "../helpers/tmp.js";
 import { skipName } from "../helpers/tools.js";
 
@@ -30,8 +31,7 @@ async function replicasOf(server: string, namespace: string): Promise<number[]> 
   }
 }
 
-const REPLICATION = skipName("nats on a 3-node cluster: replication", natsSkipReason);
-describe.skipIf(natsSkipReason !== undefined)(REPLICATION, () => {
+describeCluster("nats on a 3-node cluster: replication", () => {
   beforeAll(async () => {
     [cluster, single] = await Promise.all([NatsCluster.start(), NatsServer.start()]);
   }, 60_000);
@@ -117,8 +117,7 @@ describe("nats root URL with several seed servers", () => {
   });
 });
 
-const SEEDS = skipName("nats on a 3-node cluster: seeds", natsSkipReason);
-describe.skipIf(natsSkipReason !== undefined)(SEEDS, () => {
+describeCluster("nats on a 3-node cluster: seeds", () => {
   beforeAll(async () => {
     cluster = await NatsCluster.start();
   }, 60_000);

@@ -251,6 +251,19 @@ describe.skipIf(natsSkipReason !== undefined)(
       // that retries a refused connection fails it, never a loaded machine.
       expect(performance.now() - t0).toBeLessThan(10_000);
     });
+
+    it("a server without JetStream is named as such at once", async () => {
+      const plain = await NatsServer.start({ jetstream: false });
+      try {
+        const err = await codeOf(NatsStore.open(plain.url("x")));
+        expect(err.code).toBe("BACKEND_UNAVAILABLE");
+        expect(err.message).toMatch(
+          /JetStream is not enabled on nats:\/\/127\.0\.0\.1:\d+ \(start nats-server with -js\)/,
+        );
+      } finally {
+        await plain.dispose();
+      }
+    });
   },
 );
 

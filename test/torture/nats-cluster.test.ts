@@ -2,8 +2,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { isAgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
 import { bucketOf, NatsStore } from "../../src/store/nats/nats-store.js";
-import { type ClusterNode, NatsCluster } from "../helpers/nats-cluster.js";
-import { natsSkipReason } from "../helpers/nats-server.js";
+import { runCli } from "../helpers/cli.js";
+import {
+  type ClusterNode,
+  clusterSkipNote,
+  clusterSkipReason,
+  NatsCluster,
+} from "../helpers/nats-cluster.js";
 import { skipName } from "../helpers/tools.js";
 import { FULL } from "./sizes.js";
 // @ts-expect-error plain ESM helper shared with the worker processes
@@ -37,13 +42,16 @@ afterEach(async () => {
 
 interface Load {
   acked: Map<number, string>;
-  unacked: Set<string>;
   refused: number;
   /** Why posts were refused, and how often. */
   reasons: Map<string, number>;
   /** What each waiter was woken with, in order (seqs). */
   woken: number[][];
   waitErrors: number;
+  /** Waits that ended with nothing after 30 s (run again, as an agent does), though posts flowed. */
+  waitTimeouts: number;
+  /** Publishes each acknowledged post took (contention and faults). */
+  tries: number[];
   stop: () => Promise<void>;
 }
 
@@ -59,15 +67,19 @@ async function startLoad(url: string): Promise<Load> {
   await admin.close();
   const load: Load = {
     acked: new Map(),
-    unacked: new Set(),
     refused: 0,
     reasons: new Map(),
     woken: Array.from({ length: WAITERS }, () => []),
     waitErrors: 0,
+    waitTimeouts: 0,
+    tries: [],
     stop: async () => {},
   };
   let stopping = false;
-  const posters = await Promise.all(Array.from({ length: POSTERS }, () => NatsStore.open(url)));
+  const onPosted = ({ tries }: { tries: number }) => load.tries.push(tries);
+  const posters = await Promise.all(
+    Array.from({ length: POSTERS }, () => NatsStore.open(url, { onPosted })),
+  );
   const waiters = await Promise.all(Array.from({ length: WAITERS }, () => NatsStore.open(url)));
   const posting = posters.map(async (store, p) => {
     for (let i = 0; !stopping; i++) {
@@ -85,7 +97,6 @@ async function startLoad(url: string): Promise<Load> {
         load.refused++;
         const why = (err as Error).message.replace(/\d+/g, "N");
         load.reasons.set(why, (load.reasons.get(why) ?? 0) + 1);
-        load.unacked.add(text);
       }
     }
   });
@@ -113,8 +124,9 @@ async function waitUntilEnd(store: NatsStore, as: string, load: Load, woken: num
       woken.push(...r.messages.map((m) => m.seq));
       if (r.messages.some((m) => m.body === "end")) return;
     } catch (err) {
-      if (!isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
-      load.waitErrors++;
+      if (isAgentChatError(err, "TIMEOUT")) load.waitTimeouts++;
+      else if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) load.waitErrors++;
+      else throw err;
     }
   }
 }
@@ -135,16 +147,20 @@ async function check(url: string, load: Load): Promise<string> {
     expect(bySeq.get(seq)?.body, `acknowledged #${seq}`).toBe(text);
     if (text !== "end") expect(copies.get(text), `copies of acknowledged #${seq}`).toBe(1);
   }
-  for (const text of load.unacked) expect(copies.get(text) ?? 0).toBeLessThanOrEqual(1);
+  for (const [text, n] of copies) expect(n, `copies of ${text}`).toBe(1);
   for (let w = 0; w < WAITERS; w++) {
     const meant = messages.filter((m) => m.to === `w${w}`).map((m) => m.seq);
     expect(load.woken[w], `what w${w} was woken with`).toEqual(meant);
   }
+  const tries = [...load.tries].sort((a, b) => a - b);
+  const p99 = tries[Math.floor(tries.length * 0.99)];
   return (
     `${load.acked.size} acknowledged posts, 0 lost, 0 duplicated, gapless 1..${seqs.length}; ` +
+    `tries per post p99 ${p99}, max ${tries.at(-1)}; ` +
     `${load.refused} posts refused during the fault (${messages.length - load.acked.size} of them landed once); ` +
     `${WAITERS} waiters woken for each of their ${load.woken.map((w) => w.length).join("/")} messages exactly once ` +
-    `(${load.waitErrors} waits run again); refusals: ${JSON.stringify([...load.reasons])}`
+    `(${load.waitErrors} waits run again after an error, ${load.waitTimeouts} after 30 s with nothing); ` +
+    `refusals: ${JSON.stringify([...load.reasons])}`
   );
 }
 
@@ -152,63 +168,212 @@ function leaderOf(c: NatsCluster, namespace: string, not?: ClusterNode): Promise
   return c.streamLeader(`AGENTCHAT_${namespace}`, not);
 }
 
-const SUITE = skipName("nats cluster: failover under load", natsSkipReason);
-describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
-  it("SIGKILL the stream leader while 4 posters and 4 waiters run, then restart it", async () => {
-    cluster = await NatsCluster.start();
-    const namespace = `kill${process.pid}`;
-    const url = cluster.url(namespace);
-    const load = await startLoad(url);
-    await pause(PHASE_MS);
-    const leader = await leaderOf(cluster, namespace);
-    await leader.kill();
-    const t0 = performance.now();
-    const next = await leaderOf(cluster, namespace, leader);
-    const electedMs = performance.now() - t0;
-    await pause(PHASE_MS);
-    await leader.start();
-    await cluster.waitReady();
-    await pause(PHASE_MS);
-    await load.stop();
-    const summary = await check(url, load);
-    console.log(
-      `nats cluster, stream leader ${leader.name} SIGKILLed (${next.name} led after ${electedMs.toFixed(0)} ms) and restarted: ${summary}`,
-    );
-  });
+/** One fault of one node, and how it ends (the node back in the cluster). */
+type Fault = (c: NatsCluster, node: ClusterNode, namespace: string) => Promise<() => Promise<void>>;
 
-  // KNOWN FAILURE, issue 21 (open), in nats-server 2.9.10 (Debian's), not in agent-chat: about
-  // one run in three, an acknowledged post is replaced after the frozen leader thaws. Traced
-  // (2026-12-01): poster A's publish of seq N waits in the frozen leader's socket; poster B's
-  // seq N is acknowledged by the new leader at stream seq N; after the thaw the stream holds A's
-  // message at N (A was never acknowledged) and B's is gone from N. Waiters then see a message
-  // that later reads do not. It runs with `--full` (and counts as skipped in CI) until a server
-  // with the raft fixes of 2.10 can be tested here.
-  it.skipIf(!FULL)(
-    skipName(
-      "SIGSTOP one node (the stream leader, cut off as by a partition), then let it back",
-      FULL ? undefined : "runs with --full only",
-    ),
-    async () => {
-      cluster = await NatsCluster.start();
-      const namespace = `stop${process.pid}`;
-      const url = cluster.url(namespace);
-      const load = await startLoad(url);
-      await pause(PHASE_MS);
-      const frozen = await leaderOf(cluster, namespace);
-      frozen.pause();
-      const t0 = performance.now();
-      const next = await leaderOf(cluster, namespace, frozen);
-      const electedMs = performance.now() - t0;
-      await pause(PHASE_MS);
-      frozen.resume();
-      await cluster.waitReady();
-      await cluster.waitLed([`AGENTCHAT_${namespace}`, `KV_${bucketOf(namespace)}`]);
-      await pause(PHASE_MS);
-      await load.stop();
-      const summary = await check(url, load);
-      console.log(
-        `nats cluster, stream leader ${frozen.name} SIGSTOPped (${next.name} led after ${electedMs.toFixed(0)} ms) and thawed: ${summary}`,
-      );
-    },
-  );
-});
+const kill: Fault = async (_c, node) => {
+  await node.kill();
+  return () => node.start();
+};
+
+const freeze: Fault = async (_c, node) => {
+  node.pause();
+  return async () => node.resume();
+};
+
+/**
+ * The node is cut off from the other two (its routes closed and refused; its clients stay
+ * connected to it). Once the two have a leader, a new store reached through the minority node
+ * alone must be refused, and one reached through the majority must post.
+ */
+const partition: Fault = async (c, node, namespace) => {
+  c.isolate(node);
+  await leaderOf(c, namespace, node);
+  const majority = c.nodes.filter((n) => n !== node);
+  const minority = await NatsStore.open(c.url(namespace, [node]), { timeoutMs: 1000 })
+    .then(async (store) => {
+      try {
+        return await store.post("load", {
+          from: "minority",
+          to: "nobody",
+          body: `cut off ${node.name}`,
+        });
+      } finally {
+        await store.close();
+      }
+    })
+    .then(
+      (posted) => `acknowledged #${posted.seq}`,
+      (err: unknown) => (isAgentChatError(err, "BACKEND_UNAVAILABLE") ? "refused" : String(err)),
+    );
+  expect(minority, `a post through ${node.name} alone`).toBe("refused");
+  // The majority posts once its groups have leaders (an election takes 4-9 s after the cut).
+  const t0 = performance.now();
+  const url = c.url(namespace, majority);
+  await within(30_000, postUntilAcknowledged(url, `still here ${node.name}`), "a majority post");
+  majorityMs.push(performance.now() - t0);
+  return async () => c.heal();
+};
+
+/** How long after the cut's election a post through the majority took, per cut. */
+const majorityMs: number[] = [];
+
+/** A new store on `url` posts, opened and posting again after each refusal. */
+async function postUntilAcknowledged(url: string, text: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const store = await NatsStore.open(url);
+      try {
+        // A refused post may still land: each try is its own text.
+        await store.post("load", { from: "majority", to: "nobody", body: `${text} #${attempt}` });
+        return;
+      } finally {
+        await store.close();
+      }
+    } catch (err) {
+      if (!isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
+    }
+  }
+}
+
+/**
+ * The load runs while each node in turn suffers `fault` for PHASE_MS and comes back; then every
+ * acknowledged post must be there once and every waiter woken once per message. Returns what
+ * happened, for the log.
+ */
+async function eachNodeInTurn(fault: Fault, namespace: string): Promise<string> {
+  const c = await NatsCluster.start(3, { partitionable: fault === partition });
+  cluster = c;
+  const url = c.url(namespace);
+  const load = await startLoad(url);
+  const leaders: string[] = [];
+  await pause(PHASE_MS);
+  for (const node of c.nodes) {
+    const led = (await leaderOf(c, namespace)) === node;
+    const heal = await fault(c, node, namespace);
+    const t0 = performance.now();
+    const next = await leaderOf(c, namespace, node);
+    leaders.push(
+      `${node.name}${led ? ` (leader; ${next.name} after ${(performance.now() - t0).toFixed(0)} ms)` : ""}`,
+    );
+    await pause(PHASE_MS);
+    await heal();
+    await c.waitReady();
+    await c.waitLed([`AGENTCHAT_${namespace}`, `KV_${bucketOf(namespace)}`]);
+    await pause(PHASE_MS);
+  }
+  await load.stop();
+  return `${leaders.join(", ")}: ${await check(url, load)}`;
+}
+
+describe.skipIf(clusterSkipReason !== undefined)(
+  `nats cluster: failover under load${clusterSkipNote}`,
+  () => {
+    it("SIGKILL each node in turn while 4 posters and 4 waiters run, restarting it each time", async () => {
+      const summary = await eachNodeInTurn(kill, `kill${process.pid}`);
+      console.log(`nats cluster, each node SIGKILLed and restarted in turn: ${summary}`);
+    });
+
+    it("SIGSTOP each node in turn (frozen with its sockets open), then let it back", async () => {
+      const summary = await eachNodeInTurn(freeze, `stop${process.pid}`);
+      console.log(`nats cluster, each node SIGSTOPped and thawed in turn: ${summary}`);
+    });
+
+    // KNOWN FAILURE on nats-server 2.15.2, about one run in five: after a cut, the majority
+    // sometimes takes over 20 s to report a new stream leader ("no leader for stream"). Nothing
+    // acknowledged was lost in any run. It runs with --full (counted as skipped in CI) until
+    // the election delay is understood; docs/nats.md gives the figures.
+    it.skipIf(!FULL)(
+      skipName(
+        "cut each node in turn off from the other two (a partition): the majority posts, the minority refuses; healed, nothing acknowledged is lost",
+        FULL ? undefined : "known slow election after a cut: runs with --full only",
+      ),
+      async () => {
+        const summary = await eachNodeInTurn(partition, `cut${process.pid}`);
+        const took = majorityMs.map((ms) => (ms / 1000).toFixed(1)).join("/");
+        console.log(
+          `nats cluster, each node cut off and healed in turn (a majority post took ${took} s): ${summary}`,
+        );
+      },
+    );
+  },
+);
+
+/** How long each node stays frozen or dead while new CLI processes post. */
+const FAULT_MS = 6_000;
+
+/**
+ * New CLI processes, one after another, each opening the namespace through the seeds of all
+ * three nodes and posting once, for FAULT_MS: every one must be acknowledged. Returns their seqs
+ * and how long each process ran.
+ */
+async function cliPostsDuring(
+  url: string,
+  label: string,
+): Promise<{ seqs: number[]; ms: number[] }> {
+  const seqs: number[] = [];
+  const ms: number[] = [];
+  const until = performance.now() + FAULT_MS;
+  for (let i = 0; i === 0 || performance.now() < until; i++) {
+    const t0 = performance.now();
+    const r = await runCli(["post", "cli", "--from", "cli", "--body", `${label} ${i}`], {
+      root: url,
+      timeoutMs: 60_000,
+    });
+    ms.push(performance.now() - t0);
+    expect(r.stderr, `${label}: post ${i}`).toBe("");
+    expect(r.code).toBe(0);
+    seqs.push(Number(/posted #(\d+)/.exec(r.stdout)?.[1]));
+  }
+  return { seqs, ms };
+}
+
+describe.skipIf(clusterSkipReason !== undefined)(
+  `nats cluster: a new CLI process posts while one node is down${clusterSkipNote}`,
+  () => {
+    // KNOWN FAILURE on nats-server 2.15.2, about one run in five: a post started as a node is
+    // killed can outlast its 10 s open budget while the cluster elects (4-9 s). It runs with
+    // --full (counted as skipped in CI) until an election fits in a post's budget.
+    it.skipIf(!FULL)(
+      skipName(
+        "each node in turn frozen (SIGSTOP), then each killed: every CLI post through the seeds is acknowledged and kept once",
+        FULL ? undefined : "an election can outlast a post's budget: runs with --full only",
+      ),
+      async () => {
+        cluster = await NatsCluster.start();
+        const url = cluster.url(`cli${process.pid}`);
+        const admin = await NatsStore.open(url);
+        await admin.init("cli");
+        await admin.close();
+        const acked: number[] = [];
+        const report: string[] = [];
+        for (const fault of ["frozen", "killed"] as const) {
+          for (const node of cluster.nodes) {
+            if (fault === "frozen") node.pause();
+            else await node.kill();
+            const { seqs, ms } = await cliPostsDuring(url, `${node.name} ${fault}`);
+            acked.push(...seqs);
+            report.push(
+              `${node.name} ${fault}: ${ms.map((t) => (t / 1000).toFixed(1)).join("/")} s`,
+            );
+            if (fault === "frozen") node.resume();
+            else await node.start();
+            await cluster.waitReady();
+            await cluster.waitLed([
+              `AGENTCHAT_cli${process.pid}`,
+              `KV_${bucketOf(`cli${process.pid}`)}`,
+            ]);
+          }
+        }
+        const reader = await NatsStore.open(url);
+        const messages = await reader.peek("cli", 1_000_000);
+        await reader.close();
+        expect(messages.map((m) => m.seq)).toEqual(acked);
+        expect(acked).toEqual(Array.from({ length: acked.length }, (_, k) => k + 1));
+        console.log(
+          `nats cluster, ${acked.length} CLI posts while one node was down: ${report.join("; ")}`,
+        );
+      },
+    );
+  },
+);

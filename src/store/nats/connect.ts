@@ -4,11 +4,14 @@ import { AgentChatError } from "../../core/errors.js";
 import type { NatsConnectionOptions, NatsTarget } from "../roots.js";
 
 export const DEFAULT_NATS_TIMEOUT_MS = 5_000;
+/** The least time one seed gets to greet the client before the next seed is tried. */
+const MIN_DIAL_MS = 1_000;
 
 /**
  * Connects with the NATS client's own options. Once connected, the client reconnects forever
  * (a waiter outlives a server restart); the first connection is bounded by `timeoutMs` so that
- * an unreachable server or wrong credentials fail at once with a clear error.
+ * an unreachable server or wrong credentials fail at once with a clear error. The seeds share
+ * that time: a frozen one accepts the connection and never greets, and must not use it all.
  */
 export async function connectNats(
   target: NatsTarget,
@@ -19,10 +22,11 @@ export async function connectNats(
   const user = options.user ?? target.user;
   const pass = options.pass ?? target.pass;
   const token = options.token ?? target.token;
+  const servers = [...new Set([...target.servers, ...(options.servers ?? []).map(seed)])];
   const opts: Parameters<typeof nats.connect>[0] = {
-    servers: [...new Set([...target.servers, ...(options.servers ?? []).map(seed)])],
+    servers,
     name: "agent-chat",
-    timeout,
+    timeout: dialTimeout(timeout, servers.length),
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     reconnectJitter: 100,
@@ -53,6 +57,11 @@ export async function connectNats(
   } catch (err) {
     throw connectError(err, target);
   }
+}
+
+/** The time one seed gets: the connect timeout shared by the seeds, at least MIN_DIAL_MS. */
+function dialTimeout(timeout: number, seeds: number): number {
+  return seeds > 1 ? Math.max(MIN_DIAL_MS, timeout / seeds) : timeout;
 }
 
 /** A seed from the config file, `host:port` or a URL, as the client takes it. */

@@ -1,5 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { JetStreamClient, JetStreamManager, StoredMsg, StreamInfo } from "@nats-io/jetstream";
+import type {
+  JetStreamClient,
+  JetStreamManager,
+  MsgRequest,
+  StoredMsg,
+  StreamInfo,
+} from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
@@ -32,6 +38,15 @@ import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { CasWriter } from "./kv-cas.js";
 import type { NatsStoreOptions } from "./options.js";
+import {
+  ATTEMPT_MS,
+  delay,
+  isElecting,
+  isTimedOut,
+  type Patience,
+  patiently,
+  RETRY_PAUSE_MS,
+} from "./patience.js";
 import {
   checkReplicas,
   clusterSize,
@@ -67,6 +82,44 @@ interface LastOf {
 interface Basis {
   last: LastOf | undefined;
   expect: { lastSubjectSequence: number } | { lastSequence: number };
+}
+
+/**
+ * The same connection's JetStream client, manager and bucket for requests that are safe to
+ * send twice (reads): each waits ATTEMPT_MS, then is sent again (see `ask`).
+ */
+interface Quick {
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  kv: KV;
+}
+
+/** One attempt of a post: its basis, seq and text; `sent` once a copy went to the server. */
+interface Pending {
+  channel: string;
+  basis: Basis;
+  seq: number;
+  file: string;
+  text: string;
+  sent: boolean;
+  /** The stream seq of the turn marker this attempt expects (see `inTurn`). */
+  turn?: number;
+}
+
+/** A post as stored: its stream seq, and the seq and file name its headers carry. */
+interface Copy {
+  streamSeq: number;
+  seq: number;
+  file: string;
+}
+
+/** The copy a stored message of ours is (our own headers, written by this very post). */
+function copyOf(stored: StoredMsg): Copy {
+  return {
+    streamSeq: stored.seq,
+    seq: Number(stored.header?.get(SEQ_HEADER)),
+    file: stored.header?.get(FILE_HEADER) ?? "",
+  };
 }
 
 /** A channel's contents in SPEC-folder form, for export and import. */
@@ -108,16 +161,18 @@ export class NatsStore extends BackendStore {
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
+  /** A move off a server that stopped answering, while one is under way. */
+  private leaving: Promise<void> | undefined;
 
   private constructor(
     private readonly target: NatsTarget,
     readonly nc: NatsConnection,
     readonly js: JetStreamClient,
-    readonly feedJs: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly kv: KV,
+    private readonly quick: Quick,
     private readonly headerFactory: () => MsgHdrs,
-    options: NatsStoreOptions,
+    private readonly options: NatsStoreOptions,
   ) {
     super(options.maxBodyBytes, options.now, options);
     this.location = target.location;
@@ -125,6 +180,11 @@ export class NatsStore extends BackendStore {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
     this.clustered = nc.info?.cluster !== undefined;
     this.cas = new CasWriter(js, jsm, this.bucketName);
+  }
+
+  /** For the channel feeds: their consumers are asked for again soon (see FeedSource). */
+  get feedJs(): JetStreamClient {
+    return this.quick.js;
   }
 
   get streamName(): string {
@@ -138,25 +198,28 @@ export class NatsStore extends BackendStore {
   /** Connects and makes sure the namespace's stream and bucket exist (creating both when new). */
   static async open(root: string, options: NatsStoreOptions = {}): Promise<NatsStore> {
     const target = parseNatsUrl(root);
+    const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
+    // Opening outlasts a leader election (a node frozen or dead), as a post's retries do.
+    const deadline = Date.now() + 2 * timeout;
     const nc = await connectNats(target, options);
     try {
       const { jetstream, jetstreamManager } = await import("@nats-io/jetstream");
       const { headers } = await import("@nats-io/transport-node");
-      const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
-      let jsm: JetStreamManager;
-      try {
-        jsm = await jetstreamManager(nc, { timeout });
-      } catch (err) {
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          `JetStream is not enabled on ${target.server} (start nats-server with -js)`,
-          { cause: err },
-        );
-      }
-      const js = jetstream(nc, { timeout });
-      const kv = await openNamespace(nc, js, jsm, target, options);
-      const feedJs = jetstream(nc, { timeout: Math.min(timeout, FEED_REQUEST_MS) });
-      const store = new NatsStore(target, nc, js, feedJs, jsm, kv, () => headers(), options);
+      const { Kvm } = await import("@nats-io/kv");
+      const attempt = Math.min(timeout, ATTEMPT_MS);
+      // No account-info request first: only the meta leader answers it, and it may be the node
+      // that is down. A server without JetStream shows at the first stream request instead.
+      const jsm = await jetstreamManager(nc, { timeout, checkAPI: false });
+      const js = jetstream(nc, { timeout, checkAPI: false });
+      const quickJs = jetstream(nc, { timeout: attempt, checkAPI: false });
+      const quickJsm = await jetstreamManager(nc, { timeout: attempt, checkAPI: false });
+      const kv = await openNamespace({ nc, js, jsm: quickJsm, target, options, deadline });
+      const quick = {
+        js: quickJs,
+        jsm: quickJsm,
+        kv: await new Kvm(quickJs).open(bucketOf(target.namespace)),
+      };
+      const store = new NatsStore(target, nc, js, jsm, kv, quick, () => headers(), options);
       store.watchForDeletion();
       return store;
     } catch (err) {
@@ -203,7 +266,10 @@ export class NatsStore extends BackendStore {
    */
   readonly publishedKeys: PublishedKeyDirectory = {
     get: async (name) => {
-      const entry = await this.guard(() => this.kv.get(publishedKeyKey(name)), "cannot read keys");
+      const entry = await this.ask(
+        () => this.quick.kv.get(publishedKeyKey(name)),
+        "cannot read keys",
+      );
       if (entry?.operation !== "PUT") return undefined;
       return { text: entry.string(), revision: entry.revision };
     },
@@ -248,7 +314,7 @@ export class NatsStore extends BackendStore {
   }
 
   protected async channelNames(): Promise<string[]> {
-    const keys = await this.guard(async () => {
+    const keys = await this.ask(async () => {
       const out: string[] = [];
       for await (const key of await this.kv.keys("meta.*")) out.push(key);
       return out;
@@ -261,7 +327,10 @@ export class NatsStore extends BackendStore {
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
-    const entry = await this.guard(() => this.kv.get(metaKey(channel)), `cannot read ${channel}`);
+    const entry = await this.ask(
+      () => this.quick.kv.get(metaKey(channel)),
+      `cannot read ${channel}`,
+    );
     if (entry?.operation !== "PUT") {
       throw new AgentChatError(
         "CHANNEL_NOT_FOUND",
@@ -274,49 +343,130 @@ export class NatsStore extends BackendStore {
   /**
    * Publishes the post as seq = last + 1, with a check that the channel's last message is still
    * last (see `basis`), and on a lost race learns the new last message and tries the next seq.
-   * Every attempt carries one msgID: when the server goes away mid-publish (a node or the stream
-   * leader died) the same attempt is sent again, and should the first copy have landed after
-   * all, JetStream answers the retry as a duplicate of it instead of storing the post twice.
+   * Every attempt carries the post's one msgID: when the server goes away mid-publish (a node
+   * or the stream leader died) the same attempt is sent again, and should an earlier copy have
+   * landed after all, JetStream answers as a duplicate of it instead of storing the post twice,
+   * and the post is that copy, under the seq it carries (a later attempt may have built another
+   * seq meanwhile). A single nats-server 2.10 and later checks the expected sequence before its
+   * duplicate window and refuses a resent copy as a lost race: the copy is then looked for where
+   * it would be (see `landed`).
    */
   protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
-    const subject = this.subject(channel);
     const msgID = randomUUID();
     const giveUpAt = Date.now() + 2 * this.timeoutMs;
-    let pending: { basis: Basis; seq: number; file: string; text: string } | undefined;
+    let pending: Pending | undefined;
+    let lost = 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        if (!pending) {
-          const basis = await this.basis(channel);
-          const seq = (basis.last?.seq ?? 0) + 1;
-          const text = renderMessage(draft, seq, formatTimestamp());
-          this.checkPayload(text);
-          pending = { basis, seq, file: messageFileName(seq, draft.from, draft.title), text };
-        }
-        const { basis, seq, file, text } = pending;
-        const ack = await this.guard(
-          () =>
-            this.js.publish(subject, text, {
-              msgID,
-              headers: this.headers(seq, file),
-              expect: basis.expect,
-            }),
-          `cannot post to ${channel}`,
-        );
-        // A duplicate is the copy an earlier attempt stored: its number is the post's, even
-        // when this attempt was built on a later one (the copy's landing made the earlier
-        // attempt look like a lost race).
-        const stored = ack.duplicate
-          ? await this.confirmDuplicate(ack.seq, msgID, channel)
-          : pending;
-        this.lastKnown.set(channel, { streamSeq: ack.seq, seq: stored.seq });
-        this.streamLast = ack.seq;
-        return { seq: stored.seq, channel, file: stored.file };
+        pending ??=
+          this.clustered && lost >= TURN_AFTER
+            ? await this.inTurn(draft)
+            : await this.onBasis(draft, await this.basis(channel));
+        return this.posted(pending, await this.publishOnce(channel, pending, msgID), attempt);
       } catch (err) {
+        const landed = await this.landed(err, pending, msgID);
+        if (landed) return this.posted(pending!, landed, attempt);
         // Someone else took this seq: learn the new last message and try the next one.
-        if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) pending = undefined;
+        if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) {
+          pending = undefined;
+          lost++;
+        }
       }
     }
+  }
+
+  /**
+   * Notes an acknowledged post and answers with its stored copy, which may be an earlier
+   * attempt's (another seq) that landed after all: all attempts of a post share one msgID.
+   */
+  private posted(pending: Pending, { streamSeq, seq, file }: Copy, attempt: number): PostResult {
+    const { channel, turn } = pending;
+    this.lastKnown.set(channel, { streamSeq, seq });
+    this.streamLast = streamSeq;
+    this.options.onPosted?.({ channel, seq, tries: attempt + 1 });
+    if (turn !== undefined && turn % PURGE_TURNS_EVERY === 0) {
+      // Markers are removed now and then, in the background (a leftover one is harmless).
+      this.jsm.streams
+        .purge(this.streamName, { filter: turnSubject(this.subject(channel)), seq: turn + 1 })
+        .catch(() => {});
+    }
+    return { seq, channel, file };
+  }
+
+  /**
+   * The post lost TURN_AFTER races in a row on a cluster: another poster keeps winning, as it
+   * posts again at once on what it knows while a loser must first read. So this post takes its
+   * turn: a marker on the channel's turn subject, which lands unchecked and moves the stream's
+   * last sequence, makes the others' next publishes fail their check and read again, while this
+   * post reads its channel once after the marker and publishes expecting the marker: it is one
+   * read ahead of them. (Readers never see markers: they read the channel's own subject.)
+   */
+  private async inTurn(draft: PostDraft): Promise<Pending> {
+    const { channel } = draft;
+    const marker = await this.guard(
+      () =>
+        this.js.publish(turnSubject(this.subject(channel)), "", {
+          timeout: Math.min(this.timeoutMs, ATTEMPT_MS),
+        }),
+      `cannot post to ${channel}`,
+    );
+    // The leader answered once the marker was applied: the channel's last is read after it.
+    const last = await this.lastOf(channel);
+    const pending = await this.onBasis(draft, { last, expect: { lastSequence: marker.seq } });
+    return { ...pending, turn: marker.seq };
+  }
+
+  /** The post as seq = last + 1 on `basis`. */
+  private async onBasis(draft: PostDraft, basis: Basis): Promise<Pending> {
+    const { channel } = draft;
+    const seq = (basis.last?.seq ?? 0) + 1;
+    const text = renderMessage(draft, seq, formatTimestamp());
+    this.checkPayload(text);
+    const file = messageFileName(seq, draft.from, draft.title);
+    return { channel, basis, seq, file, text, sent: false };
+  }
+
+  /** One publish of the attempt; its stored copy (for a duplicate, the copy read back). */
+  private async publishOnce(channel: string, pending: Pending, msgID: string): Promise<Copy> {
+    const { basis, seq, file, text } = pending;
+    const publishing = this.js.publish(this.subject(channel), text, {
+      msgID,
+      headers: this.headers(seq, file),
+      expect: basis.expect,
+      // Sent again under the same msgID when unanswered: a new leader soon takes it.
+      timeout: Math.min(this.timeoutMs, ATTEMPT_MS),
+    });
+    // From here the copy may be stored even if no answer comes.
+    pending.sent = true;
+    const ack = await this.guard(() => publishing, `cannot post to ${channel}`);
+    if (ack.duplicate) return this.confirmDuplicate(ack.seq, msgID, channel);
+    return { streamSeq: ack.seq, seq, file };
+  }
+
+  /**
+   * When a copy already sent was refused as a lost race (a resend): the post's copy if it is
+   * stored after all, found where it must be (the channel's first message after the attempt's
+   * basis, carrying the post's msgID, which JetStream stores once).
+   */
+  private async landed(
+    err: unknown,
+    pending: Pending | undefined,
+    msgID: string,
+  ): Promise<Copy | undefined> {
+    if (!pending?.sent || !isWrongLastSequence(err)) return undefined;
+    const { channel } = pending;
+    const after = pending.basis.last?.streamSeq ?? 0;
+    const next = await this.ask(
+      () =>
+        // The server takes `next_by_subj` here too; the client's type names it for direct gets.
+        this.quick.jsm.streams.getMessage(this.streamName, {
+          next_by_subj: this.subject(channel),
+          seq: after + 1,
+        } as unknown as MsgRequest),
+      `cannot read ${channel}`,
+    ).catch(() => null);
+    return next?.header?.get("Nats-Msg-Id") === msgID ? copyOf(next) : undefined;
   }
 
   /**
@@ -331,7 +481,8 @@ export class NatsStore extends BackendStore {
     giveUpAt: number,
   ): Promise<boolean> {
     if (this.isTransient(err) && Date.now() < giveUpAt) {
-      await delay(AWAY_RETRY_MS);
+      if (isTimedOut(err)) await this.leaveIfStuck();
+      await delay(RETRY_PAUSE_MS);
       return false;
     }
     if (!isWrongLastSequence(err)) throw err;
@@ -357,8 +508,8 @@ export class NatsStore extends BackendStore {
     if (cached && cached.streamSeq === this.streamLast) {
       return { last: cached, expect: { lastSequence: cached.streamSeq } };
     }
-    const info = await this.guard(
-      () => this.jsm.streams.info(this.streamName),
+    const info = await this.ask(
+      () => this.quick.jsm.streams.info(this.streamName),
       `cannot read ${channel}`,
     );
     const last = await this.lastOf(channel);
@@ -368,18 +519,14 @@ export class NatsStore extends BackendStore {
   /**
    * A duplicate answer means the first copy was stored, but nats-server 2.9 may answer so while
    * that copy is still in flight (seq 0), or for a copy a leader change dropped: the post is
-   * acknowledged only once the copy is there, else it is sent again. Returns the copy's number
-   * and file name.
+   * acknowledged only once the copy is there, else it is sent again. The copy may be an earlier
+   * attempt's, under another seq: the post is that copy.
    */
-  private async confirmDuplicate(
-    streamSeq: number,
-    msgID: string,
-    channel: string,
-  ): Promise<{ seq: number; file: string }> {
+  private async confirmDuplicate(streamSeq: number, msgID: string, channel: string): Promise<Copy> {
     const stored =
       streamSeq > 0
-        ? await this.guard(
-            () => this.jsm.streams.getMessage(this.streamName, { seq: streamSeq }),
+        ? await this.ask(
+            () => this.quick.jsm.streams.getMessage(this.streamName, { seq: streamSeq }),
             `cannot read ${channel}`,
           ).catch(() => undefined)
         : undefined;
@@ -391,7 +538,7 @@ export class NatsStore extends BackendStore {
         `cannot post to ${channel}: JetStream did not answer with the stored copy yet`,
       );
     }
-    return { seq, file };
+    return copyOf(stored);
   }
 
   private checkPayload(text: string): void {
@@ -427,8 +574,9 @@ export class NatsStore extends BackendStore {
   }
 
   private lastStored(channel: string): Promise<StoredMsg | null> {
-    return this.guard(
-      () => this.jsm.streams.getMessage(this.streamName, { last_by_subj: this.subject(channel) }),
+    return this.ask(
+      () =>
+        this.quick.jsm.streams.getMessage(this.streamName, { last_by_subj: this.subject(channel) }),
       `cannot read ${channel}`,
     );
   }
@@ -469,10 +617,10 @@ export class NatsStore extends BackendStore {
     return pruneNats(
       {
         entries: (filter) =>
-          this.guard(async () => {
+          this.ask(async () => {
             const out: AgedEntry[] = [];
             for (const key of await this.keysOf(filter)) {
-              const entry = await this.kv.get(key);
+              const entry = await this.quick.kv.get(key);
               if (entry?.operation !== "PUT") continue;
               const aged: AgedEntry = { key, written: entry.created, revision: entry.revision };
               if (key.startsWith(PRESENCE_PREFIX)) aged.text = entry.string();
@@ -529,7 +677,10 @@ export class NatsStore extends BackendStore {
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const key = cursorKey(channel, agent);
-    const entry = await this.guard(() => this.kv.get(key), `cannot read the cursor of ${agent}`);
+    const entry = await this.ask(
+      () => this.quick.kv.get(key),
+      `cannot read the cursor of ${agent}`,
+    );
     const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
     this.noteCursor(key, { revision: entry?.revision ?? 0, seq });
     return seq;
@@ -550,7 +701,7 @@ export class NatsStore extends BackendStore {
       let known = this.cursors.get(key);
       if (known === undefined || attempt > 0) {
         if (attempt > 1) await delay(attempt * 10);
-        const entry = await this.guard(() => this.kv.get(key), what);
+        const entry = await this.ask(() => this.quick.kv.get(key), what);
         const at = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
         known = { revision: entry?.revision ?? 0, seq: at };
       }
@@ -603,10 +754,10 @@ export class NatsStore extends BackendStore {
 
   protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
     const prefix = notePrefix(scope, kind);
-    return this.guard(async () => {
+    return this.ask(async () => {
       const out: Note[] = [];
       for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.kv.get(key);
+        const entry = await this.quick.kv.get(key);
         if (entry?.operation !== "PUT") continue;
         out.push({ name: key.slice(prefix.length), text: entry.string(), version: entry.revision });
       }
@@ -615,8 +766,8 @@ export class NatsStore extends BackendStore {
   }
 
   protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
-    const entry = await this.guard(
-      () => this.kv.get(`${notePrefix(scope, kind)}${name}`),
+    const entry = await this.ask(
+      () => this.quick.kv.get(`${notePrefix(scope, kind)}${name}`),
       `cannot read the ${kind} record of ${name}`,
     );
     if (entry?.operation !== "PUT") {
@@ -650,7 +801,7 @@ export class NatsStore extends BackendStore {
    */
   private async keysOf(filter: string): Promise<string[]> {
     const prefix = `$KV.${this.bucketName}.`;
-    const info = await this.jsm.streams.info(`KV_${this.bucketName}`, {
+    const info = await this.quick.jsm.streams.info(`KV_${this.bucketName}`, {
       subjects_filter: `${prefix}${filter}`,
     });
     return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
@@ -658,10 +809,10 @@ export class NatsStore extends BackendStore {
 
   protected async taskRecords(channel: string): Promise<TaskRecord[]> {
     const prefix = `task.${token(channel)}.`;
-    return this.guard(async () => {
+    return this.ask(async () => {
       const out: TaskRecord[] = [];
       for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.kv.get(key);
+        const entry = await this.quick.kv.get(key);
         if (entry?.operation !== "PUT") continue;
         const stored = storedTask(entry.string());
         // A value that is no task of ours (written by another client) is no task, as a marker
@@ -676,8 +827,8 @@ export class NatsStore extends BackendStore {
     channel: string,
     id: string,
   ): Promise<TaskRecord | undefined> {
-    const entry = await this.guard(
-      () => this.kv.get(taskKey(channel, id)),
+    const entry = await this.ask(
+      () => this.quick.kv.get(taskKey(channel, id)),
       `cannot read task ${id}`,
     );
     if (entry?.operation !== "PUT") return undefined;
@@ -710,8 +861,8 @@ export class NatsStore extends BackendStore {
 
   /** A channel's path leases: one KV value, created once and then updated by revision. */
   protected async readPathLeases(channel: string): Promise<PathLeaseRecord> {
-    const entry = await this.guard(
-      () => this.kv.get(pathLeasesKey(channel)),
+    const entry = await this.ask(
+      () => this.quick.kv.get(pathLeasesKey(channel)),
       `cannot read the path leases of ${channel}`,
     );
     if (entry?.operation !== "PUT") return { doc: parsePathLeases(undefined), version: 0 };
@@ -734,16 +885,19 @@ export class NatsStore extends BackendStore {
 
   /** Everything of one channel in SPEC-folder form (export). */
   async dump(channel: string): Promise<ChannelDump> {
-    const entry = await this.guard(() => this.kv.get(metaKey(channel)), `cannot read ${channel}`);
+    const entry = await this.ask(
+      () => this.quick.kv.get(metaKey(channel)),
+      `cannot read ${channel}`,
+    );
     if (entry?.operation !== "PUT") {
       throw new AgentChatError("CHANNEL_NOT_FOUND", `no channel ${channel} in ${this.location}`);
     }
     const feed = await this.feed(channel);
     const cursors: Record<string, number> = {};
     const prefix = `cursor.${token(channel)}.`;
-    await this.guard(async () => {
+    await this.ask(async () => {
       for await (const key of await this.kv.keys(`${prefix}*`)) {
-        const e = await this.kv.get(key);
+        const e = await this.quick.kv.get(key);
         const n = Number(e?.operation === "PUT" ? e.string() : Number.NaN);
         if (Number.isSafeInteger(n) && n > 0) cursors[key.slice(prefix.length)] = n;
       }
@@ -846,16 +1000,38 @@ export class NatsStore extends BackendStore {
    * A cluster electing a leader answers "JetStream system temporarily unavailable" without
    * doing anything: the call is made again for up to the timeout.
    */
-  async guard<T>(fn: () => Promise<T>, what: string): Promise<T> {
-    const until = Date.now() + this.timeoutMs;
-    for (;;) {
-      try {
-        return await this.guardOnce(fn, what);
-      } catch (err) {
-        if (!isElecting(err) || Date.now() > until) throw err;
-        await delay(AWAY_RETRY_MS);
-      }
-    }
+  guard<T>(fn: () => Promise<T>, what: string, patience: Patience = { resend: false }): Promise<T> {
+    return patiently(() => this.guardOnce(fn, what), Date.now() + this.timeoutMs, patience);
+  }
+
+  /**
+   * A server call that may be sent twice (a read): as `guard`, and when unanswered it is sent
+   * again too, soon, for up to the timeout, after moving off a connected server that froze.
+   */
+  private ask<T>(fn: () => Promise<T>, what: string): Promise<T> {
+    return this.guard(fn, what, { resend: true, onTimeout: () => this.leaveIfStuck() });
+  }
+
+  /**
+   * After a request went unanswered on a cluster: when the connected server does not answer a
+   * ping either (frozen, cut off), the connection moves to another server now. Its socket stays
+   * open, so the client alone would notice only after its ping timer (20 s and more).
+   */
+  private leaveIfStuck(): Promise<void> {
+    if (!this.clustered || this.nc.isClosed()) return Promise.resolve();
+    this.leaving ??= (async () => {
+      const answered = await Promise.race([
+        this.nc.flush().then(
+          () => true,
+          () => false,
+        ),
+        delay(ATTEMPT_MS).then(() => false),
+      ]);
+      if (!answered && !this.nc.isClosed()) await this.nc.reconnect();
+    })().finally(() => {
+      this.leaving = undefined;
+    });
+    return this.leaving;
   }
 
   private async guardOnce<T>(fn: () => Promise<T>, what: string): Promise<T> {
@@ -890,11 +1066,10 @@ export class NatsStore extends BackendStore {
   }
 }
 
-/** How long a feed waits for its consumer to be created before asking again. */
-const FEED_REQUEST_MS = 1_500;
-
-/** How soon a post is sent again after the server did not answer. */
-const AWAY_RETRY_MS = 250;
+/** Races a post loses on a cluster before it takes its turn (see `inTurn`). */
+const TURN_AFTER = 2;
+/** One turn marker in so many (by stream seq) removes the markers before it. */
+const PURGE_TURNS_EVERY = 32;
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
 /** Cursor revisions a store remembers (see `saveCursor`). */
@@ -905,33 +1080,47 @@ const MAX_CURSOR_REVISIONS = 10_000;
  * cluster) when new, and returns the bucket. An existing namespace with fewer copies than the
  * cluster could give it is opened with a warning that says how to raise it.
  */
-async function openNamespace(
-  nc: NatsConnection,
-  js: JetStreamClient,
-  jsm: JetStreamManager,
-  target: NatsTarget,
-  options: NatsStoreOptions,
-): Promise<KV> {
+async function openNamespace({
+  nc,
+  js,
+  jsm,
+  target,
+  options,
+  deadline,
+}: {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  target: NatsTarget;
+  options: NatsStoreOptions;
+  /** Every request is sent again while unanswered (an election), up to then. */
+  deadline: number;
+}): Promise<KV> {
   const { Kvm } = await import("@nats-io/kv");
   const asked = target.replicas ?? options.replicas;
   const replicas = replicasFor(nc, asked, target.server);
   const stream = `AGENTCHAT_${target.namespace}`;
   const bucket = bucketOf(target.namespace);
-  const streamInfo = await infoOf(jsm, stream);
-  const bucketInfo = await infoOf(jsm, `KV_${bucket}`);
+  const streamInfo = await patiently(() => firstInfoOf(jsm, stream, target), deadline);
+  const bucketInfo = await patiently(() => infoOf(jsm, `KV_${bucket}`), deadline);
   const kvm = new Kvm(js);
-  // Creating is idempotent, so several first connections to a new namespace may race.
+  // Creating is idempotent, so several first connections to a new namespace may race (and a
+  // create that went unanswered may be sent again).
   const kv = bucketInfo
     ? await kvm.open(bucket)
     : await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
         // Reads from the stream leader, not a replica's direct get that may lag: a cursor
         // saved on a cluster is read back as saved.
-        kvm.create(bucket, {
-          history: 1,
-          description: "agent-chat channels",
-          replicas: r,
-          allow_direct: false,
-        }),
+        patiently(
+          () =>
+            kvm.create(bucket, {
+              history: 1,
+              description: "agent-chat channels",
+              replicas: r,
+              allow_direct: false,
+            }),
+          deadline,
+        ),
       );
   // A store only exists after both were made: channels without a stream, or messages
   // without a bucket, mean one was deleted. Recreating it would silently restart at seq 1.
@@ -946,12 +1135,16 @@ async function openNamespace(
   }
   if (!streamInfo) {
     await createReplicated(nc, replicas, asked !== undefined, target.server, (r) =>
-      jsm.streams.add({
-        name: stream,
-        subjects: [`agentchat.${target.namespace}.msg.>`],
-        description: `agent-chat namespace ${target.namespace}`,
-        num_replicas: r,
-      }),
+      patiently(
+        () =>
+          jsm.streams.add({
+            name: stream,
+            subjects: [`agentchat.${target.namespace}.msg.>`],
+            description: `agent-chat namespace ${target.namespace}`,
+            num_replicas: r,
+          }),
+        deadline,
+      ),
     );
   }
   if (streamInfo && bucketInfo) {
@@ -959,6 +1152,25 @@ async function openNamespace(
     if (warning) options.onWarning?.(warning);
   }
   return kv;
+}
+
+/** As `infoOf`, for the first request of a connection: no JetStream there is said plainly. */
+async function firstInfoOf(
+  jsm: JetStreamManager,
+  name: string,
+  target: NatsTarget,
+): Promise<StreamInfo | undefined> {
+  try {
+    return await infoOf(jsm, name);
+  } catch (err) {
+    const e = err as Error;
+    if (e?.name !== "JetStreamNotEnabled" && !/no responders/i.test(e?.message ?? "")) throw err;
+    throw new AgentChatError(
+      "BACKEND_UNAVAILABLE",
+      `JetStream is not enabled on ${target.server} (start nats-server with -js)`,
+      { cause: err },
+    );
+  }
 }
 
 /** A stream's info, or undefined when there is no such stream. */
@@ -979,12 +1191,6 @@ function toBackendError(err: unknown, what: string): AgentChatError {
   else if (name === "ClosedConnectionError") why = "the connection to the NATS server is closed";
   else if (/permission/i.test(why)) why = `permission denied (${why})`;
   return new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${why}`, { cause: err });
-}
-
-/** JetStream's answer while a cluster has no leader for the asset (code 10008). */
-function isElecting(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: unknown; message?: string } })?.cause;
-  return cause?.code === 10008 || /temporarily unavailable/i.test(cause?.message ?? "");
 }
 
 export function isWrongLastSequence(err: unknown): boolean {
@@ -1019,6 +1225,11 @@ async function hasAny(kv: KV, filter: string): Promise<boolean> {
 /** A subject token for a channel: channel names may hold `.`, subject tokens may not. */
 function publishedKeyKey(name: string): string {
   return `keys.${identity(name)}`;
+}
+
+/** Where a channel's turn markers go: in the namespace's stream, beside the channel's subject. */
+function turnSubject(subject: string): string {
+  return `${subject}.turn`;
 }
 
 function token(channel: string): string {
@@ -1081,8 +1292,4 @@ function taskRecord(id: string, stored: StoredTask, revision: number): TaskRecor
     if (problem !== undefined) record.problem = problem;
   }
   return record;
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
