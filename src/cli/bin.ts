@@ -9,6 +9,7 @@ import { codeCacheDir, requireCached } from "./code-cache.js";
 import { parseHookLine } from "./hook-line.js";
 import { parseHotLine } from "./hot-line.js";
 import { exitQuietlyOnBrokenPipe } from "./pipe.js";
+import { writeStdout } from "./stdio.js";
 
 declare const __VERSION__: string;
 /** The full CLI's `--help` output to a pipe, taken at build time (scripts/build.mjs). */
@@ -36,8 +37,7 @@ if (hook) {
   void run(hot, argv);
 } else if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   // What commander prints for it.
-  exitQuietlyOnBrokenPipe();
-  process.stdout.write(`${__VERSION__}\n`);
+  writeStdout(`${__VERSION__}\n`);
 } else if (
   argv.length === 1 &&
   (argv[0] === "--help" || argv[0] === "-h") &&

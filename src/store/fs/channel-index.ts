@@ -1,4 +1,4 @@
-import { existsSync, type FSWatcher, promises as fsp, watch } from "node:fs";
+import { existsSync, type FSWatcher, promises as fsp, readdirSync, watch } from "node:fs";
 import { join } from "node:path";
 import { hasOversizedSeq, seqOfFileName } from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
@@ -89,7 +89,7 @@ export class ChannelIndex {
     this.seenDuringScans.add(seenDuringScan);
     let names: string[];
     try {
-      names = await fsp.readdir(this.dir);
+      names = await listFolder(this.dir, !this.useWatch);
       // A file created while the readdir ran can be missing from it (a large folder is read in
       // several calls) while its watch event is still queued. Letting the watch deliver what it
       // has before the index is rebuilt keeps the index from holding a message without an
@@ -277,6 +277,15 @@ export class ChannelIndex {
   private notify(name: string | undefined): void {
     for (const listener of this.listeners) listener(name);
   }
+}
+
+/**
+ * A folder's names. `sync` is for a store without file watches, that of a process which ends once
+ * it has answered (a CLI command): it reads the folder once or twice, and a synchronous read
+ * spares it starting the thread pool (and loading `fs.promises`) for them.
+ */
+export function listFolder(dir: string, sync: boolean): Promise<string[]> {
+  return sync ? Promise.resolve().then(() => readdirSync(dir)) : fsp.readdir(dir);
 }
 
 /** The shortest time between two poll-driven looks at one folder. */

@@ -72,11 +72,14 @@ import type {
   PruneOptions,
   PruneResult,
 } from "../types.js";
-import { ChannelIndex } from "./channel-index.js";
+import { ChannelIndex, listFolder } from "./channel-index.js";
 import { prunePresence } from "./prune-presence.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
-  /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
+  /**
+   * Keep an OS file watch per channel (default true). Without it every operation re-reads the
+   * folder, synchronously: meant for a process that ends once it has answered.
+   */
   watch?: boolean;
   /** Largest accepted message body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
@@ -172,7 +175,7 @@ export class FsStore extends BackendStore<FolderFeed> {
   protected async channelNames(): Promise<string[]> {
     let names: string[];
     try {
-      names = await fsp.readdir(this.location);
+      names = await listFolder(this.location, this.options.watch === false);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw wrapIoError(err, `cannot list ${this.location}`);
