@@ -1,4 +1,4 @@
-import { writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from "node:fs";
 import { EXIT } from "./exit-codes.js";
 
 /**
@@ -62,4 +62,55 @@ function writeAll(fd: number, text: string): Buffer | "broken" | undefined {
     }
   }
   return undefined;
+}
+
+/** What {@link readStdinReady} read: all of stdin (`complete`), or what was there so far. */
+export interface StdinPart {
+  bytes: Buffer;
+  complete: boolean;
+}
+
+/**
+ * Reads what stdin already holds without Node's streams: all of a file, or of a pipe whose
+ * writer has written and closed it (as a host tool does with a hook's JSON before the hook has
+ * started). A pipe still open is read without blocking, through a second, non-blocking opening
+ * of it (Linux's /proc/self/fd/0); what was there so far is returned incomplete, for the caller
+ * to read the rest with `process.stdin`. Undefined for a terminal or anything else: the caller
+ * reads it all that way. At most `max` bytes.
+ */
+export function readStdinReady(max: number): StdinPart | undefined {
+  let fd: number;
+  try {
+    const st = fstatSync(0);
+    if (st.isFile()) return { bytes: readUpTo(0, max).bytes, complete: true };
+    if (!st.isFIFO()) return undefined;
+    fd = openSync("/proc/self/fd/0", constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    return readUpTo(fd, max);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readUpTo(fd: number, max: number): StdinPart {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(64 * 1024);
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
+      return { bytes: Buffer.concat(chunks), complete: false };
+    }
+    if (n === 0 || size + n > max) return { bytes: Buffer.concat(chunks), complete: true };
+    chunks.push(chunk.subarray(0, n));
+    size += n;
+  }
 }
