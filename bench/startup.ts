@@ -46,6 +46,8 @@ function spawnTime(
         ? resolve(performance.now() - t0)
         : reject(new Error(`${cmd} ${args.join(" ")} exited ${code}`)),
     );
+    // A command that exits without reading its input (most do) closes the pipe: not an error.
+    child.stdin.on("error", () => {});
     child.stdin.end(input);
   });
 }

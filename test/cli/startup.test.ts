@@ -273,6 +273,8 @@ const COLD: Array<[string, string, string]> = [
   ["receipts, explain, who", "class DeliveryQueries", "store-core-delivery-queries.cjs"],
   ["receipt states", "function receiptFor", "store-core-delivery-queries.cjs"],
   ["the daemon's socket client", "class DaemonClient", "daemon-client.cjs"],
+  ["the slash parser (a --json body starting with /)", "function slashOfBody", "core-slash.cjs"],
+  ["hook wait", "function runHookWait", "cli-hook-wait.cjs"],
 ];
 
 function declares(text: string, declaration: string): boolean {
