@@ -52,6 +52,34 @@ function spawnTime(
   });
 }
 
+const CPU_PROBE = new URL("./workers/cpu-probe.cjs", import.meta.url).pathname;
+
+/**
+ * CPU time (user + system) of a whole Node process, in ms, as the process itself tells it at
+ * exit (a preloaded probe writes `process.cpuUsage()` to descriptor 3): what the machine's load
+ * moves less than wall time, since waiting for a core is not counted.
+ */
+function spawnCpu(args: string[], env: NodeJS.ProcessEnv, input = ""): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--require", CPU_PROBE, ...args], {
+      env,
+      stdio: ["pipe", "ignore", "ignore", "pipe"],
+    });
+    let told = "";
+    child.stdio[3]!.on("data", (d: Buffer) => {
+      told += d.toString();
+    });
+    child.on("error", reject);
+    child.on("close", (code) =>
+      code === 0 && told !== ""
+        ? resolve(Number(told) / 1000)
+        : reject(new Error(`node ${args.join(" ")} exited ${code}`)),
+    );
+    child.stdin!.on("error", () => {});
+    child.stdin!.end(input);
+  });
+}
+
 interface Figure {
   name: string;
   run: () => Promise<number>;
@@ -203,6 +231,19 @@ export function startupBench(options: {
         vsNode("`agent-chat hook prompt` (1 unread)", "hook prompt", 1.3),
       );
       rows.push(...referenceRows(group, at, py && { py, chatPy, reference }));
+
+      const cpu =
+        (args: string[], env = clean, input = "") =>
+        () =>
+          spawnCpu(args, env, input);
+      const cpuFigures: Figure[] = [
+        { name: "node -e 0", run: cpu(["-e", "0"]) },
+        { name: "--version", run: cpu([ctx.cli, "--version"]) },
+        { name: "post", run: cpu([ctx.cli, ...post], { ...clean, AGENT_CHAT_ROOT: postRoot }) },
+        { name: "read", run: cpu([ctx.cli, "read", "small", "--as", "bob", "--peek"]) },
+        { name: "hook prompt", run: cpu([ctx.cli, "hook", "prompt"], bob, hookInput) },
+      ];
+      rows.push(...cpuRows(await rounds(cpuFigures, Math.ceil(n / 2))));
 
       const wakeEnv = { ...clean, AGENT_CHAT_ROOT: wakeRoot };
       rows.push(await wakeRow(ctx, group, wakeEnv, waker, py && { py, chatPy, reference }));
@@ -371,6 +412,27 @@ async function wakeRow(
   }
   row.baseline = { name: `${reference} wait (sleep-poll)`, stats: stats(theirs) };
   return row;
+}
+
+/** The CPU time figures against `node -e 0`'s, with the goals of the wall-time ones. */
+function cpuRows(s: Map<string, Stats>): Row[] {
+  const labels: Array<[string, string, number]> = [
+    ["--version", "`agent-chat --version`", 1.15],
+    ["post", "`agent-chat post …` (1,000-msg channel)", 1.3],
+    ["read", "`agent-chat read --peek` (1,000-msg channel)", 1.3],
+    ["hook prompt", "`agent-chat hook prompt` (1 unread)", 1.3],
+  ];
+  return labels.map(([name, figure, goal]) => {
+    return {
+      group: "start-up CPU time (user + system at exit, clean env)",
+      figure,
+      unit: "ms",
+      stats: s.get(name)!,
+      baseline: { name: "node -e 0", stats: s.get("node -e 0")! },
+      goal: `≤ ${goal}× node -e 0 (context: the goal is on wall time)`,
+      met: s.get(name)!.median / s.get("node -e 0")!.median <= goal,
+    };
+  });
 }
 
 /** The machine's own environment (the variables that slow Node kept), as context only. */
