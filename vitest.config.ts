@@ -4,8 +4,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     exclude: ["test/torture/**"],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A bound on a hang, not on speed: on a loaded 2-core machine a test that starts many
+    // processes (or posts a thousand messages) can take several times what it takes alone.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
     // Integration tests spawn real processes; two workers suit the 2-core machines we run on.
     maxWorkers: 2,
   },

@@ -117,7 +117,9 @@ interface RunningDaemon {
 }
 
 async function startDaemon(ctx: BenchContext, dir: string): Promise<RunningDaemon> {
-  const child = spawn(process.execPath, [ctx.cli, "--json", "serve"], {
+  // Refusals only: a line per envelope would bury the report in the inherited stderr (the
+  // default log costs one write to stderr per envelope; docs/daemon.md, "What serve logs").
+  const child = spawn(process.execPath, [ctx.cli, "--json", "serve", "--log", "warn"], {
     env: {
       ...process.env,
       AGENT_CHAT_ROOT: join(dir, "root"),

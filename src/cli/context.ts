@@ -1,12 +1,11 @@
 import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
-import { isAbsolute, join } from "node:path";
 import { hasPrivateKey } from "../client/keys.js";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
-import { isNatsUrl, type NatsConnectionOptions } from "../store/roots.js";
+import { type NatsConnectionOptions, type ParsedRoot, parseRoot } from "../store/roots.js";
 import { HARNESSES, type Harness, MAX_TASK_TTL_MS, type Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { writeStderr, writeStdout } from "./stdio.js";
@@ -44,12 +43,27 @@ export class CliContext {
     return this.globals().json === true;
   }
 
+  /** The root as the user gave it (`--root`, `$AGENT_CHAT_ROOT`, `~/agent-chat`). */
   get root(): string {
     return resolveRoot({
       flag: this.globals().root,
       env: this.env.AGENT_CHAT_ROOT,
       home: homedir(),
     });
+  }
+
+  /** The root as the one parser reads it: a folder or a NATS namespace, never a URL as a path. */
+  get rootSpec(): ParsedRoot {
+    return parseRoot(this.root);
+  }
+
+  /**
+   * The root as another process is given it (a tool's configuration, a hook, a child): a
+   * folder's absolute path, so it means the same from any working folder; a URL as given.
+   */
+  get rootArg(): string {
+    const spec = this.rootSpec;
+    return spec.kind === "folder" ? spec.path : spec.given;
   }
 
   get maxBodyBytes(): number | undefined {
@@ -68,9 +82,10 @@ export class CliContext {
   async open(): Promise<Store> {
     if (!this.store) {
       // A NATS root is its own live transport; a folder root goes through its daemon if one runs.
-      this.store = isNatsUrl(this.root)
-        ? await openStore(this.root, this.openOptions())
-        : ((await this.connectDaemon()) ?? (await this.openFolder()));
+      this.store =
+        this.rootSpec.kind === "nats"
+          ? await openStore(this.root, this.openOptions())
+          : ((await this.connectDaemon()) ?? (await this.openFolder()));
     }
     return this.store;
   }
@@ -78,8 +93,9 @@ export class CliContext {
   /**
    * The store a post by `from` goes to: the root's own store, signing, when `from` holds a key
    * here (a signer does not cross the daemon's socket; the daemon sees the file as any other),
-   * else {@link open}. Only the commands whose poster the user names use it (post, mcp --as,
-   * request, approve): {@link open} signs for no one, so that a viewer's From field or a b00t
+   * else {@link open}. Only the commands whose poster or reader the user names use it (post,
+   * read and wait --as, whose read receipts it signs, mcp --as, request, approve): {@link open}
+   * signs for no one, so that a viewer's From field or a b00t
    * `sender` never signs with a key this user happens to hold.
    */
   async openFor(from: string): Promise<Store> {
@@ -106,7 +122,7 @@ export class CliContext {
     };
     if (!this.watchFolders) options.watch = false;
     if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
-    if (isNatsUrl(this.root)) options.nats = this.natsOptions();
+    if (this.rootSpec.kind === "nats") options.nats = this.natsOptions();
     return options;
   }
 
@@ -141,7 +157,7 @@ export class CliContext {
   get socketPath(): string {
     const given = this.env.AGENT_CHAT_SOCKET;
     if (given) return given;
-    return socketPathFor(this.root, {
+    return socketPathFor(this.rootSpec, {
       runtimeDir: this.env.XDG_RUNTIME_DIR,
       tmpDir: tmpdir(),
       uid: process.getuid?.() ?? 0,

@@ -9,6 +9,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { shortHash } from "../core/hash.js";
+import { canonicalRoot } from "../store/roots.js";
 
 /**
  * What the hooks of one host-tool session have already said, so that a notice is shown once per
@@ -19,7 +20,10 @@ import { shortHash } from "../core/hash.js";
  * these few small files.
  */
 export interface SessionSeen {
-  /** The root the marks belong to: another root starts afresh. */
+  /**
+   * The root the marks belong to, canonical (a folder's real path; a NATS URL without its
+   * credentials): another root starts afresh, however either is spelt.
+   */
   root: string;
   /** Per audience (the model's context, or the user at stop): each channel's seq last told. */
   context: Record<string, number>;
@@ -45,15 +49,25 @@ export async function loadSeen(
   sessionId: string,
   root: string,
 ): Promise<SessionSeen> {
-  const fresh: SessionSeen = { root, context: {}, stop: {} };
+  const key = rootKey(root);
+  const fresh: SessionSeen = { root: key, context: {}, stop: {} };
   try {
     const text = readFileSync(sessionFile(dir, agent, sessionId), "utf8");
     if (text.length > MAX_STATE_BYTES) return fresh;
     const value = JSON.parse(text) as Partial<SessionSeen>;
-    if (value.root !== root) return fresh;
-    return { root, context: marks(value.context), stop: marks(value.stop) };
+    if (value.root !== key) return fresh;
+    return { root: key, context: marks(value.context), stop: marks(value.stop) };
   } catch {
     return fresh;
+  }
+}
+
+/** A root that does not parse (the hook reports that itself) keys its marks as written. */
+function rootKey(root: string): string {
+  try {
+    return canonicalRoot(root);
+  } catch {
+    return root;
   }
 }
 

@@ -14,6 +14,7 @@ import {
 } from "../mcp/hook.js";
 import { type UnreadCount, UnreadCounter } from "../mcp/unread.js";
 import { WAKE_EVENT } from "../mcp/wake.js";
+import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Harness, Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
 import { readStdinReady } from "./stdio.js";
@@ -43,6 +44,8 @@ export interface HookArgs {
 /** What a hook needs from its process: the root, the environment and the two outputs. */
 export interface HookIo {
   readonly root: string;
+  /** Connection options when the root is a NATS namespace (credentials, TLS, timeout). */
+  readonly nats?: NatsConnectionOptions;
   readonly env: NodeJS.ProcessEnv;
   /** Where each session's "already told" marks are kept (see hook-state.ts). */
   readonly stateDir: string;
@@ -70,7 +73,11 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
     if (args.event === WAKE_EVENT) {
       // A long wait: the store watches its folders, so news comes without waiting for a poll.
-      const store = await openStore(io.root, { harness: "claude-code", signatures: pins(io) });
+      const store = await openStore(io.root, {
+        harness: "claude-code",
+        signatures: pins(io),
+        ...(io.nats && { nats: io.nats }),
+      });
       try {
         // Its own file in the lean build: the hooks run on every prompt never load it.
         const { runHookWait } = await import("./hook-wait.js");
@@ -91,7 +98,12 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     }
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
     const harness = HARNESS_OF[format as HookFormat];
-    const store = await openStore(io.root, { watch: false, harness, signatures: pins(io) });
+    const store = await openStore(io.root, {
+      watch: false,
+      harness,
+      signatures: pins(io),
+      ...(io.nats && { nats: io.nats }),
+    });
     try {
       await printNotice(store, { agent, event, format: format as HookFormat, input, args }, io);
     } finally {

@@ -1,4 +1,5 @@
 import {
+  createHash,
   createPrivateKey,
   createPublicKey,
   generateKeyPairSync,
@@ -65,4 +66,13 @@ export function verifySignature(key: string, text: string, signature: string): b
 function rawPublicKey(publicKey: KeyObject): string {
   const jwk = publicKey.export({ format: "jwk" });
   return String(jwk.x);
+}
+
+/**
+ * A key's fingerprint to compare out of band (read aloud, pasted in another channel): SHA-256
+ * of the raw key, as `ssh-keygen -l` prints one (`SHA256:` and base64 without padding).
+ */
+export function fingerprint(key: string): string {
+  const digest = createHash("sha256").update(Buffer.from(key, "base64url")).digest("base64");
+  return `SHA256:${digest.replace(/=+$/, "")}`;
 }

@@ -263,7 +263,7 @@ async function watchReplies(
     const watchOptions: Parameters<Store["watch"]>[1] = { after: request.seq, signal: stop.signal };
     if (options.intervalMs !== undefined) watchOptions.intervalMs = options.intervalMs;
     for await (const message of store.watch([channel], watchOptions)) {
-      if (options.verifiedOnly && !isVerified(message)) continue;
+      if (!counts(message, options.verifiedOnly)) continue;
       const judgement = judgeReply(message, request, maintainer);
       if (!judgement) continue;
       if (judgement.kind === "verdict") return { kind: "verdict", judgement };
@@ -368,14 +368,20 @@ export async function pendingRequests(
 }
 
 /**
- * Every message of a channel that counts, in seq order; moves no cursor. Where the channel
- * requires signatures, only verified ones count: a forged approval from "maintainer" is none.
+ * Every message of a channel that counts, in seq order; moves no cursor. The channel's policy
+ * is the one this reader pinned (a `_meta.json` edited down to `off` changes nothing).
  */
 async function allMessages(store: Store, channel: string): Promise<Message[]> {
   const all = await store.peek(channel, Number.MAX_SAFE_INTEGER);
-  return signaturesRequired(await store.roster(channel)) ? all.filter(isVerified) : all;
+  const verifiedOnly = signaturesRequired(await store.roster(channel));
+  return all.filter((m) => counts(m, verifiedOnly));
 }
 
-function isVerified(m: Message): boolean {
-  return m.trust === "verified";
+/**
+ * Whether a request or verdict counts: a forged one never (a bad signature, or a key that is not
+ * the sender's pinned one, is nobody's word); an unsigned one only where signatures are not
+ * required (names are not authenticated there, docs/governance.md).
+ */
+function counts(m: Message, verifiedOnly: boolean): boolean {
+  return verifiedOnly ? m.trust === "verified" : m.trust !== "forged";
 }

@@ -1,6 +1,6 @@
 import { AgentChatError } from "../core/errors.js";
 import { sameAgent, validateName } from "../core/names.js";
-import { approvalText, rotationText } from "../core/signature.js";
+import { approvalText, isKeyText, rotationText } from "../core/signature.js";
 import type { PublishedKeyDirectory } from "../store/types.js";
 import {
   filePins,
@@ -15,6 +15,7 @@ import {
   writePublishedKey,
 } from "./keys.js";
 import { loadEd25519, validRotations } from "./signing.js";
+import { fileTrust } from "./user-trust.js";
 
 /**
  * The `agent-chat id` operations (docs/signatures.md): make, show, copy and rotate an agent's
@@ -28,8 +29,18 @@ export interface IdentityPlace {
   root: string | undefined;
   /** Where a root with no folder publishes them (a NATS namespace's KV). */
   directory?: PublishedKeyDirectory;
-  /** Names the root in the pin file (its absolute path or URL). */
+  /** Names the root in the pin file (its real path or URL). */
   rootId: string;
+  /** Another name of the root whose pins count too (src/client/open.ts, folderRootIds). */
+  rootAlias?: string;
+}
+
+function pinsOf(place: IdentityPlace) {
+  return filePins(place.configDir, place.rootId, place.rootAlias);
+}
+
+function trustOf(place: IdentityPlace) {
+  return fileTrust(place.configDir, place.rootId, place.rootAlias);
 }
 
 export interface IdentityInfo {
@@ -42,6 +53,10 @@ export interface IdentityInfo {
   published: string[];
   /** The keys pinned here for this root, oldest first. */
   pinned: string[];
+  /** The current key's fingerprint (SHA-256), to compare out of band. */
+  fingerprint: string | undefined;
+  /** The keys this user accepts from the name as an authority (`id authority add`). */
+  authority: string[];
 }
 
 /** Makes `name`'s key pair: private key 0600 in the config folder, public key published and pinned. */
@@ -49,7 +64,7 @@ export async function createIdentity(place: IdentityPlace, name: string): Promis
   validateName("agent", name);
   const problems: string[] = [];
   const { doc: published, revision } = await readDoc(place, name, (p) => problems.push(p));
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   if (published || pins.get(name)) {
     throw new AgentChatError(
       "KEY_CONFLICT",
@@ -78,7 +93,7 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
   validateName("agent", name);
   const ed = await loadEd25519();
   const old = ed.signerFromPem(readPrivateKey(place.configDir, name));
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const current = (await currentChain(place, name, ed)) ?? pins.get(name) ?? [old.key];
   if (current[current.length - 1] !== old.key) {
     throw new AgentChatError(
@@ -101,12 +116,12 @@ export async function rotateIdentity(place: IdentityPlace, name: string): Promis
 
 /**
  * A new key for `name` when the old one is lost and cannot vouch for it: published in place of
- * the old chain, and refused by every reader who pinned the old key until a channel's maintainer
- * approves it ({@link approveKey}).
+ * the old chain, and refused by every reader who pinned the old key until an authority of theirs
+ * approves it ({@link approveKey}) or they trust it themselves ({@link trustKey}).
  */
 export async function replaceIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const { doc: published, revision } = await readDoc(place, name);
   const pinned = pins.get(name);
   if (!published && !pinned) return createIdentity(place, name);
@@ -131,8 +146,8 @@ export interface KeyApprovalRequest {
 
 /**
  * A maintainer's signed approval of `key` as `name`'s key, recorded in `name`'s published key
- * file: readers whose pin no rotation leads to the key accept it once they check that the
- * approval is signed by the key pinned for the channel's maintainer.
+ * file: it counts for the readers who chose the maintainer as an authority for this root
+ * ({@link addAuthority}), never because a `_meta.json` names them.
  */
 export async function approveKey(
   place: IdentityPlace,
@@ -169,7 +184,7 @@ export async function approveKey(
   const others = (doc.approvals ?? []).filter((a) => a.key !== key);
   doc.approvals = [...others, { key, by: as, channel, sig }];
   await writeDoc(place, doc, revision);
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const pinned = pins.get(name);
   if (pinned && !pinned.includes(key)) {
     pins.set(name, [...pinned, ...doc.keys.slice(doc.keys.indexOf(key))]);
@@ -251,7 +266,7 @@ export async function importIdentity(
       cause: err,
     });
   }
-  const pins = filePins(place.configDir, place.rootId);
+  const pins = pinsOf(place);
   const known = (await currentChain(place, name, ed)) ?? pins.get(name);
   if (known && known[known.length - 1] !== key) {
     throw new AgentChatError(
@@ -280,17 +295,82 @@ export async function importIdentity(
 export async function showIdentity(place: IdentityPlace, name: string): Promise<IdentityInfo> {
   validateName("agent", name);
   const { doc: published } = await readDoc(place, name);
-  const pinned = filePins(place.configDir, place.rootId).get(name) ?? [];
+  const pinned = pinsOf(place).get(name) ?? [];
   const keys = published?.keys ?? pinned;
+  const key = keys[keys.length - 1];
   return {
     name: published && !sameAgent(published.name, name) ? published.name : name,
-    key: keys[keys.length - 1],
+    key,
     privateKey: hasPrivateKey(place.configDir, name)
       ? privateKeyPath(place.configDir, name)
       : undefined,
     published: published?.keys ?? [],
     pinned,
+    fingerprint: key === undefined ? undefined : (await loadEd25519()).fingerprint(key),
+    authority: trustOf(place).authorityKeys(name) ?? [],
   };
+}
+
+/**
+ * The user's own act: pins `key` as `name`'s (after the keys pinned before, so that old
+ * messages keep verifying; `only` forgets those, for a first pin that was someone else's).
+ * The way to accept a new key nobody the user trusts vouched for, once its fingerprint was
+ * compared out of band.
+ */
+export async function trustKey(
+  place: IdentityPlace,
+  name: string,
+  key: string,
+  only = false,
+): Promise<IdentityInfo> {
+  validateName("agent", name);
+  if (!isKeyText(key)) {
+    throw new AgentChatError("INVALID_ARGUMENT", `not a public key: ${JSON.stringify(key)}`);
+  }
+  const pins = pinsOf(place);
+  const before = only ? [] : (pins.get(name) ?? []).filter((k) => k !== key);
+  pins.set(name, [...before, key]);
+  return showIdentity(place, name);
+}
+
+/**
+ * The user chooses `name` as an authority for this root: key approvals signed by it count
+ * (`id approve`). Its key is the one given, else the one pinned here for it now, else the one
+ * published; the fingerprint is printed so that the user compares it out of band.
+ */
+export async function addAuthority(
+  place: IdentityPlace,
+  name: string,
+  key?: string,
+): Promise<IdentityInfo> {
+  validateName("agent", name);
+  const pinned = pinsOf(place).get(name);
+  const chosen =
+    key ?? pinned?.at(-1) ?? (await currentChain(place, name, await loadEd25519()))?.at(-1);
+  if (chosen === undefined || !isKeyText(chosen)) {
+    throw new AgentChatError(
+      chosen === undefined ? "NO_KEY" : "INVALID_ARGUMENT",
+      chosen === undefined
+        ? `no key is known here for ${name}; give the key: agent-chat id authority add ${name} KEY`
+        : `not a public key: ${JSON.stringify(chosen)}`,
+    );
+  }
+  trustOf(place).setAuthority(name, [chosen]);
+  return showIdentity(place, name);
+}
+
+/** `name` is no longer an authority here; approvals it signed no longer count. */
+export async function removeAuthority(place: IdentityPlace, name: string): Promise<boolean> {
+  validateName("agent", name);
+  const trust = trustOf(place);
+  if (trust.authorityKeys(name) === undefined) return false;
+  trust.setAuthority(name, undefined);
+  return true;
+}
+
+/** The authorities this user chose for the root, with their keys. */
+export function listAuthorities(place: IdentityPlace): Record<string, string[]> {
+  return trustOf(place).authorities();
 }
 
 /** The names this user holds keys for, each as {@link showIdentity} sees it. */

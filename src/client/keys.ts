@@ -234,8 +234,10 @@ export function memoryPins(): PinStore {
 /**
  * Pins kept in `<config>/pins.json`, `{ "<root>": { "<identity>": [keys…] } }`, re-read on each
  * look-up (another process may have pinned meanwhile) and replaced atomically on each change.
+ * `alias` is another name the root was known by (the path as given, before links were resolved):
+ * pins found only there still count, so that a root reached by two paths has one set of pins.
  */
-export function filePins(configDir: string, rootId: string): PinStore {
+export function filePins(configDir: string, rootId: string, alias?: string): PinStore {
   const path = join(configDir, "pins.json");
   const load = (): Record<string, Record<string, string[]>> => {
     try {
@@ -247,7 +249,10 @@ export function filePins(configDir: string, rootId: string): PinStore {
   };
   return {
     get(name) {
-      const keys = load()[rootId]?.[identity(name)];
+      const all = load();
+      const keys =
+        all[rootId]?.[identity(name)] ??
+        (alias === undefined ? undefined : all[alias]?.[identity(name)]);
       return Array.isArray(keys) && keys.every(isKeyText) ? keys : undefined;
     },
     set(name, keys) {

@@ -26,6 +26,8 @@ const PING_PONG_WINDOW_MS = 10 * 60_000;
 export interface Pause {
   since: string;
   reason: string;
+  /** Where signatures are required: the paused poster's signature over `pauseText`. */
+  sig?: string;
 }
 
 /** Who is paused in a channel, by identity. */
@@ -36,26 +38,43 @@ export function pausesOf(meta: ChannelMeta): Record<string, Pause> {
     : {};
 }
 
+/** What the guards take from the channel's signature policy (the signed store gives it). */
+export interface GuardTrust {
+  /**
+   * The channel's last `count` messages that count for the guards: those the channel's policy
+   * delivers (under `signatures: require`, verified ones only), so that look-alike files
+   * written under someone's name never pause the real poster.
+   */
+  recent(count: number): Promise<Message[]>;
+  /** Whether a recorded pause binds the poster (under `require`: signed by the poster). */
+  binds(pause: Pause): Promise<boolean>;
+  /** The poster's signature of a new pause, where the channel requires one. */
+  sign(pause: Pause): string | undefined;
+}
+
 /** Refuses a paused poster; pauses one that trips a guard (and refuses this post). */
 export async function guardPost(
   store: Store,
   channel: string,
   meta: ChannelMeta,
   from: string,
+  trust: GuardTrust,
   now = Date.now(),
 ): Promise<void> {
   if (sameAgent(from, GUARD_NAME)) return;
   const paused = pausesOf(meta)[identity(from)];
-  if (paused) throw pausedError(channel, from, paused);
+  if (paused && (await trust.binds(paused))) throw pausedError(channel, from, paused);
   const policy = policyOf(meta);
   const window = Math.max(policy.rateLimit, policy.pingPong);
   if (window === 0) return;
-  const recent = await store.peek(channel, window + 1);
+  const recent = await trust.recent(window + 1);
   const reason =
     rateTripped(recent, from, policy.rateLimit, now) ??
     pingPongTripped(recent, from, policy.pingPong, now);
   if (reason === undefined) return;
   const pause: Pause = { since: formatTimestamp(new Date(now)), reason };
+  const sig = trust.sign(pause);
+  if (sig !== undefined) pause.sig = sig;
   if (store.updateMeta) {
     await store.updateMeta(channel, (m) => ({
       ...m,

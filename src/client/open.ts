@@ -1,10 +1,10 @@
+import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { AgentChatError } from "../core/errors.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
 import type { NatsStoreOptions } from "../store/nats/index.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
-import { isUrlRoot } from "../store/roots.js";
+import { parseRoot } from "../store/roots.js";
 import type { Store } from "../store/types.js";
 import { signedStore } from "./signed-store.js";
 import type { SignatureOptions } from "./signing.js";
@@ -13,7 +13,7 @@ export interface OpenOptions extends FsStoreOptions {
   /** Connection options for `nats://` and `tls://` roots (credentials, TLS, timeouts). */
   nats?: NatsConnectionOptions;
   /** Keys and pins for signed messages (docs/signatures.md); default: verify, never sign. */
-  signatures?: Omit<SignatureOptions, "rootId" | "publishedIn">;
+  signatures?: Omit<SignatureOptions, "rootId" | "rootAlias" | "publishedIn">;
 }
 
 /**
@@ -24,29 +24,45 @@ export interface OpenOptions extends FsStoreOptions {
  * says whether it is verified, unsigned or forged (src/client/signed-store.ts).
  */
 export async function openStore(root: string, options: OpenOptions = {}): Promise<Store> {
-  if (root.trim() === "") throw new AgentChatError("INVALID_ARGUMENT", "root is empty");
-  if (isUrlRoot(root)) {
-    const scheme = root.slice(0, root.indexOf(":")).toLowerCase();
-    if (scheme === "nats" || scheme === "tls") {
-      const { NatsStore } = await import("../store/nats/index.js");
-      const store = guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
-      return signedStore(store, {
-        ...options.signatures,
-        rootId: store.location,
-        directory: store.publishedKeys,
-      });
-    }
-    throw new AgentChatError(
-      "BACKEND_UNAVAILABLE",
-      `no backend for ${scheme}:// roots; use a folder path or nats://host:port/namespace`,
-    );
+  const parsed = parseRoot(root);
+  if (parsed.kind === "nats") {
+    const { NatsStore } = await import("../store/nats/index.js");
+    const store = guardIdentities(await NatsStore.open(root, natsStoreOptions(options)));
+    return signedStore(store, {
+      ...options.signatures,
+      rootId: store.location,
+      directory: store.publishedKeys,
+    });
   }
-  const store = guardIdentities(new FsStore(root, options));
+  const configDir = options.signatures?.configDir;
+  const folderOptions: FsStoreOptions = { ...options };
+  if (configDir !== undefined && folderOptions.searchIndexSecret === undefined) {
+    // Loaded by the first search: node:crypto is not for the commands agents run all the time.
+    folderOptions.searchIndexSecret = async () =>
+      (await import("./index-secret.js")).searchIndexSecret(configDir);
+  }
+  const store = guardIdentities(new FsStore(root, folderOptions));
   return signedStore(store, {
     ...options.signatures,
-    rootId: resolve(store.location),
+    ...folderRootIds(parsed.path),
     publishedIn: store.location,
   });
+}
+
+/**
+ * How a folder root is named in the user's pins: its real path, so that a root reached through
+ * a link and by its own path has one set of pins (a second set would pin on first sight again,
+ * whatever the root holds by then), and the path as given, where pins made before may be.
+ */
+export function folderRootIds(root: string): { rootId: string; rootAlias?: string } {
+  const given = resolve(root);
+  let real: string;
+  try {
+    real = realpathSync(given);
+  } catch {
+    return { rootId: given }; // not made yet: `id new` may come before the first channel
+  }
+  return real === given ? { rootId: real } : { rootId: real, rootAlias: given };
 }
 
 /** The options a NATS store takes from those given for any root (not the folder's lock ones). */

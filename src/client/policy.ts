@@ -4,6 +4,7 @@ import type { Message } from "../core/message.js";
 import { type ChannelMeta, isMember } from "../core/meta.js";
 import { sameAgent } from "../core/names.js";
 import { type ChannelPolicy, type PolicyChange, policyMetaKeys, policyOf } from "../core/policy.js";
+import { POLICY_STATUS, policyChangeExtra, policySnapshot } from "../core/policy-pin.js";
 import type { Store } from "../store/types.js";
 
 /**
@@ -107,4 +108,34 @@ export async function setPolicy(
     return { ...current, ...keys };
   });
   return policyOf(meta);
+}
+
+/**
+ * Says a change of the channel's policy in a message from `as`, when `as` was its maintainer:
+ * signed (the caller passes a store that signs for `as`), it is what moves the pins of readers
+ * who pinned the stricter policy before (src/client/policy-pins.ts). Posted after `_meta.json`
+ * was written, so that a reader who pinned the old policy did so before the message's seq.
+ * Returns the message's seq, or undefined when `as` is not the maintainer (nothing to sign for).
+ */
+export async function announcePolicy(
+  store: Store,
+  channel: string,
+  as: string,
+  before: ChannelMeta,
+  after: ChannelMeta,
+): Promise<number | undefined> {
+  const maintainer = before[META_MAINTAINER];
+  if (typeof maintainer !== "string" || !sameAgent(maintainer, as)) return undefined;
+  const snapshot = policySnapshot(after);
+  const lines = Object.entries(snapshot).map(
+    ([key, value]) => `- ${key}: ${JSON.stringify(value)}`,
+  );
+  const posted = await store.post(channel, {
+    from: as,
+    status: POLICY_STATUS,
+    title: `${channel}'s policy changed`,
+    body: `${as}, the maintainer, changed ${channel}'s policy to:\n\n${lines.join("\n")}`,
+    extra: policyChangeExtra(snapshot),
+  });
+  return posted.seq;
 }

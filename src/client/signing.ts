@@ -1,6 +1,6 @@
 import { AgentChatError } from "../core/errors.js";
-import type { Message } from "../core/message.js";
-import { identity, sameAgent } from "../core/names.js";
+import { type Message, messageFileName } from "../core/message.js";
+import { identity } from "../core/names.js";
 import {
   approvalText,
   canonicalText,
@@ -22,6 +22,7 @@ import {
   readPrivateKey,
   readPublishedKey,
 } from "./keys.js";
+import { fileTrust, memoryTrust, type UserTrust } from "./user-trust.js";
 
 type Ed25519 = typeof import("./ed25519.js");
 
@@ -53,13 +54,10 @@ export interface SignatureOptions {
   directory?: PublishedKeyDirectory;
   /** Names the root in the pin file. */
   rootId: string;
+  /** Another name of the root whose pins count too (the path as given, links unresolved). */
+  rootAlias?: string;
   /** Hears each problem with keys once (an attempted key change, a corrupt key file). */
   onWarning?: (warning: string) => void;
-  /**
-   * The maintainer of a channel, for a key a maintainer approved (`id approve`); without it no
-   * approval counts.
-   */
-  maintainerOf?: (channel: string) => Promise<string | undefined>;
 }
 
 /**
@@ -68,6 +66,8 @@ export interface SignatureOptions {
  */
 export class Verifier {
   private readonly pins: PinStore;
+  /** The user's authorities and policy pins for this root (src/client/user-trust.ts). */
+  readonly trust: UserTrust;
   private readonly told = new Set<string>();
   private readonly good = new Map<string, { key: string; text: string }>();
   private readonly chains = new Map<string, { text: string; valid: boolean }>();
@@ -75,7 +75,9 @@ export class Verifier {
   private pending: string[] = [];
 
   constructor(private readonly options: SignatureOptions) {
-    this.pins = options.configDir ? filePins(options.configDir, options.rootId) : memoryPins();
+    const { configDir, rootId, rootAlias } = options;
+    this.pins = configDir ? filePins(configDir, rootId, rootAlias) : memoryPins();
+    this.trust = configDir ? fileTrust(configDir, rootId, rootAlias) : memoryTrust();
   }
 
   /** Copies of the messages with `trust` (and `trustNote` when forged) set. */
@@ -107,6 +109,20 @@ export class Verifier {
     return true;
   }
 
+  /**
+   * Whether `sig` (a `sig:` value) signs `text` with a key pinned for `name`: a statement such
+   * as a read receipt, which counts only from a key this reader already trusts for the name.
+   */
+  async signedBy(name: string, text: string, sig: string): Promise<boolean> {
+    const parsed = parseSigValue(sig);
+    if (parsed === undefined) return false;
+    const ed = await loadEd25519();
+    const pinned = await this.pinnedKeys(name, ed);
+    return (
+      pinned?.includes(parsed.key) === true && this.matches(parsed.key, text, parsed.signature, ed)
+    );
+  }
+
   /** Warnings found since the last call, each reported once per store. */
   takeWarnings(): string[] {
     const out = this.pending;
@@ -127,6 +143,9 @@ export class Verifier {
     if (!this.matches(sig.key, canonicalText(m), sig.signature, ed)) {
       return forged(m, "the signature does not match the message");
     }
+    if (!namedAsSigned(m)) {
+      return forged(m, "the file name does not match its sender and title (renamed after signing)");
+    }
     if (pinned === undefined) {
       // Trust on first use: the first good signature for a name with no published key.
       this.pins.set(m.from, [sig.key]);
@@ -137,14 +156,10 @@ export class Verifier {
 
   /**
    * The keys `name` is pinned to, pinning the published ones on first use and following the
-   * rotations the pinned key signed, or a key a channel's maintainer approved. A published key
+   * rotations the pinned key signed, or a key an authority the user chose approved. A published key
    * that neither leads to is an attempted key change: the pin wins, and it is reported.
    */
-  async pinnedKeys(
-    name: string,
-    ed: Ed25519,
-    asking = new Set<string>(),
-  ): Promise<string[] | undefined> {
+  async pinnedKeys(name: string, ed: Ed25519): Promise<string[] | undefined> {
     const pinned = this.pins.get(name);
     const published = await this.published(name, ed);
     if (published === undefined) return pinned;
@@ -154,7 +169,7 @@ export class Verifier {
     }
     const at = published.keys.lastIndexOf(pinned[pinned.length - 1]!);
     if (at < 0) {
-      const approved = await this.approvedFrom(published, ed, new Set([...asking, identity(name)]));
+      const approved = this.approvedFrom(published, ed);
       if (approved !== undefined) {
         const extended = [...pinned, ...published.keys.slice(approved)];
         this.pins.set(name, extended);
@@ -174,23 +189,17 @@ export class Verifier {
   }
 
   /**
-   * Where in `doc.keys` a maintainer's approval starts the chain: an approval signed by a key
-   * pinned here for the one who is, by its `_meta.json`, the maintainer of the channel it names.
-   * `asking` stops a loop of names approving each other.
+   * Where in `doc.keys` an approval starts the chain: one signed by a key of an authority the
+   * user chose for this root (`agent-chat id authority add`). Whoever a `_meta.json` names is
+   * no authority: the root is written by every poster, an authority only by the user.
    */
-  private async approvedFrom(
-    doc: PublishedKey,
-    ed: Ed25519,
-    asking: Set<string>,
-  ): Promise<number | undefined> {
+  private approvedFrom(doc: PublishedKey, ed: Ed25519): number | undefined {
     for (const a of doc.approvals ?? []) {
       const at = doc.keys.indexOf(a.key);
-      if (at < 0 || asking.has(identity(a.by))) continue;
-      const maintainer = await this.options.maintainerOf?.(a.channel).catch(() => undefined);
-      if (maintainer === undefined || !sameAgent(maintainer, a.by)) continue;
-      const byKeys = await this.pinnedKeys(a.by, ed, asking);
+      const byKeys = this.trust.authorityKeys(a.by);
+      if (at < 0 || byKeys === undefined) continue;
       const text = approvalText(doc.name, a.key, a.by, a.channel);
-      if (byKeys?.some((k) => ed.verifySignature(k, text, a.sig))) return at;
+      if (byKeys.some((k) => ed.verifySignature(k, text, a.sig))) return at;
     }
     return undefined;
   }
@@ -248,6 +257,17 @@ export function validRotations(doc: PublishedKey, ed: Ed25519): boolean {
   return doc.rotations.every((sig, i) =>
     ed.verifySignature(doc.keys[i]!, rotationText(doc.name, doc.keys[i]!, doc.keys[i + 1]!), sig),
   );
+}
+
+/**
+ * Whether the file is named as the SPEC names it from the signed `from` and `title`: the name is
+ * what `ls`, git and chat.py show, and the signature does not cover it (chat.py's own posts carry
+ * no signature, and covering the name would change the bytes every signed file has), so a
+ * signed message whose name says something else is not shown as verified.
+ */
+function namedAsSigned(m: Message): boolean {
+  const name = m.file.slice(Math.max(m.file.lastIndexOf("/"), m.file.lastIndexOf("\\")) + 1);
+  return name === messageFileName(m.seq, m.from, m.title);
 }
 
 function forged(m: Message, note: string): Message {

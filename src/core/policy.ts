@@ -19,8 +19,8 @@ import type { ChannelMeta } from "./meta.js";
 export type SignaturePolicy = "off" | "warn" | "require";
 export type MembershipPolicy = "open" | "strict";
 
-const META_SIGNATURES = "signatures";
-const META_MEMBERSHIP = "membership";
+export const META_SIGNATURES = "signatures";
+export const META_MEMBERSHIP = "membership";
 const META_RATE_LIMIT = "post_rate_limit";
 const META_PING_PONG = "ping_pong_limit";
 

@@ -41,7 +41,7 @@ export function parseSigValue(value: string): SigValue | undefined {
   return B64URL_KEY.test(key) && B64URL_SIG.test(signature) ? { key, signature } : undefined;
 }
 
-function formatSigValue(sig: SigValue): string {
+export function formatSigValue(sig: SigValue): string {
   return `${SIG_ALGORITHM}:${sig.key}:${sig.signature}`;
 }
 
@@ -96,6 +96,22 @@ export function rotationText(name: string, oldKey: string, newKey: string): stri
  */
 export function approvalText(name: string, key: string, by: string, channel: string): string {
   return `agent-chat key approval\nname: ${name}\nkey: ${key}\nby: ${by}\nchannel: ${channel}\n`;
+}
+
+/**
+ * What an agent signs to say it was given a channel up to `seq` (a read receipt): where
+ * signatures are required, the only proof of `read` (docs/delivery.md).
+ */
+export function readReceiptText(channel: string, agent: string, seq: number, at: number): string {
+  return `agent-chat read receipt\nchannel: ${channel}\nagent: ${agent}\nseq: ${seq}\nat: ${at}\n`;
+}
+
+/**
+ * What a poster's own tools sign when its loop guard pauses it: where signatures are required,
+ * a pause counts only so signed, so that no one else can pause a member by editing `_meta.json`.
+ */
+export function pauseText(channel: string, agent: string, since: string, reason: string): string {
+  return `agent-chat pause\nchannel: ${channel}\nagent: ${agent}\nsince: ${since}\nreason: ${reason}\n`;
 }
 
 export function isKeyText(value: unknown): value is string {

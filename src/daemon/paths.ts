@@ -1,6 +1,6 @@
-import { realpathSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { shortHash } from "../core/hash.js";
+import { canonicalRoot, type ParsedRoot } from "../store/roots.js";
 
 /** A Unix socket path must fit `sockaddr_un.sun_path` (108 bytes with the NUL on Linux). */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -24,24 +24,12 @@ export function socketDir(place: SocketPlace): string {
 }
 
 /**
- * The root's absolute path with symlinks resolved where it exists, so that `./chat`,
- * `/home/me/chat/` and a symlink to it all name one daemon.
+ * The socket of the daemon that owns `root`: a short hash of the canonical root (a folder's real
+ * path, a NATS root's servers and namespace), so every working folder and spelling of one root
+ * finds one daemon, and the path stays far below the 108-byte limit however long the root is.
+ * When even that is too long (a deep `$XDG_RUNTIME_DIR`), `/tmp` is used instead.
  */
-export function canonicalRoot(root: string): string {
-  const abs = resolve(root);
-  try {
-    return realpathSync(abs);
-  } catch {
-    return abs;
-  }
-}
-
-/**
- * The socket of the daemon that owns `root`: a short hash of the canonical root, so the path
- * stays far below the 108-byte limit however long the root is. When even that is too long
- * (a deep `$XDG_RUNTIME_DIR`), `/tmp` is used instead.
- */
-export function socketPathFor(root: string, place: SocketPlace): string {
+export function socketPathFor(root: string | ParsedRoot, place: SocketPlace): string {
   const hash = shortHash(canonicalRoot(root));
   const path = join(socketDir(place), `${hash}.sock`);
   if (Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES) return path;

@@ -91,6 +91,20 @@ export interface DaemonInfo {
   subscriptions: number;
   /** This daemon takes `hello` (older ones do not): a client then says who it is, once. */
   hello?: true;
+  /** b00t envelopes since the daemon started (absent from older daemons). */
+  envelopes?: EnvelopeCounts;
+}
+
+/**
+ * What became of envelopes, and of every line refused without an `id` (malformed JSON, a line
+ * too long, an invalid envelope): nobody may be reading those answers (a b00t client never
+ * does), so each is counted here, and logged by `serve`, instead of vanishing.
+ */
+export interface EnvelopeCounts {
+  posted: number;
+  refused: number;
+  /** The latest refusal: when, and why. */
+  lastRefusal: { at: string; code: string; message: string } | null;
 }
 
 /**

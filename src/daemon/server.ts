@@ -1,15 +1,21 @@
 import { createServer, type Server, type Socket } from "node:net";
 import { dirname } from "node:path";
-import { envelopeToPost, validateEnvelope } from "../core/envelope.js";
+import {
+  type B00tEnvelope,
+  type EnvelopePost,
+  envelopeToPost,
+  validateEnvelope,
+} from "../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import { LineSplitter } from "../core/ndjson.js";
 import { type Actor, actingFor } from "../store/core/index.js";
-import type { Store } from "../store/types.js";
+import type { PostResult, Store } from "../store/types.js";
 import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
 import {
   type DaemonInfo,
   DEFAULT_MAX_BUFFERED_BYTES,
   DEFAULT_MAX_LINE_BYTES,
+  type EnvelopeCounts,
   MAX_JSON_DEPTH,
   nestsDeeperThan,
   type RequestId,
@@ -31,7 +37,34 @@ export interface DaemonOptions {
   maxBufferedBytes?: number;
   /** Envelopes naming a channel that does not exist create it, open to everyone (default true). */
   autoCreate?: boolean;
+  /** Hears each envelope posted and each line refused without an answer anyone reads. */
+  log?: (event: DaemonLogEvent) => void;
 }
+
+/** What `serve` logs (seed 002: drained messages are logged, so operators can stitch context). */
+export type DaemonLogEvent =
+  | {
+      event: "envelope";
+      at: string;
+      seq: number;
+      channel: string;
+      /** The agent name the message is from (the sender's slug when it was not a valid name). */
+      from: string;
+      /** The envelope's own `sender` and `channel`, as sent. */
+      sender: string;
+      sentChannel: string;
+      /** The body's size in UTF-8 bytes (the body itself stays in the channel). */
+      bytes: number;
+    }
+  | {
+      event: "refused";
+      at: string;
+      code: string;
+      message: string;
+      /** The envelope's `channel` and `sender`, when the line had them. */
+      channel?: string;
+      sender?: string;
+    };
 
 /** Queued requests per connection past which we stop reading from it until it catches up. */
 const PAUSE_AT = 256;
@@ -52,6 +85,7 @@ export class DaemonServer {
   readonly autoCreate: boolean;
   /** Bytes of unfinished lines held by all connections together. */
   private bufferedBytes = 0;
+  private readonly envelopes: EnvelopeCounts = { posted: 0, refused: 0, lastRefusal: null };
   private closing: Promise<void> | undefined;
 
   constructor(private readonly options: DaemonOptions) {
@@ -96,6 +130,7 @@ export class DaemonServer {
       connections: this.connections.size,
       subscriptions,
       hello: true,
+      envelopes: { ...this.envelopes },
     };
   }
 
@@ -143,10 +178,37 @@ export class DaemonServer {
     }
   }
 
-  /** An envelope is an ordinary post; its channel is created (open) when missing. */
-  async postEnvelope(value: unknown) {
-    const envelope = validateEnvelope(value);
-    const { channel, ...post } = envelopeToPost(envelope, "b00t-socket");
+  /**
+   * An envelope is an ordinary post; its channel is created (open) when missing. Whatever
+   * becomes of it is counted and logged: posted, or refused with the reason.
+   */
+  async postEnvelope(value: unknown): Promise<PostResult> {
+    let envelope: B00tEnvelope;
+    let post: EnvelopePost;
+    let result: PostResult;
+    try {
+      envelope = validateEnvelope(value);
+      post = envelopeToPost(envelope, "b00t-socket");
+      result = await this.postOrCreate(post);
+    } catch (err) {
+      this.noteRefused(err, envelopeNames(value));
+      throw err;
+    }
+    this.envelopes.posted++;
+    this.options.log?.({
+      event: "envelope",
+      at: new Date().toISOString(),
+      seq: result.seq,
+      channel: result.channel,
+      from: post.from,
+      sender: envelope.sender,
+      sentChannel: envelope.channel,
+      bytes: Buffer.byteLength(envelope.body),
+    });
+    return result;
+  }
+
+  private async postOrCreate({ channel, ...post }: EnvelopePost): Promise<PostResult> {
     try {
       return await this.store.post(channel, post);
     } catch (err) {
@@ -159,6 +221,25 @@ export class DaemonServer {
       return this.store.post(channel, post);
     }
   }
+
+  /** A line refused without an answer anyone is known to read: counted, and logged. */
+  noteRefused(err: unknown, names: { channel?: string; sender?: string } = {}): void {
+    const { code, message } = toWireError(err);
+    const at = new Date().toISOString();
+    this.envelopes.refused++;
+    this.envelopes.lastRefusal = { at, code, message };
+    this.options.log?.({ event: "refused", at, code, message, ...names });
+  }
+}
+
+/** The `channel` and `sender` of a would-be envelope, when they are strings, for the log. */
+function envelopeNames(value: unknown): { channel?: string; sender?: string } {
+  const names: { channel?: string; sender?: string } = {};
+  if (typeof value !== "object" || value === null) return names;
+  const { channel, sender } = value as Record<string, unknown>;
+  if (typeof channel === "string") names.channel = channel;
+  if (typeof sender === "string") names.sender = sender;
+  return names;
 }
 
 /** How often a presence stream looks for a change (presence changes at human pace). */
@@ -281,6 +362,7 @@ class Connection {
 
   /** Sends one last error line, drops what we hold and closes (for good after a second). */
   private closeWith(error: AgentChatError): void {
+    this.daemon.noteRefused(error);
     this.socket.pause();
     this.dropPending();
     this.lines.close();
@@ -366,9 +448,15 @@ class Connection {
     });
   }
 
-  /** Answers a line that cannot be run, in its turn, so answers keep the order of the lines. */
+  /**
+   * Answers a line that cannot be run, in its turn, so answers keep the order of the lines. One
+   * without an id (perhaps an envelope, whose sender reads no answer) is also counted and logged.
+   */
   private refuse(id: RequestId | null, err: unknown): void {
-    this.enqueue(async () => this.respondError(id, err));
+    this.enqueue(async () => {
+      if (id === null) this.daemon.noteRefused(err);
+      this.respondError(id, err);
+    });
   }
 
   /**

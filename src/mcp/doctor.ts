@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { validateName } from "../core/names.js";
 import { LineSplitter } from "../core/ndjson.js";
 import { createFileExclusive, entryKind, removeFileEntry } from "../fsutil/root-files.js";
-import { isNatsUrl } from "../store/roots.js";
+import { canonicalRoot, isNatsUrl, printableRoot, sameRoot } from "../store/roots.js";
 import { inspectSetup, type SetupLocations, type SetupTool, shellQuote } from "./setup.js";
 
 export type CheckStatus = "ok" | "warn" | "fail";
@@ -69,7 +69,7 @@ function kindAt(path: string): ReturnType<typeof entryKind> {
 }
 
 async function checkRoot(root: string): Promise<DoctorCheck> {
-  if (isNatsUrl(root)) return ok("root", `${root} (a NATS root: no folder to check)`);
+  if (isNatsUrl(root)) return checkNatsRoot(root);
   try {
     return await checkRootFolder(root);
   } catch (err) {
@@ -78,6 +78,20 @@ async function checkRoot(root: string): Promise<DoctorCheck> {
       "fail",
       `${root} cannot be looked at (${reason(err)})`,
       "give yourself access to it, or give another folder with --root or AGENT_CHAT_ROOT",
+    );
+  }
+}
+
+/** Shown without the credentials a URL may carry; one that does not parse fails here. */
+function checkNatsRoot(root: string): DoctorCheck {
+  try {
+    return ok("root", `${canonicalRoot(root)} (a NATS root: no folder to check)`);
+  } catch (err) {
+    return bad(
+      "root",
+      "fail",
+      reason(err),
+      "give nats://host:port/namespace with --root or AGENT_CHAT_ROOT",
     );
   }
 }
@@ -183,10 +197,11 @@ async function checkTools(o: DoctorOptions, agent: string | undefined): Promise<
         fix: setupCommand(tool),
       });
     }
-    if (state.root !== undefined && !isNatsUrl(o.root) && state.root !== o.root) {
+    if (state.root !== undefined && !sameRoot(state.root, o.root)) {
+      const theirs = printableRoot(state.root);
       problems.push({
-        message: `its files use the root ${state.root}, not ${o.root}`,
-        fix: `check that one: agent-chat --root ${shellQuote(state.root)} doctor, or ${setupCommand(tool)}`,
+        message: `its files use the root ${theirs}, not ${printableRoot(o.root)}`,
+        fix: `check that one: agent-chat --root ${shellQuote(theirs)} doctor, or ${setupCommand(tool)}`,
       });
     }
     if (state.pending) {

@@ -4,6 +4,7 @@ import { parse as parseToml } from "smol-toml";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { validateName } from "../core/names.js";
 import { ensureRealDir, entryKind } from "../fsutil/root-files.js";
+import { isNatsUrl, parseRoot, printableRoot } from "../store/roots.js";
 import { HOOK_EVENTS, type HookEvent, type HookFormat, hostEventName } from "./hook.js";
 import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "./wake.js";
 
@@ -91,7 +92,21 @@ export function planSetup(options: SetupOptions): SetupPlan {
         return geminiPlan(options);
     }
   })();
-  return { ...plan, projectDir: resolve(options.projectDir) };
+  const notes = [...plan.notes, ...credentialNote(options.root)];
+  return { ...plan, notes, projectDir: resolve(options.projectDir) };
+}
+
+/**
+ * A NATS root whose URL carries credentials is written into the tool's files as it is (the
+ * server needs them); a project file is often committed, so the user is told, with the way out.
+ */
+function credentialNote(root: string): string[] {
+  if (!isNatsUrl(root)) return [];
+  const parsed = parseRoot(root);
+  if (parsed.kind !== "nats" || (parsed.nats.user ?? parsed.nats.token) === undefined) return [];
+  return [
+    `the root's URL carries credentials, now in the files above as AGENT_CHAT_ROOT; to keep them out, set up with ${printableRoot(root)} and give AGENT_CHAT_NATS_USER/AGENT_CHAT_NATS_PASS (or AGENT_CHAT_NATS_CREDS) in the tool's environment (docs/nats.md)`,
+  ];
 }
 
 /**

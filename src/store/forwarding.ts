@@ -28,6 +28,7 @@ export class ForwardingStore implements Store {
   readonly prune?: Store["prune"];
   readonly touch?: Store["touch"];
   readonly publishedKeys?: Store["publishedKeys"];
+  readonly attestRead?: Store["attestRead"];
 
   constructor(protected readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
@@ -35,6 +36,7 @@ export class ForwardingStore implements Store {
     if (inner.prune) this.prune = inner.prune.bind(inner);
     if (inner.touch) this.touch = inner.touch.bind(inner);
     if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
+    if (inner.attestRead) this.attestRead = inner.attestRead.bind(inner);
   }
 
   get capabilities(): Capabilities {

@@ -119,6 +119,11 @@ export interface Store {
    * nothing to tell does. Never fails for want of recording (docs/delivery.md).
    */
   touch?(agent: string): Promise<void>;
+  /**
+   * Keeps `agent`'s signed read receipt in the channel (docs/delivery.md): what proves `read`
+   * where signatures are required. A receipt not further than the one kept changes nothing.
+   */
+  attestRead?(channel: string, agent: string, receipt: SignedReadReceipt): Promise<void>;
   /** Messages whose title or body match `query`, newest first (docs/search.md). */
   search(query: string, options?: SearchOptions): Promise<SearchResult>;
   /** The thread message `seq` belongs to: its root with every reply under it, by `reply_to`. */
@@ -390,6 +395,31 @@ export interface Receipt {
   answer?: number;
   /** What is known about why it got no further (for an addressee short of `answered`). */
   why?: string;
+  /**
+   * Where signatures are required: the state that records nobody signed claim (a cursor, an
+   * unsigned reply), when it is further than what is proven.
+   */
+  unproven?: DeliveryState;
+}
+
+/** An agent's statement, signed with its key, that it was given the channel up to `seq`. */
+export interface SignedReadReceipt {
+  seq: number;
+  /** When, in ms since the epoch (the signer's clock). */
+  at: number;
+  /** `ed25519:<key>:<signature>` over the text `readReceiptText` (src/core/signature.ts) gives. */
+  sig: string;
+}
+
+/**
+ * What proves a delivery step where the channel requires signatures (a signed store gives it):
+ * without one, a cursor, a receipt record and any reply count, as written.
+ */
+export interface DeliveryProof {
+  /** Those of `messages` that their sender verifiably wrote. */
+  authored(messages: readonly Message[]): Promise<Message[]>;
+  /** Whether `receipt` is `agent`'s own, signed with its pinned key, for this channel. */
+  readBy(channel: string, agent: string, receipt: SignedReadReceipt): Promise<boolean>;
 }
 
 export interface Receipts {
@@ -408,11 +438,15 @@ export interface WaitForOptions {
   signal?: AbortSignal;
   /** How often receipts are looked at besides new messages (default 100 ms). */
   intervalMs?: number;
+  /** What counts as proof of each step (see {@link DeliveryProof}). */
+  proof?: DeliveryProof;
 }
 
 export interface WhoOptions {
   /** Hears, once per store, why a presence record was ignored (corrupt, future, by hand). */
   onWarning?: (warning: string) => void;
+  /** What counts as proof of each step (see {@link DeliveryProof}). */
+  proof?: DeliveryProof;
 }
 
 /** `waiting`: parked on channels now; `gone`: its parked process died, or silent too long. */

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadSeen, saveSeen } from "../../src/cli/hook-state.js";
@@ -19,6 +19,19 @@ describe("the hooks' per-session memory", () => {
     await saveSeen(tmp.dir, "bob", `${prefix}-2`, seen(2));
     expect((await loadSeen(tmp.dir, "bob", `${prefix}-1`, "/r")).context).toEqual({ ch: 1 });
     expect((await loadSeen(tmp.dir, "bob", `${prefix}-2`, "/r")).context).toEqual({ ch: 2 });
+  });
+
+  it("keys the marks by the canonical root: a NATS URL's credentials are not kept", async () => {
+    const first = await loadSeen(tmp.dir, "bob", "s1", "nats://agent:s3cret@h.lan/team-a");
+    await saveSeen(tmp.dir, "bob", "s1", { ...first, context: { ch: 4 } });
+    expect(
+      readdirSync(tmp.dir)
+        .map((f) => readFileSync(join(tmp.dir, f), "utf8"))
+        .join(),
+    ).not.toContain("s3cret");
+    const same = await loadSeen(tmp.dir, "bob", "s1", "nats://h.lan:4222/team-a");
+    expect(same.context).toEqual({ ch: 4 });
+    expect((await loadSeen(tmp.dir, "bob", "s1", "nats://h.lan/team-b")).context).toEqual({});
   });
 
   it("a folder among the oldest entries never makes saving fail", async () => {

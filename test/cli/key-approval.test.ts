@@ -60,7 +60,7 @@ async function newKeyForBob(): Promise<string> {
 
 const pubPath = () => join(world.root, ".keys", "bob.pub");
 
-describe("agent-chat id approve: a maintainer approves a new key for a pinned name", () => {
+describe("agent-chat id approve: an authority the reader chose approves a new key for a pinned name", () => {
   it("without an approval, the new key is refused (forged) and reported as a key change", async () => {
     await newKeyForBob();
     const read = await world.cli(["read", "review", "--as", "carol"], env.reader);
@@ -68,7 +68,7 @@ describe("agent-chat id approve: a maintainer approves a new key for a pinned na
     expect(await trusts()).toEqual(["verified", "forged"]);
   });
 
-  it("with the maintainer's signed approval, readers accept it; old messages still verify", async () => {
+  it("a maintainer's approval counts for readers who chose the maintainer as an authority", async () => {
     const key = await newKeyForBob();
     const notMaintainer = await world.cli(["id", "approve", "review", "bob", key, "--as", "bob"], {
       ...env.bobNew,
@@ -80,13 +80,34 @@ describe("agent-chat id approve: a maintainer approves a new key for a pinned na
       env.maya,
     );
     expect(approved.code, approved.stderr).toBe(0);
+    // Being named maintainer in a _meta.json (a file any poster writes) makes no one an authority.
+    expect(await trusts()).toEqual(["verified", "forged"]);
+    const shown = JSON.parse(
+      (await world.cli(["--json", "id", "show", "maya"], env.reader)).stdout,
+    );
+    expect(shown.fingerprint).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
+    const chosen = await world.cli(["id", "authority", "add", "maya"], env.reader);
+    expect(chosen.code, chosen.stderr).toBe(0);
+    expect(chosen.stdout).toContain(`fingerprint\t${shown.fingerprint}`);
     expect(await trusts()).toEqual(["verified", "verified"]);
-    const shown = await world.cli(["--json", "id", "show", "bob"], env.reader);
-    expect(JSON.parse(shown.stdout).pinned.at(-1)).toBe(key);
+    const bob = await world.cli(["--json", "id", "show", "bob"], env.reader);
+    expect(JSON.parse(bob.stdout).pinned.at(-1)).toBe(key);
+    const listed = await world.cli(["--json", "id", "authority", "list"], env.reader);
+    expect(Object.keys(JSON.parse(listed.stdout).authorities)).toEqual(["maya"]);
   });
 
-  it("an approval not signed by the maintainer's pinned key is refused", async () => {
+  it("an authority removed no longer vouches for a key not yet pinned", async () => {
     const key = await newKeyForBob();
+    expect((await world.cli(["id", "authority", "add", "maya"], env.reader)).code).toBe(0);
+    const removed = await world.cli(["id", "authority", "remove", "maya"], env.reader);
+    expect(removed.stdout).toContain("maya is no longer an authority here");
+    await world.cli(["id", "approve", "review", "bob", key, "--as", "maya"], env.maya);
+    expect(await trusts()).toEqual(["verified", "forged"]);
+  });
+
+  it("an approval not signed by the authority's key is refused", async () => {
+    const key = await newKeyForBob();
+    expect((await world.cli(["id", "authority", "add", "maya"], env.reader)).code).toBe(0);
     // Mallory writes an approval "by maya" with a key of her own into bob's published file.
     const mallory = signerFromPem(generateKeyPair().pem);
     const doc = JSON.parse(readFileSync(pubPath(), "utf8"));

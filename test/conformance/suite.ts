@@ -8,6 +8,7 @@ import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
 import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
 import type { Store } from "../../src/store/types.js";
+import { waitParked } from "../helpers/parked.js";
 
 /**
  * The ONE behavioural suite of the Store contract (DESIGN.md §4). Every backend runs it through
@@ -307,12 +308,13 @@ export function storeConformance(
       /**
        * A wake test's wait: the sleep-poll is set far beyond the wait's limit, so that only the
        * backend's own wake-up (file watch, NATS subscription, the daemon's in-process notice)
-       * can answer in time; a backend without one is tested on its poll.
+       * can answer in time; a backend without one is tested on its poll. The limit is generous
+       * (a loaded machine can take seconds to post), the poll three times beyond it.
        */
       function waitForBob(channels: string[]) {
         return store.wait(channels, {
           as: "bob",
-          timeoutMs: 2_000,
+          timeoutMs: 20_000,
           intervalMs: backend.pollOnly ? 100 : 60_000,
         });
       }
@@ -320,9 +322,8 @@ export function storeConformance(
       it("wakes when another connection posts", async () => {
         const poster = await another();
         const waiting = waitForBob(["ch"]);
-        // Lets the wait go to sleep, so that the posts must wake it (a wait slower to start
-        // finds them in its first scan: the test is then weaker, never flaky).
-        await delay(50);
+        // Once the wait is parked, so that the posts must wake it.
+        await waitParked(store, "ch", "bob");
         await poster.post("ch", { from: "alice", to: "carol", body: "not for bob" });
         // Spacing under test: the wait, woken by a message not for bob, must sleep and wake again.
         await delay(30);
@@ -340,8 +341,8 @@ export function storeConformance(
 
       it("waits on several channels and says which one answered", async () => {
         const waiting = waitForBob(["ch", "ch2"]);
-        // Lets the wait go to sleep first, as above.
-        await delay(30);
+        // Once the wait is parked, as above.
+        await waitParked(store, "ch2", "bob");
         await (await another()).post("ch2", { from: "alice", body: "over here" });
         const r = await waiting;
         expect(r.messages.map((m) => [m.channel, m.body])).toEqual([["ch2", "over here"]]);
@@ -1184,11 +1185,11 @@ export function storeConformance(
   });
 }
 
-/** Polls `condition` until it holds (5 s at most). */
+/** Polls `condition` until it holds (20 s at most: a bound on a hang, generous under load). */
 async function until(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5_000;
+  const deadline = Date.now() + 20_000;
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met within 5 s");
+    if (Date.now() > deadline) throw new Error("condition not met within 20 s");
     await delay(20);
   }
 }

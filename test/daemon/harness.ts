@@ -56,8 +56,16 @@ export interface Daemon {
 }
 
 /** Starts the built CLI's `serve --json` and resolves once it says it is listening. */
-export async function startDaemon(world: World, args: string[] = []): Promise<Daemon> {
-  const child = startCli(["--json", "serve", ...args], { env: world.env, timeoutMs: 60_000 });
+export async function startDaemon(
+  world: World,
+  args: string[] = [],
+  cwd?: string,
+): Promise<Daemon> {
+  const child = startCli(["--json", "serve", ...args], {
+    env: world.env,
+    timeoutMs: 60_000,
+    ...(cwd !== undefined && { cwd }),
+  });
   const exited = collect(child);
   const first = await new Promise<string>((resolve, reject) => {
     const lines = new LineSplitter({
@@ -183,7 +191,7 @@ export function makeWorldDirOpen(world: World): void {
  */
 export function daemonFixture(): {
   world: () => World;
-  serve: (w: World, args?: string[]) => Promise<Daemon>;
+  serve: (w: World, args?: string[], cwd?: string) => Promise<Daemon>;
 } {
   const worlds: World[] = [];
   const daemons: Daemon[] = [];
@@ -197,8 +205,8 @@ export function daemonFixture(): {
       worlds.push(w);
       return w;
     },
-    serve: async (w, args = []) => {
-      const d = await startDaemon(w, args);
+    serve: async (w, args = [], cwd) => {
+      const d = await startDaemon(w, args, cwd);
       daemons.push(d);
       return d;
     },

@@ -2,19 +2,21 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
+import {
+  HAS_PYTHON,
+  IS_ROOT,
+  missingReason,
+  pythonSkipReason,
+  requirePresent,
+  skipName,
+} from "../helpers/tools.js";
 import { daemonFixture, envelope, RawClient } from "./harness.js";
 
 const { world, serve } = daemonFixture();
 
-const isRoot = process.getuid?.() === 0;
-const hasPython = (() => {
-  try {
-    execFileSync("python3", ["-c", "pass"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
+/** Acting as user nobody takes root; the client that tries to connect is python3. */
+const otherUserSkipReason =
+  missingReason("root", IS_ROOT, "run the tests as root") ?? pythonSkipReason;
 
 describe("the socket", () => {
   it("lives under $XDG_RUNTIME_DIR/agent-chat, mode 0600 in a 0700 folder, under 108 bytes", async () => {
@@ -34,9 +36,14 @@ describe("the socket", () => {
     expect(info.stdout).toMatch(/daemon: +live \(pid \d+/);
   });
 
-  it.skipIf(!isRoot || !hasPython)(
-    "another user's process cannot connect (needs root to act as user nobody)",
+  it.skipIf(otherUserSkipReason !== undefined)(
+    skipName(
+      "another user's process cannot connect (needs root to act as user nobody)",
+      otherUserSkipReason,
+    ),
     async () => {
+      requirePresent("root", IS_ROOT);
+      requirePresent("python3", HAS_PYTHON);
       const w = world();
       chmodSync(w.dir, 0o755);
       chmodSync(w.env.XDG_RUNTIME_DIR, 0o755);

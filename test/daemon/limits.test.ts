@@ -52,9 +52,11 @@ describe("the daemon's memory under many unfinished lines", () => {
     expect(info.maxBufferedBytes).toBe(limit);
     expect(info.bufferedBytes as number).toBeLessThanOrEqual(limit);
     const grown = rssMb(pid) - before;
-    // 16 MiB held, plus the read buffers of the refused lines not yet collected (about 60 MiB
-    // measured in all, against 180 MiB without the limit): well below the 160 MiB sent.
-    expect(grown, `daemon RSS grew by ${grown.toFixed(0)} MiB`).toBeLessThan(120);
+    // The bound is the daemon's own count of the bytes it holds, above. Its RSS also counts the
+    // read buffers of refused lines not yet collected (about 60 MiB measured in all, more when
+    // a loaded machine delays collection; 180 MiB without the limit): held below the 160 MiB
+    // sent, which only a daemon that keeps what it refused reaches.
+    expect(grown, `daemon RSS grew by ${grown.toFixed(0)} MiB`).toBeLessThan(150);
 
     // The refused clients were told why, in one error line.
     const refused = clients.filter((c) => c.socket.destroyed);

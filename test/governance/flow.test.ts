@@ -48,8 +48,9 @@ describe("governed requests across processes", () => {
     const result = await req.done;
     expect(result.code).toBe(0);
     expect(result.stdout).toBe("#1 (merge) approved by alice in #3: ship it\n");
-    // The approve process has exited; the file watch (not the 60 s poll) woke the requester.
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // The approve process has exited; the file watch (not the 60 s poll) woke the requester:
+    // 20 s is far below the poll, and far above what a loaded machine adds.
+    expect(Date.now() - started).toBeLessThan(20_000);
 
     // Waiting moved no cursor: bob still reads carol's note and alice's verdict.
     const read = JSON.parse((await cli(["--json", "read", "review", "--as", "bob"])).stdout);

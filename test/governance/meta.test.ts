@@ -6,6 +6,7 @@ import { govern } from "../../src/client/governance.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
+import { HAS_PYTHON, pythonSkipReason, requirePresent, skipName } from "../helpers/tools.js";
 
 const REFERENCE_KEYS = ["channel", "members", "topic", "created"];
 
@@ -17,15 +18,6 @@ function pythonReadsMeta(path: string): { keys: string[]; members: string[]; top
     "print(json.dumps({'keys':list(m),'members':m['members'],'topic':m.get('topic','')}))";
   return JSON.parse(execFileSync("python3", ["-c", script, path], { encoding: "utf8" }));
 }
-
-const hasPython = (() => {
-  try {
-    execFileSync("python3", ["--version"]);
-    return true;
-  } catch {
-    return false;
-  }
-})();
 
 describe("the profile in _meta.json (init, govern)", () => {
   let root: string;
@@ -64,9 +56,10 @@ describe("the profile in _meta.json (init, govern)", () => {
     expect(roster.stdout).toContain("members: alice, bob");
   });
 
-  it.skipIf(!hasPython)(
-    "Python's json (as chat.py reads it) sees the reference keys first",
+  it.skipIf(pythonSkipReason !== undefined)(
+    skipName("Python's json (as chat.py reads it) sees the reference keys first", pythonSkipReason),
     async () => {
+      requirePresent("python3", HAS_PYTHON);
       await cli(["init", "review", "--members", "alice,bob", "--topic", "t"]);
       await cli(["govern", "review", "--maintainer", "alice", "--band", "merge=approval"]);
       const seen = pythonReadsMeta(metaPath());

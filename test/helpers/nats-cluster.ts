@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, requireNatsServer } from "./nats-server.js";
+import { freePort, requireNatsServer, stopProcess } from "./nats-server.js";
 import { tempDir } from "./tmp.js";
 
 /** What a node's monitoring port says about the JetStream meta group (GET /jsz). */
@@ -116,7 +116,7 @@ export class ClusterNode {
 
   /** SIGSTOP: the process is frozen with its sockets open, as a node cut off by a partition. */
   pause(): void {
-    this.child?.kill("SIGSTOP");
+    if (this.child) stopProcess(this.child);
   }
 
   resume(): void {

@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tempDir } from "./tmp.js";
+import { missingReason, requirePresent } from "./tools.js";
 
 /** Where the tests look for the server: $NATS_SERVER_BIN, else Debian's package path or $PATH. */
 function findBinary(): string | undefined {
@@ -22,16 +23,15 @@ export const NATS_SERVER = findBinary();
  * Why the NATS tests cannot run here, or undefined when they can. In CI a missing binary is a
  * failure, not a skip: `requireNatsServer()` throws there.
  */
-export const natsSkipReason: string | undefined =
-  NATS_SERVER === undefined && !process.env.CI
-    ? "nats-server is not installed (apt-get install nats-server); NATS tests skipped"
-    : undefined;
+export const natsSkipReason = missingReason(
+  "nats-server",
+  NATS_SERVER !== undefined,
+  "apt-get install nats-server, or set $NATS_SERVER_BIN",
+);
 
 export function requireNatsServer(): string {
-  if (NATS_SERVER === undefined) {
-    throw new Error("nats-server is not installed, and CI requires the NATS tests to run");
-  }
-  return NATS_SERVER;
+  requirePresent("nats-server", NATS_SERVER !== undefined);
+  return NATS_SERVER!;
 }
 
 export interface NatsServerOptions {
@@ -108,7 +108,7 @@ export class NatsServer {
   async freeze(ms: number): Promise<void> {
     const child = this.child;
     if (!child) throw new Error("nats-server is not running");
-    child.kill("SIGSTOP");
+    stopProcess(child);
     await new Promise((r) => setTimeout(r, ms));
     child.kill("SIGCONT");
   }
@@ -125,14 +125,67 @@ export class NatsServer {
   }
 }
 
-export function freePort(): Promise<number> {
+/**
+ * A free port below the range the system hands out to outgoing connections
+ * (`ip_local_port_range`): a server restarted on its port (a node killed and started again) must
+ * find it still free, and on a busy machine any client connection may take a port of that range
+ * the moment it is let go.
+ */
+export async function freePort(): Promise<number> {
+  const below = ephemeralLow();
+  for (let tries = 0; tries < 50 && below > 10_000; tries++) {
+    const port = 10_000 + Math.floor(Math.random() * (below - 10_000));
+    if (await canListen(port)) return port;
+  }
+  return listenOn(0);
+}
+
+function ephemeralLow(): number {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/)[0]);
+  } catch {
+    return 32_768;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return listenOn(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Listens on `port` (0: any) of 127.0.0.1, closes, and resolves with the port it had. */
+function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
+    srv.listen(port, "127.0.0.1", () => {
       const address = srv.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      srv.close(() => resolve(port));
+      const bound = typeof address === "object" && address ? address.port : 0;
+      srv.close(() => resolve(bound));
     });
   });
+}
+
+/**
+ * SIGSTOP, returning once the process is stopped (state T in /proc): the signal takes effect
+ * asynchronously, and a process not yet stopped still answers what is sent to it right after.
+ */
+export function stopProcess(child: ChildProcess): void {
+  child.kill("SIGSTOP");
+  const pid = child.pid;
+  if (pid === undefined) return;
+  const tick = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + 5_000;
+  while (processState(pid) !== "T" && Date.now() < deadline) Atomics.wait(tick, 0, 0, 1);
+}
+
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat[stat.lastIndexOf(")") + 2];
+  } catch {
+    return undefined;
+  }
 }

@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { missingReason } from "./tools.js";
 
 /**
  * The real reference chat.py, installed from PyPI (`agent-chat-plugin`), one virtual environment
@@ -26,8 +27,8 @@ export function referenceCommand(version: ReferenceVersion): string | undefined 
  * they can. In CI a missing reference is a failure, never a skip: `requireReference` throws.
  */
 export function referenceSkipReason(version: ReferenceVersion): string | undefined {
-  if (referenceCommand(version) !== undefined || process.env.CI) return undefined;
-  return `reference chat.py ${version} not installed ($${ENV[version]} unset): skipped`;
+  const present = referenceCommand(version) !== undefined;
+  return missingReason(`reference chat.py ${version}`, present, `$${ENV[version]} unset`);
 }
 
 export function requireReference(version: ReferenceVersion): string {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -16,4 +16,16 @@ export function writeOldFile(path: string, data: string | Buffer): void {
   writeFileSync(path, data);
   const past = Date.now() / 1000 - 10;
   utimesSync(path, past, past);
+}
+
+/**
+ * Makes `agent`'s presence record in a folder root say it was last seen `ms` ago, in its own
+ * time and in its file's: what prune judges an agent by.
+ */
+export function agePresence(root: string, agent: string, ms: number): void {
+  const path = join(root, ".presence", `${agent}.json`);
+  const record = JSON.parse(readFileSync(path, "utf8")) as { at: number };
+  const at = Date.now() - ms;
+  writeFileSync(path, JSON.stringify({ ...record, at }));
+  utimesSync(path, at / 1000, at / 1000);
 }

@@ -155,6 +155,27 @@ describe("agent-chat doctor", () => {
     expect(lines(trusted.stdout).gemini).toMatch(/^ok {4}gemini: server in /);
   });
 
+  it("compares a NATS root by its namespace and servers, not its spelling or credentials", async () => {
+    const teamA = "nats://u:secret@127.0.0.1:1/team-a";
+    expect((await cli(["setup", "claude-code", "--as", "alice", "--write"], teamA)).code).toBe(0);
+    const same = await cli(
+      ["doctor", "--as", "alice", "--tool", "claude-code"],
+      "NATS://127.0.0.1:1/team-a",
+    );
+    expect(lines(same.stdout).root).toBe(
+      "ok    root: nats://127.0.0.1:1/team-a (a NATS root: no folder to check)",
+    );
+    expect(lines(same.stdout)["claude-code"]).not.toContain("its files use the root");
+    const teamB = await cli(
+      ["doctor", "--as", "alice", "--tool", "claude-code"],
+      "nats://127.0.0.1:1/team-b",
+    );
+    expect(teamB.stdout).not.toContain("secret");
+    expect(lines(teamB.stdout)["claude-code"]).toContain(
+      "its files use the root nats://127.0.0.1:1/team-a, not nats://127.0.0.1:1/team-b",
+    );
+  });
+
   it("a root that is a link, a file, or under a file fails with the reason", async () => {
     const real = join(dir, "real");
     mkdirSync(real);

@@ -1,11 +1,23 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { FsStore } from "../../src/store/fs/fs-store.js";
 import { collect, runCli, startCli } from "../helpers/cli.js";
+import { waitNotParked, waitParked } from "../helpers/parked.js";
 import { agentFixture, footerJson } from "./client.js";
 
 const fixture = agentFixture();
 const agent = fixture.agent;
+
+/** Runs `fn` on a store of the fixture's root, as another process would look at it. */
+async function onRoot(fn: (store: FsStore) => Promise<void>): Promise<void> {
+  const store = new FsStore(fixture.root());
+  try {
+    await fn(store);
+  } finally {
+    await store.close();
+  }
+}
 
 describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
   it("wait returns as soon as the other identity posts", async () => {
@@ -15,9 +27,8 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
       agent("bob", [], { AGENT_CHAT_WAIT_POLL_MS: "60000" }),
     ]);
     const waiting = bob.call("chat_wait", { channels: ["review"], timeout_seconds: 5 });
-    // Lets the wait go to sleep in bob's server, so that the post must wake it (a wait slower
-    // to start finds it in its first scan: the test is then weaker, never flaky).
-    await new Promise((r) => setTimeout(r, 300));
+    // Once the wait is parked in bob's server, so that the post must wake it.
+    await onRoot((store) => waitParked(store, "review", "bob"));
     await alice.call("chat_post", { channel: "review", body: "ping from alice" });
     const woke = await waiting;
     expect(woke.isError).toBe(false);
@@ -86,17 +97,17 @@ describe("agent-chat mcp: wait, claim, cancel, lifecycle", () => {
       { channels: ["review"], timeout_seconds: 30 },
       abort.signal,
     );
-    // Timing under test: the cancel comes while the wait is pending in the server.
-    await new Promise((r) => setTimeout(r, 300));
+    // The cancel comes while the wait is parked in the server.
+    await onRoot((store) => waitParked(store, "review", "bob"));
     abort.abort("user pressed Esc");
     await expect(waiting).rejects.toThrow();
+    // The server ends the wait: a wait still running would read the post below and move bob's
+    // cursor.
+    await onRoot((store) => waitNotParked(store, "review", "bob"));
 
     const listed = await bob.call("chat_channels");
     expect(listed.isError).toBe(false);
     await alice.call("chat_post", { channel: "review", body: "after the cancel" });
-    // A wait still running in the server would read this message and move bob's cursor: what
-    // is under test is that nothing happens during this time.
-    await new Promise((r) => setTimeout(r, 500));
     expect(existsSync(join(fixture.root(), "review", ".cursors", "bob.txt"))).toBe(false);
     const read = await bob.call("chat_read", { channel: "review" });
     expect(read.text).toContain("after the cancel");

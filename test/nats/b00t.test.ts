@@ -101,6 +101,13 @@ describe.skipIf(natsSkipReason !== undefined)(
         .poll(async () => (await reader.channels()).map((c) => c.name), T)
         .toContain("fresh");
       expect((await reader.peek("fresh", 5)).map((m) => m.body)).toEqual(["new channel"]);
+      // b00t's free-form names: published and ingested on the channel they map to.
+      await publishEnvelope(target, { ...envelope("Mission Delta", "spaced"), sender: "Ops Bot" });
+      await expect.poll(async () => (await reader.peek("mission-delta", 5)).length, T).toBe(1);
+      expect((await reader.peek("mission-delta", 5))[0]).toMatchObject({
+        from: "ops-bot",
+        extra: { display_name: "Ops Bot", b00t_channel: "Mission Delta" },
+      });
       // A malformed envelope is reported and does not stop the ingester.
       const { connect } = await import("@nats-io/transport-node");
       const nc = await connect({ servers: `127.0.0.1:${server.port}` });

@@ -3,8 +3,10 @@ import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { natsSkipReason } from "../helpers/nats-server.js";
+import { skipName } from "../helpers/tools.js";
 
-describe.skipIf(natsSkipReason !== undefined)("test helper: a 3-node JetStream cluster", () => {
+const SUITE = skipName("test helper: a 3-node JetStream cluster", natsSkipReason);
+describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
   it("starts ready (one meta leader, three peers), survives a node stopping, frozen or killed, and cleans up", async () => {
     const cluster = await NatsCluster.start();
     const dir = cluster.dir;

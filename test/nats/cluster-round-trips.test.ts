@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { natsSkipReason } from "../helpers/nats-server.js";
+import { skipName } from "../helpers/tools.js";
 
 let cluster: NatsCluster;
 let counter = 0;
@@ -27,7 +28,8 @@ async function until(condition: () => Promise<boolean>, ms = 20_000): Promise<vo
   }
 }
 
-describe.skipIf(natsSkipReason !== undefined)("nats cluster: round trips per operation", () => {
+const SUITE = skipName("nats cluster: round trips per operation", natsSkipReason);
+describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
   beforeAll(async () => {
     cluster = await NatsCluster.start();
   }, 60_000);

@@ -5,6 +5,7 @@ import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { natsSkipReason } from "../helpers/nats-server.js";
 import { tempDir } from "../helpers/tmp.js";
+import { skipName } from "../helpers/tools.js";
 
 interface Step {
   args: string[];
@@ -70,7 +71,8 @@ async function runTour(steps: Step[], root: string) {
 
 let cluster: NatsCluster;
 
-describe.skipIf(natsSkipReason !== undefined)("the README's tour on a 3-node cluster", () => {
+const SUITE = skipName("the README's tour on a 3-node cluster", natsSkipReason);
+describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
   beforeAll(async () => {
     cluster = await NatsCluster.start();
   }, 60_000);

@@ -4,11 +4,12 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
-import { parseNatsUrl } from "../../src/store/nats/options.js";
+import { parseNatsUrl } from "../../src/store/roots.js";
 import { runCli } from "../helpers/cli.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";
 import { tempDir } from "../helpers/tmp.js";
+import { skipName } from "../helpers/tools.js";
 
 let cluster: NatsCluster;
 let single: NatsServer;
@@ -29,7 +30,8 @@ async function replicasOf(server: string, namespace: string): Promise<number[]> 
   }
 }
 
-describe.skipIf(natsSkipReason !== undefined)("nats on a 3-node cluster: replication", () => {
+const REPLICATION = skipName("nats on a 3-node cluster: replication", natsSkipReason);
+describe.skipIf(natsSkipReason !== undefined)(REPLICATION, () => {
   beforeAll(async () => {
     [cluster, single] = await Promise.all([NatsCluster.start(), NatsServer.start()]);
   }, 60_000);
@@ -115,7 +117,8 @@ describe("nats root URL with several seed servers", () => {
   });
 });
 
-describe.skipIf(natsSkipReason !== undefined)("nats on a 3-node cluster: seeds", () => {
+const SEEDS = skipName("nats on a 3-node cluster: seeds", natsSkipReason);
+describe.skipIf(natsSkipReason !== undefined)(SEEDS, () => {
   beforeAll(async () => {
     cluster = await NatsCluster.start();
   }, 60_000);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { messageFileName, serializeMessage } from "../../src/core/message.js";
 import {
   ChannelFeed,
@@ -37,8 +37,13 @@ function message(seq: number): FakeMsg {
 }
 
 /** Consumers in turn: each delivers from its start seq up to `total` and then waits; the first
- * one, when `stuckFirst`, wedges after one message. */
-function source(stuckFirst: boolean, total: number, created: number[]): FeedSource {
+ * one, when `stuckFirst`, wedges after one message. `probes` counts the asks for the last seq. */
+function source(
+  stuckFirst: boolean,
+  total: number,
+  created: number[],
+  probes = { count: 0 },
+): FeedSource {
   let n = 0;
   const feedJs = {
     consumers: {
@@ -68,35 +73,58 @@ function source(stuckFirst: boolean, total: number, created: number[]): FeedSour
     feedJs: feedJs as unknown as FeedSource["feedJs"],
     streamName: "S",
     subject: () => "s.dev",
-    lastStreamSeq: async () => total,
+    lastStreamSeq: async () => {
+      probes.count += 1;
+      return total;
+    },
   };
 }
 
+// The watchdog runs on timers (a look every 2 s): fake ones let the tests step through its looks
+// in no real time, and hold its timing exactly, whatever the machine's load.
 describe("nats feed watchdog", () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("replaces a consumer that stopped delivering while the server holds more", async () => {
     const created: number[] = [];
     const feed = new ChannelFeed(source(true, 5, created), "dev");
     feed.start();
-    const t0 = performance.now();
-    await feed.reach(5, 10_000);
-    const ms = performance.now() - t0;
+    const t0 = Date.now();
+    let reachedAfter = Number.NaN;
+    const reached = feed.reach(5, 10_000).then(() => {
+      reachedAfter = Date.now() - t0;
+    });
+    await vi.advanceTimersByTimeAsync(10_000);
+    await reached;
     feed.stop();
     expect(feed.warnings).toEqual([]);
     expect(feed.scan(0).messages.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
     // The second consumer starts after the one message the wedged one delivered.
     expect(created).toEqual([1, 2]);
-    expect(ms).toBeLessThan(8_000);
+    // In the fake timers' time: at the second look of the watchdog (4 s; the first finds the
+    // consumer too young to judge), then the short pause before a new consumer.
+    expect(reachedAfter).toBeGreaterThanOrEqual(4_000);
+    expect(reachedAfter).toBeLessThan(5_000);
   });
 
   it("leaves a consumer that delivered everything alone", async () => {
     const created: number[] = [];
-    const feed = new ChannelFeed(source(false, 3, created), "dev");
+    const probes = { count: 0 };
+    const feed = new ChannelFeed(source(false, 3, created, probes), "dev");
     feed.start();
-    await feed.reach(3, 10_000);
+    const reached = feed.reach(3, 10_000);
+    await vi.advanceTimersByTimeAsync(0);
+    await reached;
     let changed = 0;
     const off = feed.onChange(() => changed++);
     // Two looks of the watchdog (and one probe of the server) with nothing new to deliver.
-    await new Promise((r) => setTimeout(r, 5_000));
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(probes.count).toBe(1);
     off();
     feed.stop();
     expect(created).toEqual([1]);

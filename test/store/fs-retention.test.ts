@@ -13,7 +13,7 @@ import { AgentChatError } from "../../src/core/errors.js";
 import { serializeMessage } from "../../src/core/message.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { referencePost } from "../helpers/reference-writer.js";
-import { tempDir, writeOldFile } from "../helpers/tmp.js";
+import { agePresence, tempDir, writeOldFile } from "../helpers/tmp.js";
 
 /** Archive, prune, and threads and search over the files of a folder root (docs/search.md). */
 let tmp: ReturnType<typeof tempDir>;
@@ -244,6 +244,7 @@ describe("prune", () => {
     await store.read("ch", { as: "here" });
     const past = Date.now() / 1000 - 40 * 86_400;
     utimesSync(join(dir(), ".cursors", "gone.txt"), past, past);
+    agePresence(tmp.dir, "gone", 40 * 86_400_000); // not seen since: nothing keeps its cursor
     const dry = await store.prune({ olderThanMs: 30 * 86_400_000, dryRun: true });
     expect(dry.removed.map((r) => [r.channel, r.agent])).toEqual([["ch", "gone"]]);
     expect(existsSync(join(dir(), ".cursors", "gone.txt"))).toBe(true);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   existsSync,
   linkSync,
@@ -32,8 +33,12 @@ vi.mock("../../src/fsutil/root-files.js", async (importOriginal) => {
 let tmp: ReturnType<typeof tempDir>;
 const opened: FsStore[] = [];
 
-function open(): FsStore {
-  const s = new FsStore(tmp.dir);
+/** The user's own secret the index is kept under (src/client/index-secret.ts makes one). */
+const SECRET = "5ec7e7".repeat(10).padEnd(64, "0");
+
+/** A store with the user's secret; `null`: one without any. */
+function open(secret: string | null = SECRET): FsStore {
+  const s = new FsStore(tmp.dir, { searchIndexSecret: async () => secret ?? undefined });
   opened.push(s);
   return s;
 }
@@ -45,7 +50,13 @@ async function firstSearch(query: string) {
 }
 
 const dir = () => join(tmp.dir, "ch");
-const indexFile = () => join(dir(), ".search", "index.json");
+const indexNames = (folder: string) =>
+  existsSync(folder) ? readdirSync(folder).filter((n) => /^index-[0-9a-f]{16}\.json$/.test(n)) : [];
+/** The secret's own index file: `index-` and the first 16 hex digits of a hash of the secret. */
+const indexFile = () => {
+  const id = createHash("sha256").update(`agent-chat search index\n${SECRET}`).digest("hex");
+  return join(dir(), ".search", `index-${id.slice(0, 16)}.json`);
+};
 /** Backdated, so the index takes them as settled (a file just written may still be growing). */
 function settle(): void {
   const past = new Date(Date.now() - 60_000);
@@ -115,12 +126,13 @@ describe("the stored search index", () => {
 
   it("a hit is checked against its file: an index that lies shows nothing false", async () => {
     await firstSearch("zebra");
-    const index = JSON.parse(readFileSync(indexFile(), "utf8"));
+    const [macLine, text] = readFileSync(indexFile(), "utf8").split(/\n(.*)/s) as [string, string];
+    const index = JSON.parse(text);
     // Claim every message holds "zebra" and came from mallory.
     index.vocab = index.vocab.filter((p: [string, number[]]) => p[0] !== "zebra");
     index.vocab.push(["zebra", index.docs.map(() => 1)]);
     for (const doc of index.docs) doc[2] = "mallory";
-    writeFileSync(indexFile(), JSON.stringify(index));
+    writeFileSync(indexFile(), `${macLine}\n${JSON.stringify(index)}`);
     const result = await firstSearch("zebra");
     expect(result.hits.map((h) => [h.seq, h.from])).toEqual([[60, "alice"]]);
   });
@@ -156,7 +168,15 @@ describe("the stored search index", () => {
     rmSync(join(dir(), ".search"), { recursive: true, force: true });
     symlinkSync(tmp.dir, join(dir(), ".search"));
     expect((await firstSearch("zebra")).hits.map((h) => h.seq)).toEqual([60]);
-    expect(existsSync(join(tmp.dir, "index.json"))).toBe(false);
+    expect(indexNames(tmp.dir)).toEqual([]);
+  });
+
+  it("without a secret of the user's, nothing is stored and every search scans", async () => {
+    reads.md = 0;
+    const result = await open(null).search("zebra", { channels: ["ch"] });
+    expect(result.hits.map((h) => h.seq)).toEqual([60]);
+    expect(reads.md).toBeGreaterThanOrEqual(120);
+    expect(existsSync(join(dir(), ".search"))).toBe(false);
   });
 
   it("phrases and prefixes: the index proposes, the matcher decides", async () => {

@@ -447,7 +447,9 @@ describe("files are read with a cap", () => {
     truncateSync(huge, 200 * 1024 * 1024);
     const rss = process.memoryUsage().rss;
     const read = await store.read("ch", { as: "bob" });
-    expect(process.memoryUsage().rss - rss).toBeLessThan(50 * 1024 * 1024);
+    // A read that loaded the file would grow by its 200 MB; garbage not yet collected (more of
+    // it on a loaded machine) stays far below 100 MB.
+    expect(process.memoryUsage().rss - rss).toBeLessThan(100 * 1024 * 1024);
     expect(read.messages.map((m) => m.seq)).toEqual([1]);
     expect(read.warnings.join()).toMatch(/0002-eve-huge\.md: is larger than/);
   });

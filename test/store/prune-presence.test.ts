@@ -1,16 +1,9 @@
-import {
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  symlinkSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { runCli } from "../helpers/cli.js";
-import { tempDir } from "../helpers/tmp.js";
+import { agePresence, tempDir } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
 let store: FsStore;
@@ -23,8 +16,7 @@ beforeEach(async () => {
   await store.init("ch", { members: ["old", "new"] });
   await store.post("ch", { from: "old", body: "long ago" });
   await store.post("ch", { from: "new", body: "just now" });
-  const past = (Date.now() - 40 * DAY) / 1000;
-  utimesSync(presence("old"), past, past);
+  agePresence(tmp.dir, "old", 40 * DAY);
 });
 
 afterEach(async () => {

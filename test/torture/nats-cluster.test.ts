@@ -4,6 +4,7 @@ import type { Message } from "../../src/core/message.js";
 import { bucketOf, NatsStore } from "../../src/store/nats/nats-store.js";
 import { type ClusterNode, NatsCluster } from "../helpers/nats-cluster.js";
 import { natsSkipReason } from "../helpers/nats-server.js";
+import { skipName } from "../helpers/tools.js";
 import { FULL } from "./sizes.js";
 // @ts-expect-error plain ESM helper shared with the worker processes
 import { bodyOf } from "./workers/common.mjs";
@@ -151,7 +152,8 @@ function leaderOf(c: NatsCluster, namespace: string, not?: ClusterNode): Promise
   return c.streamLeader(`AGENTCHAT_${namespace}`, not);
 }
 
-describe.skipIf(natsSkipReason !== undefined)("nats cluster: failover under load", () => {
+const SUITE = skipName("nats cluster: failover under load", natsSkipReason);
+describe.skipIf(natsSkipReason !== undefined)(SUITE, () => {
   it("SIGKILL the stream leader while 4 posters and 4 waiters run, then restart it", async () => {
     cluster = await NatsCluster.start();
     const namespace = `kill${process.pid}`;
@@ -182,7 +184,10 @@ describe.skipIf(natsSkipReason !== undefined)("nats cluster: failover under load
   // that later reads do not. It runs with `--full` (and counts as skipped in CI) until a server
   // with the raft fixes of 2.10 can be tested here.
   it.skipIf(!FULL)(
-    "SIGSTOP one node (the stream leader, cut off as by a partition), then let it back",
+    skipName(
+      "SIGSTOP one node (the stream leader, cut off as by a partition), then let it back",
+      FULL ? undefined : "runs with --full only",
+    ),
     async () => {
       cluster = await NatsCluster.start();
       const namespace = `stop${process.pid}`;

@@ -1,15 +1,21 @@
 import type { ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { request } from "node:http";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { startCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
+import { requirePresent } from "../helpers/tools.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
-/** Headless Debian chromium as root: no sandbox, and no background connections to refuse. */
+/**
+ * Headless Debian chromium as root: no sandbox, and no background connections to refuse. The
+ * browser tests need it everywhere: without it they fail, saying so.
+ */
 export async function launchChromium() {
+  requirePresent(`Chromium at ${CHROMIUM} (apt-get install chromium)`, existsSync(CHROMIUM));
   const { chromium } = await import("playwright-core");
   return chromium.launch({
     executablePath: CHROMIUM,

@@ -5,10 +5,10 @@ import { type B00tEnvelope, validateEnvelope } from "../../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { DaemonClient } from "../../daemon/client.js";
 import { probeSocket, type SocketState } from "../../daemon/listen.js";
-import { canonicalRoot } from "../../daemon/paths.js";
 import type { DaemonInfo } from "../../daemon/protocol.js";
-import { parseListenAddress } from "../../viewer/address.js";
-import { type CliContext, parsePositiveInt, UsageError } from "../context.js";
+import { canonicalRoot } from "../../store/roots.js";
+import { type CliContext, UsageError } from "../context.js";
+import { LOG_LEVELS, runServe, type ServeFlags } from "./serve.js";
 
 const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
@@ -29,78 +29,26 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     )
     .option("--http [address]", "also serve the web viewer at [HOST:]PORT (default 127.0.0.1:7391)")
     .option("--http-allow-remote", "let the viewer listen on a non-loopback address")
+    .option(
+      "--log <level>",
+      `what stderr says: ${LOG_LEVELS.join(" | ")} (default: $AGENT_CHAT_LOG_LEVEL, else info)`,
+    )
     .addHelpText(
       "after",
-      "\nStops cleanly on Ctrl-C or SIGTERM (exit 0). Exits 5 when a daemon already owns the root." +
+      "\nLogs on stderr (one JSON object a line with --json): at info, each envelope" +
+        "\nposted (its channel, sender and body size); at info and warn, each line refused" +
+        "\nwithout an answer anyone reads (an invalid envelope, malformed JSON), with the" +
+        "\nreason. agent-chat info counts both. b00t's free-form names map to valid ones" +
+        '\n("Mission Delta" -> mission-delta; the name as sent is kept in the message).\n' +
+        "\nStops cleanly on Ctrl-C or SIGTERM (exit 0). Exits 5 when a daemon already owns the root." +
         "\nThe protocol is in docs/daemon.md.\n\nExamples:\n" +
         "  agent-chat serve\n  agent-chat --root ./chat serve --b00t\n" +
         "  agent-chat serve --http 8080\n" +
+        "  agent-chat serve --b00t --log warn\n" +
         `  echo '{"channel":"ops","sender":"ci","body":"deployed","timestamp":"2025-03-04T05:30:00Z"}' \\\n` +
         '    | nc -UN "$(agent-chat --json info | jq -r .socket)"',
     )
-    .action(async (opts: ServeFlags) => {
-      const { DaemonServer } = await import("../../daemon/server.js");
-      const socketPath = opts.socket ?? ctx.socketPath;
-      // The daemon verifies for its clients but signs for none of them (docs/signatures.md).
-      const store = await ctx.openFolder();
-      const serverOptions: ConstructorParameters<typeof DaemonServer>[0] = {
-        store,
-        root: canonicalRoot(store.location),
-        version: program.version() ?? "0.0.0-dev",
-        autoCreate: opts.autoCreate,
-      };
-      if (opts.maxLine !== undefined) {
-        serverOptions.maxLineBytes = parsePositiveInt(opts.maxLine, "--max-line");
-      }
-      if (opts.maxInput !== undefined) {
-        serverOptions.maxBufferedBytes = parsePositiveInt(opts.maxInput, "--max-input");
-      }
-      const http =
-        opts.http === undefined
-          ? undefined
-          : parseListenAddress(opts.http === true ? "" : opts.http);
-      const server = new DaemonServer(serverOptions);
-      let viewer: { url: string; close(): Promise<void> } | undefined;
-      try {
-        await server.listen(socketPath);
-        if (opts.b00t) await server.listen(ctx.b00tSocketPath, dirname(socketPath));
-        if (http) {
-          const { startViewer } = await import("../../viewer/server.js");
-          const { viewerPanels } = await import("../plugins/viewer-panels.js");
-          viewer = await startViewer({
-            store,
-            ...http,
-            allowRemote: opts.httpAllowRemote === true,
-            panels: viewerPanels,
-          });
-        }
-      } catch (err) {
-        await server.close();
-        await store.close();
-        throw err;
-      }
-      if (ctx.json) {
-        ctx.printJson({
-          event: "listening",
-          root: serverOptions.root,
-          sockets: server.sockets,
-          pid: process.pid,
-          ...(viewer ? { url: viewer.url } : {}),
-        });
-      } else {
-        ctx.out(`agent-chat daemon (pid ${process.pid}) serving ${serverOptions.root}\n`);
-        for (const path of server.sockets) ctx.out(`listening on ${path}\n`);
-        if (viewer) ctx.out(`viewer at ${viewer.url}\n`);
-      }
-      await new Promise<void>((resolve) => {
-        if (ctx.abort.signal.aborted) resolve();
-        ctx.abort.signal.addEventListener("abort", () => resolve(), { once: true });
-      });
-      await viewer?.close();
-      await server.close();
-      await store.close();
-      if (!ctx.json) ctx.err("agent-chat: daemon stopped\n");
-    });
+    .action((opts: ServeFlags) => runServe(ctx, opts, program.version() ?? "0.0.0-dev"));
 
   program
     .command("send")
@@ -112,7 +60,7 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .option("--transport <kind>", "local (the daemon's socket) or nats", "local")
     .option(
       "--nats-url <url>",
-      `NATS server for --transport nats (default: $NATS_URL or ${DEFAULT_NATS_URL})`,
+      `NATS server for --transport nats (default: a nats:// root's servers, else $NATS_URL, else ${DEFAULT_NATS_URL})`,
     )
     .option("--socket <path>", "the daemon socket to use (default: the root's)")
     .addHelpText(
@@ -133,33 +81,12 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
       };
       if (opts.metadata !== undefined) envelope.metadata = parseMetadata(opts.metadata);
       validateEnvelope(envelope);
-      if (opts.transport === "nats") {
-        const url = opts.natsUrl ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
-        const { publishEnvelope } = await import("../../store/nats/index.js");
-        await publishEnvelope(url, envelope);
-        if (ctx.json) return ctx.printJson({ transport: "nats", url, channel: envelope.channel });
-        return ctx.out(`published to chat.${envelope.channel} on ${url}\n`);
-      }
+      if (opts.transport === "nats") return sendOverNats(ctx, opts.natsUrl, envelope);
       if (opts.transport !== "local") {
         throw new UsageError(`--transport must be local or nats, not ${opts.transport}`);
       }
       const socket = opts.socket ?? ctx.socketPath;
-      if (!(await isOurSocket(ctx, socket))) {
-        // b00t's own listener (or any other program's): it takes bare envelope lines, as
-        // b00t-cli writes them, and answers nothing, so nothing else may be written to it.
-        await writeEnvelopeLine(socket, envelope);
-        if (ctx.json) {
-          return ctx.printJson({
-            transport: "local",
-            socket,
-            channel: envelope.channel,
-            acknowledged: false,
-          });
-        }
-        return ctx.out(
-          `sent to ${envelope.channel} via ${socket} (not an agent-chat daemon: no acknowledgement)\n`,
-        );
-      }
+      if (!(await isOurSocket(ctx, socket))) return sendToForeignSocket(ctx, socket, envelope);
       const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
       try {
         const result = await client.envelope(envelope);
@@ -180,22 +107,10 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
     .action(async (opts: { socket?: string }) => {
       const socket = opts.socket ?? ctx.socketPath;
       const b00t = ctx.b00tSocketPath;
-      let daemon: DaemonInfo | undefined;
-      let state: SocketState | "not-responding" = await probeSocket(socket);
-      if (state === "live") {
-        try {
-          const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
-          daemon = await client.info();
-          await client.close();
-        } catch {
-          // Something accepts connections there (so `serve` refuses the path, exit 5) but does
-          // not answer as our daemon: a stopped or hung daemon, or another program's socket.
-          state = "not-responding";
-        }
-      }
+      const { state, daemon } = await askDaemon(socket);
       const b00tState = await probeSocket(b00t).catch(() => "absent" as const);
-      const natsUrl = ctx.env.NATS_URL || DEFAULT_NATS_URL;
-      const root = canonicalRoot(ctx.root);
+      const natsUrl = natsServer(ctx);
+      const root = canonicalRoot(ctx.rootSpec);
       if (ctx.json) {
         return ctx.printJson({
           root,
@@ -210,31 +125,114 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
           ],
         });
       }
-      const live = daemon
-        ? `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`
-        : state === "not-responding"
-          ? "not responding (a process accepts connections but did not answer within 1 s: a " +
-            "stopped or hung daemon, or another program's socket; serve refuses to start until " +
-            `it is gone: resume it with kill -CONT, or stop it; fuser ${socket} names it)`
-          : state === "dead"
-            ? "no daemon (stale socket file; the next serve removes it)"
-            : "no daemon (start one with: agent-chat serve)";
       ctx.out(
-        `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${live}\n` +
+        `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${liveText(state, daemon, socket)}\n` +
           `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
-          `transports: local (unix socket), nats (${natsUrl})\n`,
+          `transports: local (unix socket), nats (${natsUrl})\n` +
+          envelopesLine(daemon),
       );
     });
 }
 
-interface ServeFlags {
-  socket?: string;
-  b00t?: boolean;
-  autoCreate: boolean;
-  maxLine?: string;
-  maxInput?: string;
-  http?: string | true;
-  httpAllowRemote?: boolean;
+/** The socket's state, and the daemon's own account when one answers there within a second. */
+async function askDaemon(
+  socket: string,
+): Promise<{ state: SocketState | "not-responding"; daemon?: DaemonInfo }> {
+  const state = await probeSocket(socket);
+  if (state !== "live") return { state };
+  try {
+    const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
+    const daemon = await client.info();
+    await client.close();
+    return { state, daemon };
+  } catch {
+    // Something accepts connections there (so `serve` refuses the path, exit 5) but does not
+    // answer as our daemon: a stopped or hung daemon, or another program's socket.
+    return { state: "not-responding" };
+  }
+}
+
+function liveText(
+  state: SocketState | "not-responding",
+  daemon: DaemonInfo | undefined,
+  socket: string,
+): string {
+  if (daemon) {
+    return `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`;
+  }
+  if (state === "not-responding") {
+    return (
+      "not responding (a process accepts connections but did not answer within 1 s: a " +
+      "stopped or hung daemon, or another program's socket; serve refuses to start until " +
+      `it is gone: resume it with kill -CONT, or stop it; fuser ${socket} names it)`
+    );
+  }
+  return state === "dead"
+    ? "no daemon (stale socket file; the next serve removes it)"
+    : "no daemon (start one with: agent-chat serve)";
+}
+
+/**
+ * `send` to b00t's own listener (or any other program's): it takes bare envelope lines, as
+ * b00t-cli writes them, and answers nothing, so nothing else may be written to it.
+ */
+async function sendToForeignSocket(
+  ctx: CliContext,
+  socket: string,
+  envelope: B00tEnvelope,
+): Promise<void> {
+  await writeEnvelopeLine(socket, envelope);
+  if (ctx.json) {
+    ctx.printJson({ transport: "local", socket, channel: envelope.channel, acknowledged: false });
+  } else {
+    ctx.out(
+      `sent to ${envelope.channel} via ${socket} (not an agent-chat daemon: no acknowledgement)\n`,
+    );
+  }
+}
+
+/**
+ * `send --transport nats`: to `--nats-url`, else the root's own servers, else `$NATS_URL`, else
+ * the local default, with the environment's connection options.
+ */
+async function sendOverNats(
+  ctx: CliContext,
+  natsUrl: string | undefined,
+  envelope: B00tEnvelope,
+): Promise<void> {
+  const given = natsUrl ?? natsRootUrl(ctx) ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
+  const { publishEnvelope } = await import("../../store/nats/index.js");
+  const { server, subject } = await publishEnvelope(given, envelope, ctx.natsOptions());
+  if (ctx.json) {
+    ctx.printJson({ transport: "nats", url: server, subject, channel: envelope.channel });
+  } else {
+    ctx.out(`published to ${subject} on ${server}\n`);
+  }
+}
+
+/** What became of the daemon's envelopes, when it counts them (older daemons do not). */
+function envelopesLine(daemon: DaemonInfo | undefined): string {
+  const counts = daemon?.envelopes;
+  if (!counts) return "";
+  const last = counts.lastRefusal;
+  const why = last ? ` (last at ${last.at}: ${last.code}: ${last.message})` : "";
+  return `envelopes:  ${counts.posted} posted, ${counts.refused} refused${why}\n`;
+}
+
+/**
+ * The NATS server(s) b00t envelopes go to: a NATS root's own (what its bridge listens on), else
+ * `$NATS_URL` (b00t's variable), else the local default. Without credentials: safe to print.
+ */
+function natsServer(ctx: CliContext): string {
+  const spec = ctx.rootSpec;
+  if (spec.kind === "nats") return spec.nats.server;
+  return ctx.env.NATS_URL || DEFAULT_NATS_URL;
+}
+
+/** The root's URL when the root is a NATS namespace (it may carry credentials: never printed). */
+function natsRootUrl(ctx: CliContext): string | undefined {
+  const spec = ctx.rootSpec;
+  return spec.kind === "nats" ? spec.given : undefined;
 }
 
 interface SendFlags {

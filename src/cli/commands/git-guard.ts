@@ -5,7 +5,6 @@ import type { Command } from "commander";
 import { isAgentChatError } from "../../core/errors.js";
 import { identity } from "../../core/names.js";
 import { type Blocked, blockedPaths } from "../../store/core/index.js";
-import { isUrlRoot } from "../../store/roots.js";
 import type { PathLeaseInfo } from "../../store/types.js";
 import { type CliContext, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -53,7 +52,7 @@ async function guard(
   if (typeof staged === "string") return through(staged);
   if (staged.length === 0) return through("nothing staged");
   const me = whoAmI(ctx, opts.as);
-  if (!isUrlRoot(ctx.root) && !existsSync(ctx.root))
+  if (ctx.rootSpec.kind === "folder" && !existsSync(ctx.root))
     return through(`root ${ctx.root} does not exist`);
   let leases: PathLeaseInfo[];
   try {
@@ -224,7 +223,8 @@ function guardCommand(
 ): string {
   // A URL root may carry credentials: it is left to the environment the commit runs in.
   const parts = [opts.command ?? "agent-chat"];
-  if (!isUrlRoot(ctx.root)) parts.push("--root", quote(resolve(ctx.root)));
+  const root = ctx.rootSpec;
+  if (root.kind === "folder") parts.push("--root", quote(root.path));
   parts.push("guard");
   if (channels !== undefined) parts.push(quote(channels));
   if (opts.as !== undefined) parts.push("--as", quote(opts.as));

@@ -7,6 +7,8 @@ import {
   type RequestInput,
   requestAction,
 } from "../../client/governance.js";
+import { hasPrivateKey } from "../../client/keys.js";
+import { announcePolicy } from "../../client/policy.js";
 import { setTaskTtl } from "../../client/task-ttl.js";
 import { AgentChatError } from "../../core/errors.js";
 import {
@@ -20,6 +22,7 @@ import {
   type Verdict,
   validateAction,
 } from "../../core/governance.js";
+import type { ChannelMeta } from "../../core/meta.js";
 import { type Store, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import {
@@ -30,6 +33,7 @@ import {
   parseTtl,
   UsageError,
 } from "../context.js";
+import { policyWarnings } from "./policy.js";
 
 /** Repeatable `--band a=b` (and `--band a=b,c=d`). */
 function collect(value: string, previous: string[] = []): string[] {
@@ -135,7 +139,7 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         const as = opts.as ?? (ctx.env.AGENT_CHAT_NAME || undefined);
         if (opts.taskTtl !== undefined) await changeTaskTtl(ctx, store, channel, opts.taskTtl, as);
         const meta = changed
-          ? await govern(store, channel, change, as)
+          ? await governSigned(ctx, store, channel, change, as)
           : await store.roster(channel);
         const profile = governanceOf(meta);
         if (ctx.json) {
@@ -194,7 +198,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       if (opts.body !== undefined || opts.bodyFile !== undefined) {
         input.body = await readBody({ body: opts.body, bodyFile: opts.bodyFile }, ctx.maxBodyBytes);
       }
-      const outcome = await requestAction(await ctx.openFor(input.as), channel, input);
+      const store = await ctx.openFor(input.as);
+      const warnings = await policyWarnings(ctx, store, channel);
+      const outcome = await requestAction(store, channel, input);
       if (outcome.band !== "auto" && !outcome.proceed) {
         // Exit 4; the message (and the JSON error document) say who decided and why.
         const note = outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
@@ -204,7 +210,7 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
             `in #${outcome.decisionSeq}${note}`,
         );
       }
-      if (ctx.json) return ctx.printJson({ channel, ...outcome });
+      if (ctx.json) return ctx.printJson({ channel, ...outcome, warnings });
       if (outcome.band === "auto") {
         ctx.out(`${outcome.action} is auto in ${channel}: go ahead\n`);
       } else if (outcome.result === "no-veto") {
@@ -244,7 +250,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         const verdict: Verdict = opts.reject ? "rejected" : opts.veto ? "vetoed" : "approved";
         const input: Parameters<typeof decide>[3] = { as, verdict };
         if (opts.note !== undefined) input.note = opts.note;
-        const result = await decide(await ctx.openFor(input.as), channel, seq, input);
+        const store = await ctx.openFor(input.as);
+        await policyWarnings(ctx, store, channel);
+        const result = await decide(store, channel, seq, input);
         if (ctx.json) return ctx.printJson(result);
         ctx.out(
           `${verdict} #${seq} (${result.request.action}: ${result.request.title}); posted #${result.seq}\n`,
@@ -261,7 +269,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       "\nExamples:\n  agent-chat pending review\n  agent-chat --json pending review",
     )
     .action(async (channel: string) => {
-      const { profile, requests } = await pendingRequests(await ctx.open(), channel);
+      const store = await ctx.open();
+      await policyWarnings(ctx, store, channel);
+      const { profile, requests } = await pendingRequests(store, channel);
       if (ctx.json) {
         return ctx.printJson({
           channel,
@@ -342,4 +352,23 @@ function formatProfile(channel: string, profile: GovernanceProfile): string {
       : ["  (none: every request fails until a band is set)"]),
   ];
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Changes the profile and, when `as` is the maintainer holding its key, posts the change signed:
+ * that is what moves the pins of readers who pinned the profile before (docs/signatures.md).
+ */
+async function governSigned(
+  ctx: CliContext,
+  store: Store,
+  channel: string,
+  change: GovernanceChange,
+  as: string | undefined,
+): Promise<ChannelMeta> {
+  const before = await store.roster(channel);
+  const meta = await govern(store, channel, change, as);
+  if (as !== undefined && hasPrivateKey(ctx.configDir, as)) {
+    await announcePolicy(await ctx.openFor(as), channel, as, before, meta);
+  }
+  return meta;
 }

@@ -67,7 +67,8 @@ export const HOT_ACTIONS: Record<
   async read(ctx, [channel], opts) {
     if (opts.thread !== undefined) return readThread(ctx, channel!, text(opts.thread)!);
     const as = ctx.agent(text(opts.as));
-    const store = await ctx.open();
+    // The reader's key, when here, signs its read receipt (what proves `read` under require).
+    const store = await ctx.openFor(as);
     const result = await store.read(channel!, {
       as,
       all: opts.all === true,
@@ -90,7 +91,7 @@ export const HOT_ACTIONS: Record<
     const as = ctx.agent(text(opts.as));
     const list = splitList(channels);
     if (list.length === 0) throw new UsageError("name at least one channel");
-    const store = await ctx.open();
+    const store = await ctx.openFor(as);
     const result = await store.wait(list, {
       as,
       timeoutMs: parseSeconds(text(opts.timeout)!, "--timeout"),

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import type { Command } from "commander";
 import {
+  addAuthority,
   approveKey,
   createIdentity,
   type ExportedIdentity,
@@ -9,14 +9,17 @@ import {
   type IdentityInfo,
   type IdentityPlace,
   importIdentity,
+  listAuthorities,
   listIdentities,
+  removeAuthority,
   replaceIdentity,
   rotateIdentity,
   showIdentity,
+  trustKey,
 } from "../../client/identity.js";
+import { folderRootIds } from "../../client/open.js";
 import { AgentChatError } from "../../core/errors.js";
 import { META_MAINTAINER } from "../../core/governance.js";
-import { isNatsUrl } from "../../store/roots.js";
 import type { CliContext } from "../context.js";
 
 /** `agent-chat id …`: an agent's signing key (docs/signatures.md). */
@@ -30,7 +33,11 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
         "\nkey is published in the root (.keys/) and pinned on first use by every reader.\n" +
         "\nExamples:\n  agent-chat id new --as alice\n  agent-chat id show alice\n" +
         "  agent-chat id export --as alice > alice.json   # then on the other machine:\n" +
-        "  agent-chat id import --file alice.json\n  agent-chat id rotate --as alice",
+        "  agent-chat id import --file alice.json\n  agent-chat id rotate --as alice\n" +
+        "  agent-chat id trust alice KEY           # after comparing its fingerprint out of band\n" +
+        "  agent-chat id authority add maya        # accept key approvals signed by maya\n" +
+        "\nTrust lives here, not in the root: a key becomes a name's on first sight, by a rotation\n" +
+        "the pinned key signed, by an approval of an authority you chose, or by id trust.",
     );
 
   id.command("new")
@@ -47,8 +54,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       print(ctx, info, "made a new key for");
       if (!ctx.json) {
         ctx.err(
-          `readers who pinned the old key refuse it until a maintainer approves it:\n` +
-            `  agent-chat id approve CHANNEL ${info.name} ${info.key} --as MAINTAINER\n`,
+          `readers who pinned the old key refuse it until an authority they chose approves it:\n` +
+            `  agent-chat id approve CHANNEL ${info.name} ${info.key} --as MAINTAINER\n` +
+            `or they pin it themselves after comparing the fingerprint (${info.fingerprint}):\n` +
+            `  agent-chat id trust ${info.name} ${info.key}\n`,
         );
       }
     });
@@ -57,7 +66,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .argument("<channel>", "a channel whose maintainer you are")
     .argument("<name>", "whose key")
     .argument("<key>", "the new key (agent-chat id show NAME)")
-    .description("as a channel's maintainer, approve a new key for a name (its old key lost)")
+    .description(
+      "as a channel's maintainer, approve a new key for a name (its old key lost); it counts for readers who chose you as an authority (id authority add)",
+    )
     .option("--as <name>", "the maintainer (default $AGENT_CHAT_NAME)")
     .action(async (channel: string, name: string, key: string, opts: { as?: string }) => {
       const as = ctx.agent(opts.as);
@@ -66,6 +77,55 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const maintainer = typeof raw === "string" ? raw : undefined;
       const request = { channel, name, key, as, maintainer };
       print(ctx, await approveKey(await place(ctx), request), "approved the key of");
+    });
+
+  id.command("trust")
+    .argument("<name>", "whose key")
+    .argument("<key>", "the key, as agent-chat id show prints it on the owner's machine")
+    .description("pin a key as a name's yourself, after comparing its fingerprint out of band")
+    .option("--only", "forget the keys pinned before for the name (a first pin that was wrong)")
+    .addHelpText(
+      "after",
+      "\nThe one way, besides a rotation signed by the pinned key or an approval by an authority\n" +
+        "you chose, to accept a new key for a name: compare the fingerprint first.\n" +
+        "\nExamples:\n  agent-chat id trust alice 3q2-…   # then: agent-chat id show alice",
+    )
+    .action(async (name: string, key: string, opts: { only?: boolean }) => {
+      print(
+        ctx,
+        await trustKey(await place(ctx), name, key, opts.only === true),
+        "pinned the key of",
+      );
+    });
+
+  const authority = id
+    .command("authority")
+    .description("names whose key approvals you accept in this root (a team or maintainer key)");
+  authority
+    .command("add")
+    .argument("<name>", "the authority")
+    .argument("[key]", "its key (default: the one pinned here for it; compare the fingerprint)")
+    .description("accept key approvals (agent-chat id approve) signed by this name's key")
+    .action(async (name: string, key: string | undefined) => {
+      print(ctx, await addAuthority(await place(ctx), name, key), "chose as an authority");
+    });
+  authority
+    .command("remove")
+    .argument("<name>", "the authority")
+    .description("approvals signed by this name no longer count here")
+    .action(async (name: string) => {
+      const removed = await removeAuthority(await place(ctx), name);
+      if (ctx.json) return ctx.printJson({ name, removed });
+      ctx.out(removed ? `${name} is no longer an authority here\n` : `${name} was no authority\n`);
+    });
+  authority
+    .command("list")
+    .description("the authorities chosen for this root")
+    .action(async () => {
+      const all = listAuthorities(await place(ctx));
+      if (ctx.json) return ctx.printJson({ authorities: all });
+      if (Object.keys(all).length === 0) ctx.err("no authorities chosen for this root\n");
+      for (const [name, keys] of Object.entries(all)) ctx.out(`${name}\t${keys.join(" ")}\n`);
     });
 
   id.command("list")
@@ -107,8 +167,10 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
 
 /** Where `id` commands (and the viewer's first-use key) keep and publish keys for this root. */
 export async function place(ctx: CliContext): Promise<IdentityPlace> {
-  const root = ctx.root;
-  if (!isNatsUrl(root)) return { configDir: ctx.configDir, root, rootId: resolve(root) };
+  const root = ctx.rootSpec;
+  if (root.kind === "folder") {
+    return { configDir: ctx.configDir, root: root.given, ...folderRootIds(root.path) };
+  }
   // A NATS root publishes keys in its namespace's KV. Pins are kept under the store's location,
   // as openStore keeps them (the URL without credentials, its port filled in).
   const store = await ctx.open();
@@ -139,4 +201,6 @@ function print(ctx: CliContext, info: IdentityInfo, done?: string): void {
   ctx.out(`private\t${info.privateKey ?? "(not held here)"}\n`);
   ctx.out(`published\t${info.published.join(" → ") || "(none)"}\n`);
   ctx.out(`pinned\t${info.pinned.join(" → ") || "(none)"}\n`);
+  ctx.out(`fingerprint\t${info.fingerprint ?? "(none)"}\n`);
+  if (info.authority.length > 0) ctx.out(`authority\t${info.authority.join(" ")}\n`);
 }

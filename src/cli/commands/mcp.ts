@@ -12,7 +12,6 @@ import {
 } from "../../mcp/setup.js";
 import { FOOTER_STYLES } from "../../mcp/unread.js";
 import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "../../mcp/wake.js";
-import { isNatsUrl } from "../../store/roots.js";
 import { type CliContext, parsePositiveInt, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { type HookArgs, runHook } from "../hook.js";
@@ -140,7 +139,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         const plan = planSetup({
           tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
           agent: ctx.agent(opts.as),
-          root: resolve(ctx.root),
+          root: ctx.rootArg,
           command: opts.command,
           projectDir: resolve(opts.dir ?? "."),
           codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
@@ -216,9 +215,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         opts.tool === undefined
           ? SETUP_TOOLS
           : [oneOf(opts.tool, SETUP_TOOLS, "--tool") as SetupTool];
-      const root = ctx.root;
       const report = await runDoctor({
-        root: isNatsUrl(root) ? root : resolve(root),
+        root: ctx.rootArg,
         agent: opts.as ?? ctx.env.AGENT_CHAT_NAME,
         tools,
         toolsChosen: opts.tool !== undefined,
@@ -265,6 +263,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         { event, ...opts },
         {
           root: ctx.root,
+          ...(ctx.rootSpec.kind === "nats" && { nats: ctx.natsOptions() }),
           env: ctx.env,
           stateDir: hookStateDir(ctx.env, homedir()),
           configDir: ctx.configDir,

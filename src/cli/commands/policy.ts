@@ -1,13 +1,15 @@
 import type { Command } from "commander";
 import { hasPrivateKey } from "../../client/keys.js";
 import { pausesOf, unpause } from "../../client/loop-guard.js";
-import { setPolicy } from "../../client/policy.js";
+import { announcePolicy, setPolicy } from "../../client/policy.js";
+import { hasPinnedPolicy } from "../../client/signed-store.js";
 import {
   DEFAULT_PING_PONG,
   DEFAULT_RATE_LIMIT,
   type PolicyChange,
   policyOf,
 } from "../../core/policy.js";
+import type { Store } from "../../store/types.js";
 import { type CliContext, UsageError } from "../context.js";
 
 export interface PolicyFlags {
@@ -52,34 +54,29 @@ export function registerPolicyCommands(program: Command, ctx: CliContext): void 
       `both guards at their defaults (${DEFAULT_RATE_LIMIT}/min, ${DEFAULT_PING_PONG})`,
     )
     .option("--as <name>", "who changes it: the maintainer, when the channel has one")
+    .option("--accept", "pin the policy the channel's _meta.json states now, weaker or not")
     .addHelpText(
       "after",
-      "\nExamples:\n  agent-chat policy review\n" +
+      "\nA reader keeps the strictest policy it has seen for a channel: a _meta.json edited to a\n" +
+        "weaker one is reported, not obeyed, until the pinned maintainer signs the change (this\n" +
+        "command posts it, signed, when you are the maintainer and hold its key) or you accept it.\n" +
+        "\nExamples:\n  agent-chat policy review\n" +
         "  agent-chat policy review --signatures require --membership strict --as maintainer\n" +
-        "  agent-chat policy review --loop-guard",
+        "  agent-chat policy review --loop-guard\n  agent-chat policy review --accept",
     )
-    .action(async (channel: string, opts: PolicyFlags & { as?: string }) => {
+    .action(async (channel: string, opts: PolicyFlags & { as?: string; accept?: boolean }) => {
       // The root's own store: a daemon's socket does not change a channel's meta.
+      // Closed here: a NATS connection left open would keep the command from exiting.
       const store = await ctx.openFolder();
-      const change = policyChange(opts);
-      const policy =
-        Object.keys(change).length === 0
-          ? policyOf(await store.roster(channel))
-          : await setPolicy(store, channel, {
-              change,
-              as: opts.as ?? ctx.env.AGENT_CHAT_NAME,
-              holdsKey: (name) => hasPrivateKey(ctx.configDir, name),
-            });
-      const paused = Object.keys(pausesOf(await store.roster(channel)));
-      if (ctx.json) {
-        ctx.printJson({ channel, ...policy, paused });
-        return;
+      try {
+        const change = policyChange(opts);
+        const as = opts.as ?? ctx.env.AGENT_CHAT_NAME;
+        if (opts.accept && hasPinnedPolicy(store)) await store.acceptPolicy(channel);
+        if (Object.keys(change).length > 0) await changePolicy(ctx, store, channel, change, as);
+        await printPolicy(ctx, store, channel);
+      } finally {
+        await store.close();
       }
-      ctx.out(
-        `${channel}: signatures ${policy.signatures}, membership ${policy.membership}, ` +
-          `rate limit ${policy.rateLimit || "off"}, ping-pong ${policy.pingPong || "off"}` +
-          `${paused.length > 0 ? `, paused: ${paused.join(", ")}` : ""}\n`,
-      );
     });
 
   program
@@ -89,7 +86,8 @@ export function registerPolicyCommands(program: Command, ctx: CliContext): void 
     .requiredOption("--agent <name>", "the paused agent")
     .addHelpText("after", "\nExamples:\n  agent-chat unpause review --agent bob")
     .action(async (channel: string, opts: { agent: string }) => {
-      const had = await unpause(await ctx.openFolder(), channel, opts.agent);
+      const store = await ctx.openFolder();
+      const had = await unpause(store, channel, opts.agent).finally(() => store.close());
       if (ctx.json) {
         ctx.printJson({ channel, agent: opts.agent, unpaused: had });
         return;
@@ -100,4 +98,58 @@ export function registerPolicyCommands(program: Command, ctx: CliContext): void 
           : `${opts.agent} was not paused in ${channel}\n`,
       );
     });
+}
+
+/** Writes the change and, when `as` is the maintainer holding its key, posts it signed. */
+async function changePolicy(
+  ctx: CliContext,
+  store: Store,
+  channel: string,
+  change: PolicyChange,
+  as: string | undefined,
+): Promise<void> {
+  const before = await store.roster(channel);
+  await setPolicy(store, channel, {
+    change,
+    as,
+    holdsKey: (name) => hasPrivateKey(ctx.configDir, name),
+  });
+  if (as === undefined || !hasPrivateKey(ctx.configDir, as)) return;
+  await announcePolicy(await ctx.openFor(as), channel, as, before, await store.roster(channel));
+}
+
+/** The policy this reader obeys, and the warning when `_meta.json` states a weaker one. */
+async function printPolicy(ctx: CliContext, store: Store, channel: string): Promise<void> {
+  const standing = hasPinnedPolicy(store) ? await store.policyStanding(channel) : undefined;
+  const meta = standing?.meta ?? (await store.roster(channel));
+  const policy = policyOf(meta);
+  const paused = Object.keys(pausesOf(meta));
+  const warnings = standing?.warning ? [standing.warning] : [];
+  if (ctx.json) {
+    ctx.printJson({ channel, ...policy, paused, weaker: standing?.weaker ?? [], warnings });
+    return;
+  }
+  for (const w of warnings) ctx.warn(w);
+  ctx.out(
+    `${channel}: signatures ${policy.signatures}, membership ${policy.membership}, ` +
+      `rate limit ${policy.rateLimit || "off"}, ping-pong ${policy.pingPong || "off"}` +
+      `${paused.length > 0 ? `, paused: ${paused.join(", ")}` : ""}\n`,
+  );
+}
+
+/**
+ * Says on stderr when the channel's `_meta.json` states a weaker policy than the one this reader
+ * pinned (and so obeys); returns the warnings for a command's `--json` document. A daemon's
+ * store says it with its read results instead.
+ */
+export async function policyWarnings(
+  ctx: CliContext,
+  store: Store,
+  channel: string,
+): Promise<string[]> {
+  if (!hasPinnedPolicy(store)) return [];
+  const { warning } = await store.policyStanding(channel).catch(() => ({ warning: undefined }));
+  if (warning === undefined) return [];
+  ctx.warn(warning);
+  return [warning];
 }

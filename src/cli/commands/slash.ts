@@ -137,7 +137,7 @@ function run(ctx: CliContext, program: string, argv: string[]): Promise<number> 
     program === "agent-chat"
       ? [
           process.execPath,
-          [process.argv[1]!, "--root", ctx.root, ...(ctx.json ? ["--json"] : []), ...argv],
+          [process.argv[1]!, "--root", ctx.rootArg, ...(ctx.json ? ["--json"] : []), ...argv],
         ]
       : [program, argv];
   return new Promise((resolve, reject) => {

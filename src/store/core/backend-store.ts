@@ -30,6 +30,7 @@ import {
   type RenewOptions,
   type SearchOptions,
   type SearchResult,
+  type SignedReadReceipt,
   type Store,
   TASK_TTL_KEY,
   type TaskInfo,
@@ -123,6 +124,11 @@ interface WaitPass<F> {
   looked: Map<F, number>;
   /** Warnings met by those passes, returned with the messages. */
   warnings: string[];
+  /**
+   * The cursor each channel had when this wait first read it: a cursor removed or moved back
+   * while the wait is parked (a prune, a hand edit) never hands the agent again what it had.
+   */
+  floors: Map<F, number>;
 }
 
 /**
@@ -442,7 +448,14 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       net = this.safetyNet(feeds, options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, () =>
         wake.kick(),
       );
-      const pass: WaitPass<F> = { feeds, agent: options.as, net, looked: new Map(), warnings: [] };
+      const pass: WaitPass<F> = {
+        feeds,
+        agent: options.as,
+        net,
+        looked: new Map(),
+        warnings: [],
+        floors: new Map(),
+      };
       const result = await this.waitLoop(pass, wake);
       if (!options.activity?.aborted) {
         this.delivery.later(
@@ -523,7 +536,9 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     }
     const scans = [];
     for (const feed of pass.feeds) {
-      const cursor = await this.loadCursor(feed.channel, pass.agent);
+      const loaded = await this.loadCursor(feed.channel, pass.agent);
+      const cursor = Math.max(loaded, pass.floors.get(feed) ?? 0);
+      if (!pass.floors.has(feed)) pass.floors.set(feed, loaded);
       scans.push({ feed, cursor, scan: await feed.scan(cursor) });
     }
     pass.net.stalledOn(scans.some(({ scan }) => scan.stalled));
@@ -654,6 +669,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   async notify(channel: string, agent: string, seq: number): Promise<void> {
     validateName("channel", channel);
     return this.delivery.notify(channel, agent, seq);
+  }
+
+  async attestRead(channel: string, agent: string, receipt: SignedReadReceipt): Promise<void> {
+    validateName("channel", channel);
+    return this.delivery.attest(channel, agent, receipt);
   }
 
   /** Waits for the records a wait left to write after it answered (Delivery.later): a backend's

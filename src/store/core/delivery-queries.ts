@@ -4,10 +4,12 @@ import { identity } from "../../core/names.js";
 import {
   DEFAULT_WAIT_TIMEOUT_MS,
   DELIVERY_STATES,
+  type DeliveryProof,
   type DeliveryState,
   type PresenceInfo,
   type Receipt,
   type Receipts,
+  type SignedReadReceipt,
   type Store,
   type WaitForOptions,
   type WhoOptions,
@@ -20,6 +22,7 @@ import {
   emptyNote,
   owedBy,
   parseReceiptNote,
+  parseSignedReceipt,
   type ReceiptNote,
   reached,
   receiptFor,
@@ -48,11 +51,29 @@ export class DeliveryQueries {
     }
     const notes = await this.receiptNotes(channel, options);
     const seen = meta.members.length > 0 ? [] : await this.seenIn(channel, notes);
+    const replies = later.filter((m) => m.seq > seq);
+    const authored = options.proof ? await options.proof.authored(replies) : replies;
     const addressees_: Receipt[] = [];
     for (const agent of addressees(message, meta, seen)) {
       const cursor = await this.host.loadCursor(channel, agent);
       const note = notes.get(identity(agent)) ?? emptyNote();
-      addressees_.push(receiptFor(message, agent, cursor, note, answerOf(message, later, agent)));
+      const claimed = receiptFor(message, agent, cursor, note, answerOf(message, replies, agent));
+      if (!options.proof) {
+        addressees_.push(claimed);
+        continue;
+      }
+      const signed = await this.signedReceipt(channel, agent);
+      const proven = await provenReceipt(
+        options.proof,
+        channel,
+        message,
+        agent,
+        note,
+        signed,
+        authored,
+      );
+      if (!reached(proven.state, claimed.state)) proven.unproven = claimed.state;
+      addressees_.push(proven);
     }
     return { channel, seq, from: message.from, title: message.title, addressees: addressees_ };
   }
@@ -69,7 +90,8 @@ export class DeliveryQueries {
 
   async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
     checkState(options.state);
-    let receipts = await this.receipts(channel, seq);
+    const asked: WhoOptions = options.proof ? { proof: options.proof } : {};
+    let receipts = await this.receipts(channel, seq, asked);
     const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
     const wake = new Wakeup();
     const off = await this.host.onChange(channel, () => wake.kick());
@@ -84,9 +106,9 @@ export class DeliveryQueries {
           await wake.next();
         } catch (err) {
           if ((err as AgentChatError).code !== "TIMEOUT") throw err;
-          throw timedOut(await this.explain(channel, seq), options.state, timeoutMs);
+          throw timedOut(await this.explain(channel, seq, asked), options.state, timeoutMs);
         }
-        receipts = await this.receipts(channel, seq);
+        receipts = await this.receipts(channel, seq, asked);
       }
       return receipts;
     } finally {
@@ -95,6 +117,16 @@ export class DeliveryQueries {
       clearTimeout(deadline);
       options.signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** The agent's signed read receipt in the channel, if one of that shape is kept. */
+  private async signedReceipt(
+    channel: string,
+    agent: string,
+  ): Promise<SignedReadReceipt | undefined> {
+    return parseSignedReceipt(
+      (await this.host.readNote(channel, "signed-receipts", identity(agent)))?.text,
+    );
   }
 
   /** Every valid presence record, by agent key; bad ones are reported once. */
@@ -123,7 +155,9 @@ export class DeliveryQueries {
     const presence = await this.presence(options);
     if (channel === undefined) return [...presence.values()].sort(byAgent);
     const meta = await this.host.roster(channel);
-    const messages = await this.host.messages(channel, 0);
+    const all = await this.host.messages(channel, 0);
+    // Where signatures are required, only what was verifiably written is owed or answers.
+    const messages = options.proof ? await options.proof.authored(all) : all;
     const notes = await this.receiptNotes(channel, options);
     const names = new Map<string, string>();
     for (const name of meta.members.length > 0
@@ -187,6 +221,26 @@ export class DeliveryQueries {
     for (const key of notes.keys()) if (!names.has(key)) names.set(key, key);
     return [...names.values()];
   }
+}
+
+/**
+ * An addressee's receipt from what it signed only: `read` from its signed read receipt (a
+ * cursor anyone may move proves nothing), `answered` from a reply it verifiably wrote.
+ */
+async function provenReceipt(
+  proof: DeliveryProof,
+  channel: string,
+  message: Message,
+  agent: string,
+  note: ReceiptNote,
+  signed: SignedReadReceipt | undefined,
+  authored: readonly Message[],
+): Promise<Receipt> {
+  const readBy = signed !== undefined && (await proof.readBy(channel, agent, signed));
+  const read: Array<[number, number]> = readBy ? [[signed.seq, signed.at]] : [];
+  const cursor = readBy ? signed.seq : 0;
+  const answer = answerOf(message, authored, agent);
+  return receiptFor(message, agent, cursor, { notified: note.notified, read }, answer);
 }
 
 /**

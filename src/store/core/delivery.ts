@@ -2,7 +2,13 @@ import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import type { PresenceInfo, Receipts, WaitForOptions, WhoOptions } from "../types.js";
+import type {
+  PresenceInfo,
+  Receipts,
+  SignedReadReceipt,
+  WaitForOptions,
+  WhoOptions,
+} from "../types.js";
 import { currentActor } from "./acting.js";
 import type { DeliveryQueries } from "./delivery-queries.js";
 import {
@@ -18,7 +24,9 @@ import {
   addStep,
   emptyNote,
   formatReceiptNote,
+  formatSignedReceipt,
   parseReceiptNote,
+  parseSignedReceipt,
   type ReceiptNote,
 } from "./receipts.js";
 
@@ -32,8 +40,8 @@ export interface Note {
   version?: string | number;
 }
 
-/** Presence is kept store-wide (scope ""), receipts per channel. */
-export type NoteKind = "presence" | "receipts";
+/** Presence is kept store-wide (scope ""), receipts and signed read receipts per channel. */
+export type NoteKind = "presence" | "receipts" | "signed-receipts";
 
 /** What the delivery logic needs from the store it runs in. */
 export interface DeliveryHost {
@@ -227,6 +235,33 @@ export class Delivery {
     } catch (err) {
       this.host.warnOnce(
         `${kind} receipt of ${agent} in ${channel} not recorded: ${(err as Error).message}`,
+        this.host.onWarning,
+      );
+    }
+  }
+
+  /**
+   * Keeps the agent's signed read receipt when it goes further than the one kept. A courtesy of
+   * the read it rides on, like every record here: one that cannot be written is said once.
+   */
+  async attest(channel: string, agent: string, receipt: SignedReadReceipt): Promise<void> {
+    validateName("agent", agent);
+    checkSeq(receipt.seq);
+    await this.host.roster(channel);
+    const key = identity(agent);
+    try {
+      for (let i = 0; i < WRITE_TRIES; i++) {
+        const current = await this.host.readNote(channel, "signed-receipts", key);
+        const kept = parseSignedReceipt(current?.text);
+        if (kept && kept.seq >= receipt.seq) return;
+        const text = formatSignedReceipt(receipt);
+        if (await this.host.writeNote(channel, "signed-receipts", key, text, current?.version)) {
+          return;
+        }
+      }
+    } catch (err) {
+      this.host.warnOnce(
+        `signed read receipt of ${agent} in ${channel} not recorded: ${(err as Error).message}`,
         this.host.onWarning,
       );
     }

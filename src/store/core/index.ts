@@ -21,7 +21,12 @@ export {
 export { intersect, union } from "./postings.js";
 export type { Actor } from "./presence.js";
 export { owedBy } from "./receipts.js";
-export { checkArchiveOptions, checkPruneOptions } from "./retention.js";
+export {
+  agentsToKeep,
+  checkArchiveOptions,
+  checkPruneOptions,
+  type PresenceEntry,
+} from "./retention.js";
 export type { Candidate, MessageMeta } from "./search.js";
 export { matchMessage, parseAge, parseQuery, type Term, words } from "./search-query.js";
 export { pastGrace, SKEW_GRACE_MS } from "./skew.js";

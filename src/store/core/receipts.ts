@@ -1,7 +1,7 @@
 import { type Message, parseTo } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity } from "../../core/names.js";
-import type { DeliveryState, PresenceInfo, Receipt } from "../types.js";
+import type { DeliveryState, PresenceInfo, Receipt, SignedReadReceipt } from "../types.js";
 
 /**
  * What is not derivable from messages and cursors, per agent and channel (the folder store:
@@ -18,6 +18,8 @@ export const RECEIPT_VERSION = 1;
 /** Steps kept per kind: enough for the messages an agent has not yet answered. */
 const MAX_STEPS = 64;
 const MAX_NUMBER = 2 ** 50;
+/** `ed25519:` and a key and a signature in base64url are 139 characters. */
+const MAX_SIG_CHARS = 200;
 
 export function emptyNote(): ReceiptNote {
   return { notified: [], read: [] };
@@ -25,6 +27,31 @@ export function emptyNote(): ReceiptNote {
 
 export function formatReceiptNote(note: ReceiptNote): string {
   return `${JSON.stringify({ v: RECEIPT_VERSION, notified: note.notified, read: note.read })}\n`;
+}
+
+/**
+ * An agent's latest signed read receipt in a channel (the folder store:
+ * `<channel>/.signed-receipts/<agent>.json`; NATS: `signed-receipts.<channel>.<agent>`), apart
+ * from its receipt note so that no writer of one ever drops the other.
+ */
+export function formatSignedReceipt(receipt: SignedReadReceipt): string {
+  const { seq, at, sig } = receipt;
+  return `${JSON.stringify({ v: RECEIPT_VERSION, seq, at, sig })}\n`;
+}
+
+/** A signed receipt's shape (its signature is for the reader to check), else undefined. */
+export function parseSignedReceipt(raw: string | undefined): SignedReadReceipt | undefined {
+  let r: Record<string, unknown>;
+  try {
+    const value: unknown = JSON.parse(raw ?? "");
+    r = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  const { v, seq, at, sig } = r;
+  if (v !== RECEIPT_VERSION || !isCount(seq) || !isCount(at)) return undefined;
+  if (typeof sig !== "string" || sig.length > MAX_SIG_CHARS) return undefined;
+  return { seq, at, sig };
 }
 
 /** A stored note, or why it is ignored (a stored note is untrusted input). */
@@ -151,6 +178,16 @@ export function whyNot(
   presence: PresenceInfo | undefined,
   channel: string,
 ): string {
+  const why = provenWhy(receipt, presence, channel);
+  if (receipt.unproven === undefined) return why;
+  const claim =
+    receipt.unproven === "answered"
+      ? `a reply not signed by ${receipt.agent}`
+      : `its cursor or receipt record`;
+  return `${why}; ${claim} says ${receipt.unproven}, but nothing ${receipt.agent} signed proves it (signatures: require)`;
+}
+
+function provenWhy(receipt: Receipt, presence: PresenceInfo | undefined, channel: string): string {
   if (receipt.state === "answered")
     return `answered with #${receipt.answer} at ${receipt.answeredAt ?? "?"}`;
   if (receipt.state === "read") {

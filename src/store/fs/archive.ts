@@ -1,6 +1,7 @@
 import { lstatSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { type Message, parseMessage, seqOfFileName } from "../../core/message.js";
+import { identity } from "../../core/names.js";
 import {
   ensureRealDir,
   entryKind,
@@ -167,13 +168,15 @@ function readArchived(
 /**
  * The cursors of agents not seen for `olderThanMs` in one channel folder: a cursor file is
  * rewritten whenever its agent reads something new, so its time is when the agent was last
- * seen reading. Removed unless `dryRun`; a link or anything but a regular file is left alone.
+ * seen reading. One of an agent in `keep` (seen lately, or parked: its presence says so) stays
+ * however old. Removed unless `dryRun`; a link or anything but a regular file is left alone.
  */
 export function pruneChannel(
   dir: string,
   channel: string,
   options: PruneOptions,
   now: number,
+  keep: ReadonlySet<string>,
 ): PrunedAgent[] {
   const cursors = join(dir, ".cursors");
   if (entryKind(cursors) !== "dir") return [];
@@ -183,6 +186,7 @@ export function pruneChannel(
     const path = join(cursors, entry.name);
     const mtimeMs = lstatSync(path).mtimeMs;
     if (now - mtimeMs <= options.olderThanMs) continue;
+    if (keep.has(identity(entry.name.slice(0, -".txt".length)))) continue;
     if (!options.dryRun && !removeFileEntry(path)) continue;
     out.push({
       channel,

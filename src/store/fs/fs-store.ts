@@ -39,6 +39,7 @@ import {
   tempName,
 } from "../../fsutil/root-files.js";
 import {
+  agentsToKeep,
   BackendStore,
   checkPruneOptions,
   type Feed,
@@ -73,7 +74,7 @@ import type {
   PruneResult,
 } from "../types.js";
 import { ChannelIndex, listFolder } from "./channel-index.js";
-import { prunePresence } from "./prune-presence.js";
+import { presenceFiles, prunePresence } from "./prune-presence.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
   /**
@@ -85,6 +86,12 @@ export interface FsStoreOptions extends LockOptions, PresenceOptions {
   maxBodyBytes?: number;
   /** The clock leases are measured by (default `Date.now`; tests inject one). */
   now?: () => number;
+  /**
+   * A secret of the user's, never in the root (e.g. from its config folder): the stored search
+   * index is kept only under a MAC with it, so that no one else's edit of it is believed.
+   * Without one, every search scans the messages (docs/search.md).
+   */
+  searchIndexSecret?: () => Promise<string | undefined>;
 }
 
 const META = "_meta.json";
@@ -147,6 +154,7 @@ interface FolderFeed extends Feed {
 export class FsStore extends BackendStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly states = new Map<string, ChannelState>();
+  private secret: Promise<string | undefined> | undefined;
 
   constructor(
     readonly location: string,
@@ -520,11 +528,14 @@ export class FsStore extends BackendStore<FolderFeed> {
         return undefined;
       },
       // Loaded on the first search only: no hot command pays for the index code.
-      candidates: async (terms) =>
-        (await import("./search-index.js")).storedCandidates(
+      candidates: async (terms) => {
+        const secret = await this.indexSecret();
+        if (secret === undefined) return undefined; // no index of ours to keep: a scan
+        return (await import("./search-index.js")).storedCandidates(
           {
             dir: state.dir,
             channel,
+            secret,
             files: async () => {
               await state.index.sync();
               return state.index.after(0);
@@ -533,7 +544,8 @@ export class FsStore extends BackendStore<FolderFeed> {
             now: Date.now(),
           },
           terms,
-        ),
+        );
+      },
       // The watch reports a file that went (archived by another process) as a change only.
       holds: async () => (seq) =>
         state.index
@@ -837,17 +849,26 @@ export class FsStore extends BackendStore<FolderFeed> {
     return readArchive(state.dir, channel, this.maxBodyBytes + MAX_FRONTMATTER_BYTES, () => {});
   }
 
+  /** The user's secret the stored search index is kept under, asked for once per store. */
+  private indexSecret(): Promise<string | undefined> {
+    this.secret ??=
+      this.options.searchIndexSecret?.().catch(() => undefined) ?? Promise.resolve(undefined);
+    return this.secret;
+  }
+
   async prune(options: PruneOptions): Promise<PruneResult> {
     checkPruneOptions(options);
     const { pruneChannel } = await import("./archive.js");
     const removed = [];
     const now = this.now();
+    const records = presenceFiles(this.location);
+    const keep = agentsToKeep(records, now, options.olderThanMs);
     for (const channel of await this.channelNames()) {
       const dir = join(this.location, channel);
       if (entryKind(dir) !== "dir") continue;
-      removed.push(...pruneChannel(dir, channel, options, now));
+      removed.push(...pruneChannel(dir, channel, options, now, keep));
     }
-    const presence = prunePresence(this.location, options, now);
+    const presence = prunePresence(records, options, now, keep);
     return { removed, presence, dryRun: options.dryRun === true };
   }
 

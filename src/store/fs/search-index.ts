@@ -1,3 +1,4 @@
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { lstatSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Message } from "../../core/message.js";
@@ -10,14 +11,18 @@ import {
 import { type Candidate, intersect, matchMessage, type Term, union, words } from "../core/index.js";
 
 /**
- * The folder store's stored search index (docs/search.md): `CH/.search/index.json`, a list of
- * the channel's message files with what the filters need (time, sender, recipients, status) and
- * for each word the files it occurs in. chat.py lists only `NNNN-*.md` files, and the folder
+ * The folder store's stored search index (docs/search.md): `CH/.search/index-<id>.json`, a list
+ * of the channel's message files with what the filters need (time, sender, recipients, status)
+ * and for each word the files it occurs in. chat.py lists only `NNNN-*.md` files, and the folder
  * holds a `.gitignore` of `*`, so neither it nor git ever sees it.
  *
  * It exists so that a one-shot `agent-chat search` costs a `readdir` and one file read rather
  * than reading every message (a scan of 100,000 files costs seconds). It is anyone's input, like
- * the rest of the root (DESIGN.md §10), so it only ever proposes candidates: it is read without
+ * the rest of the root, so it only ever proposes candidates, and only one its user wrote: it is
+ * stored with a MAC under a secret of the user's (`<id>` names the secret, not the user), so an
+ * index anyone else wrote or edited, or one copied from another channel, is rebuilt from the
+ * messages instead of believed (a well-formed edit could otherwise hide a message from every
+ * search). It is read without
  * following a link or a second name, its shape is checked (anything wrong and it is rebuilt),
  * it is brought up to date against the folder's file names on every use (names gone are
  * dropped, new ones read and added), and every hit shown is read from its own file and checked
@@ -26,8 +31,7 @@ import { type Candidate, intersect, matchMessage, type Term, union, words } from
  * written in place (chat.py) and is matched this time but not stored.
  */
 export const INDEX_DIR = ".search";
-const INDEX_FILE = "index.json";
-const VERSION = 1;
+const VERSION = 2;
 /** An index of a huge channel is tens of MB; past this, searching scans instead. */
 const MAX_INDEX_BYTES = 512 * 1024 * 1024;
 const SETTLE_MS = 2_000;
@@ -46,6 +50,8 @@ interface Stored {
 export interface IndexHost {
   dir: string;
   channel: string;
+  /** The user's own secret (never in the root) the index is kept under. */
+  secret: string;
   /** The channel's message files by seq, as the store's index knows them now. */
   files(): Promise<Array<[number, readonly string[]]>>;
   /** The message in that file now; undefined when it is not (yet) a well-formed message. */
@@ -96,7 +102,8 @@ async function update(
   seqs: Map<string, number>,
   trust = true,
 ): Promise<{ stored: Stored; fresh: Message[] }> {
-  const loaded = trust ? load(indexDir) : undefined;
+  const file = indexFile(host.secret);
+  const loaded = trust ? load(indexDir, file, host) : undefined;
   const stored = loaded ?? { docs: [], vocab: [] };
   const known = new Set<string>();
   const keep: number[] = [];
@@ -124,18 +131,39 @@ async function update(
     if (entryKind(join(indexDir, ".gitignore")) === undefined) {
       writeFileSync(join(indexDir, ".gitignore"), "*\n", { flag: "wx" });
     }
-    replaceFileSync(indexDir, INDEX_FILE, JSON.stringify({ v: VERSION, ...next }));
+    const text = JSON.stringify({ v: VERSION, channel: host.channel, ...next });
+    replaceFileSync(indexDir, file, `${mac(host.secret, text)}\n${text}`);
   } catch {
     // A read-only root, or another process at it: this search still uses what it built.
   }
   return { stored: next, fresh };
 }
 
-/** The stored index if it is one (read without following a link or a second name). */
-function load(indexDir: string): Stored | undefined {
+/** The index file of a secret: each user's own, so that two users never rebuild each other's. */
+function indexFile(secret: string): string {
+  const id = createHash("sha256").update(`agent-chat search index\n${secret}`).digest("hex");
+  return `index-${id.slice(0, 16)}.json`;
+}
+
+function mac(secret: string, text: string): string {
+  return createHmac("sha256", secret).update(text).digest("hex");
+}
+
+/**
+ * The stored index if it is one this user wrote for this channel: its MAC checks under the
+ * user's secret (read without following a link or a second name).
+ */
+function load(indexDir: string, file: string, host: IndexHost): Stored | undefined {
   try {
-    const data = JSON.parse(readOwnTextSync(join(indexDir, INDEX_FILE), MAX_INDEX_BYTES));
-    if (data?.v !== VERSION || !Array.isArray(data.docs) || !Array.isArray(data.vocab)) return;
+    const raw = readOwnTextSync(join(indexDir, file), MAX_INDEX_BYTES);
+    const cut = raw.indexOf("\n");
+    const text = raw.slice(cut + 1);
+    const want = Buffer.from(mac(host.secret, text));
+    const got = Buffer.from(raw.slice(0, Math.max(0, cut)));
+    if (cut < 0 || got.length !== want.length || !timingSafeEqual(got, want)) return;
+    const data = JSON.parse(text);
+    if (data?.v !== VERSION || data.channel !== host.channel) return;
+    if (!Array.isArray(data.docs) || !Array.isArray(data.vocab)) return;
     const docs = data.docs as unknown[];
     const vocab = data.vocab as unknown[];
     const isDoc = (d: unknown) =>

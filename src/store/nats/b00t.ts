@@ -1,11 +1,14 @@
-import { type B00tEnvelope, envelopeToPost, validateEnvelope } from "../../core/envelope.js";
+import {
+  type B00tEnvelope,
+  envelopeChannel,
+  envelopeToPost,
+  validateEnvelope,
+} from "../../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import { validateName } from "../../core/names.js";
-import { isUrlRoot } from "../roots.js";
+import { isUrlRoot, type NatsConnectionOptions, parseNatsUrl } from "../roots.js";
 import type { PostResult } from "../types.js";
 import { connectNats } from "./connect.js";
 import type { NatsStore } from "./nats-store.js";
-import { parseNatsUrl } from "./options.js";
 
 /** b00t's subject for a channel's envelopes. */
 export function envelopeSubject(channel: string): string {
@@ -14,17 +17,24 @@ export function envelopeSubject(channel: string): string {
 
 /**
  * Publishes a b00t envelope as JSON on `chat.<channel>`, fire-and-forget as b00t does, and
- * returns once the server has it. `natsUrl` is b00t's `NATS_URL` (`nats://host:4222`, a bare
- * `host:port`, credentials in the URL allowed; a namespace path is ignored).
+ * returns once the server has it: the subject and the server(s) it went to (no credentials),
+ * for the caller to say. `natsUrl` is a NATS root or b00t's `NATS_URL` (`nats://host:4222`, a
+ * bare `host:port`, credentials in the URL allowed; a namespace path is ignored: the bridge of
+ * every namespace on that server hears it). A channel b00t names freely ("Mission Delta") goes
+ * on the subject of the channel it maps to (`chat.mission-delta`), which the bridge expects.
  */
-export async function publishEnvelope(natsUrl: string, envelope: B00tEnvelope): Promise<void> {
+export async function publishEnvelope(
+  natsUrl: string,
+  envelope: B00tEnvelope,
+  options: NatsConnectionOptions = {},
+): Promise<{ server: string; subject: string }> {
   const valid = validateEnvelope(envelope);
-  validateName("channel", valid.channel);
   const url = isUrlRoot(natsUrl) ? natsUrl : `nats://${natsUrl}`;
   const target = parseNatsUrl(url, false);
-  const nc = await connectNats(target, {});
+  const subject = envelopeSubject(envelopeChannel(valid.channel));
+  const nc = await connectNats(target, options);
   try {
-    nc.publish(envelopeSubject(valid.channel), JSON.stringify(valid));
+    nc.publish(subject, JSON.stringify(valid));
     await nc.flush();
   } catch (err) {
     throw new AgentChatError(
@@ -35,6 +45,7 @@ export async function publishEnvelope(natsUrl: string, envelope: B00tEnvelope): 
   } finally {
     await nc.close().catch(() => {});
   }
+  return { server: target.server, subject };
 }
 
 export interface IngestOptions {
@@ -72,7 +83,7 @@ export async function ingestEnvelopes(
           throw new AgentChatError("INVALID_ARGUMENT", "envelope is not JSON");
         }
         const envelope = validateEnvelope(value);
-        if (envelopeSubject(envelope.channel) !== msg.subject) {
+        if (envelopeSubject(envelopeChannel(envelope.channel)) !== msg.subject) {
           throw new AgentChatError(
             "INVALID_ARGUMENT",
             `envelope for channel ${JSON.stringify(envelope.channel)} arrived on ${msg.subject}`,

@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentChatError } from "../../core/errors.js";
-import type { NatsConnectionOptions } from "../roots.js";
-import type { NatsTarget } from "./options.js";
+import type { NatsConnectionOptions, NatsTarget } from "../roots.js";
 
 export const DEFAULT_NATS_TIMEOUT_MS = 5_000;
 

@@ -26,11 +26,12 @@ import {
   taskFileName,
 } from "../core/index.js";
 import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
+import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
 import { CasWriter } from "./kv-cas.js";
-import { type NatsStoreOptions, type NatsTarget, parseNatsUrl } from "./options.js";
+import type { NatsStoreOptions } from "./options.js";
 import {
   checkReplicas,
   clusterSize,
@@ -302,10 +303,15 @@ export class NatsStore extends BackendStore {
             }),
           `cannot post to ${channel}`,
         );
-        if (ack.duplicate) await this.confirmDuplicate(ack.seq, msgID, channel);
-        this.lastKnown.set(channel, { streamSeq: ack.seq, seq });
+        // A duplicate is the copy an earlier attempt stored: its number is the post's, even
+        // when this attempt was built on a later one (the copy's landing made the earlier
+        // attempt look like a lost race).
+        const stored = ack.duplicate
+          ? await this.confirmDuplicate(ack.seq, msgID, channel)
+          : pending;
+        this.lastKnown.set(channel, { streamSeq: ack.seq, seq: stored.seq });
         this.streamLast = ack.seq;
-        return { seq, channel, file };
+        return { seq: stored.seq, channel, file: stored.file };
       } catch (err) {
         // Someone else took this seq: learn the new last message and try the next one.
         if (await this.afterFailedPost(err, channel, attempt, giveUpAt)) pending = undefined;
@@ -362,9 +368,14 @@ export class NatsStore extends BackendStore {
   /**
    * A duplicate answer means the first copy was stored, but nats-server 2.9 may answer so while
    * that copy is still in flight (seq 0), or for a copy a leader change dropped: the post is
-   * acknowledged only once the copy is there, else it is sent again.
+   * acknowledged only once the copy is there, else it is sent again. Returns the copy's number
+   * and file name.
    */
-  private async confirmDuplicate(streamSeq: number, msgID: string, channel: string) {
+  private async confirmDuplicate(
+    streamSeq: number,
+    msgID: string,
+    channel: string,
+  ): Promise<{ seq: number; file: string }> {
     const stored =
       streamSeq > 0
         ? await this.guard(
@@ -372,12 +383,15 @@ export class NatsStore extends BackendStore {
             `cannot read ${channel}`,
           ).catch(() => undefined)
         : undefined;
-    if (stored?.header?.get("Nats-Msg-Id") !== msgID) {
+    const seq = Number(stored?.header?.get(SEQ_HEADER));
+    const file = stored?.header?.get(FILE_HEADER);
+    if (stored?.header?.get("Nats-Msg-Id") !== msgID || !Number.isSafeInteger(seq) || !file) {
       throw new AgentChatError(
         "BACKEND_UNAVAILABLE",
         `cannot post to ${channel}: JetStream did not answer with the stored copy yet`,
       );
     }
+    return { seq, file };
   }
 
   private checkPayload(text: string): void {
@@ -460,7 +474,9 @@ export class NatsStore extends BackendStore {
             for (const key of await this.keysOf(filter)) {
               const entry = await this.kv.get(key);
               if (entry?.operation !== "PUT") continue;
-              out.push({ key, written: entry.created, revision: entry.revision });
+              const aged: AgedEntry = { key, written: entry.created, revision: entry.revision };
+              if (key.startsWith(PRESENCE_PREFIX)) aged.text = entry.string();
+              out.push(aged);
             }
             return out;
           }, "cannot list the cursors and presence records"),
@@ -479,7 +495,7 @@ export class NatsStore extends BackendStore {
           const m = /^cursor\.([^.]+)\.(.+)$/.exec(key);
           return m ? { channel: untoken(m[1]!), agent: m[2]! } : undefined;
         },
-        presencePrefix: notePrefix("", "presence"),
+        presencePrefix: PRESENCE_PREFIX,
         now: this.now(),
       },
       options,
@@ -1028,6 +1044,8 @@ function cursorKey(channel: string, agent: string): string {
 function pathLeasesKey(channel: string): string {
   return `leases.${token(channel)}`;
 }
+
+const PRESENCE_PREFIX = notePrefix("", "presence");
 
 /** `presence.<agent>` for the namespace, `receipts.<channel>.<agent>` per channel. */
 function notePrefix(scope: string, kind: NoteKind): string {

@@ -1,9 +1,8 @@
 import type { JetStreamManager, StreamInfo } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentChatError } from "../../core/errors.js";
+import { MAX_REPLICAS } from "../roots.js";
 
-/** JetStream keeps at most 5 copies of a stream. */
-export const MAX_REPLICAS = 5;
 /** What a namespace gets on a cluster of three or more when nobody asked for a count. */
 const DEFAULT_CLUSTER_REPLICAS = 3;
 /** JetStream's error code when no set of servers can hold the asked replicas. */

@@ -12,8 +12,9 @@ import {
 import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
+import { identity } from "../../core/names.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
-import { checkArchiveOptions, checkPruneOptions } from "../core/index.js";
+import { agentsToKeep, checkArchiveOptions, checkPruneOptions } from "../core/index.js";
 import type {
   ArchiveOptions,
   ArchiveResult,
@@ -143,6 +144,8 @@ export interface AgedEntry {
   key: string;
   written: Date;
   revision: number;
+  /** The value, for a presence record (what prune keeps depends on it). */
+  text?: string;
 }
 
 export interface NatsPruneHost {
@@ -157,7 +160,8 @@ export interface NatsPruneHost {
 }
 
 /**
- * Prune on NATS: the cursors and presence records not written for `olderThanMs`. A KV entry's
+ * Prune on NATS: the cursors and presence records not written for `olderThanMs`, except those
+ * of agents seen lately or parked (store/core/retention.ts). A KV entry's
  * own time is when it was last written, as a cursor file's mtime is on a folder (written at each
  * read that moved it; presence at each activity). An entry written after it was listed is kept:
  * each delete is checked against the revision listed.
@@ -165,19 +169,27 @@ export interface NatsPruneHost {
 export async function pruneNats(host: NatsPruneHost, options: PruneOptions): Promise<PruneResult> {
   checkPruneOptions(options);
   const cutoff = host.now - options.olderThanMs;
+  const records = await host.entries(`${host.presencePrefix}*`);
+  const agentOf = (entry: AgedEntry) => entry.key.slice(host.presencePrefix.length);
+  const keep = agentsToKeep(
+    records.map((e) => ({ key: agentOf(e), text: e.text, writtenMs: e.written.getTime() })),
+    host.now,
+    options.olderThanMs,
+  );
   const old = async (filter: string) =>
     (await host.entries(filter)).filter((e) => e.written.getTime() < cutoff);
   const removed: PrunedAgent[] = [];
   for (const entry of await old("cursor.>")) {
     const of = host.cursorOf(entry.key);
-    if (!of) continue;
+    if (!of || keep.has(identity(of.agent))) continue;
     if (!options.dryRun && !(await host.remove(entry))) continue;
     removed.push({ ...of, files: [entry.key], lastSeen: entry.written.toISOString() });
   }
   const presence: PrunedPresence[] = [];
-  for (const entry of await old(`${host.presencePrefix}*`)) {
+  for (const entry of records.filter((e) => e.written.getTime() < cutoff)) {
+    const agent = agentOf(entry);
+    if (keep.has(agent)) continue;
     if (!options.dryRun && !(await host.remove(entry))) continue;
-    const agent = entry.key.slice(host.presencePrefix.length);
     presence.push({ agent, file: entry.key, lastSeen: entry.written.toISOString() });
   }
   return { removed, presence, dryRun: options.dryRun === true };
