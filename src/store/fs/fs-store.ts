@@ -352,7 +352,7 @@ export class FsStore extends BackendStore<FolderFeed> {
    * not parse, such as a stray `2024-notes.md`, never move the sequence.
    */
   private async allocateSeq(state: ChannelState): Promise<number> {
-    await state.index.sync();
+    await state.index.sync(true);
     const mark = this.readHighWater(state);
     for (const [seq, names] of state.index.descending(mark)) {
       for (const name of names) {
