@@ -25,6 +25,8 @@ await build({
     "@modelcontextprotocol/sdk",
     "@modelcontextprotocol/sdk/*",
     "playwright-core",
+    // Native: loaded from node_modules by `agent-chat run` alone.
+    "@lydell/node-pty",
   ],
   sourcemap: false,
   logLevel: "warning",

@@ -30,11 +30,13 @@ export async function readBody(
       throw wrapIoError(err, `cannot read body file ${path}`);
     }
     if (size > maxBytes) throw tooLarge(size, maxBytes);
+    let data: Buffer;
     try {
-      return await fsp.readFile(path, "utf8");
+      data = await fsp.readFile(path);
     } catch (err) {
       throw wrapIoError(err, `cannot read body file ${path}`);
     }
+    return decodeBody(data, `body file ${path}`);
   }
   if (process.stdin.isTTY) {
     throw new UsageError("give the body with --body, --body-file FILE, or on stdin");
@@ -54,7 +56,37 @@ async function readStdin(maxBytes: number): Promise<string> {
     }
     chunks.push(buf);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return decodeBody(Buffer.concat(chunks), "the body on stdin");
+}
+
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The text of a body, refused when it is not UTF-8: decoded leniently it would be posted with
+ * U+FFFD in place of each bad byte, a message that is not what its author wrote.
+ */
+function decodeBody(data: Buffer, what: string): string {
+  try {
+    return STRICT_UTF8.decode(data);
+  } catch {
+    const at = firstInvalidByte(data);
+    const byte = data[at]!.toString(16).padStart(2, "0");
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `${what} is not valid UTF-8 (byte 0x${byte} at offset ${at}); nothing was posted`,
+    );
+  }
+}
+
+/** The offset of the first byte that a lenient decoder replaced with U+FFFD. */
+function firstInvalidByte(data: Buffer): number {
+  const text = data.toString("utf8");
+  for (let i = text.indexOf("\uFFFD"); i !== -1; i = text.indexOf("\uFFFD", i + 1)) {
+    const at = Buffer.byteLength(text.slice(0, i));
+    // A U+FFFD the author wrote is three valid bytes; a replacement stands for a bad one.
+    if (data[at] !== 0xef || data[at + 1] !== 0xbf || data[at + 2] !== 0xbd) return at;
+  }
+  return 0;
 }
 
 function tooLarge(size: number, max: number, partial = false): AgentChatError {

@@ -4,7 +4,9 @@ import type { ErrorCode } from "../core/errors.js";
  * Exit codes, kept from the reference where it has one: 0 ok, 1 error, 2 wait timed out,
  * 3 claim lost (also a task that is no longer yours: `NOT_HOLDER`, a `fence` that fails),
  * 130 interrupted. Usage errors get their own code (64, EX_USAGE) instead of the reference's 2,
- * so that a script can tell a typo from a timeout. Ours: 4, a governed request that the
+ * so that a script can tell a typo from a timeout: a flag commander refuses, and every argument
+ * the library refuses as such (`INVALID_ARGUMENT`, `INVALID_NAME`: an empty query, a missing
+ * selection, a pattern outside the repository, a name off the rules), which no retry mends. Ours: 4, a governed request that the
  * maintainer rejected or vetoed (docs/governance.md); 5, `serve` found a live daemon already
  * owning the root; 141 (128 + SIGPIPE, what a shell reports for a program killed by a
  * closed pipe), stdout was closed before all the output was written (`… | head -1`).
@@ -36,6 +38,8 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
     case "ABORTED":
       return EXIT.INTERRUPTED;
     case "USAGE":
+    case "INVALID_ARGUMENT":
+    case "INVALID_NAME":
       return EXIT.USAGE;
     default:
       return EXIT.ERROR;

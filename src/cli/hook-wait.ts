@@ -94,7 +94,11 @@ export async function runHookWait(
   return EXIT_WAKE;
 }
 
-async function lastSeqs(store: Store, names: readonly string[]): Promise<Record<string, number>> {
+/** Per channel among `names`, its last message number: what a session knows of at this moment. */
+export async function lastSeqs(
+  store: Store,
+  names: readonly string[],
+): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const info of await store.channels()) {
     if (names.includes(info.name)) out[info.name] = info.lastSeq;

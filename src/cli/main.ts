@@ -63,6 +63,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/find.js")).registerFindCommands,
   },
   {
+    commands: ["run"],
+    load: async () => (await import("./commands/agent-run.js")).registerAgentRunCommands,
+  },
+  {
     commands: ["mcp", "setup", "doctor", "hook"],
     load: async () => (await import("./commands/mcp.js")).registerMcpCommands,
   },
@@ -91,7 +95,8 @@ export async function main(argv: string[]): Promise<number> {
   program
     .name("agent-chat")
     .description(
-      "Channels of markdown messages for agent sessions and people: post, read, wait without\n" +
+      // One paragraph, no line breaks of ours: commander wraps it to the terminal's width.
+      "Channels of markdown messages for agent sessions and people: post, read, wait without " +
         "spending tokens, claim tasks atomically. Compatible with the reference chat.py.",
     )
     .version(VERSION, "-V, --version")
@@ -100,7 +105,10 @@ export async function main(argv: string[]): Promise<number> {
       "root folder of the channels (default: $AGENT_CHAT_ROOT or ~/agent-chat)",
     )
     .option("--json", "print one JSON document per command (NDJSON for streams)")
-    .option("--max-body <bytes>", "largest accepted message body (default 1 MiB)")
+    .option(
+      "--max-body <bytes>",
+      "largest body this command posts or reads (default: the channel's limit, 1 MiB unless set); at init, the channel's limit",
+    )
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) })

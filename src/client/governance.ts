@@ -313,7 +313,7 @@ export async function decide(
   }
   const messages = await allMessages(store, channel);
   const target = messages.find((m) => m.seq === seq);
-  if (!target) throw new AgentChatError("INVALID_ARGUMENT", `no message #${seq} in ${channel}`);
+  if (!target) throw new AgentChatError("NOT_FOUND", `no message #${seq} in ${channel}`);
   const request = requestOf(target);
   if (!request) {
     throw new AgentChatError(
@@ -327,19 +327,19 @@ export async function decide(
   )!;
   if (state.decision?.kind === "verdict") {
     throw new AgentChatError(
-      "INVALID_ARGUMENT",
+      "ALREADY_DECIDED",
       `request #${seq} was already ${state.decision.verdict} by ${state.decision.by} in #${state.decision.seq}`,
     );
   }
   if (state.decision?.kind === "closed") {
     throw new AgentChatError(
-      "INVALID_ARGUMENT",
+      "ALREADY_DECIDED",
       `request #${seq} is ${state.decision.status} (#${state.decision.seq}); ${request.from} no longer waits for it`,
     );
   }
   if (state.windowClosed) {
     throw new AgentChatError(
-      "INVALID_ARGUMENT",
+      "ALREADY_DECIDED",
       `the veto window of request #${seq} closed at ${request.vetoUntil}; the action may already have happened`,
     );
   }

@@ -289,7 +289,7 @@ export async function signerFor(
     return ed.signerFromPem(pem);
   } catch (err) {
     throw new AgentChatError(
-      "INVALID_ARGUMENT",
+      "NO_KEY",
       `${privateKeyPath(configDir, name)} is not an Ed25519 private key`,
       { cause: err },
     );

@@ -8,6 +8,8 @@ export type ErrorCode =
   | "CHANNEL_NOT_FOUND"
   | "CHANNEL_EXISTS"
   | "CORRUPT_META"
+  /** A file outside the root that a command reads or edits (a tool's settings) does not parse. */
+  | "CORRUPT_FILE"
   | "NOT_A_MEMBER"
   | "TASK_NOT_FOUND"
   | "TASK_EXISTS"
@@ -34,6 +36,8 @@ export type ErrorCode =
   | "UNKNOWN_ACTION"
   /** Governance: the channel has no governance profile (no maintainer, no bands). */
   | "NOT_GOVERNED"
+  /** Governance: the request was decided, withdrawn or past its veto window: too late for a verdict. */
+  | "ALREADY_DECIDED"
   /** Governance: only the channel's maintainer may decide a request. */
   | "NOT_MAINTAINER"
   /** A slash command that the config's allowlist does not admit for `--exec`. */

@@ -21,6 +21,11 @@ export interface B00tCommand {
   verb: "b00t";
   action: ModelAction;
   target?: string;
+  /**
+   * A download b00t reads from a bare word (`/b00t model llava`), not from `download`: a typo
+   * of a sub-command reads the same way, so it is shown with a note and never run.
+   */
+  implicit?: true;
 }
 
 export type ChatVerb =
@@ -150,8 +155,39 @@ function parseB00t(words: string[]): B00tCommand | undefined {
     }
     default:
       // b00t: any other word after `model` is the name of a model to download.
-      return { verb: "b00t", action: "download", target: action };
+      return { verb: "b00t", action: "download", target: action, implicit: true };
   }
+}
+
+const B00T_ACTIONS = ["list", "install", "download", "remove", "env", "export", "serve", "stop"];
+
+/**
+ * What to tell the person about a download read from a bare word: that it is one, how to ask
+ * for it on purpose, and the sub-command a typo was probably meant to be.
+ */
+export function implicitDownloadNote(command: SlashCommand): string | undefined {
+  if (command.verb !== "b00t" || command.implicit !== true) return undefined;
+  const word = command.target!;
+  const near = B00T_ACTIONS.find((a) => editDistance(a, word.toLowerCase()) <= 2);
+  return (
+    `"${word}" is no /b00t model sub-command, so b00t reads it as a model to download` +
+    `${near === undefined ? "" : ` (did you mean /b00t model ${near}?)`}; ` +
+    `to download it, write /b00t model download ${word}`
+  );
+}
+
+/** Levenshtein distance, for the short words of a command line. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + cost));
+    }
+    row = next;
+  }
+  return row[b.length]!;
 }
 
 /** Why b00t's parser would return None, in words. */
@@ -449,7 +485,7 @@ export function isAllowed(command: SlashCommand, allowlist: readonly string[]): 
 /** Reads the `slash.exec` allowlist out of a parsed config document. */
 export function slashAllowlist(config: unknown, where: string): string[] {
   if (typeof config !== "object" || config === null || Array.isArray(config)) {
-    throw new AgentChatError("INVALID_ARGUMENT", `${where}: the config must be a JSON object`);
+    throw new AgentChatError("CORRUPT_FILE", `${where}: the config must be a JSON object`);
   }
   const slash = (config as Record<string, unknown>).slash;
   if (slash === undefined) return [];
@@ -458,7 +494,7 @@ export function slashAllowlist(config: unknown, where: string): string[] {
   if (exec === undefined) return [];
   if (!Array.isArray(exec) || exec.some((e) => typeof e !== "string")) {
     throw new AgentChatError(
-      "INVALID_ARGUMENT",
+      "CORRUPT_FILE",
       `${where}: "slash.exec" must be a list of commands such as ["chat read", "chat claim"]`,
     );
   }
@@ -475,6 +511,8 @@ export function slashJson(parse: SlashParse, context: SlashContext = {}): Record
     key: commandKey(parse.command),
     program: programOf(parse.command),
   };
+  const note = implicitDownloadNote(parse.command);
+  if (note !== undefined) out.note = note;
   try {
     out.argv = toCliArgs(parse.command, context);
   } catch (err) {

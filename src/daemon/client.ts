@@ -95,6 +95,8 @@ export class DaemonClient implements Store {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly pending = new Map<RequestId, Pending>();
   private readonly streams = new Map<RequestId, Stream>();
+  /** The `onWarning` of each parked wait, told the warnings the daemon sends as it meets them. */
+  private readonly waitWarnings = new Map<RequestId, (warning: string) => void>();
   private nextId = 1;
   private readonly lines = new LineSplitter({
     maxLineBytes: HELLO_MAX_BYTES,
@@ -224,16 +226,19 @@ export class DaemonClient implements Store {
 
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
     // `activity` stays here: the daemon judges it by this connection (open: active).
-    const { signal, activity: _activity, ...rest } = options;
+    // `onWarning` stays here too: the daemon sends each warning as a `warning` event of the wait.
+    const { signal, activity: _activity, onWarning, ...rest } = options;
     if (signal?.aborted) throw new AgentChatError("ABORTED", "wait was interrupted");
     const id = this.nextId++;
     // The daemon parks the wait; aborting asks it to stop, and it answers ABORTED.
     const onAbort = () => this.send({ id: this.nextId++, op: "cancel", target: id });
     signal?.addEventListener("abort", onAbort, { once: true });
+    if (onWarning) this.waitWarnings.set(id, onWarning);
     try {
       return (await this.call("wait", { channels: [...channels], ...rest }, id)) as WaitResult;
     } finally {
       signal?.removeEventListener("abort", onAbort);
+      this.waitWarnings.delete(id);
     }
   }
 
@@ -526,15 +531,7 @@ export class DaemonClient implements Store {
 
   private onLine(line: string): void {
     if (line.trim() === "") return;
-    let value: {
-      id?: RequestId | null;
-      ok?: boolean;
-      result?: unknown;
-      error?: WireError;
-      event?: string;
-      message?: Message;
-      agents?: PresenceInfo[];
-    };
+    let value: WireLine;
     try {
       value = JSON.parse(line);
     } catch {
@@ -542,11 +539,7 @@ export class DaemonClient implements Store {
     }
     if (value.id === undefined || value.id === null) return;
     if (value.event !== undefined) {
-      const stream = this.streams.get(value.id);
-      if (!stream) return;
-      if (value.event === "message" && value.message) stream.message(value.message);
-      else if (value.event === "presence" && value.agents) stream.presence?.(value.agents);
-      else if (value.event === "end") stream.end(value.error && fromWire(value.error));
+      this.onEvent(value.id, value);
       return;
     }
     const pending = this.pending.get(value.id);
@@ -554,6 +547,19 @@ export class DaemonClient implements Store {
     this.pending.delete(value.id);
     if (value.ok) pending.resolve(value.result);
     else pending.reject(fromWire(value.error ?? { code: "INTERNAL", message: "no error given" }));
+  }
+
+  /** A line of a stream (`subscribe`, `presence`) or a parked wait's `warning`. */
+  private onEvent(id: RequestId, value: WireLine): void {
+    if (value.event === "warning") {
+      if (typeof value.warning === "string") this.waitWarnings.get(id)?.(value.warning);
+      return;
+    }
+    const stream = this.streams.get(id);
+    if (!stream) return;
+    if (value.event === "message" && value.message) stream.message(value.message);
+    else if (value.event === "presence" && value.agents) stream.presence?.(value.agents);
+    else if (value.event === "end") stream.end(value.error && fromWire(value.error));
   }
 
   private onClose(): void {
@@ -573,6 +579,18 @@ export class DaemonClient implements Store {
     this.pending.clear();
     for (const s of this.streams.values()) s.end(this.closedError);
   }
+}
+
+/** Any line the daemon sends: an answer, or an event of a stream or a wait. */
+interface WireLine {
+  id?: RequestId | null;
+  ok?: boolean;
+  result?: unknown;
+  error?: WireError;
+  event?: string;
+  message?: Message;
+  agents?: PresenceInfo[];
+  warning?: string;
 }
 
 function fromWire(error: WireError): AgentChatError {

@@ -7,6 +7,8 @@
  * - `subscribe` answers with `{id, ok: true, result}` at once, then streams
  *   `{id, event: "message", message}` lines, and finally `{id, event: "end"}` (with `error`
  *   when the stream failed).
+ * - A parked `wait` may send `{id, event: "warning", warning}` lines before its response, one
+ *   for each file it passes over (too large for its reader, not a message), as it meets them.
  * - A line without `op` and `id` is a b00t envelope: fire-and-forget, no response unless it is
  *   refused (then `{id: null, ok: false, error}`).
  */
@@ -72,7 +74,9 @@ export type StreamEvent =
   | { id: RequestId; event: "message"; message: unknown }
   /** A `presence` stream: everyone's presence (or a channel's members'), each time it changed. */
   | { id: RequestId; event: "presence"; agents: unknown }
-  | { id: RequestId; event: "end"; error?: WireError };
+  | { id: RequestId; event: "end"; error?: WireError }
+  /** A parked `wait` passed over a file: told now, not only with the messages it returns. */
+  | { id: RequestId; event: "warning"; warning: string };
 
 /** What `info` returns: enough for `agent-chat info` and for a client to size its requests. */
 export interface DaemonInfo {

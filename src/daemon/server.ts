@@ -702,6 +702,7 @@ class Connection {
         as: request.as,
         signal: abort.signal,
         activity: this.active.signal,
+        onWarning: (warning) => this.write({ id: request.id, event: "warning", warning }),
       };
       if (request.timeoutMs !== undefined) options.timeoutMs = request.timeoutMs;
       if (request.intervalMs !== undefined) options.intervalMs = request.intervalMs;

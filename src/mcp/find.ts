@@ -19,7 +19,8 @@ export async function findText(
     if (!args.channel) {
       throw new AgentChatError("INVALID_ARGUMENT", "thread needs the channel of the message");
     }
-    const tree = await store.thread(args.channel, args.thread);
+    // A model has no flag to pass: a thread is looked up whole, its archived part included.
+    const tree = await store.thread(args.channel, args.thread, { archived: true });
     const messages: Message[] = flattenThread(tree).map((entry) => entry.message);
     return formatMessages(messages.sort((a, b) => a.seq - b.seq));
   }

@@ -201,12 +201,12 @@ function parseJsonFile(path: string, existing: string | undefined): Json {
     value = JSON.parse(existing);
   } catch (err) {
     throw new AgentChatError(
-      "INVALID_ARGUMENT",
+      "CORRUPT_FILE",
       `${path} is not valid JSON (${(err as Error).message}); fix it or move it away, then run setup again`,
     );
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new AgentChatError("INVALID_ARGUMENT", `${path} does not hold a JSON object`);
+    throw new AgentChatError("CORRUPT_FILE", `${path} does not hold a JSON object`);
   }
   return value as Json;
 }
@@ -215,7 +215,7 @@ function objectAt(parent: Json, key: string, path: string): Json {
   const value = parent[key];
   if (value === undefined) return {};
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new AgentChatError("INVALID_ARGUMENT", `${path}: "${key}" is not a JSON object`);
+    throw new AgentChatError("CORRUPT_FILE", `${path}: "${key}" is not a JSON object`);
   }
   return value as Json;
 }
@@ -591,7 +591,7 @@ function checkToml(
     parseToml(text);
   } catch (err) {
     const first = (err as Error).message.split("\n")[0];
-    throw new AgentChatError("INVALID_ARGUMENT", `${path} ${what} (${first}); ${then}`);
+    throw new AgentChatError("CORRUPT_FILE", `${path} ${what} (${first}); ${then}`);
   }
 }
 

@@ -3,6 +3,7 @@ import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { LineSplitter } from "../core/ndjson.js";
+import { paramsProblem } from "./request-params.js";
 
 /** The longest JSON-RPC line accepted by default: a 1 MiB body, escaped, with room to spare. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
@@ -88,6 +89,11 @@ export class BoundedStdioTransport implements Transport {
       if (err instanceof SyntaxError) {
         void this.sendError(null, -32700, `parse error: ${err.message}`);
       } else this.onerror?.(err as Error);
+      return;
+    }
+    const problem = paramsProblem(message);
+    if (problem !== undefined && "id" in message) {
+      void this.sendError(message.id ?? null, -32602, problem);
       return;
     }
     this.onmessage?.(message);

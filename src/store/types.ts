@@ -250,6 +250,12 @@ export interface WaitOptions {
    * the connection ends: a client that died and one that only stopped sending look alike.
    */
   activity?: AbortSignal;
+  /**
+   * Hears each warning as the parked wait meets it (a file passed over: too large for this
+   * reader, not a message), instead of only with the messages it returns (through a daemon,
+   * as its `warning` events).
+   */
+  onWarning?: (warning: string) => void;
 }
 
 export interface WaitResult {
@@ -362,12 +368,24 @@ export interface PathLeaseOptions extends ClaimOptions {
 export const DEFAULT_TASK_TTL_MS = 30 * 60_000;
 /** The longest lease: a claim meant to outlive a week is a claim forgotten. */
 export const MAX_TASK_TTL_MS = 7 * 24 * 3_600_000;
+/**
+ * How long after its end a lease is still its holder's (src/store/core/skew.ts): the clocks of
+ * hosts sharing a root may differ by this much.
+ */
+export const SKEW_GRACE_MS = 5_000;
 /** The `_meta.json` key (ours) with the channel's default lease, in seconds. */
 export const TASK_TTL_KEY = "task_ttl";
 
 export const DEFAULT_WAIT_TIMEOUT_MS = 900_000;
 export const DEFAULT_POLL_INTERVAL_MS = 2_000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * The `_meta.json` key (ours, after the reference's keys) with the largest body a channel
+ * takes, in bytes: what its posts may hold is what its readers read.
+ */
+export const MAX_BODY_KEY = "max_body_bytes";
+/** The largest limit a channel may record: a file in the root never costs a reader more. */
+export const MAX_CHANNEL_BODY_BYTES = 64 * 1024 * 1024;
 
 /** How far a message got with one addressee, in order. */
 export type DeliveryState = "stored" | "notified" | "read" | "answered";

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { collect, runCli, startCli, untilStdout, watching } from "../helpers/cli.js";
-import { tempDir } from "../helpers/tmp.js";
+import { tempDir, writeOldFile } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
 const cli = (args: string[], input?: string) =>
@@ -72,7 +72,6 @@ describe("the reference's commands, output and exit codes", () => {
   });
 
   it.each([
-    [["--body", "  "], /message body is empty/],
     [
       ["--body-file", "/nonexistent/body.md"],
       /cannot read body file \/nonexistent\/body\.md: ENOENT/,
@@ -96,6 +95,26 @@ describe("the reference's commands, output and exit codes", () => {
     expect(readdirSync(join(tmp.dir, "review")).filter((n) => n.endsWith(".md"))).toEqual([]);
   });
 
+  it("refuses a body that is not UTF-8, on stdin or in --body-file, and posts nothing", async () => {
+    const bad = Buffer.concat([Buffer.from("caf\u00e9 \uFFFD ok "), Buffer.from([0xff, 0x41])]);
+    const piped = await runCli(["post", "review", "--from", "alice"], {
+      root: tmp.dir,
+      input: bad,
+    });
+    expect(piped.code).toBe(64);
+    expect(piped.stderr).toBe(
+      "agent-chat: the body on stdin is not valid UTF-8 (byte 0xff at offset 13); nothing was posted\n",
+    );
+    const file = join(tmp.dir, "body.bin");
+    writeFileSync(file, Buffer.from([0x68, 0x69, 0xc3]));
+    const fromFile = await cli(["post", "review", "--from", "alice", "--body-file", file]);
+    expect(fromFile.code).toBe(64);
+    expect(fromFile.stderr).toMatch(
+      /body file .*body\.bin is not valid UTF-8 \(byte 0xc3 at offset 2\)/,
+    );
+    expect(readdirSync(join(tmp.dir, "review")).filter((n) => n.endsWith(".md"))).toEqual([]);
+  });
+
   it("refuses a body over the limit on stdin without reading it all", async () => {
     const r = await cli(
       ["--max-body", "1000", "post", "review", "--from", "a", "--title", "t"],
@@ -116,6 +135,14 @@ describe("the reference's commands, output and exit codes", () => {
     ],
     [["peek", "review", "-n", "0"], /-n must be a positive integer/],
     [["init"], /missing required argument 'channel'/],
+    [["archive", "review"], /say which messages to archive: --before N or --older-than 30d/],
+    [["search", ""], /the search query is empty/],
+    [["lease", "add", "review", "../outside/**", "--as", "bob"], /'\.' or '\.\.' segment/],
+    [["init", "../x"], /invalid channel name/],
+    [["read", "review", "--as", "../bob"], /invalid agent name/],
+    [["post", "review", "--from", "alice", "--body", "  "], /message body is empty/],
+    [["post", "review", "--from", "alice", "--to", "a b", "--body", "x"], /invalid agent name/],
+    [["claim", "review", "1", "--as", "bob", "--ttl", "9y"], /lease|ttl|TTL/],
   ])("usage error %j exits 64", async (args, message) => {
     const r = await cli(args);
     expect(r.code).toBe(64);
@@ -186,10 +213,10 @@ describe("the reference's commands, output and exit codes", () => {
     expect(r.code).toBe(141);
   });
 
-  it("names that could escape the root are refused with exit 1 and what is allowed", async () => {
+  it("names that could escape the root are refused with exit 64 and what is allowed", async () => {
     for (const bad of ["../x", "a/b", ".hidden", "_x"]) {
       const r = await cli(["init", bad]);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(64);
       expect(r.stderr).toMatch(/invalid channel name .*: use ASCII letters, digits/);
     }
     const r = await cli(["read", "review", "--as", "../bob"]);
@@ -318,6 +345,17 @@ describe("the reference's commands, output and exit codes", () => {
       expect(r.stdout, commands[i]).toMatch(/Examples?:\n {2}agent-chat /);
     });
   }, 60_000);
+
+  it("the main --help wraps its description as one paragraph, never mid-sentence", async () => {
+    const r = await cli(["--help"]);
+    const paragraph = r.stdout.split("\n\n")[1]!.split("\n");
+    expect(paragraph.join(" ")).toBe(
+      "Channels of markdown messages for agent sessions and people: post, read, wait without " +
+        "spending tokens, claim tasks atomically. Compatible with the reference chat.py.",
+    );
+    // Wrapped to the width (80 on a pipe): only the last line may be short.
+    for (const line of paragraph.slice(0, -1)) expect(line.length, line).toBeGreaterThan(60);
+  });
 });
 
 describe("leases: claim --ttl, renew, done, fence, release --token", () => {
@@ -408,5 +446,69 @@ describe("leases: claim --ttl, renew, done, fence, release --token", () => {
     );
     expect((await cli(["claim", "review", "1", "--as", "bob"])).code).toBe(3);
     expect((await cli(["fence", "review", "1", "--token", "1"])).code).toBe(3);
+  });
+});
+
+describe("one body limit", () => {
+  const big = () => {
+    const path = join(tmp.dir, "big.md");
+    writeFileSync(path, "z".repeat(2_000_000));
+    return path;
+  };
+
+  it("a post above the channel's limit is refused when written, whatever the poster's --max-body", async () => {
+    const r = await cli([
+      "--max-body",
+      "3000000",
+      "post",
+      "review",
+      "--from",
+      "alice",
+      "--body-file",
+      big(),
+    ]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      "agent-chat: message body is 2000000 bytes; channel review takes at most 1048576, the most " +
+        "its readers read (max_body_bytes in its _meta.json, set when the channel is created; else 1 MiB)\n",
+    );
+    expect(readdirSync(join(tmp.dir, "review")).filter((n) => n.endsWith(".md"))).toEqual([]);
+  });
+
+  it("a channel created with a larger limit records it, and every reader reads up to it", async () => {
+    expect((await cli(["--max-body", "3000000", "init", "large"])).code).toBe(0);
+    const meta = JSON.parse(readFileSync(join(tmp.dir, "large", "_meta.json"), "utf8"));
+    expect(Object.keys(meta)).toEqual(["channel", "members", "topic", "created", "max_body_bytes"]);
+    expect(meta.max_body_bytes).toBe(3000000);
+    const post = await cli([
+      "--max-body",
+      "3000000",
+      "post",
+      "large",
+      "--from",
+      "a",
+      "--body-file",
+      big(),
+    ]);
+    expect(post.code, post.stderr).toBe(0);
+    const read = await cli(["--json", "read", "large", "--as", "bob"]);
+    expect(read.code).toBe(0);
+    const out = JSON.parse(read.stdout);
+    expect(out.messages.map((m: { body: string }) => m.body.length)).toEqual([2_000_000]);
+    expect(out.warnings).toEqual([]);
+    const wait = await cli(["--json", "wait", "large", "--as", "carol", "--timeout", "10"]);
+    expect(wait.code, wait.stderr).toBe(0);
+    expect(JSON.parse(wait.stdout).messages).toHaveLength(1);
+  });
+
+  it("a file too large to read (chat.py has no limit) is reported by a parked wait, not waited on in silence", async () => {
+    const header =
+      "---\nseq: 1\nfrom: carol\nto: bob\ntitle: huge\nts: 2026-01-01T00:00:00Z\n---\n";
+    writeOldFile(join(tmp.dir, "review", "0001-carol-huge.md"), header + "h".repeat(2_000_000));
+    const r = await cli(["--json", "wait", "review", "--as", "bob", "--timeout", "2"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /0001-carol-huge\.md: 2000\d+ bytes, more than this reader reads \(a body of 1048576 bytes/,
+    );
   });
 });

@@ -75,6 +75,36 @@ describe("post --wait-for", () => {
     expect(r.stderr).toMatch(/bob: never notified; never seen/);
   });
 
+  it("--json on timeout still reports the post it made (seq, path), with the timeout, exit 2", async () => {
+    const r = await cli([
+      "--json",
+      "post",
+      "review",
+      "--from",
+      "alice",
+      "--to",
+      "bob",
+      "--body",
+      "x",
+      "--wait-for",
+      "read",
+      "--timeout",
+      "1s",
+    ]);
+    expect(r.code).toBe(2);
+    const out = JSON.parse(r.stdout);
+    expect(out.seq).toBe(1);
+    expect(out.path).toMatch(/review[/\\]0001-alice-x\.md$/);
+    expect(out.error).toEqual({
+      code: "TIMEOUT",
+      message: expect.stringMatching(/not read by bob/),
+    });
+    expect(out.receipts.addressees).toEqual([
+      expect.objectContaining({ agent: "bob", state: "stored" }),
+    ]);
+    expect(messages()).toEqual(["0001-alice-x.md"]);
+  });
+
   it("a bad state, a lone --timeout or a missing channel: a clear error, nothing posted", async () => {
     const bad = await cli([
       "post",

@@ -71,16 +71,16 @@ describe("agent-chat search", () => {
     expect(limited).toMatchObject({ total: 2, hits: [{ seq: 2 }] });
   });
 
-  it("bad input: a clear error and exit 1, never a crash or a hang", async () => {
+  it("bad input: a clear error, exit 64 for a bad query (1 for a missing channel), never a crash or a hang", async () => {
     const started = Date.now();
-    for (const [args, message] of [
-      [["search", ""], /search query is empty/],
-      [["search", "x".repeat(10_240)], /at most 1000/],
-      [["search", "x", "--since", "yesterday-ish"], /--since "yesterday-ish" is not a date/],
-      [["search", "x", "--channel", "nope"], /nope/],
+    for (const [args, message, code] of [
+      [["search", ""], /search query is empty/, 64],
+      [["search", "x".repeat(10_240)], /at most 1000/, 64],
+      [["search", "x", "--since", "yesterday-ish"], /--since "yesterday-ish" is not a date/, 64],
+      [["search", "x", "--channel", "nope"], /nope/, 1],
     ] as const) {
       const r = await cli(...args);
-      expect(r.code, r.stderr).toBe(1);
+      expect(r.code, r.stderr).toBe(code);
       expect(r.stderr).toMatch(message);
       expect(r.stderr).not.toMatch(/at .*\.js:\d+/); // no stack trace
     }
@@ -142,13 +142,13 @@ describe("agent-chat archive, peek --archived and prune", () => {
 
   it("archive needs --before or --older-than; a URL root is refused before connecting", async () => {
     const none = await cli("archive", "plan");
-    expect(none.code).toBe(1);
+    expect(none.code).toBe(64);
     expect(none.stderr).toContain("--before N or --older-than 30d");
     const nats = await runCli(["--root", "nats://127.0.0.1:1", "archive", "plan", "--before", "2"]);
-    expect(nats.code).toBe(1);
+    expect(nats.code).toBe(64);
     expect(nats.stderr).toContain("on NATS, archive exports what it drops first");
     const bad = await cli("prune", "--older-than", "a month");
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(64);
     expect(bad.stderr).toContain("is not a duration");
   });
 

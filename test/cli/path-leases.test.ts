@@ -55,6 +55,8 @@ describe("lease add / leases / lease renew / lease release", () => {
     ]);
     expect(forced.code).toBe(0);
     expect(forced.stderr).toContain("forced over: bob holds src/store/**");
+    const listed = JSON.parse((await cli(["--json", "leases", "review"])).stdout);
+    expect(listed).toMatchObject({ channel: "review", leases: [{ pattern: "src/store/**" }, {}] });
     const list = await cli(["leases", "review"]);
     expect(list.stdout).toMatch(/src\/store\/\*\* {2}bob {2}exclusive, token 1, (2h|1h 59m)/);
     expect((await cli(["lease", "release", "review", "1", "--as", "carol"])).code).toBe(3);
@@ -70,14 +72,17 @@ describe("lease add / leases / lease renew / lease release", () => {
     async (ttl) => {
       const r = await cli(["lease", "add", "review", "src/**", "--as", "bob", `--ttl=${ttl}`]);
       expect(r.code).toBe(64);
-      expect((await cli(["--json", "leases", "review"])).stdout).toBe("[]\n");
+      expect(JSON.parse((await cli(["--json", "leases", "review"])).stdout)).toEqual({
+        channel: "review",
+        leases: [],
+      });
     },
   );
 
   it("a pattern that escapes the repository is refused", async () => {
     for (const pattern of ["../x", "/etc/passwd"]) {
       const r = await cli(["lease", "add", "review", pattern, "--as", "bob"]);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(64);
       expect(r.stderr).toMatch(/absolute|segment/);
     }
   });

@@ -48,6 +48,29 @@ for (const version of ["0.3", "0.7"] as ReferenceVersion[]) {
         expect(theirs.stdout).toContain("title: From Node");
         expect(theirs.stdout).not.toContain("title: From Python");
       });
+
+      it("a channel chat.py created under a name off our rule is listed by name, never hidden", async () => {
+        for (const name of ["my channel", "café"]) {
+          const made = runReference(version, root.dir, ["init", name]);
+          expect(made.status, made.stderr).toBe(0);
+        }
+        expect((await runCli(["init", "dev"], { root: root.dir })).code).toBe(0);
+        const json = await runCli(["--json", "channels"], { root: root.dir });
+        expect(json.code).toBe(0);
+        const out = JSON.parse(json.stdout) as {
+          channels: Array<{ name: string }>;
+          warnings: string[];
+        };
+        expect(out.channels.map((c) => c.name)).toEqual(["dev"]);
+        const rule = "use ASCII letters, digits, '.', '_' and '-', starting with a letter or digit";
+        expect(out.warnings).toEqual([
+          `channel "café" is not usable here (invalid channel name "café": ${rule}; chat.py allows more): rename its folder to use it, e.g. to caf`,
+          `channel "my channel" is not usable here (invalid channel name "my channel": ${rule}; chat.py allows more): rename its folder to use it, e.g. to my-channel`,
+        ]);
+        const text = await runCli(["channels"], { root: root.dir });
+        expect(text.stderr).toContain('channel "my channel" is not usable here');
+        expect(text.stderr).toContain('channel "café" is not usable here');
+      });
     },
   );
 }

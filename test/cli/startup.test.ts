@@ -114,6 +114,7 @@ const HEAVY = [
   /@nats-io/,
   /[\\/]zod[\\/]/,
   /playwright/,
+  /node-pty/,
   /[\\/]commander[\\/]/,
   // The full CLI: its entry and its chunks bundle commander and zod.
   /dist[\\/]main\.js$/,
@@ -162,6 +163,23 @@ describe("start-up: what the commands agents run all the time load", () => {
   it("the full CLI's lines still load it (the recorder sees what it must)", () => {
     const loaded = loadedBy(["roster", "review"]);
     expect(loaded.some((m) => /dist[\\/]main\.js$/.test(m))).toBe(true);
+  });
+
+  it("a full-CLI command leaves the pseudo-terminal module to `run`", () => {
+    const pty = (loaded: string[]) => loaded.filter((m) => /node-pty/.test(m));
+    expect(pty(loadedBy(["run", "--as", "bob", "--", "true"])).length).toBeGreaterThan(0);
+    for (const args of [
+      ["roster", "review"],
+      ["who", "review"],
+      ["setup", "codex", "--as", "bob"],
+    ]) {
+      const loaded = loadedBy(args);
+      expect(
+        loaded.some((m) => /dist[\\/]main\.js$/.test(m)),
+        args.join(" "),
+      ).toBe(true);
+      expect(pty(loaded), args.join(" ")).toEqual([]);
+    }
   });
 });
 

@@ -207,6 +207,26 @@ export function storeConformance(
         expect((await store.post("ch", { from: "a", body: "ok" })).seq).toBe(1);
       });
 
+      it("one body limit: the channel's (max_body_bytes, else 1 MiB) is what posts take and reads read", async () => {
+        await store.init("big", { extra: { max_body_bytes: 3000 } });
+        const refused = store.post("big", { from: "a", body: "x".repeat(3001) });
+        await expect(refused).rejects.toMatchObject({
+          code: "TOO_LARGE",
+          message: expect.stringMatching(
+            /channel big takes at most 3000, the most its readers read/,
+          ),
+        });
+        expect((await store.post("big", { from: "a", body: "y".repeat(3000) })).seq).toBe(1);
+        const read = await store.read("big", { as: "b" });
+        expect(read.messages.map((m) => m.body.length)).toEqual([3000]);
+        // A planted limit beyond 64 MiB is no limit of the channel: the default holds.
+        await store.init("odd", { extra: { max_body_bytes: 2 ** 40 } });
+        await expectCode(
+          store.post("odd", { from: "a", body: "x".repeat(1024 * 1024 + 1) }),
+          "TOO_LARGE",
+        );
+      });
+
       it("titles default to the body's first line", async () => {
         await store.post("ch", { from: "a", body: "\n# Heading here\nmore" });
         const [m] = await store.peek("ch", 1);
@@ -869,6 +889,11 @@ export function storeConformance(
         r = await store.receipts("team", seq);
         expect(r.addressees[0]).toMatchObject({ state: "answered", answer: answer.seq });
         expect(Date.parse(r.addressees[0]!.answeredAt!)).toBeGreaterThan(0);
+        // The answer's ts has whole seconds, the steps milliseconds: still shown in order.
+        const { notifiedAt, readAt, answeredAt } = r.addressees[0]!;
+        const [n, rd, a] = [notifiedAt, readAt, answeredAt].map((t) => Date.parse(t!));
+        expect(n).toBeLessThanOrEqual(rd!);
+        expect(rd, `read at ${readAt}, answered at ${answeredAt}`).toBeLessThanOrEqual(a!);
       });
 
       it("a broadcast's addressees are the members but its sender; notify never goes back", async () => {

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { daemonFixture, RawClient } from "./harness.js";
 
@@ -72,5 +73,34 @@ describe("the daemon's memory under many unfinished lines", () => {
     const fresh = await RawClient.connect(d.socket);
     expect(await fresh.request({ id: 1, op: "channels" })).toMatchObject({ id: 1, ok: true });
     for (const c of [...clients, bystander, fresh]) c.close();
+  });
+});
+
+describe("a parked wait through the daemon and a file too large to read", () => {
+  it("tells the waiter at once, as a warning event, instead of waiting on in silence", async () => {
+    const w = world();
+    expect((await w.cli(["init", "ch"])).code).toBe(0);
+    const header =
+      "---\nseq: 1\nfrom: carol\nto: bob\ntitle: huge\nts: 2026-01-01T00:00:00Z\n---\n";
+    writeFileSync(join(w.root, "ch", "0001-carol-huge.md"), header + "h".repeat(2 * MiB));
+    const d = await serve(w);
+    const raw = await RawClient.connect(d.socket);
+    raw.send({ id: 7, op: "wait", channels: ["ch"], as: "bob", timeoutMs: 60_000 });
+    // The warning comes while the wait is still parked: its answer is a minute away.
+    expect(await raw.next(20_000)).toMatchObject({
+      id: 7,
+      event: "warning",
+      warning: expect.stringMatching(
+        /^0001-carol-huge\.md: 2097\d+ bytes, more than this reader reads/,
+      ),
+    });
+    raw.close();
+    // The CLI through the daemon prints it on stderr as it comes (another channel: the daemon
+    // tells each file once).
+    expect((await w.cli(["init", "other"])).code).toBe(0);
+    writeFileSync(join(w.root, "other", "0001-carol-huge.md"), header + "h".repeat(2 * MiB));
+    const cli = await w.cli(["wait", "other", "--as", "dave", "--timeout", "2"]);
+    expect(cli.code).toBe(2);
+    expect(cli.stderr).toMatch(/0001-carol-huge\.md: 2097\d+ bytes, more than this reader reads/);
   });
 });

@@ -468,7 +468,7 @@ describe("the CLI uses the daemon when one runs", () => {
     expect(text).toContain(`from: ${user}`);
     expect(text).toContain('metadata: {"env":"prod"}');
     const bad = await world.cli(["send", "--message", "x", "--metadata", "{nope"]);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(64);
     expect(bad.stderr).toBe("agent-chat: metadata must be valid JSON\n");
   });
 });

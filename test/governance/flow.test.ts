@@ -62,6 +62,10 @@ describe("governed requests across processes", () => {
     expect(JSON.parse((await cli(["--json", "pending", "review"])).stdout).pending).toEqual([]);
     const again = await cli(["approve", "review", "1", "--as", "alice", "--reject"]);
     expect(again.code).toBe(1);
+    expect(
+      JSON.parse((await cli(["--json", "approve", "review", "1", "--as", "alice"])).stdout).error
+        .code,
+    ).toBe("ALREADY_DECIDED");
     expect(again.stderr).toContain("request #1 was already approved by alice in #3");
   });
 

@@ -138,26 +138,26 @@ describe("the profile in _meta.json (init, govern)", () => {
 
   it("a maintainer or members that would share one identity are refused", async () => {
     const twins = await cli(["--json", "init", "review", "--members", "bob_x,alice,bob-x"]);
-    expect(twins.code).toBe(1);
+    expect(twins.code).toBe(64);
     expect(JSON.parse(twins.stdout).error.code).toBe("INVALID_ARGUMENT");
     expect(twins.stderr).toContain(
       'members "bob_x" and "bob-x" would be one identity (both use the cursor file .cursors/bob-x.txt)',
     );
     expect(existsSync(metaPath())).toBe(false);
     const lookalike = await cli(["init", "review", "--members", "alice", "--maintainer", "alice."]);
-    expect(lookalike.code).toBe(1);
+    expect(lookalike.code).toBe(64);
     expect(existsSync(metaPath())).toBe(false);
 
     await cli(["init", "review", "--members", "alice,bob"]);
     const govern = await cli(["govern", "review", "--maintainer", "alice."]);
-    expect(govern.code).toBe(1);
+    expect(govern.code).toBe(64);
     expect(govern.stderr).toContain('"alice" and "alice." would be one identity');
   });
 
   it("bad band names, bad actions and unknown actions give clear errors", async () => {
     await cli(["init", "review", "--maintainer", "alice", "--band", "merge=approval"]);
     const badBand = await cli(["--json", "govern", "review", "--band", "deploy=aproval"]);
-    expect(badBand.code).toBe(1);
+    expect(badBand.code).toBe(64);
     expect(badBand.stderr).toBe(
       'agent-chat: invalid band "aproval" for action deploy: use auto, notify, approval\n',
     );

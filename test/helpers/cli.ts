@@ -15,7 +15,9 @@ export interface CliResult {
 export interface CliOptions {
   root?: string;
   env?: Record<string, string | undefined>;
-  input?: string;
+  input?: string | Buffer;
+  /** Leave stdin open for the test to write to (else it is ended at once, or after `input`). */
+  keepStdin?: boolean;
   timeoutMs?: number;
   /** The working folder (default: the test runner's). */
   cwd?: string;
@@ -83,7 +85,7 @@ function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
       resolve({ code, signal, stdout, stderr });
     });
     if (options.input !== undefined) child.stdin?.end(options.input);
-    else child.stdin?.end();
+    else if (!options.keepStdin) child.stdin?.end();
   });
 }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { FsStore } from "../../src/store/fs/index.js";
 import { agentFixture, initChannels } from "./client.js";
 
 const fixture = agentFixture();
@@ -26,6 +27,23 @@ describe("chat_read search and thread", () => {
     const bad = await alice.call("chat_read", { search: "   " });
     expect(bad.isError).toBe(true);
     expect(bad.text).toContain("search query is empty");
+  });
+
+  it("thread reaches archived messages, and a missing one's error names no CLI flag", async () => {
+    const alice = await fixture.agent("alice");
+    await alice.call("chat_post", { channel: "review", body: "old question" });
+    await alice.call("chat_post", { channel: "review", body: "old answer", reply_to: 1 });
+    await alice.call("chat_post", { channel: "review", body: "newest" });
+    const store = new FsStore(fixture.root());
+    expect((await store.archive!("review", { before: 3 })).moved).toEqual([1, 2]);
+    await store.close();
+    const thread = await alice.call("chat_read", { channel: "review", thread: 2 });
+    expect(thread.isError).toBe(false);
+    expect(thread.text).toMatch(/review #1 [\s\S]*old question[\s\S]*review #2 /);
+    const missing = await alice.call("chat_read", { channel: "review", thread: 99 });
+    expect(missing.isError).toBe(true);
+    expect(missing.text).toMatch(/^Error NOT_FOUND: no message 99 in review/);
+    expect(missing.text).not.toMatch(/--[a-z]/);
   });
 
   it("tools/list stays at most 8 tools and 2,500 tokens", async () => {

@@ -135,3 +135,48 @@ describe("agent-chat mcp and oversized input", () => {
     expect(await mcp.exited).toBe(0);
   });
 });
+
+describe("agent-chat mcp and invalid params", () => {
+  it("answers -32602 with a readable message, never -32603 with a raw schema dump", async () => {
+    const tmp = tempDir("agent-chat-mcp-params-");
+    cleanups.push(tmp.cleanup);
+    await initChannels(tmp.dir, { ch: [] });
+    const mcp = startMcp(tmp.dir);
+    mcp.send({ jsonrpc: "2.0", id: 1, method: "initialize" });
+    const bare = (await mcp.answer(1)).error as { code: number; message: string };
+    expect(bare.code).toBe(-32602);
+    expect(bare.message).toBe(
+      "invalid params of initialize: params: expected object, received undefined",
+    );
+
+    mcp.send({ jsonrpc: "2.0", id: 2, method: "initialize", params: { protocolVersion: 5 } });
+    const wrong = (await mcp.answer(2)).error as { code: number; message: string };
+    expect(wrong.code).toBe(-32602);
+    expect(wrong.message).toMatch(
+      /^invalid params of initialize: params\.protocolVersion: expected string, received number; params\.capabilities: expected object/,
+    );
+    expect(wrong.message).not.toMatch(/[[{\n]/);
+
+    mcp.send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { arguments: {} } });
+    const call = (await mcp.answer(3)).error as { code: number; message: string };
+    expect(call).toEqual({
+      code: -32602,
+      message: "invalid params of tools/call: params.name: expected string, received undefined",
+    });
+
+    // A good initialize still works after them: the session was never in a bad state.
+    mcp.send({
+      jsonrpc: "2.0",
+      id: 4,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
+      },
+    });
+    expect(await mcp.answer(4)).toHaveProperty("result.serverInfo");
+    mcp.child.stdin.end();
+    expect(await mcp.exited).toBe(0);
+  });
+});

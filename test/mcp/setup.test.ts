@@ -230,7 +230,7 @@ describe("agent-chat setup", () => {
   it("--wake is refused for Codex and Gemini CLI, which have no supported wake", async () => {
     for (const tool of ["codex", "gemini"]) {
       const r = await setup([tool, "--as", "alice", "--dir", project, "--write", "--wake"]);
-      expect(r.code, tool).toBe(1);
+      expect(r.code, tool).toBe(64);
       expect(r.stderr).toContain("has no supported way to wake an idle session");
       expect(existsSync(join(dir, "home", tool === "codex" ? ".codex" : ".gemini"))).toBe(false);
     }

@@ -112,7 +112,7 @@ describe.skipIf(natsSkipReason !== undefined)(
       const { url, store } = await channelOf(4);
       await store.close();
       const refused = await runCli(["archive", "ch", "--before", "3"], { root: url });
-      expect(refused.code).toBe(1);
+      expect(refused.code).toBe(64);
       expect(refused.stderr).toMatch(/--export DIR/);
       const out = join(tmp.dir, "export-cli");
       const done = await runCli(["archive", "ch", "--before", "3", "--export", out], { root: url });

@@ -58,9 +58,26 @@ describe("agent-chat slash (built CLI)", () => {
 
   it("a line it cannot parse is an error that says why", async () => {
     const bad = await cli(["--json", "slash", "/b00t model rm"]);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(64);
     expect(bad.stderr).toContain("/b00t model rm needs a model name");
     expect(JSON.parse(bad.stdout).error.code).toBe("INVALID_ARGUMENT");
+  });
+
+  it("a typo read as a download is shown with a note, and --exec never runs it", async () => {
+    const shown = await cli(["slash", "/b00t model frobnicate"]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("argv: model download frobnicate\n");
+    expect(shown.stderr).toContain(
+      'agent-chat: note: "frobnicate" is no /b00t model sub-command, so b00t reads it as a model to download',
+    );
+    writeFileSync(userConfig(), JSON.stringify({ slash: { exec: ["b00t"] } }));
+    const run = await cli(["slash", "/b00t model frobnicate", "--exec"], {
+      PATH: "/nonexistent",
+    });
+    expect(run.code).toBe(64);
+    expect(run.stderr).toContain("not run: ");
+    expect(run.stderr).toContain("write /b00t model download frobnicate");
+    expect(run.stderr).not.toContain("running:");
   });
 
   it("--exec refuses a verb that no config allows, and runs nothing", async () => {

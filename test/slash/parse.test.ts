@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   chatVerbs,
+  implicitDownloadNote,
   isAllowed,
   parseSlash,
   type SlashCommand,
@@ -72,6 +73,24 @@ describe("/b00t follows b00t's parse_b00t_command and to_cli_args", () => {
     const parse = parseSlash(line);
     expect(parse.ok).toBe(false);
     if (!parse.ok) expect(parse.error).toContain(message);
+  });
+
+  it("a download read from a bare word carries a note naming the likely typo; an explicit one none", () => {
+    const typo = parseSlash("/b00t model lsit");
+    expect(typo.ok && typo.command).toMatchObject({ action: "download", implicit: true });
+    expect(typo.ok && implicitDownloadNote(typo.command)).toBe(
+      '"lsit" is no /b00t model sub-command, so b00t reads it as a model to download ' +
+        "(did you mean /b00t model list?); to download it, write /b00t model download lsit",
+    );
+    const name = parseSlash("/b00t model frobnicate");
+    expect(name.ok && implicitDownloadNote(name.command)).toMatch(/^"frobnicate" is no .*; to/);
+    const explicit = parseSlash("/b00t model download frobnicate");
+    expect(explicit.ok && explicit.command).toEqual({
+      verb: "b00t",
+      action: "download",
+      target: "frobnicate",
+    });
+    expect(explicit.ok && implicitDownloadNote(explicit.command)).toBeUndefined();
   });
 
   it("only the first non-empty line counts", () => {

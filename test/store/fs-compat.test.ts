@@ -7,6 +7,7 @@ import {
   readFileSync,
   symlinkSync,
   unlinkSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -128,10 +129,31 @@ describe("files dropped in by hand", () => {
     const path = join(dir, "0001-human-note.md");
     writeFileSync(path, "---\nseq: 1\nfrom: human\nto: all\ntitle: by hand\n");
     const early = await store.read("review", { as: "bob" });
-    expect(early).toMatchObject({ messages: [], cursor: 0, warnings: [] });
+    expect(early).toMatchObject({ messages: [], cursor: 0 });
+    expect(early.warnings).toEqual([
+      "0001-human-note.md does not parse yet and may still be being written: it is waited for " +
+        "2 s after it changed, so it and the messages after it are left for the next read",
+    ]);
     writeFileSync(path, "---\nseq: 1\nfrom: human\nto: all\ntitle: by hand\n---\nfinished\n");
     const done = await store.read("review", { as: "bob" });
     expect(done.messages.map((m) => m.body)).toEqual(["finished"]);
+  });
+
+  it("a read that stops before a file just written says so: a message waits behind it", async () => {
+    await store.post("review", { from: "alice", body: "first" });
+    expect((await store.read("review", { as: "bob" })).messages).toHaveLength(1);
+    writeFileSync(join(dir, "0002-human-draft.md"), "---\nseq: 2\nfrom: human\n");
+    expect((await store.post("review", { from: "alice", to: "bob", body: "for bob" })).seq).toBe(3);
+    const held = await store.read("review", { as: "bob" });
+    expect(held).toMatchObject({ messages: [], cursor: 1 });
+    expect(held.warnings).toEqual([
+      expect.stringMatching(/^0002-human-draft\.md does not parse yet/),
+    ]);
+    // Once the hold is over the file is reported and passed, and #3 is delivered.
+    const old = (Date.now() - 60_000) / 1000;
+    utimesSync(join(dir, "0002-human-draft.md"), old, old);
+    const after = await store.read("review", { as: "bob" });
+    expect(after.messages.map((m) => m.body)).toEqual(["for bob"]);
   });
 
   it("a stray 2024-notes.md never moves the sequence and is reported once (defect 3)", async () => {

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { leaseText } from "../../src/cli/commands/hot.js";
 import { AgentChatError } from "../../src/core/errors.js";
 import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
@@ -70,5 +71,25 @@ describe("clock skew between hosts", () => {
     expect((await holder.renewPathLease("ch", "src/**", "bob")).token).toBe(1);
     t += MINUTE + SKEW_GRACE_MS - AHEAD + 1;
     expect((await other.addPathLease("ch", "src/a.ts", "carol")).token).toBe(2);
+  });
+
+  it("within the grace, `tasks` and the refused claim both name it and say when it ends", async () => {
+    const claimed = await holder.claim("ch", "1", "bob", { ttlMs: MINUTE });
+    const end = Date.parse(claimed.expiresAt!);
+    t = end + 1_000;
+    const [info] = await holder.tasks("ch");
+    expect(info!.state).toBe("claimed");
+    expect(leaseText(info!, t)).toBe(
+      "token 1, lease ended 1s ago; claimable by others in 4s (the 5 s clock-skew grace)",
+    );
+    await expect(holder.claim("ch", "1", "carol")).rejects.toThrow(
+      "task 1 is already claimed by bob: its lease ended 1 s ago, and a lease is its holder's for " +
+        "5 s more (the clock-skew grace, docs/leases.md); claimable in 4 s",
+    );
+    t = end + SKEW_GRACE_MS + 1;
+    const [expired] = await holder.tasks("ch");
+    expect(expired!.state).toBe("expired");
+    expect(leaseText(expired!, t)).toBe("token 1, expired 5s ago");
+    expect((await holder.claim("ch", "1", "carol")).token).toBe(2);
   });
 });

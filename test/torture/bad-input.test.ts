@@ -2,7 +2,7 @@ import { closeSync, mkdirSync, openSync, symlinkSync, writeFileSync, writeSync }
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
-import { runCli, startCli } from "../helpers/cli.js";
+import { collect, runCli, startCli } from "../helpers/cli.js";
 import { tempDir, writeOldFile } from "../helpers/tmp.js";
 
 let tmp: ReturnType<typeof tempDir>;
@@ -39,7 +39,7 @@ describe("names that could escape the root or confuse a reader are refused, exac
   ])("channel %j", async (name, message) => {
     tried.names++;
     const r = await runCli(["init", name], { root: tmp.dir });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(64);
     expect(r.stderr).toBe(`agent-chat: ${message.replace(" : ", ": ")}\n`);
   });
 
@@ -55,7 +55,7 @@ describe("names that could escape the root or confuse a reader are refused, exac
   it.each(["../bob", "bob/x", ".bob", "b\nob"])("agent %j", async (agent) => {
     tried.names++;
     const r = await runCli(["post", "ch", "--from", agent, "--body", "x"], { root: tmp.dir });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(64);
     expect(r.stderr).toMatch(/^agent-chat: invalid agent name .*: use ASCII letters/);
   });
 });
@@ -89,7 +89,7 @@ describe("message fields cannot forge frontmatter", () => {
       ["post", "ch", "--from", "a", "--title", "t".repeat(201), "--body", "b"],
       { root: tmp.dir },
     );
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(64);
     expect(r.stderr).toBe("agent-chat: title is 201 characters; at most 200\n");
   });
 });
@@ -191,7 +191,10 @@ describe("resource bounds", () => {
   });
 
   it("a 100 MB body on stdin is refused after the limit, not read to the end", async () => {
-    const child = startCli(["post", "ch", "--from", "a", "--title", "t"], { root: tmp.dir });
+    const child = startCli(["post", "ch", "--from", "a", "--title", "t"], {
+      root: tmp.dir,
+      keepStdin: true,
+    });
     let written = 0;
     const chunk = Buffer.alloc(1024 * 1024, "y");
     const done = new Promise<number | null>((resolve) => child.on("close", resolve));
@@ -202,7 +205,10 @@ describe("resource bounds", () => {
       written += chunk.length;
       if (!ok) await Promise.race([new Promise((r) => child.stdin!.once("drain", r)), done]);
     }
-    expect(await done).toBe(1);
+    const code = await done;
+    const { stderr } = await collect(child);
+    expect(code, stderr).toBe(1);
+    expect(stderr).toMatch(/message body is more than 1048576 bytes; the limit is 1048576/);
     expect(written).toBeLessThan(100 * 1024 * 1024);
   });
 });

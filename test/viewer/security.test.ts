@@ -174,7 +174,7 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
 
   it("refuses a non-loopback address without the explicit flag", async () => {
     const res = await runCli(["view", "--http", "0.0.0.0:0"], { root: tmp.dir });
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(64);
     expect(res.stderr).toMatch(/not a loopback address.*--http-allow-remote/);
   });
 

@@ -103,7 +103,7 @@ describe("agent-chat ws", () => {
     expect(JSON.parse(bad.stdout).error.code).toBe("INVALID_KFILE");
     expect(bad.stderr).toMatch(/^agent-chat: K-file line 2: invalid folder name "\.\.\/x"/);
     const outside = await runCli(["ws", "show", "../../etc/passwd", "--workspace", ws]);
-    expect(outside.code).toBe(1);
+    expect(outside.code).toBe(64);
     expect(outside.stderr).toMatch(/^agent-chat: invalid folder name/);
     const usage = await runCli(["ws", "tree"]);
     expect(usage.code).toBe(64);

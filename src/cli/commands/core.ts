@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { isRelevant } from "../../core/message.js";
 import { policyMetaKeys } from "../../core/policy.js";
-import { TASK_TTL_KEY } from "../../store/types.js";
+import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -36,6 +36,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       ) => {
         const ttl = opts.taskTtl === undefined ? undefined : parseTtl(opts.taskTtl, "--task-ttl");
         const extra = {
+          ...bodyLimitExtra(ctx.maxBodyBytes),
           ...initGovernanceExtra(opts, channel),
           ...policyMetaKeys(policyChange(opts)),
           ...(ttl === undefined ? {} : { [TASK_TTL_KEY]: ttl / 1000 }),
@@ -295,6 +296,15 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         ctx.out(`added task-${info.id} in ${channel}: ${info.title}\n`);
       },
     );
+}
+
+/** `--max-body` at `init` is the channel's limit, recorded for every poster and reader. */
+function bodyLimitExtra(bytes: number | undefined): Record<string, number> {
+  if (bytes === undefined) return {};
+  if (bytes > MAX_CHANNEL_BODY_BYTES) {
+    throw new UsageError(`--max-body is at most ${MAX_CHANNEL_BODY_BYTES} for a channel (64 MiB)`);
+  }
+  return { [MAX_BODY_KEY]: bytes };
 }
 
 interface HolderFlags {

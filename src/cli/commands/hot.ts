@@ -1,10 +1,13 @@
 import { join } from "node:path";
+import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { isUrlRoot } from "../../store/roots.js";
 import {
   DEFAULT_WAIT_TIMEOUT_MS,
   DELIVERY_STATES,
   type DeliveryState,
+  type Receipts,
+  SKEW_GRACE_MS,
   type TaskInfo,
 } from "../../store/types.js";
 import { readBody } from "../body.js";
@@ -17,6 +20,7 @@ import {
   splitList,
   UsageError,
 } from "../context.js";
+import { exitCodeFor } from "../exit-codes.js";
 import type { HotCommand } from "../hot-line.js";
 import { formatMessageHuman, messagesJson } from "../output.js";
 import { oneOf } from "../usage.js";
@@ -55,10 +59,26 @@ export const HOT_ACTIONS: Record<
       return ctx.out(`posted #${result.seq} ${path}\n`);
     }
     if (!ctx.json) ctx.out(`posted #${result.seq} ${path}\n`);
-    const receipts = await store.waitFor(channel!, result.seq, {
-      ...waitFor,
-      signal: ctx.abort.signal,
-    });
+    let receipts: Receipts;
+    try {
+      receipts = await store.waitFor(channel!, result.seq, {
+        ...waitFor,
+        signal: ctx.abort.signal,
+      });
+    } catch (err) {
+      if (!ctx.json || !(err instanceof AgentChatError)) throw err;
+      // The post is made: a script told only of the timeout would post it again.
+      const now = await store.receipts(channel!, result.seq).catch(() => undefined);
+      ctx.printJson({
+        ...result,
+        path,
+        receipts: now,
+        error: { code: err.code, message: err.message },
+      });
+      ctx.err(`agent-chat: ${err.message}\n`);
+      ctx.exitCode = exitCodeFor(err.code);
+      return;
+    }
     if (ctx.json) return ctx.printJson({ ...result, path, receipts });
     const who = receipts.addressees.map((r) => r.agent).join(", ") || "nobody (no addressee)";
     ctx.out(`${waitFor.state} by ${who}\n`);
@@ -92,18 +112,24 @@ export const HOT_ACTIONS: Record<
     const list = splitList(channels);
     if (list.length === 0) throw new UsageError("name at least one channel");
     const store = await ctx.openFor(as);
+    // Told while parked (a file passed over), and kept for --json's answer.
+    const early: string[] = [];
     const result = await store.wait(list, {
       as,
       timeoutMs: parseSeconds(text(opts.timeout)!, "--timeout"),
       intervalMs: Math.max(10, parseSeconds(text(opts.interval)!, "--interval")),
       signal: ctx.abort.signal,
+      onWarning: (w) => {
+        early.push(w);
+        ctx.warn(w);
+      },
     });
     for (const w of result.warnings) ctx.warn(w);
     if (ctx.json) {
       return ctx.printJson({
         cursors: result.cursors,
         messages: await messagesJson(result.messages),
-        warnings: result.warnings,
+        warnings: [...early, ...result.warnings],
       });
     }
     printMessages(ctx, result.messages, "");
@@ -206,16 +232,24 @@ export function stateText(t: TaskInfo): string {
   return `${t.state} by ${t.holder}`;
 }
 
-/** `token 3, 29m 59s left`; `no lease (claimed by chat.py)`; a done task's note. */
-export function leaseText(t: TaskInfo): string {
+/**
+ * `token 3, 29m 59s left`; `no lease (claimed by chat.py)`; a done task's note. A claimed task
+ * past its lease's end is still its holder's for the clock-skew grace: said so, for the claim
+ * that others see refused meanwhile.
+ */
+export function leaseText(t: TaskInfo, now = Date.now()): string {
   if (t.token === undefined) return "no lease: claimed by chat.py, never expires";
   const token = `token ${t.token}`;
   if (t.state === "done") return t.note === undefined ? token : `${token}, note: ${t.note}`;
   if (t.expiresAt === undefined) return token;
-  const left = Date.parse(t.expiresAt) - Date.now();
-  return left >= 0
-    ? `${token}, ${formatDuration(left)} left`
-    : `${token}, expired ${formatDuration(-left)} ago`;
+  const end = Date.parse(t.expiresAt);
+  if (end >= now) return `${token}, ${formatDuration(end - now)} left`;
+  if (t.state !== "claimed") return `${token}, expired ${formatDuration(now - end)} ago`;
+  const claimable = formatDuration(Math.max(1000, end + SKEW_GRACE_MS - now));
+  return (
+    `${token}, lease ended ${formatDuration(now - end)} ago; claimable by others in ${claimable} ` +
+    `(the ${SKEW_GRACE_MS / 1000} s clock-skew grace)`
+  );
 }
 
 /** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */

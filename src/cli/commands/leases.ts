@@ -87,7 +87,8 @@ export function registerLeaseCommands(program: Command, ctx: CliContext): void {
     .addHelpText("after", "\nExample:\n  agent-chat leases review")
     .action(async (channel: string) => {
       const leases = await (await ctx.open()).pathLeases(channel);
-      if (ctx.json) return ctx.printJson(leases);
+      // An object, as every command prints: a list alone could never gain a field.
+      if (ctx.json) return ctx.printJson({ channel, leases });
       if (leases.length === 0) return ctx.out(`no path leases in ${channel}\n`);
       for (const l of leases) {
         ctx.out(

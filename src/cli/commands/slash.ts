@@ -7,6 +7,7 @@ import { AgentChatError } from "../../core/errors.js";
 import {
   chatVerbs,
   commandKey,
+  implicitDownloadNote,
   isAllowed,
   parseSlash,
   programOf,
@@ -16,7 +17,7 @@ import {
   slashJson,
   toCliArgs,
 } from "../../core/slash.js";
-import type { CliContext } from "../context.js";
+import { type CliContext, UsageError } from "../context.js";
 
 export function registerSlashCommands(program: Command, ctx: CliContext): void {
   const verbs = chatVerbs()
@@ -38,7 +39,8 @@ export function registerSlashCommands(program: Command, ctx: CliContext): void {
     .addHelpText(
       "after",
       "\n/b00t follows b00t: /b00t (= model list), /b00t model list|ls, install|add|load|download M,\n" +
-        "remove|rm|unload M (adds --yes), env|export [M], serve [M], stop [C], /b00t model M (download).\n" +
+        "remove|rm|unload M (adds --yes), env|export [M], serve [M], stop [C], /b00t model M (download;\n" +
+        "shown with a note and never run with --exec: a typo reads the same; write download M).\n" +
         `\n/chat sub-commands (a first argument #CHANNEL names the channel):\n${verbs}\n` +
         "\n--exec reads the allowlist from $AGENT_CHAT_CONFIG, else ~/.config/agent-chat/config.json\n" +
         "($XDG_CONFIG_HOME/agent-chat/config.json), never from the root (whoever writes messages can\n" +
@@ -58,18 +60,29 @@ export function registerSlashCommands(program: Command, ctx: CliContext): void {
       if (opts.as !== undefined) context.as = opts.as;
       const argv = toCliArgs(parse.command, context);
       const program = programOf(parse.command);
-      if (opts.exec) {
-        await assertAllowed(ctx, parse.command);
-        if (!ctx.json) ctx.err(`agent-chat: running: ${program} ${argv.map(quote).join(" ")}\n`);
-        ctx.exitCode = await run(ctx, program, argv);
-        return;
-      }
+      const note = implicitDownloadNote(parse.command);
+      if (opts.exec) return execSlash(ctx, parse.command, program, argv);
       if (ctx.json) return ctx.printJson(slashJson(parse, context));
+      if (note !== undefined) ctx.err(`agent-chat: note: ${note}\n`);
       ctx.out(
         `command: ${commandKey(parse.command)}\nprogram: ${program}\n` +
           `argv: ${argv.map(quote).join(" ")}\n`,
       );
     });
+}
+
+/** `--exec`: runs the command line, if the allowlist admits it and it is not a guess. */
+async function execSlash(
+  ctx: CliContext,
+  command: SlashCommand,
+  program: string,
+  argv: string[],
+): Promise<void> {
+  const note = implicitDownloadNote(command);
+  if (note !== undefined) throw new UsageError(`not run: ${note}`);
+  await assertAllowed(ctx, command);
+  if (!ctx.json) ctx.err(`agent-chat: running: ${program} ${argv.map(quote).join(" ")}\n`);
+  ctx.exitCode = await run(ctx, program, argv);
 }
 
 /**
@@ -96,7 +109,7 @@ async function assertAllowed(ctx: CliContext, command: SlashCommand): Promise<vo
     try {
       config = JSON.parse(text);
     } catch (err) {
-      throw new AgentChatError("INVALID_ARGUMENT", `${path} is not valid JSON`, { cause: err });
+      throw new AgentChatError("CORRUPT_FILE", `${path} is not valid JSON`, { cause: err });
     }
     allowlist = slashAllowlist(config, path);
   }
@@ -123,7 +136,7 @@ async function readConfig(path: string): Promise<string | undefined> {
   });
   if (st === undefined) return undefined;
   if (!st.isFile()) {
-    throw new AgentChatError("INVALID_ARGUMENT", `${path} is not a regular file`);
+    throw new AgentChatError("UNSAFE_FILE", `${path} is not a regular file`);
   }
   if (st.size > MAX_CONFIG_BYTES) {
     throw new AgentChatError("TOO_LARGE", `${path} is larger than ${MAX_CONFIG_BYTES} bytes`);

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { formatTimestamp, isRelevant, type Message, oneLine } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
-import { identity, parseTaskId, validateName } from "../../core/names.js";
+import { identity, parseTaskId, slug, validateName } from "../../core/names.js";
 import {
   type Capabilities,
   type ChannelInfo,
@@ -15,6 +15,8 @@ import {
   type DoneOptions,
   type FenceResult,
   type InitOptions,
+  MAX_BODY_KEY,
+  MAX_CHANNEL_BODY_BYTES,
   MAX_TASK_TTL_MS,
   type NewTask,
   type PathLeaseInfo,
@@ -31,6 +33,7 @@ import {
   type SearchOptions,
   type SearchResult,
   type SignedReadReceipt,
+  SKEW_GRACE_MS,
   type Store,
   TASK_TTL_KEY,
   type TaskInfo,
@@ -69,6 +72,8 @@ export interface Scan {
   warnings: string[];
   /** It stopped before an entry that may still be being written: look again on the next poll. */
   stalled?: boolean;
+  /** When stalled: which entry, and why it is waited for, for a read to say. */
+  held?: string;
 }
 
 /** One channel as a backend serves it to the shared read, wait and watch loops. */
@@ -122,13 +127,14 @@ interface WaitPass<F> {
   net: SafetyNet;
   /** How far earlier passes scanned each channel and found nothing for the agent. */
   looked: Map<F, number>;
-  /** Warnings met by those passes, returned with the messages. */
+  /** Warnings met by those passes, returned with the messages (or told as met). */
   warnings: string[];
   /**
    * The cursor each channel had when this wait first read it: a cursor removed or moved back
    * while the wait is parked (a prune, a hand edit) never hands the agent again what it had.
    */
   floors: Map<F, number>;
+  onWarning?: ((warning: string) => void) | undefined;
 }
 
 /**
@@ -144,11 +150,15 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   abstract readonly capabilities: Capabilities;
   abstract readonly location: string;
   protected readonly maxBodyBytes: number;
+  /** The limit the caller set for this store's posts, if any; else the channel's decides. */
+  private readonly ownBodyLimit: number | undefined;
   /** Channels known to exist: a post needs no round trip to prove it again. */
   private readonly known = new Set<string>();
   /** Posts from this store to one channel go one at a time: no self-contention. */
   private readonly tails = new Map<string, Promise<unknown>>();
   private readonly warned = new Set<string>();
+  /** Each channel's body limit, from its `_meta.json` as last read. */
+  private readonly bodyLimits = new Map<string, number>();
   /** When the default {@link heldTasks} last listed a channel's markers for a holder. */
   private readonly leaseLooks = new Map<string, number>();
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
@@ -168,6 +178,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     presence: PresenceOptions = {},
   ) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    this.ownBodyLimit = maxBodyBytes;
     this.now = now;
     this.pathBook = new PathLeaseBook({
       read: (channel) => this.readPathLeases(channel),
@@ -324,7 +335,17 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
 
   async roster(channel: string): Promise<ChannelMeta> {
     validateName("channel", channel);
-    return this.readMeta(channel);
+    const meta = await this.readMeta(channel);
+    this.bodyLimits.set(channel, channelBodyLimit(meta));
+    return meta;
+  }
+
+  /**
+   * The most body bytes this store reads of a message in the channel: the channel's limit (as
+   * of its last roster), or this store's own when that is larger.
+   */
+  protected readLimit(channel: string): number {
+    return Math.max(this.maxBodyBytes, this.bodyLimits.get(channel) ?? DEFAULT_MAX_BODY_BYTES);
   }
 
   /**
@@ -340,7 +361,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       } catch (err) {
         if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) continue;
         if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
-        this.warnOnce(`channel ${name}: ${(err as Error).message}; skipped`, options.onWarning);
+        this.warnOnce(unlistedChannel(name, err as Error), options.onWarning);
         continue;
       }
       const { topic, members, created } = meta;
@@ -352,11 +373,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   // ---- Messages ----
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
-    const draft = draftPost(channel, input, this.maxBodyBytes);
+    const draft = draftPost(channel, input, this.ownBodyLimit ?? MAX_CHANNEL_BODY_BYTES);
     if (!this.known.has(channel)) {
       await this.roster(channel);
       this.known.add(channel);
     }
+    checkChannelLimit(channel, draft.body, this.bodyLimits.get(channel) ?? DEFAULT_MAX_BODY_BYTES);
     const previous = this.tails.get(channel) ?? Promise.resolve();
     const run = previous.then(
       () => this.append(draft),
@@ -397,7 +419,10 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     }
     await this.keepLeases(channel, options.as);
     await this.delivery.touch(options.as);
-    return { channel, messages, cursor: next, warnings: scan.warnings };
+    // A read that stopped before a file still being written says so: "no new messages" alone
+    // would hide the messages behind it. (A wait just waits for the file.)
+    const warnings = scan.held === undefined ? scan.warnings : [...scan.warnings, scan.held];
+    return { channel, messages, cursor: next, warnings };
   }
 
   async peek(channel: string, count = 3, options: PeekOptions = {}): Promise<Message[]> {
@@ -455,6 +480,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         looked: new Map(),
         warnings: [],
         floors: new Map(),
+        onWarning: options.onWarning,
       };
       const result = await this.waitLoop(pass, wake);
       if (!options.activity?.aborted) {
@@ -487,6 +513,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         // What a pass found is kept across a transient failure, so that a cursor saved just
         // before the answer was lost cannot hide those messages.
         found ??= await this.findForWait(pass);
+        if (!found) tellWarnings(pass);
         if (found) {
           for (const [channel, seq] of Object.entries(found.advance)) {
             await this.saveCursor(channel, pass.agent, seq);
@@ -807,7 +834,10 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       if (status.state === "claimed") {
         // The wording of chat.py's days, which scripts and the README show; `tasks` has the rest.
         const who = status.holder === holder ? "you" : status.holder;
-        throw new AgentChatError("CLAIM_LOST", `task ${id} is already claimed by ${who}`);
+        throw new AgentChatError(
+          "CLAIM_LOST",
+          `task ${id} is already claimed by ${who}${inGrace(status, now)}`,
+        );
       }
       if (status.state === "done") {
         throw new AgentChatError("CLAIM_LOST", `task ${id} is done (finished by ${status.holder})`);
@@ -1102,6 +1132,20 @@ function lastToken(status: LeaseStatus): string {
   return status.token === undefined ? "" : ` (last token ${status.token})`;
 }
 
+/**
+ * Why a lease past its end still holds: `tasks` shows it ended, and the claim refused must say
+ * for how much longer and why, or the two look like they disagree.
+ */
+function inGrace(status: LeaseStatus, now: number): string {
+  if (status.expiresAt === undefined || now <= status.expiresAt) return "";
+  const ended = Math.ceil((now - status.expiresAt) / 1000);
+  const left = Math.max(1, Math.ceil((status.expiresAt + SKEW_GRACE_MS - now) / 1000));
+  return (
+    `: its lease ended ${ended} s ago, and a lease is its holder's for ${SKEW_GRACE_MS / 1000} s ` +
+    `more (the clock-skew grace, docs/leases.md); claimable in ${left} s`
+  );
+}
+
 /** ` (token 2, expires 2026-…)`, or ` (no lease: claimed by chat.py)`. */
 function describeGrant(status: LeaseStatus, now: number): string {
   if (!status.leased || status.expiresAt === undefined) return " (no lease: claimed by chat.py)";
@@ -1120,10 +1164,55 @@ function checkTtl(ttlMs: number | undefined): void {
   }
 }
 
+/** A parked wait that passed over a file says so now, not with a message that may never come. */
+function tellWarnings<F>(pass: WaitPass<F>): void {
+  if (pass.onWarning) for (const w of pass.warnings.splice(0)) pass.onWarning(w);
+}
+
+/**
+ * Why a channel is left out of the list, naming it. A name off our rule (one chat.py made:
+ * `my channel`, `café`) gets the rule and a name that keeps it, since renaming the folder is
+ * the way to use it here.
+ */
+function unlistedChannel(name: string, err: Error): string {
+  const shown = JSON.stringify(name);
+  if (!isAgentChatError(err, "INVALID_NAME")) return `channel ${shown}: ${err.message}; skipped`;
+  return (
+    `channel ${shown} is not usable here (${err.message}; chat.py allows more): ` +
+    `rename its folder to use it, e.g. to ${slug(name)}`
+  );
+}
+
 function checkToken(token: number): void {
   if (!Number.isSafeInteger(token) || token <= 0) {
     throw new AgentChatError("INVALID_ARGUMENT", `a token is a positive integer (got ${token})`);
   }
+}
+
+/**
+ * The channel's body limit: `max_body_bytes` in `_meta.json` when it is a whole number from 1
+ * to 64 MiB (the file is shared input: anything else is ignored), else 1 MiB.
+ */
+function channelBodyLimit(meta: ChannelMeta): number {
+  const bytes = meta[MAX_BODY_KEY];
+  const sane = Number.isSafeInteger(bytes) && (bytes as number) > 0;
+  return sane && (bytes as number) <= MAX_CHANNEL_BODY_BYTES
+    ? (bytes as number)
+    : DEFAULT_MAX_BODY_BYTES;
+}
+
+/**
+ * A post larger than its channel's readers read is refused when written, never stored to be
+ * skipped by every reader. The poster's own limit (`--max-body`) may only be lower.
+ */
+function checkChannelLimit(channel: string, body: string, limit: number): void {
+  const bytes = Buffer.byteLength(body);
+  if (bytes <= limit) return;
+  throw new AgentChatError(
+    "TOO_LARGE",
+    `message body is ${bytes} bytes; channel ${channel} takes at most ${limit}, the most its ` +
+      `readers read (${MAX_BODY_KEY} in its _meta.json, set when the channel is created; else 1 MiB)`,
+  );
 }
 
 /**

@@ -161,10 +161,27 @@ export function receiptFor(
   if (answer) {
     receipt.state = "answered";
     receipt.answer = answer.seq;
-    const ms = Date.parse(answer.ts);
-    if (Number.isFinite(ms)) receipt.answeredAt = new Date(ms).toISOString();
+    const ms = answeredMs(answer.ts, [receipt.readAt, receipt.notifiedAt]);
+    if (ms !== undefined) receipt.answeredAt = new Date(ms).toISOString();
   }
   return receipt;
+}
+
+/**
+ * When the answer was posted. Its `ts` is in whole seconds (SPEC), the steps before it in
+ * milliseconds: an answer stamped 10:00:05 may have been written at 10:00:05.900, after a read
+ * at 10:00:05.400. Within its second it is placed no earlier than the steps recorded in that
+ * second, so that a receipt never shows "read" after "answered" when the read came first.
+ */
+function answeredMs(ts: string, before: Array<string | undefined>): number | undefined {
+  const stamped = Date.parse(ts);
+  if (!Number.isFinite(stamped)) return undefined;
+  let at = stamped;
+  for (const step of before) {
+    const ms = step === undefined ? Number.NaN : Date.parse(step);
+    if (ms > at && ms < stamped + 1000) at = ms;
+  }
+  return at;
 }
 
 export function reached(state: DeliveryState, goal: DeliveryState): boolean {

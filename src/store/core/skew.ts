@@ -1,3 +1,5 @@
+import { SKEW_GRACE_MS } from "../types.js";
+
 /**
  * Clock skew between hosts that share a root (docs/leases.md, "Clock skew"). A lease carries
  * its end as a time stamp, written by one host's clock and read by another's. A lease is taken
@@ -6,7 +8,7 @@
  * its end by its own clock. Clocks that differ by less than the grace therefore never see a
  * lease expire early for its holder, nor granted twice.
  */
-export const SKEW_GRACE_MS = 5_000;
+export { SKEW_GRACE_MS } from "../types.js";
 
 /** Whether a lease that ends at `expiresAt` may be taken from its holder at `now`. */
 export function pastGrace(expiresAt: number, now: number): boolean {

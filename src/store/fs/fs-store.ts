@@ -65,13 +65,14 @@ import {
   type TaskRecord,
   taskFileName,
 } from "../core/index.js";
-import type {
-  ArchiveOptions,
-  ArchiveResult,
-  Capabilities,
-  PostResult,
-  PruneOptions,
-  PruneResult,
+import {
+  type ArchiveOptions,
+  type ArchiveResult,
+  type Capabilities,
+  MAX_BODY_KEY,
+  type PostResult,
+  type PruneOptions,
+  type PruneResult,
 } from "../types.js";
 import { ChannelIndex, listFolder } from "./channel-index.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
@@ -106,6 +107,26 @@ const HIGH_WATER = ".seq";
  * place; scans stop before it and look again (the watch or the poll wakes them).
  */
 const IN_PROGRESS_MS = 2_000;
+
+function isChannelName(name: string): boolean {
+  try {
+    validateName("channel", name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why a scan stopped before a file that does not parse (yet). */
+function heldText(name: string, locked: boolean): string {
+  const why = locked
+    ? "while chat.py holds the channel lock"
+    : `${IN_PROGRESS_MS / 1000} s after it changed`;
+  return (
+    `${name} does not parse yet and may still be being written: it is waited for ${why}, ` +
+    "so it and the messages after it are left for the next read"
+  );
+}
 /**
  * Each channel keeps its newest parsed messages, so that many readers of one post parse it once:
  * at most this many, and this many bytes of files (messages can be large, and the cache must not
@@ -179,7 +200,11 @@ export class FsStore extends BackendStore<FolderFeed> {
     }
   }
 
-  /** The root's folders with channel names; hidden (`.`) and ours (`_`) are none. */
+  /**
+   * The root's folders that are channels: hidden (`.`) and ours (`_`) are none. A folder with a
+   * `_meta.json` whose name breaks our rule (chat.py accepts `my channel`, `café`) is listed
+   * too: `channels` reports it by name instead of hiding it.
+   */
   protected async channelNames(): Promise<string[]> {
     let names: string[];
     try {
@@ -190,12 +215,7 @@ export class FsStore extends BackendStore<FolderFeed> {
     }
     return names.sort().filter((name) => {
       if (name.startsWith(".") || name.startsWith("_")) return false;
-      try {
-        validateName("channel", name);
-        return true;
-      } catch {
-        return false;
-      }
+      return isChannelName(name) || entryKind(join(this.location, name, META)) === "file";
     });
   }
 
@@ -409,15 +429,13 @@ export class FsStore extends BackendStore<FolderFeed> {
     let file: RootFile;
     try {
       // Never a link, a FIFO or a device, and never more than a message can hold.
-      file = readRootFileSync(path, this.maxBodyBytes + MAX_FRONTMATTER_BYTES);
+      file = readRootFileSync(path, this.readLimit(state.name) + MAX_FRONTMATTER_BYTES);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         state.index.forget(seq, name);
         return {};
       }
-      const why = isAgentChatError(err) ? err.message.replace(`${path} `, "") : (code ?? err);
-      return { problem: `${name}: ${why}, skipped` };
+      return { problem: this.unreadable(state, name, err) };
     }
     // A time in the future (a file from a tarball, a skewed clock) is not "just written": it
     // would stall every reader behind the file for good.
@@ -441,6 +459,38 @@ export class FsStore extends BackendStore<FolderFeed> {
       return { message: { ...parsed.message, extra: { ...parsed.message.extra } } };
     }
     return { problem: `${name}: ${parsed.reason}, skipped`, fresh };
+  }
+
+  /**
+   * Why a scan waits at a file that does not parse, or undefined to pass it over: one that
+   * changed just now, or any while chat.py holds the lock, may still be being written.
+   */
+  private heldOn(
+    state: ChannelState,
+    name: string,
+    fresh: boolean | undefined,
+  ): string | undefined {
+    if (fresh === undefined) return undefined; // unreadable, not unparsed: waiting never helps
+    if (fresh) return heldText(name, false);
+    return referenceLockHeld(state.dir, this.options.staleMs) ? heldText(name, true) : undefined;
+  }
+
+  /** Why a file that could not be read is passed over. */
+  private unreadable(state: ChannelState, name: string, err: unknown): string {
+    if (isAgentChatError(err, "TOO_LARGE")) return this.tooLarge(state, name);
+    const code = (err as NodeJS.ErrnoException).code;
+    const path = join(state.dir, name);
+    const why = isAgentChatError(err) ? err.message.replace(`${path} `, "") : (code ?? err);
+    return `${name}: ${why}, skipped`;
+  }
+
+  /** Why a file too large for this reader is passed over, and how it could be read. */
+  private tooLarge(state: ChannelState, name: string): string {
+    const size = lstatSync(join(state.dir, name), { throwIfNoEntry: false })?.size ?? 0;
+    return (
+      `${name}: ${size} bytes, more than this reader reads (a body of ${this.readLimit(state.name)} ` +
+      `bytes: the channel's ${MAX_BODY_KEY}, or the reader's own limit when larger), skipped`
+    );
   }
 
   /**
@@ -473,12 +523,8 @@ export class FsStore extends BackendStore<FolderFeed> {
           continue;
         }
         if (!read.problem) continue; // gone
-        if (
-          read.fresh !== undefined &&
-          (read.fresh || referenceLockHeld(state.dir, this.options.staleMs))
-        ) {
-          return { messages, scannedTo, warnings, stalled: true };
-        }
+        const held = this.heldOn(state, name, read.fresh);
+        if (held !== undefined) return { messages, scannedTo, warnings, stalled: true, held };
         this.warnOnce(read.problem, (w) => warnings.push(w), state.dir);
       }
       messages.push(...found);
@@ -816,7 +862,7 @@ export class FsStore extends BackendStore<FolderFeed> {
           this.forgetParsed(state, name);
         },
         now: this.now(),
-        maxBytes: this.maxBodyBytes + MAX_FRONTMATTER_BYTES,
+        maxBytes: this.readLimit(channel) + MAX_FRONTMATTER_BYTES,
       },
       options,
     );
@@ -846,7 +892,12 @@ export class FsStore extends BackendStore<FolderFeed> {
     const state = this.state(channel);
     this.assertChannelDir(state);
     const { readArchive } = await import("./archive.js");
-    return readArchive(state.dir, channel, this.maxBodyBytes + MAX_FRONTMATTER_BYTES, () => {});
+    return readArchive(
+      state.dir,
+      channel,
+      this.readLimit(channel) + MAX_FRONTMATTER_BYTES,
+      () => {},
+    );
   }
 
   /** The user's secret the stored search index is kept under, asked for once per store. */
@@ -865,7 +916,8 @@ export class FsStore extends BackendStore<FolderFeed> {
     const keep = agentsToKeep(records, now, options.olderThanMs);
     for (const channel of await this.channelNames()) {
       const dir = join(this.location, channel);
-      if (entryKind(dir) !== "dir") continue;
+      // A folder whose name is off our rule is listed with a warning, never changed.
+      if (!isChannelName(channel) || entryKind(dir) !== "dir") continue;
       removed.push(...pruneChannel(dir, channel, options, now, keep));
     }
     const presence = prunePresence(records, options, now, keep);

@@ -1,0 +1,164 @@
+import type { IPty } from "@lydell/node-pty";
+import { NotifiedRecorder } from "../mcp/delivery.js";
+import { UnreadCounter } from "../mcp/unread.js";
+import { memberChannels } from "../mcp/wait-all.js";
+import { waitForNews } from "../mcp/wake.js";
+import type { Store } from "../store/types.js";
+import { lastSeqs } from "./hook-wait.js";
+
+/** The one line typed into an idle session: ours alone, never a message's text. */
+export function runNotice(agent: string): string {
+  return (
+    `[agent-chat] New messages for ${agent} arrived while you were idle. Read them with the ` +
+    `chat_read tool (or: agent-chat read CHANNEL --as ${agent}).`
+  );
+}
+
+/**
+ * Between the notice and its Enter: a TUI (Codex, Gemini CLI) takes keys that come in one burst
+ * for a paste, in which Enter is a new line, not a submit.
+ */
+const ENTER_AFTER_MS = 200;
+
+/** How long a round of `waitForNews` lasts before it starts over (it never needs to end). */
+const NEWS_ROUND_MS = 3_600_000;
+
+/**
+ * When the session may be typed into: nothing came out of the agent and nothing was typed for
+ * `quietMs`, and the user's line is empty (the last key was Enter or Ctrl-C, or none yet).
+ */
+export class IdleGate {
+  private lastActivity = Date.now();
+  private lineDirty = false;
+
+  constructor(private readonly quietMs: number) {}
+
+  output(): void {
+    this.lastActivity = Date.now();
+  }
+
+  keys(data: string): void {
+    this.lastActivity = Date.now();
+    // An escape sequence (an arrow, a function key) leaves the line as it was.
+    if (data.startsWith("\x1b")) return;
+    this.lineDirty = !/[\r\n\x03\x04]$/.test(data);
+  }
+
+  /** Milliseconds until it is idle if nothing happens meanwhile; undefined while a line is half typed. */
+  idleIn(): number | undefined {
+    if (this.lineDirty) return undefined;
+    return Math.max(0, this.lastActivity + this.quietMs - Date.now());
+  }
+}
+
+export interface AgentRunIo {
+  stdin: NodeJS.ReadStream;
+  stdout: NodeJS.WriteStream;
+}
+
+/**
+ * `agent-chat run`: the agent's CLI under a pseudo-terminal that passes the user's keys, the
+ * agent's output and resizes through unchanged, and that types `runNotice` plus Enter as a user
+ * turn when a message for the agent arrives while the session is idle (`IdleGate`). Messages that
+ * arrive before the session is idle again are one batch: one notice. Resolves with the child's
+ * exit code (128 + the signal that ended it).
+ */
+export async function runUnderPty(
+  store: Store,
+  agent: string,
+  pty: IPty,
+  gate: IdleGate,
+  io: AgentRunIo,
+): Promise<number> {
+  let exited = false;
+  const exit = new Promise<number>((resolve) =>
+    pty.onExit(({ exitCode, signal }) => {
+      exited = true;
+      resolve(signal ? 128 + signal : exitCode);
+    }),
+  );
+  const detach = connectTerminal(pty, gate, io);
+  const waking = wakeLoop(store, agent, pty, gate, () => !exited);
+  try {
+    return await exit;
+  } finally {
+    detach();
+    await waking.catch(() => {});
+  }
+}
+
+/** The user's terminal and the pseudo-terminal joined; returns what undoes it. */
+function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void {
+  const { stdin, stdout } = io;
+  const raw = stdin.isTTY === true;
+  if (raw) stdin.setRawMode(true);
+  stdin.setEncoding("utf8");
+  const onKeys = (data: string) => {
+    gate.keys(data);
+    pty.write(data);
+  };
+  // A closed pipe is the end of the user's input: the terminal's end-of-file key.
+  const onEnd = () => pty.write("\x04");
+  const onResize = () => pty.resize(stdout.columns, stdout.rows);
+  const output = pty.onData((data) => {
+    gate.output();
+    stdout.write(data);
+  });
+  stdin.on("data", onKeys);
+  stdin.on("end", onEnd);
+  stdout.on("resize", onResize);
+  stdin.resume();
+  return () => {
+    output.dispose();
+    stdin.off("data", onKeys);
+    stdin.off("end", onEnd);
+    stdout.off("resize", onResize);
+    if (raw) stdin.setRawMode(false);
+    stdin.pause();
+  };
+}
+
+/** Until the child ends: park for news, wait for the session to be idle, type one notice. */
+async function wakeLoop(
+  store: Store,
+  agent: string,
+  pty: IPty,
+  gate: IdleGate,
+  alive: () => boolean,
+): Promise<void> {
+  let told = await lastSeqs(store, await memberChannels(store, agent));
+  while (alive()) {
+    const result = await waitForNews(store, agent, {
+      told,
+      timeoutMs: NEWS_ROUND_MS,
+      pollMs: 1000,
+      stillWanted: async () => alive(),
+    });
+    if (result.kind !== "news") continue;
+    await whenIdle(gate, alive);
+    if (!alive()) return;
+    // Everything that arrived up to now is this one notice's batch.
+    const counter = new UnreadCounter(store, agent);
+    await counter.count();
+    told = await lastSeqs(store, await memberChannels(store, agent));
+    const { channel, seq } = result.message;
+    told[channel] = Math.max(told[channel] ?? 0, seq);
+    await typeLine(pty, runNotice(agent));
+    await new NotifiedRecorder(store, agent).told(counter.upTo);
+  }
+}
+
+async function whenIdle(gate: IdleGate, alive: () => boolean): Promise<void> {
+  for (;;) {
+    const wait = gate.idleIn();
+    if (wait === 0 || !alive()) return;
+    // A half-typed line is looked at again every 100 ms until the user sends or clears it.
+    await new Promise((resolve) => setTimeout(resolve, wait ?? 100));
+  }
+}
+
+async function typeLine(pty: IPty, line: string): Promise<void> {
+  pty.write(line);
+  await new Promise((resolve) => setTimeout(resolve, ENTER_AFTER_MS));
+  pty.write("\r");
+}
