@@ -25,8 +25,9 @@ if (process.argv.includes("--help")) {
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
-  --chat-py=PATH   the reference chat.py for the start-up baselines (or $AGENT_CHAT_REFERENCE;
-                   default: bench/reference/chat_standin.py)`);
+  --chat-py=PATH   the reference chat.py for the start-up baselines: a chat.py file, or the
+                   console command PyPI's agent-chat-plugin installs (default: $AGENT_CHAT_REFERENCE,
+                   else $AGENT_CHAT_REFERENCE_0_7, else bench/reference/chat_standin.py)`);
   process.exit(0);
 }
 

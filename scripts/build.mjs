@@ -94,7 +94,7 @@ await build({
   ...commonjs,
   entryPoints: ["src/cli/bin.ts"],
   outfile: "dist/cli.cjs",
-  external: ["./main.js", "./hook.cjs", "./hot.cjs"],
+  external: ["./main.js"],
   banner: { js: "#!/usr/bin/env node" },
   define: { __VERSION__: JSON.stringify(version), __HELP__: JSON.stringify(help) },
   logLevel: "warning",
@@ -108,6 +108,9 @@ const lean = {
   // Path lease globs (picomatch) are needed only when activity renews a path lease: required
   // from node_modules then, never read at start-up.
   external: ["picomatch"],
+  // `import()` as `require`: src/cli/code-cache.ts compiles these files with V8's code cache,
+  // where an `import()` would need a loader callback of its own.
+  supported: { "dynamic-import": false },
   // Less text for V8 to read at each start; names are kept, so stack traces still read.
   minifyWhitespace: true,
   minifySyntax: true,

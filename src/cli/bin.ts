@@ -4,16 +4,25 @@
 // dist/hot.cjs, each one CommonJS file; every other line loads the full CLI (dist/main.js).
 // See bench/README.md, "Start-up".
 import module from "node:module";
+import { join } from "node:path";
+import { codeCacheDir, requireCached } from "./code-cache.js";
 import { parseHookLine } from "./hook-line.js";
 import { parseHotLine } from "./hot-line.js";
 import { exitQuietlyOnBrokenPipe } from "./pipe.js";
+import { writeStdout } from "./stdio.js";
 
 declare const __VERSION__: string;
 /** The full CLI's `--help` output to a pipe, taken at build time (scripts/build.mjs). */
 declare const __HELP__: string;
 
-// Node ≥ 22.1 keeps compiled code between runs (Node 20 has no such call).
-(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+// Compiled code is kept between runs: by Node itself from 22.1 on, else by V8's code cache
+// (code-cache.ts). Either lives in the user's cache folder; none there means compiling afresh.
+const cacheDir = codeCacheDir(process.env);
+const { enableCompileCache } = module as { enableCompileCache?: (dir?: string) => unknown };
+if (enableCompileCache && cacheDir) enableCompileCache(join(cacheDir, "..", "node"));
+/** One of the lean files beside this one, through the code cache where Node has none. */
+const lean = (name: string) =>
+  requireCached(join(__dirname, name), enableCompileCache ? undefined : cacheDir);
 
 const argv = process.argv.slice(2);
 const envRoot = process.env.AGENT_CHAT_ROOT;
@@ -21,15 +30,14 @@ const hook = parseHookLine(argv, envRoot);
 const hot = hook ? undefined : parseHotLine(argv, envRoot);
 if (hook) {
   // Loaded at run time, not bundled in: the executable stays a few lines for other commands.
-  const { run } = require("./hook.cjs") as typeof import("./hook-entry.js");
+  const { run } = lean("hook.cjs") as typeof import("./hook-entry.js");
   void run(hook);
 } else if (hot) {
-  const { run } = require("./hot.cjs") as typeof import("./hot-entry.js");
+  const { run } = lean("hot.cjs") as typeof import("./hot-entry.js");
   void run(hot, argv);
 } else if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   // What commander prints for it.
-  exitQuietlyOnBrokenPipe();
-  process.stdout.write(`${__VERSION__}\n`);
+  writeStdout(`${__VERSION__}\n`);
 } else if (
   argv.length === 1 &&
   (argv[0] === "--help" || argv[0] === "-h") &&

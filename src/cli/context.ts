@@ -8,6 +8,7 @@ import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { type NatsConnectionOptions, type ParsedRoot, parseRoot } from "../store/roots.js";
 import { HARNESSES, type Harness, MAX_TASK_TTL_MS, type Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
+import { writeStderr, writeStdout } from "./stdio.js";
 import { UsageError } from "./usage.js";
 import { userConfigDir } from "./user-dirs.js";
 
@@ -26,6 +27,12 @@ export class CliContext {
   readonly abort = new AbortController();
   /** Set by a command whose exit code is another program's (e.g. `slash --exec`). */
   exitCode: number | undefined;
+  /**
+   * Whether the folder store keeps a file watch on the channels it opens: a command that ends
+   * once it has answered (a post, a read) has nothing to wait for, and setting up a watch costs
+   * more than the one folder read each of its operations then makes.
+   */
+  watchFolders = true;
 
   constructor(
     private readonly globals: () => GlobalOptions,
@@ -113,6 +120,7 @@ export class CliContext {
       onWarning: (warning) => this.warn(warning),
       signatures: { configDir: this.configDir, sign: false },
     };
+    if (!this.watchFolders) options.watch = false;
     if (this.maxBodyBytes !== undefined) options.maxBodyBytes = this.maxBodyBytes;
     if (this.rootSpec.kind === "nats") options.nats = this.natsOptions();
     return options;
@@ -191,20 +199,20 @@ export class CliContext {
   }
 
   out(text: string): void {
-    process.stdout.write(text);
+    writeStdout(text);
   }
 
   err(text: string): void {
-    process.stderr.write(text);
+    writeStderr(text);
   }
 
   /** Prints one JSON document (or one NDJSON line). */
   printJson(value: unknown): void {
-    process.stdout.write(`${JSON.stringify(value)}\n`);
+    writeStdout(`${JSON.stringify(value)}\n`);
   }
 
   warn(message: string): void {
-    process.stderr.write(`agent-chat: warning: ${message}\n`);
+    writeStderr(`agent-chat: warning: ${message}\n`);
   }
 
   async close(): Promise<void> {

@@ -2,6 +2,7 @@ import { homedir } from "node:os";
 import { resolveRoot } from "../client/open.js";
 import { runHook } from "./hook.js";
 import type { HookLine } from "./hook-line.js";
+import { writeStderr, writeStdout } from "./stdio.js";
 import { hookStateDir, userConfigDir } from "./user-dirs.js";
 
 /**
@@ -14,7 +15,7 @@ export async function run(line: HookLine): Promise<void> {
     env: process.env,
     stateDir: hookStateDir(process.env, homedir()),
     configDir: userConfigDir(process.env, homedir()),
-    out: (text) => process.stdout.write(text),
-    err: (text) => process.stderr.write(text),
+    out: writeStdout,
+    err: writeStderr,
   });
 }

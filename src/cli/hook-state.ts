@@ -1,4 +1,12 @@
-import { promises as fsp } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { shortHash } from "../core/hash.js";
 import { canonicalRoot } from "../store/roots.js";
@@ -7,7 +15,9 @@ import { canonicalRoot } from "../store/roots.js";
  * What the hooks of one host-tool session have already said, so that a notice is shown once per
  * new message instead of at session start, again on the first prompt, and on every prompt after.
  * Kept under the user's state folder, never in the root (shared, and untrusted): one small file
- * per session, the newest {@link MAX_SESSIONS} kept.
+ * per session, the newest {@link MAX_SESSIONS} kept. Read and written with synchronous calls: a
+ * hook lives a few milliseconds, and `fs.promises` and the thread pool would cost it more than
+ * these few small files.
  */
 export interface SessionSeen {
   /**
@@ -42,7 +52,7 @@ export async function loadSeen(
   const key = rootKey(root);
   const fresh: SessionSeen = { root: key, context: {}, stop: {} };
   try {
-    const text = await fsp.readFile(sessionFile(dir, agent, sessionId), "utf8");
+    const text = readFileSync(sessionFile(dir, agent, sessionId), "utf8");
     if (text.length > MAX_STATE_BYTES) return fresh;
     const value = JSON.parse(text) as Partial<SessionSeen>;
     if (value.root !== key) return fresh;
@@ -75,25 +85,35 @@ export async function saveSeen(
   sessionId: string,
   seen: SessionSeen,
 ): Promise<void> {
-  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = sessionFile(dir, agent, sessionId);
   const tmp = `${file}.${process.pid}.tmp`;
-  await fsp.writeFile(tmp, JSON.stringify(seen), { mode: 0o600 });
-  await fsp.rename(tmp, file);
-  const names = await fsp.readdir(dir);
+  writeFileSync(tmp, JSON.stringify(seen), { mode: 0o600 });
+  renameSync(tmp, file);
+  const names = readdirSync(dir);
   if (names.length <= MAX_SESSIONS) return;
-  const dated = await Promise.all(
-    names.map(async (name) => {
-      const stat = await fsp.lstat(join(dir, name)).catch(() => undefined);
-      return { name, mtime: stat?.mtimeMs ?? 0 };
-    }),
-  );
+  const dated = names.map((name) => ({ name, mtime: mtimeOf(join(dir, name)) }));
   dated.sort((a, b) => b.mtime - a.mtime);
   // Best effort: the session's own file is saved already, and an entry that cannot go (a folder
   // someone put there) must not cost the notice this run is about to show.
-  await Promise.all(
-    dated.slice(MAX_SESSIONS).map(({ name }) => fsp.unlink(join(dir, name)).catch(() => {})),
-  );
+  for (const { name } of dated.slice(MAX_SESSIONS)) unlinkQuietly(join(dir, name));
+}
+
+/** When the entry last changed; 0 when it is gone already. */
+function mtimeOf(path: string): number {
+  try {
+    return lstatSync(path).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+function unlinkQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Gone already, or not ours to remove.
+  }
 }
 
 /**
@@ -112,11 +132,11 @@ export async function setWaiter(
   sessionId: string,
   id: string,
 ): Promise<void> {
-  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = waiterFile(dir, agent, sessionId);
   const tmp = `${file}.${process.pid}.tmp`;
-  await fsp.writeFile(tmp, id, { mode: 0o600 });
-  await fsp.rename(tmp, file);
+  writeFileSync(tmp, id, { mode: 0o600 });
+  renameSync(tmp, file);
 }
 
 export async function currentWaiter(
@@ -125,7 +145,7 @@ export async function currentWaiter(
   sessionId: string,
 ): Promise<string | undefined> {
   try {
-    const text = await fsp.readFile(waiterFile(dir, agent, sessionId), "utf8");
+    const text = readFileSync(waiterFile(dir, agent, sessionId), "utf8");
     return text.length <= 200 ? text : undefined;
   } catch {
     return undefined;
@@ -140,5 +160,5 @@ export async function clearWaiter(
   id?: string,
 ): Promise<void> {
   if (id !== undefined && (await currentWaiter(dir, agent, sessionId)) !== id) return;
-  await fsp.unlink(waiterFile(dir, agent, sessionId)).catch(() => {});
+  unlinkQuietly(waiterFile(dir, agent, sessionId));
 }

@@ -17,7 +17,7 @@ import { WAKE_EVENT } from "../mcp/wake.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Harness, Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
-import { runHookWait } from "./hook-wait.js";
+import { readStdinReady } from "./stdio.js";
 import { oneOf, UsageError } from "./usage.js";
 
 /** The host tool a hook runs in, by the form of its output, for presence. */
@@ -79,6 +79,8 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
         ...(io.nats && { nats: io.nats }),
       });
       try {
+        // Its own file in the lean build: the hooks run on every prompt never load it.
+        const { runHookWait } = await import("./hook-wait.js");
         return await runHookWait(
           store,
           { agent, sessionId: input.session_id, timeout: args.timeout },
@@ -167,10 +169,13 @@ async function firstTelling(
 }
 
 async function readHookStdin(): Promise<string> {
+  // Mostly all there already: read without loading Node's streams.
+  const ready = readStdinReady(HOOK_STDIN_MAX);
+  if (ready?.complete) return ready.bytes.toString("utf8");
   if (process.stdin.isTTY) return "";
   return new Promise((resolveText) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const chunks: Buffer[] = ready ? [ready.bytes] : [];
+    let size = ready?.bytes.length ?? 0;
     const done = () => {
       clearTimeout(timer);
       process.stdin.off("data", onData);

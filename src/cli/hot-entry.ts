@@ -1,7 +1,6 @@
 import { HOT_ACTIONS } from "./commands/hot.js";
 import { CliContext } from "./context.js";
 import type { HotLine } from "./hot-line.js";
-import { exitQuietlyOnBrokenPipe } from "./pipe.js";
 import { runCommand } from "./run.js";
 
 /**
@@ -10,8 +9,9 @@ import { runCommand } from "./run.js";
  * commander, the command groups or ES-module loading of the CLI's chunks.
  */
 export async function run(line: HotLine, argv: readonly string[]): Promise<void> {
-  exitQuietlyOnBrokenPipe();
   const ctx = new CliContext(() => line.globals);
+  // Only a wait, or a post that waits for its receipts, outlives its answer.
+  ctx.watchFolders = line.command === "wait" || line.options.waitFor !== undefined;
   process.exitCode = await runCommand(ctx, argv, () =>
     HOT_ACTIONS[line.command](ctx, line.operands, line.options),
   );

@@ -1,5 +1,7 @@
 import { type Message, serializeMessage } from "../core/message.js";
-import { slashJson, slashOfBody } from "../core/slash.js";
+import * as slashParser from "../core/slash.js";
+
+type SlashParser = Pick<typeof slashParser, "slashJson" | "slashOfBody">;
 
 /**
  * The reference's human form: a rule of 70 `=`, the message file's text, an empty line. A
@@ -19,6 +21,23 @@ function trustMark(message: Message): string {
 
 /** The JSON form of a message, for `--json` output. */
 export function messageJson(message: Message): Record<string, unknown> {
+  return jsonOf(message, slashParser);
+}
+
+/**
+ * {@link messageJson} of each, for the commands of the lean entry: the slash parser is loaded
+ * only when a body starts with `/` (after blank space), the only bodies that can carry a command.
+ */
+export async function messagesJson(
+  messages: readonly Message[],
+): Promise<Array<Record<string, unknown>>> {
+  const parser = messages.some((m) => /^\s*\//.test(m.body))
+    ? await import("../core/slash.js")
+    : undefined;
+  return messages.map((m) => jsonOf(m, parser));
+}
+
+function jsonOf(message: Message, slash: SlashParser | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {
     seq: message.seq,
     channel: message.channel,
@@ -36,7 +55,7 @@ export function messageJson(message: Message): Record<string, unknown> {
   if (message.trustNote !== undefined) out.trust_note = message.trustNote;
   // A body that starts with a /b00t or /chat line carries a command; it is only described here,
   // never run (a message is untrusted input; see docs/slash.md).
-  const slash = slashOfBody(message.body);
-  if (slash) out.slash = slashJson(slash, { channel: message.channel });
+  const command = slash?.slashOfBody(message.body);
+  if (command) out.slash = slash!.slashJson(command, { channel: message.channel });
   return out;
 }

@@ -1,4 +1,5 @@
 import { EXIT } from "./exit-codes.js";
+import { useStreams } from "./stdio.js";
 
 /**
  * A reader that closes our stdout early (`agent-chat … | head -1`) is not an error to report:
@@ -6,6 +7,7 @@ import { EXIT } from "./exit-codes.js";
  * script with `set -o pipefail` still sees that the output was cut.
  */
 export function exitQuietlyOnBrokenPipe(): void {
+  useStreams();
   process.stdout.on("error", (err: NodeJS.ErrnoException) => {
     if (err.code === "EPIPE") process.exit(EXIT.BROKEN_PIPE);
     throw err;

@@ -49,7 +49,7 @@ export function reportError(err: unknown, ctx: CliContext, argv: readonly string
     message = err instanceof Error ? (err.stack ?? err.message) : String(err);
   }
   if (wantsJson(ctx, argv)) ctx.printJson({ error: { code: kind, message } });
-  process.stderr.write(`agent-chat: ${message}\n`);
+  ctx.err(`agent-chat: ${message}\n`);
   return code;
 }
 

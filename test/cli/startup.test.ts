@@ -1,5 +1,15 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import Module from "node:module";
 import { dirname, join } from "node:path";
 import { Command, type Option } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -17,12 +27,23 @@ const DIST = dirname(CLI);
 
 /**
  * A preload that logs every module the process loads: CommonJS `require`s (built-ins included)
- * through Module._load, ES modules through a resolve hook.
+ * through Module._load, the lean files compiled with V8's code cache through vm.Script (each
+ * also as `vm <file> <how>`: "cached" when V8 took the cache given, "compiled" otherwise), ES
+ * modules through a resolve hook.
  */
 const RECORDER = `
 const Module = require("node:module");
+const vm = require("node:vm");
 const { appendFileSync } = require("node:fs");
 const log = process.env.LOAD_LOG;
+const Script = vm.Script;
+vm.Script = class extends Script {
+  constructor(code, options) {
+    super(code, options);
+    const how = options.cachedData && !this.cachedDataRejected ? "cached" : "compiled";
+    appendFileSync(log, options.filename + "\\n" + "vm " + options.filename + " " + how + "\\n");
+  }
+};
 const load = Module._load;
 Module._load = function (request, parent, isMain) {
   const loaded = load.apply(this, arguments);
@@ -63,7 +84,7 @@ beforeAll(async () => {
 afterAll(() => tmp.cleanup());
 
 /** Runs the built CLI and returns what it loaded, one module per line. */
-function loadedBy(args: string[], input = ""): string[] {
+function loadedBy(args: string[], input = "", more: NodeJS.ProcessEnv = {}): string[] {
   const log = join(tmp.dir, `load-${Math.random().toString(36).slice(2)}.log`);
   writeFileSync(log, "");
   const env: NodeJS.ProcessEnv = {
@@ -73,7 +94,9 @@ function loadedBy(args: string[], input = ""): string[] {
     // A socket that does not exist: the command looks for a daemon and finds none.
     AGENT_CHAT_SOCKET: join(tmp.dir, "no-daemon.sock"),
     XDG_CONFIG_HOME: join(tmp.dir, "config"),
+    XDG_CACHE_HOME: join(tmp.dir, "cache"),
     LOAD_LOG: log,
+    ...more,
   };
   delete env.NODE_OPTIONS;
   const r = spawnSync(process.execPath, ["--require", recorder, CLI, ...args], {
@@ -268,12 +291,117 @@ const COLD: Array<[string, string, string]> = [
   ["receipts, explain, who", "class DeliveryQueries", "store-core-delivery-queries.cjs"],
   ["receipt states", "function receiptFor", "store-core-delivery-queries.cjs"],
   ["the daemon's socket client", "class DaemonClient", "daemon-client.cjs"],
+  ["the slash parser (a --json body starting with /)", "function slashOfBody", "core-slash.cjs"],
+  ["hook wait", "function runHookWait", "cli-hook-wait.cjs"],
 ];
 
 function declares(text: string, declaration: string): boolean {
   const [kind, name] = declaration.split(" ");
   const minified = kind === "class" ? `|\\b${name}=class\\b` : "";
   return new RegExp(`\\b${kind} ${name}\\b${minified}`).test(text);
+}
+
+/** How each lean file was compiled in that run: "cached", "compiled", or absent (a plain require). */
+function compiledBy(loaded: string[]): Record<string, string> {
+  const lines = loaded.filter((m) => m.startsWith("vm ")).map((m) => m.split(" "));
+  return Object.fromEntries(lines.map(([, file, how]) => [file!.slice(DIST.length + 1), how!]));
+}
+
+const nodeCompileCache = "enableCompileCache" in Module;
+
+describe.skipIf(nodeCompileCache)(
+  `start-up: V8's code cache where Node has no compile cache${nodeCompileCache ? " (skipped: this Node has module.enableCompileCache)" : ""}`,
+  () => {
+    const peek = ["peek", "review", "-n", "1"];
+    const hook = JSON.stringify({ hook_event_name: "UserPromptSubmit" });
+    const cacheOf = (base: string) => join(base, "agent-chat", "v8");
+
+    it("compiles a lean file once, then from the cache in the user's cache folder", () => {
+      const base = join(tmp.dir, "cache-once");
+      const install = readdirSync(DIST, { recursive: true }).sort();
+      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "compiled",
+      });
+      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "cached",
+      });
+      expect(compiledBy(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
+        "hook.cjs": "compiled",
+      });
+      expect(compiledBy(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
+        "hook.cjs": "cached",
+      });
+      // Only the user may read or replace it; nothing is written beside the install.
+      expect(statSync(cacheOf(base)).mode & 0o777).toBe(0o700);
+      const files = readdirSync(cacheOf(base));
+      expect(files.map((f) => f.replace(/-[0-9a-f]{16}\.v8$/, "")).sort()).toEqual([
+        "hook.cjs",
+        "hot.cjs",
+      ]);
+      for (const f of files) expect(statSync(join(cacheOf(base), f)).mode & 0o777).toBe(0o600);
+      expect(readdirSync(DIST, { recursive: true }).sort()).toEqual(install);
+    });
+
+    it("ignores a cache it cannot trust and runs as without one", () => {
+      const base = join(tmp.dir, "cache-bad");
+      const plain = runWith(peek, { AGENT_CHAT_CODE_CACHE: "off" });
+      expect(plain.status).toBe(0);
+      loadedBy(peek, "", { XDG_CACHE_HOME: base });
+      const [file] = readdirSync(cacheOf(base));
+      const cache = join(cacheOf(base), file!);
+      // Corrupt: V8 rejects it, and it is written anew.
+      writeFileSync(cache, Buffer.alloc(4096, 7));
+      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "compiled",
+      });
+      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "cached",
+      });
+      // Writable by others: someone else may have put code there; not read.
+      chmodSync(cache, 0o666);
+      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "compiled",
+      });
+      // A link planted in its place is not followed.
+      const planted = join(tmp.dir, "planted.v8");
+      renameSync(cache, planted);
+      chmodSync(planted, 0o600);
+      symlinkSync(planted, cache);
+      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "compiled",
+      });
+      expect(runWith(peek, { XDG_CACHE_HOME: base })).toEqual(plain);
+    });
+
+    it("runs as without a cache when its folder cannot be made, or when turned off", () => {
+      const notDir = join(tmp.dir, "cache-is-a-file");
+      writeFileSync(notDir, "");
+      const plain = runWith(peek, { AGENT_CHAT_CODE_CACHE: "off" });
+      expect(runWith(peek, { XDG_CACHE_HOME: notDir })).toEqual(plain);
+      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: notDir }))).toEqual({
+        "hot.cjs": "compiled",
+      });
+      const off = join(tmp.dir, "cache-off");
+      const loaded = loadedBy(peek, "", { XDG_CACHE_HOME: off, AGENT_CHAT_CODE_CACHE: "off" });
+      expect(compiledBy(loaded)).toEqual({});
+      expect(loaded.some((m) => m === join(DIST, "hot.cjs"))).toBe(true);
+      expect(existsSync(off)).toBe(false);
+    });
+  },
+);
+
+/** The CLI's status and output for a line, in the root of these tests. */
+function runWith(args: string[], more: NodeJS.ProcessEnv) {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    AGENT_CHAT_ROOT: join(tmp.dir, "root"),
+    AGENT_CHAT_SOCKET: join(tmp.dir, "no-daemon.sock"),
+    XDG_CACHE_HOME: join(tmp.dir, "cache"),
+    ...more,
+  };
+  delete env.NODE_OPTIONS;
+  const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: "utf8" });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe("start-up: what stays out of the lean files", () => {

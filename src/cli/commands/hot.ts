@@ -22,7 +22,7 @@ import {
 } from "../context.js";
 import { exitCodeFor } from "../exit-codes.js";
 import type { HotCommand } from "../hot-line.js";
-import { formatMessageHuman, messageJson } from "../output.js";
+import { formatMessageHuman, messagesJson } from "../output.js";
 import { oneOf } from "../usage.js";
 
 /**
@@ -100,7 +100,7 @@ export const HOT_ACTIONS: Record<
       return ctx.printJson({
         channel,
         cursor: result.cursor,
-        messages: result.messages.map(messageJson),
+        messages: await messagesJson(result.messages),
         warnings: result.warnings,
       });
     }
@@ -128,7 +128,7 @@ export const HOT_ACTIONS: Record<
     if (ctx.json) {
       return ctx.printJson({
         cursors: result.cursors,
-        messages: result.messages.map(messageJson),
+        messages: await messagesJson(result.messages),
         warnings: [...early, ...result.warnings],
       });
     }
@@ -139,7 +139,7 @@ export const HOT_ACTIONS: Record<
     const store = await ctx.open();
     const count = parsePositiveInt(text(opts.count)!, "-n");
     const messages = await store.peek(channel!, count, { archived: opts.archived === true });
-    if (ctx.json) return ctx.printJson({ channel, messages: messages.map(messageJson) });
+    if (ctx.json) return ctx.printJson({ channel, messages: await messagesJson(messages) });
     printMessages(ctx, messages, "(no messages)");
   },
 
@@ -207,7 +207,7 @@ async function readThread(ctx: CliContext, channel: string, seq: string): Promis
     return ctx.printJson({
       channel,
       thread: tree.message.seq,
-      messages: messages.map(messageJson),
+      messages: await messagesJson(messages),
     });
   printMessages(ctx, messages, "");
 }

@@ -1,4 +1,4 @@
-import { existsSync, type FSWatcher, promises as fsp, watch } from "node:fs";
+import { existsSync, type FSWatcher, promises as fsp, readdirSync, statSync, watch } from "node:fs";
 import { join } from "node:path";
 import { hasOversizedSeq, seqOfFileName } from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
@@ -45,20 +45,44 @@ export class ChannelIndex {
     private readonly useWatch: boolean,
   ) {}
 
-  /** Brings the index up to date with every change made before this call. */
-  async sync(): Promise<void> {
+  /**
+   * Brings the index up to date with every change made before this call. Without a watch,
+   * `exact` lists the folder whatever its mtime says (see {@link unchangedSinceScan}): a post's
+   * number is allocated so, under the lock.
+   */
+  async sync(exact = false): Promise<void> {
     if (this.useWatch && !this.watching) this.startWatch();
     if (this.watching && this.fresh) {
       await drainEvents();
       if (this.fresh) return;
     }
-    if (!this.watching) return this.rescan();
+    if (!this.watching) {
+      if (!exact && !this.useWatch && this.unchangedSinceScan()) return;
+      return this.rescan();
+    }
     // With the watch on, what happens after a readdir began is caught by the watch, so callers
     // arriving meanwhile (thousands of waits starting at once) share that one readdir.
     this.rescanning ??= this.rescan().finally(() => {
       this.rescanning = undefined;
     });
     await this.rescanning;
+  }
+
+  /**
+   * Without a watch (a command that ends once it has answered), whether the folder's mtime
+   * proves that no entry came or went since the last full scan began (mtimes are coarse, hence
+   * the one-second margin): a command that looks at a channel twice (its last seq, then its
+   * messages) then lists it once. A folder whose mtime was set back can only hide a message
+   * from that one look (the cursor never passes what was not listed); never from a post's
+   * allocation, which always lists.
+   */
+  private unchangedSinceScan(): boolean {
+    if (!this.fresh) return false;
+    try {
+      return statSync(this.dir).mtimeMs < this.lastScanStartedAt - 1000;
+    } catch {
+      return false; // the rescan says what is wrong
+    }
   }
 
   /**
@@ -89,7 +113,7 @@ export class ChannelIndex {
     this.seenDuringScans.add(seenDuringScan);
     let names: string[];
     try {
-      names = await fsp.readdir(this.dir);
+      names = await listFolder(this.dir, !this.useWatch);
       // A file created while the readdir ran can be missing from it (a large folder is read in
       // several calls) while its watch event is still queued. Letting the watch deliver what it
       // has before the index is rebuilt keeps the index from holding a message without an
@@ -277,6 +301,15 @@ export class ChannelIndex {
   private notify(name: string | undefined): void {
     for (const listener of this.listeners) listener(name);
   }
+}
+
+/**
+ * A folder's names. `sync` is for a store without file watches, that of a process which ends once
+ * it has answered (a CLI command): it reads the folder once or twice, and a synchronous read
+ * spares it starting the thread pool (and loading `fs.promises`) for them.
+ */
+export function listFolder(dir: string, sync: boolean): Promise<string[]> {
+  return sync ? Promise.resolve().then(() => readdirSync(dir)) : fsp.readdir(dir);
 }
 
 /** The shortest time between two poll-driven looks at one folder. */

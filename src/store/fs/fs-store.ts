@@ -74,11 +74,14 @@ import {
   type PruneOptions,
   type PruneResult,
 } from "../types.js";
-import { ChannelIndex } from "./channel-index.js";
+import { ChannelIndex, listFolder } from "./channel-index.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
-  /** Keep an OS file watch per channel (default true). Without it every operation re-reads. */
+  /**
+   * Keep an OS file watch per channel (default true). Without it every operation re-reads the
+   * folder, synchronously: meant for a process that ends once it has answered.
+   */
   watch?: boolean;
   /** Largest accepted message body in bytes (default 1 MiB). */
   maxBodyBytes?: number;
@@ -205,7 +208,7 @@ export class FsStore extends BackendStore<FolderFeed> {
   protected async channelNames(): Promise<string[]> {
     let names: string[];
     try {
-      names = await fsp.readdir(this.location);
+      names = await listFolder(this.location, this.options.watch === false);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw wrapIoError(err, `cannot list ${this.location}`);
@@ -369,7 +372,7 @@ export class FsStore extends BackendStore<FolderFeed> {
    * not parse, such as a stray `2024-notes.md`, never move the sequence.
    */
   private async allocateSeq(state: ChannelState): Promise<number> {
-    await state.index.sync();
+    await state.index.sync(true);
     const mark = this.readHighWater(state);
     for (const [seq, names] of state.index.descending(mark)) {
       for (const name of names) {

@@ -1,0 +1,116 @@
+import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from "node:fs";
+import { EXIT } from "./exit-codes.js";
+
+/**
+ * Output of the lean entries, written with plain `write(2)` calls: the first touch of
+ * `process.stdout` or `process.stderr` loads Node's whole stream stack, a few milliseconds of a
+ * command that then prints one line. Writes are complete and in order, as the streams' are on
+ * Linux for files, pipes and terminals. A reader that closed our stdout (`| head -1`) ends the
+ * process quietly with the status of SIGPIPE (pipe.ts says why). A descriptor left non-blocking
+ * by another process that is full (EAGAIN) hands the rest to the stream, which then takes every
+ * later write of that descriptor, so nothing is reordered.
+ */
+const streamed = { out: false, err: false };
+
+/** From now on, every write goes through `process.stdout`/`process.stderr` (the full CLI's). */
+export function useStreams(): void {
+  streamed.out = true;
+  streamed.err = true;
+}
+
+export function writeStdout(text: string): void {
+  if (streamed.out) {
+    process.stdout.write(text);
+    return;
+  }
+  const rest = writeAll(1, text);
+  if (rest === "broken") process.exit(EXIT.BROKEN_PIPE);
+  if (rest === undefined) return;
+  streamed.out = true;
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(EXIT.BROKEN_PIPE);
+    throw err;
+  });
+  process.stdout.write(rest);
+}
+
+export function writeStderr(text: string): void {
+  if (streamed.err) {
+    process.stderr.write(text);
+    return;
+  }
+  const rest = writeAll(2, text);
+  // Nobody reads our errors any more: there is no one left to tell.
+  if (rest === undefined || rest === "broken") return;
+  streamed.err = true;
+  process.stderr.write(rest);
+}
+
+/** Writes all of `text`; what is left when the descriptor would block, or "broken" (EPIPE). */
+function writeAll(fd: number, text: string): Buffer | "broken" | undefined {
+  const bytes = Buffer.from(text);
+  let done = 0;
+  while (done < bytes.length) {
+    try {
+      done += writeSync(fd, bytes, done);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "EINTR") continue;
+      if (code === "EPIPE") return "broken";
+      if (code === "EAGAIN") return bytes.subarray(done);
+      throw err;
+    }
+  }
+  return undefined;
+}
+
+/** What {@link readStdinReady} read: all of stdin (`complete`), or what was there so far. */
+export interface StdinPart {
+  bytes: Buffer;
+  complete: boolean;
+}
+
+/**
+ * Reads what stdin already holds without Node's streams: all of a file, or of a pipe whose
+ * writer has written and closed it (as a host tool does with a hook's JSON before the hook has
+ * started). A pipe still open is read without blocking, through a second, non-blocking opening
+ * of it (Linux's /proc/self/fd/0); what was there so far is returned incomplete, for the caller
+ * to read the rest with `process.stdin`. Undefined for a terminal or anything else: the caller
+ * reads it all that way. At most `max` bytes.
+ */
+export function readStdinReady(max: number): StdinPart | undefined {
+  let fd: number;
+  try {
+    const st = fstatSync(0);
+    if (st.isFile()) return { bytes: readUpTo(0, max).bytes, complete: true };
+    if (!st.isFIFO()) return undefined;
+    fd = openSync("/proc/self/fd/0", constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    return readUpTo(fd, max);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readUpTo(fd: number, max: number): StdinPart {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(64 * 1024);
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
+      return { bytes: Buffer.concat(chunks), complete: false };
+    }
+    if (n === 0 || size + n > max) return { bytes: Buffer.concat(chunks), complete: true };
+    chunks.push(chunk.subarray(0, n));
+    size += n;
+  }
+}
