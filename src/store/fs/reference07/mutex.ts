@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError } from "../../../core/errors.js";
@@ -26,7 +25,9 @@ export async function withPathLocksMutex<T>(dir: string, fn: () => Promise<T>): 
   if (st && !st.isFile()) {
     throw new AgentChatError("UNSAFE_FILE", `${path} is not a regular file; remove it`);
   }
-  const release = await acquire(path);
+  // Loaded here, not at start-up: the hot commands (post, read, wait) never lease paths.
+  const { spawn } = await import("node:child_process");
+  const release = await acquire(spawn, path);
   try {
     return await fn();
   } finally {
@@ -34,13 +35,16 @@ export async function withPathLocksMutex<T>(dir: string, fn: () => Promise<T>): 
   }
 }
 
-function acquire(path: string): Promise<() => Promise<void>> {
+type Spawn = typeof import("node:child_process").spawn;
+
+function acquire(spawn: Spawn, path: string): Promise<() => Promise<void>> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       "flock",
       ["-x", "-w", String(WAIT_SECONDS), path, "-c", "echo locked; exec cat >/dev/null"],
       { stdio: ["pipe", "pipe", "ignore"] },
     );
+    child.stdin.on("error", () => {}); // a child that has gone already released the lock
     const exited = new Promise<void>((done) => child.once("close", () => done()));
     let held = false;
     child.once("error", (err: NodeJS.ErrnoException) => {
