@@ -36,6 +36,7 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
     case "ABORTED":
       return EXIT.INTERRUPTED;
     case "USAGE":
+    case "INVALID_EVENT":
       return EXIT.USAGE;
     default:
       return EXIT.ERROR;
