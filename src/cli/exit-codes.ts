@@ -40,6 +40,7 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
     case "USAGE":
     case "INVALID_ARGUMENT":
     case "INVALID_NAME":
+    case "INVALID_EVENT":
       return EXIT.USAGE;
     default:
       return EXIT.ERROR;

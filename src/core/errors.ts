@@ -30,6 +30,8 @@ export type ErrorCode =
   | "INVALID_KFILE"
   | "NOT_FOUND"
   | "NORMALIZER_FAILED"
+  /** An `event.*` post whose body chat.py 0.7 would reject (a usage error: exit 64). */
+  | "INVALID_EVENT"
   /** Governance: the maintainer rejected or vetoed the request. */
   | "REJECTED"
   /** Governance: the action has no band and the channel has no `*` default. */

@@ -354,6 +354,11 @@ export interface PathLeaseInfo {
   reason?: string;
   /** It was granted with `force` over these live leases of others. */
   forced?: string[];
+  /**
+   * Not a lease of ours but a path lock of chat.py 0.7 (`locks/<lock>.json`), listed and
+   * honoured as an exclusive lease of its owner; `token` is 0, and only chat.py changes it.
+   */
+  lock?: string;
 }
 
 export interface PathLeaseOptions extends ClaimOptions {

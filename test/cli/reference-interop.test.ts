@@ -71,6 +71,36 @@ for (const version of ["0.3", "0.7"] as ReferenceVersion[]) {
         expect(text.stderr).toContain('channel "my channel" is not usable here');
         expect(text.stderr).toContain('channel "café" is not usable here');
       });
+
+      it("shares task-<id>.md claims: neither grants a task the other claimed", async () => {
+        const cli = (...args: string[]) => runCli(args, { root: root.dir });
+        expect((await cli("init", "dev")).code).toBe(0);
+        for (const title of ["first", "second"]) {
+          expect((await cli("task", "add", "dev", "--title", title, "--as", "carol")).code).toBe(0);
+        }
+        const theirs = runReference(version, root.dir, [
+          "claim",
+          "dev",
+          "task-1.md",
+          "--as",
+          "alice",
+        ]);
+        expect(theirs.status, theirs.stderr).toBe(0);
+        const refused = await cli("claim", "dev", "1", "--as", "bob");
+        expect(refused.code).toBe(3);
+        expect(refused.stderr).toContain("claimed by alice");
+
+        expect((await cli("claim", "dev", "2", "--as", "bob")).code).toBe(0);
+        const lost = runReference(version, root.dir, [
+          "claim",
+          "dev",
+          "task-2.md",
+          "--as",
+          "alice",
+        ]);
+        expect(lost.status).not.toBe(0);
+        expect(lost.stderr).toContain("already claimed");
+      });
     },
   );
 }

@@ -117,7 +117,7 @@ async function leasesOf(
 function refusal(blocked: Blocked[]): string {
   const lines = blocked.map(
     ({ path, lease: l }) =>
-      `  ${path}: leased by ${l.holder} (${l.pattern}, token ${l.token}) until ${l.expiresAt}` +
+      `  ${path}: leased by ${l.holder} (${l.pattern}, ${l.lock ? `chat.py path lock ${l.lock}` : `token ${l.token}`}) until ${l.expiresAt}` +
       (l.reason ? ` — ${l.reason}` : ""),
   );
   return (

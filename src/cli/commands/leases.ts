@@ -115,9 +115,11 @@ function tokenOption(token: string | undefined): { token?: number } {
   return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
 }
 
-/** `exclusive, token 3, 1h 59m left` or `shared, token 4, expired 2m ago`. */
+/** `exclusive, token 3, 1h 59m left`, `shared, token 4, expired 2m ago`, `chat.py path lock 9f…, 4m left`. */
 export function pathLeaseText(l: PathLeaseInfo): string {
-  const kind = `${l.exclusive ? "exclusive" : "shared"}, token ${l.token}`;
+  const kind = l.lock
+    ? `chat.py path lock ${l.lock}`
+    : `${l.exclusive ? "exclusive" : "shared"}, token ${l.token}`;
   const left = Date.parse(l.expiresAt) - Date.now();
   if (l.state === "released") return `${kind}, released`;
   return left >= 0 && l.state === "live"

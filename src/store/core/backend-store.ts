@@ -47,7 +47,12 @@ import {
 } from "../types.js";
 import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
-import { PathLeaseBook, type PathLeaseDoc, type PathLeaseRecord } from "./path-leases.js";
+import {
+  type PathLease,
+  PathLeaseBook,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
+} from "./path-leases.js";
 import type { Actor } from "./presence.js";
 import type { Candidate, Searcher } from "./search.js";
 import type { Term } from "./search-query.js";
@@ -183,7 +188,8 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     this.pathBook = new PathLeaseBook({
       read: (channel) => this.readPathLeases(channel),
       swap: (channel, current, doc) => this.swapPathLeases(channel, current, doc),
-      exclusive: (channel, fn) => this.exclusive(channel, fn),
+      exclusive: (channel, fn) => this.pathLeaseExclusive(channel, fn),
+      foreign: (channel) => this.foreignPathLeases(channel),
       channelTtl: async (channel) => channelTtl(await this.roster(channel)),
       now: () => this.now(),
     });
@@ -291,6 +297,19 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** Runs task changes excluded from this channel's other writers, where the backend must. */
   protected exclusive<T>(_channel: string, fn: () => Promise<T>): Promise<T> {
     return fn();
+  }
+
+  /**
+   * Runs path lease changes excluded from the channel's other writers: {@link exclusive}, and
+   * on the folder store also chat.py 0.7's path-lock mutex.
+   */
+  protected pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
+    return this.exclusive(channel, fn);
+  }
+
+  /** Path reservations of another implementation in the channel (none but on the folder store). */
+  protected async foreignPathLeases(_channel: string): Promise<PathLease[]> {
+    return [];
   }
 
   /** What catches a change the backend's events missed, while a wait or watch is parked. */

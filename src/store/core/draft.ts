@@ -9,6 +9,7 @@ import {
 } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { slug, validateName } from "../../core/names.js";
+import { checkReferenceEvent } from "../../core/reference-event.js";
 import { SIG_KEY, withSigLine } from "../../core/signature.js";
 import type { InitOptions, NewTask, PostInput, PostSigner } from "../types.js";
 
@@ -81,6 +82,7 @@ export function draftPost(channel: string, input: PostInput, maxBodyBytes: numbe
   if (status.length > MAX_STATUS) {
     throw new AgentChatError("INVALID_ARGUMENT", `status is longer than ${MAX_STATUS} characters`);
   }
+  checkReferenceEvent(status, input.body);
   if (input.replyTo !== undefined && !(Number.isSafeInteger(input.replyTo) && input.replyTo > 0)) {
     throw new AgentChatError("INVALID_ARGUMENT", "reply_to must be a positive message number");
   }

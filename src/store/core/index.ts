@@ -10,13 +10,15 @@ export {
 export type { Note, NoteKind } from "./delivery.js";
 export { pollReceipts } from "./delivery-queries.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
-export { type Blocked, blockedPaths } from "./path-globs.js";
+export { type Blocked, blockedPaths, staticBase } from "./path-globs.js";
 export {
   formatPathLeases,
   PATH_LEASES_FILE,
+  type PathLease,
   type PathLeaseDoc,
   type PathLeaseRecord,
   parsePathLeases,
+  pathLeaseLive,
 } from "./path-leases.js";
 export { intersect, union } from "./postings.js";
 export type { Actor } from "./presence.js";

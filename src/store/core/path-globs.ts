@@ -72,6 +72,15 @@ export async function leaseMatcher(pattern: string): Promise<Matcher> {
 }
 
 /**
+ * The folders of `pattern` before its first glob character (`src/store` for `src/store/*.ts`;
+ * `''` for `*.md`), and whether it is a glob at all (a literal is a path).
+ */
+export async function staticBase(pattern: string): Promise<{ base: string; isGlob: boolean }> {
+  const { base, isGlob } = (await picomatch()).scan(pattern);
+  return { base, isGlob };
+}
+
+/**
  * Whether two patterns may cover a common path. Sound (never "no" for two that share a path),
  * and exact for two literals and for a literal against a glob without `**` or extglobs:
  *
@@ -111,7 +120,14 @@ function onOneLine(a: string, b: string): boolean {
 /** A live exclusive lease of another agent that covers a path, as the git guard reports it. */
 export interface Blocked {
   path: string;
-  lease: { token: number; pattern: string; holder: string; expiresAt: string; reason?: string };
+  lease: {
+    token: number;
+    pattern: string;
+    holder: string;
+    expiresAt: string;
+    reason?: string;
+    lock?: string;
+  };
 }
 
 /**

@@ -26,6 +26,8 @@ export interface PathLease {
   ttlMs: number;
   reason?: string;
   forced?: string[];
+  /** Not ours but a path lock of chat.py 0.7 (its lock id); token 0, never stored by us. */
+  lock?: string;
 }
 
 /** A channel's path leases. `token` is the last one granted: the next grant gets one more. */
@@ -46,6 +48,11 @@ export interface PathLeaseStorage {
   /** Stores `doc` unless the document is no longer at `current.version`; false then. */
   swap(channel: string, current: PathLeaseRecord, doc: PathLeaseDoc): Promise<boolean>;
   exclusive<T>(channel: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Reservations another implementation keeps in the channel (the folder store: chat.py 0.7's
+   * `locks/*.json`), honoured as exclusive leases of their owners; read under `exclusive`.
+   */
+  foreign(channel: string): Promise<PathLease[]>;
   /** The channel's default lease (its `task_ttl`, else 30 minutes); validates the channel. */
   channelTtl(channel: string): Promise<number>;
   now(): number;
@@ -139,6 +146,7 @@ export function pathLeaseInfo(channel: string, lease: PathLease, now: number): P
   };
   if (lease.reason !== undefined) info.reason = lease.reason;
   if (lease.forced !== undefined) info.forced = lease.forced;
+  if (lease.lock !== undefined) info.lock = lease.lock;
   return info;
 }
 
@@ -146,6 +154,9 @@ export function pathLeaseInfo(channel: string, lease: PathLease, now: number): P
 export function describePathLease(lease: PathLease | PathLeaseInfo): string {
   const until =
     typeof lease.expiresAt === "number" ? new Date(lease.expiresAt).toISOString() : lease.expiresAt;
+  if (lease.lock !== undefined) {
+    return `${lease.holder} holds ${lease.pattern} (chat.py path lock ${lease.lock}, until ${until})`;
+  }
   return (
     `${lease.holder} holds ${lease.pattern} (${lease.exclusive ? "exclusive" : "shared"}, ` +
     `token ${lease.token}, until ${until}${lease.reason ? `: ${lease.reason}` : ""})`
@@ -167,10 +178,11 @@ export class PathLeaseBook {
   async list(channel: string): Promise<PathLeaseInfo[]> {
     await this.storage.channelTtl(channel);
     const { doc } = await this.storage.read(channel);
+    const foreign = await this.storage.foreign(channel);
     const now = this.storage.now();
-    return pruned(doc, now)
-      .sort((a, b) => a.token - b.token)
-      .map((l) => pathLeaseInfo(channel, l, now));
+    return [...pruned(doc, now).sort((a, b) => a.token - b.token), ...foreign].map((l) =>
+      pathLeaseInfo(channel, l, now),
+    );
   }
 
   async add(
@@ -191,7 +203,14 @@ export class PathLeaseBook {
       const mine = leases.find(
         (l) => l.holder === holder && l.pattern === pattern && pathLeaseLive(l, now),
       );
-      const conflicts = await this.conflicts(leases, pattern, holder, exclusive, now);
+      const theirs = await this.storage.foreign(channel);
+      const conflicts = await this.conflicts(
+        [...leases, ...theirs],
+        pattern,
+        holder,
+        exclusive,
+        now,
+      );
       if (conflicts.length > 0 && options.force !== true) {
         throw new AgentChatError(
           "CLAIM_LOST",

@@ -51,6 +51,7 @@ import {
   type Note,
   type NoteKind,
   PATH_LEASES_FILE,
+  type PathLease,
   type PathLeaseDoc,
   type PathLeaseRecord,
   type PostDraft,
@@ -76,6 +77,7 @@ import {
 } from "../types.js";
 import { ChannelIndex, listFolder } from "./channel-index.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
+import { referenceLocks, syncReferenceLocks, withPathLocksMutex } from "./reference07/index.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
   /**
@@ -780,10 +782,23 @@ export class FsStore extends BackendStore<FolderFeed> {
     if ((this.readPathLeaseText(dir) ?? "") !== current.version) return false;
     try {
       await replaceFile(dir, PATH_LEASES_FILE, formatPathLeases(doc));
+      await syncReferenceLocks(dir, channel, doc.leases, this.now());
       return true;
     } catch (err) {
       throw wrapIoError(err, `cannot write the path leases of ${channel}`);
     }
+  }
+
+  /** chat.py 0.7's path locks (`locks/*.json`) are honoured as its owners' exclusive leases. */
+  protected override async foreignPathLeases(channel: string): Promise<PathLease[]> {
+    const state = this.state(channel);
+    this.assertChannelDir(state);
+    return referenceLocks(state.dir);
+  }
+
+  /** Path lease changes hold chat.py 0.7's path-lock mutex first, then the channel lock, as it does. */
+  protected override pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
+    return withPathLocksMutex(this.state(channel).dir, () => this.exclusive(channel, fn));
   }
 
   private readPathLeaseText(dir: string): string | undefined {

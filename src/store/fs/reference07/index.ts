@@ -1,0 +1,4 @@
+/** What the folder store shares on disk with the reference chat.py 0.7 (docs/leases.md). */
+
+export { PATH_LOCKS_MUTEX, withPathLocksMutex } from "./mutex.js";
+export { LOCKS_DIR, referenceLocks, syncReferenceLocks } from "./path-locks.js";

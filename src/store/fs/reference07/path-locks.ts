@@ -1,0 +1,189 @@
+import { promises as fsp } from "node:fs";
+import { join } from "node:path";
+import { identity } from "../../../core/names.js";
+import {
+  ensureRealDir,
+  entryKind,
+  listRealDir,
+  readRootFileSync,
+  replaceFile,
+} from "../../../fsutil/root-files.js";
+import { type PathLease, pathLeaseLive, staticBase } from "../../core/index.js";
+
+/**
+ * chat.py 0.7's path locks, `CH/locks/<lock_id>.json`: one record per lock, each naming its
+ * owner, its channel-relative paths (a folder covers what is under it; `.` covers everything)
+ * and when it expires. We read them as exclusive leases of their owners, and write each live
+ * exclusive lease of ours as one such record (`agent-chat-<token>`) so that chat.py's `lock` and
+ * `check` see it. The record's ten fields are exactly chat.py's: it refuses a record with any
+ * other, and then every lock of the channel with it.
+ */
+export const LOCKS_DIR = "locks";
+const MIRROR_PREFIX = "agent-chat-";
+const MAX_RECORD_BYTES = 64 * 1024;
+const MAX_RECORDS = 1_000;
+/** chat.py's identities and lock ids. */
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** One record as chat.py writes it. */
+interface LockRecord {
+  channel: string;
+  expires_at: string;
+  lock_id: string;
+  locked_at: string;
+  owner: string;
+  paths: { display_path: string; kind: "file" | "directory"; normalized_path: string }[];
+  previous_expires_at: string | null;
+  previous_owner: string | null;
+  recovery_reason: string | null;
+  updated_at: string;
+}
+
+/** The records of a channel folder that parse (files in a root are untrusted: others are skipped). */
+function readRecords(dir: string): LockRecord[] {
+  const locks = join(dir, LOCKS_DIR);
+  if (entryKind(locks) !== "dir") return [];
+  const out: LockRecord[] = [];
+  for (const entry of listRealDir(locks)) {
+    if (out.length >= MAX_RECORDS) break;
+    if (entry.kind !== "file" || !entry.name.endsWith(".json") || /^[._]/.test(entry.name)) {
+      continue;
+    }
+    const record = parseRecord(join(locks, entry.name));
+    if (record && `${record.lock_id}.json` === entry.name) out.push(record);
+  }
+  return out;
+}
+
+function parseRecord(path: string): LockRecord | undefined {
+  try {
+    const value = JSON.parse(readRootFileSync(path, MAX_RECORD_BYTES).data.toString("utf8"));
+    const expires = value.expires_at ?? value.lease_expires_at;
+    if (typeof value.owner !== "string" || !ID.test(value.owner)) return;
+    if (typeof value.lock_id !== "string" || !ID.test(value.lock_id)) return;
+    if (!Array.isArray(value.paths) || Number.isNaN(Date.parse(expires))) return;
+    const paths = value.paths.filter(
+      (p: { normalized_path?: unknown }) => typeof p?.normalized_path === "string",
+    );
+    if (paths.length === 0) return;
+    return { ...value, expires_at: expires, paths } as LockRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A record we keep for one of our leases (and chat.py has not taken over by `recover`). */
+function isMirror(record: LockRecord): boolean {
+  return record.lock_id.startsWith(MIRROR_PREFIX) && record.recovery_reason === null;
+}
+
+/**
+ * chat.py's locks of the channel folder `dir`, as exclusive leases of their owners (token 0,
+ * `lock` their id): each path a literal pattern, `.` every path (`**`). Expired ones are kept:
+ * the lease rules let them go after the skew grace, as our own.
+ */
+export function referenceLocks(dir: string): PathLease[] {
+  const out: PathLease[] = [];
+  for (const record of readRecords(dir)) {
+    if (isMirror(record)) continue;
+    const at = Date.parse(record.locked_at);
+    const expiresAt = Date.parse(record.expires_at);
+    for (const path of record.paths) {
+      out.push({
+        token: 0,
+        pattern: path.normalized_path === "." ? "**" : path.normalized_path,
+        holder: identity(record.owner),
+        exclusive: true,
+        at: Number.isNaN(at) ? expiresAt : at,
+        expiresAt,
+        ttlMs: Math.max(1, expiresAt - (Number.isNaN(at) ? expiresAt : at)),
+        lock: record.lock_id,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * Makes `locks/` hold one record per live exclusive lease of `leases` (and none for a lease
+ * that ended), leaving chat.py's own records alone. Runs under chat.py's path-lock mutex.
+ */
+export async function syncReferenceLocks(
+  dir: string,
+  channel: string,
+  leases: readonly PathLease[],
+  now: number,
+): Promise<void> {
+  const wanted = new Map<string, PathLease>();
+  for (const l of leases) {
+    if (l.exclusive && pathLeaseLive(l, now)) wanted.set(`${MIRROR_PREFIX}${l.token}`, l);
+  }
+  const present = new Map(
+    readRecords(dir)
+      .filter(isMirror)
+      .map((r) => [r.lock_id, r]),
+  );
+  if (wanted.size === 0 && present.size === 0) return;
+  const locks = join(dir, LOCKS_DIR);
+  ensureRealDir(locks);
+  for (const id of present.keys()) {
+    if (!wanted.has(id)) await fsp.rm(join(locks, `${id}.json`), { force: true });
+  }
+  for (const [id, lease] of wanted) {
+    const old = present.get(id);
+    const next = await mirrorRecord(id, channel, lease, old, now);
+    if (old && old.expires_at === next.expires_at && old.owner === next.owner) continue;
+    await replaceFile(locks, `${id}.json`, formatRecord(next));
+  }
+}
+
+async function mirrorRecord(
+  id: string,
+  channel: string,
+  lease: PathLease,
+  old: LockRecord | undefined,
+  now: number,
+): Promise<LockRecord> {
+  const { base, isGlob } = await staticBase(lease.pattern);
+  // chat.py refuses a record with a ':' in a path: such a lease reserves the whole channel.
+  const path = (isGlob ? base : lease.pattern) || ".";
+  const normalized = path.includes(":") ? "." : path;
+  return {
+    channel,
+    expires_at: iso(lease.expiresAt),
+    lock_id: id,
+    locked_at: old?.locked_at ?? iso(lease.at),
+    owner: lease.holder,
+    paths: [
+      {
+        display_path: lease.pattern,
+        kind: isGlob || normalized === "." ? "directory" : "file",
+        normalized_path: normalized,
+      },
+    ],
+    previous_expires_at: null,
+    previous_owner: null,
+    recovery_reason: null,
+    updated_at: iso(now),
+  };
+}
+
+/** chat.py's offset form (`+00:00`, microseconds), which every Python it supports parses. */
+function iso(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000+00:00");
+}
+
+/** As chat.py writes one: keys sorted, two spaces, a final newline. */
+function formatRecord(record: LockRecord): string {
+  const sorted = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sorted)
+      : v !== null && typeof v === "object"
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return `${JSON.stringify(sorted(record), null, 2)}\n`;
+}
