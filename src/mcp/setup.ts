@@ -97,12 +97,6 @@ export const UNASKED_TOOLS = [
 
 /** Claude Code's permission rule for one tool of our server (`mcp__<server>__<tool>`). */
 export const claudeToolRule = (tool: string) => `mcp__${SERVER_NAME}__${tool}`;
-
-/**
- * Gemini CLI's name for one tool of our server, as its `tools.allowed` matches it
- * (`mcp_<server>_<tool>`, gemini-cli packages/core/src/tools/mcp-tool.ts).
- */
-export const geminiToolName = (tool: string) => `mcp_${SERVER_NAME}_${tool}`;
 /** Long waits need more than the 60 s that Codex and others allow a tool call by default. */
 const TOOL_TIMEOUT_SECONDS = 960;
 /** Hooks count unread messages in milliseconds; the host's timeout only guards a stuck disk. */
@@ -327,11 +321,8 @@ interface SettingsEdit {
   env?: Record<string, string>;
   /** Claude Code's per-user approval of a project `.mcp.json` server. */
   enableMcpjsonServer?: boolean;
-  /**
-   * Rules that let the agent call tools unasked, added to the list at `at` (Claude Code's
-   * `permissions.allow`, Gemini CLI's `tools.allowed`); the user's own rules stay.
-   */
-  allow?: { at: [string, string]; rules: string[] };
+  /** Claude Code's `permissions.allow` rules to add (the user's own rules stay). */
+  allow?: string[];
   /** Our wake hook, and whether to write it (unset: if the file has one already). */
   wake?: { hook: Json; on: boolean | undefined };
 }
@@ -348,11 +339,10 @@ function mergeSettings(path: string, existing: string | undefined, edit: Setting
     if (!list.includes(SERVER_NAME)) doc.enabledMcpjsonServers = [...list, SERVER_NAME];
   }
   if (edit.allow) {
-    const [key, listKey] = edit.allow.at;
-    const parent = objectAt(doc, key, path);
-    const list = Array.isArray(parent[listKey]) ? (parent[listKey] as unknown[]) : [];
-    const missing = edit.allow.rules.filter((rule) => !list.includes(rule));
-    if (missing.length > 0) doc[key] = { ...parent, [listKey]: [...list, ...missing] };
+    const permissions = objectAt(doc, "permissions", path);
+    const list = Array.isArray(permissions.allow) ? (permissions.allow as unknown[]) : [];
+    const missing = edit.allow.filter((rule) => !list.includes(rule));
+    if (missing.length > 0) doc.permissions = { ...permissions, allow: [...list, ...missing] };
   }
   if (edit.hooks) doc.hooks = mergeHooks(objectAt(doc, "hooks", path), edit.hooks, edit.wake);
   return `${JSON.stringify(doc, null, 2)}\n`;
@@ -434,7 +424,7 @@ function jsonFile(path: string, edit: SettingsEdit): SetupFile {
   if (edit.server) snippet[edit.server.key] = { [SERVER_NAME]: edit.server.entry };
   if (edit.env) snippet.env = edit.env;
   if (edit.enableMcpjsonServer) snippet.enabledMcpjsonServers = [SERVER_NAME];
-  if (edit.allow) snippet[edit.allow.at[0]] = { [edit.allow.at[1]]: edit.allow.rules };
+  if (edit.allow) snippet.permissions = { allow: edit.allow };
   if (edit.hooks) {
     snippet.hooks = edit.wake?.on
       ? { ...edit.hooks, Stop: [...(edit.hooks.Stop ?? []), { hooks: [edit.wake.hook] }] }
@@ -475,7 +465,7 @@ function claudePlan(o: SetupOptions): ToolPlan {
       jsonFile(join(o.projectDir, local), {
         env: { AGENT_CHAT_NAME: o.agent, AGENT_CHAT_ROOT: o.root },
         enableMcpjsonServer: true,
-        allow: { at: ["permissions", "allow"], rules: UNASKED_TOOLS.map(claudeToolRule) },
+        allow: UNASKED_TOOLS.map(claudeToolRule),
         hooks,
         wake,
       }),
@@ -525,10 +515,11 @@ function wakeHook(o: SetupOptions): Json {
 
 /**
  * Gemini CLI: the server and the hooks go in the user's settings (they name the agent), never in
- * a project `.gemini/settings.json` a team commits. `tools.allowed` lets {@link UNASKED_TOOLS}
- * run unasked: by default Gemini CLI asks before every MCP tool call, and `gemini -p` does not
- * even offer the model a tool that would ask. (A server's `trust: true` would skip the question
- * for chat_workspace too, whatever other rule says.) Gemini CLI runs neither in a folder it does
+ * a project `.gemini/settings.json` a team commits. A policy file of the user's (see
+ * {@link geminiPolicyFile}) lets {@link UNASKED_TOOLS} run unasked: by default Gemini CLI asks
+ * before every MCP tool call, and `gemini -p` does not even offer the model a tool that would
+ * ask. (A server's `trust: true` would skip the question for chat_workspace too, whatever a
+ * rule says; `tools.allowed` is deprecated, Gemini CLI warns at each start.) Gemini CLI runs neither in a folder it does
  * not trust; `--trust` adds the folder to its trustedFolders.json (`{ "/abs": "TRUST_FOLDER" }`,
  * gemini-cli packages/core/src/utils/trust.ts).
  */
@@ -548,9 +539,9 @@ function geminiPlan(o: SetupOptions): ToolPlan {
   const files = [
     jsonFile(join(o.geminiDir, "settings.json"), {
       server: { key: "mcpServers", entry },
-      allow: { at: ["tools", "allowed"], rules: UNASKED_TOOLS.map(geminiToolName) },
       hooks,
     }),
+    geminiPolicyFile(join(o.geminiDir, "policies", `${SERVER_NAME}.toml`)),
     sharedFileCleanup(join(o.projectDir, ".gemini", "settings.json"), "mcpServers"),
   ];
   if (o.trust) files.push(trustedFolderFile(o.geminiTrustedFolders, o.projectDir));
@@ -568,7 +559,7 @@ function geminiPlan(o: SetupOptions): ToolPlan {
     notes: [
       "The server and hooks are in your user settings (they name you); a project's .gemini/settings.json is left to the team.",
       "The one command adds the server only; hooks (SessionStart, BeforeAgent, AfterAgent) come with --write or by pasting the JSON.",
-      `Permissions: tools.allowed lets the agent call ${UNASKED_TOOLS.join(", ")} without asking, also under \`gemini -p\` (which offers no tool that would ask); chat_workspace (it can delete files of a channel's workspace) still asks.`,
+      `Permissions: the policy file policies/${SERVER_NAME}.toml lets the agent call ${UNASKED_TOOLS.join(", ")} without asking, also under \`gemini -p\` (which offers no tool that would ask); chat_workspace (it can delete files of a channel's workspace) still asks.`,
     ],
     todo: o.trust
       ? [`Gemini CLI: start \`gemini\` in ${o.projectDir}; \`gemini mcp list\` shows agent-chat.`]
@@ -576,6 +567,27 @@ function geminiPlan(o: SetupOptions): ToolPlan {
           `Gemini CLI: trust ${o.projectDir} (Gemini runs no server or hook in an untrusted folder): answer its trust question, or run setup again with --trust.`,
         ],
   };
+}
+
+/**
+ * Gemini CLI's policy engine reads every `*.toml` of the user's `policies` folder (user tier,
+ * above its defaults): this one, agent-chat's own, allows our tools (`mcpName` + `toolName`,
+ * gemini-cli packages/core/src/policy/toml-loader.ts) outside plan mode, where Gemini CLI's own
+ * rules keep asking. Setup owns the file and writes it whole.
+ */
+function geminiPolicyFile(path: string): SetupFile {
+  const text = [
+    `# Written by \`agent-chat setup gemini\`: the ${SERVER_NAME} MCP server's tools that remove nothing`,
+    "# run without asking (chat_workspace, which can delete, still asks). Rewritten by each setup.",
+    "[[rule]]",
+    `mcpName = ${tomlString(SERVER_NAME)}`,
+    `toolName = [${UNASKED_TOOLS.map(tomlString).join(", ")}]`,
+    'decision = "allow"',
+    "priority = 100",
+    'modes = ["default", "autoEdit", "yolo"]',
+    "",
+  ].join("\n");
+  return { path, format: "toml", snippet: text, merge: () => text };
 }
 
 function trustedFolderFile(path: string, folder: string): SetupFile {
@@ -731,6 +743,8 @@ export interface SetupState {
   root?: string;
   /** An approval the tool is still waiting for, as far as its files show. */
   pending?: string;
+  /** What else setup writes that the files lack, said as what the user will meet. */
+  gaps: string[];
 }
 
 /**
@@ -755,6 +769,7 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
   let format: HookFormat;
   let pending: string | undefined;
   let env: unknown;
+  const gaps: string[] = [];
   switch (tool) {
     case "claude-code": {
       serverFile = join(projectDir, ".mcp.json");
@@ -763,6 +778,7 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
       format = "claude";
       const local = await json(hooksFile);
       env = local.env;
+      gaps.push(...claudeGaps((await json(serverFile)).mcpServers, local, hooksFile));
       const approved = local.enabledMcpjsonServers;
       if (!Array.isArray(approved) || !approved.includes(SERVER_NAME)) {
         pending = `Claude Code shows the server "Pending approval": ${SERVER_NAME} is not in enabledMcpjsonServers of ${hooksFile}`;
@@ -783,6 +799,10 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
       servers = (await json(serverFile)).mcpServers;
       hooksFile = serverFile;
       format = "gemini";
+      const policy = join(at.geminiDir, "policies", `${SERVER_NAME}.toml`);
+      if ((await read(policy)) === undefined) {
+        gaps.push(`Gemini CLI asks before each chat tool call (no ${policy})`);
+      }
       const trusted = await json(at.geminiTrustedFolders);
       if (!geminiTrusts(trusted, projectDir)) {
         pending = `Gemini CLI runs no server or hook in ${projectDir}: it is not in ${at.geminiTrustedFolders}`;
@@ -816,7 +836,30 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
     ...(agent !== undefined && { agent }),
     ...(root !== undefined && { root }),
     ...(pending !== undefined && { pending }),
+    gaps,
   };
+}
+
+/** What Claude Code's files lack for the agent to see and call the tools unasked. */
+function claudeGaps(servers: unknown, local: Json, localFile: string): string[] {
+  const gaps: string[] = [];
+  const entry = (servers as Json | undefined)?.[SERVER_NAME] as Json | undefined;
+  if (entry !== undefined && entry.alwaysLoad !== true) {
+    gaps.push("Claude Code defers the chat tools behind ToolSearch (no alwaysLoad in .mcp.json)");
+  }
+  const allow = (local.permissions as Json | undefined)?.allow;
+  const rules = Array.isArray(allow) ? allow : [];
+  // A rule for the whole server (`mcp__agent-chat`, or with `__*`) allows every tool of it.
+  const wholeServer = [claudeToolRule("").slice(0, -2), claudeToolRule("*")];
+  const asks = wholeServer.some((rule) => rules.includes(rule))
+    ? []
+    : UNASKED_TOOLS.filter((tool) => !rules.includes(claudeToolRule(tool)));
+  if (asks.length > 0) {
+    gaps.push(
+      `Claude Code asks before each call of ${asks.join(", ")} (no permissions.allow rule in ${localFile})`,
+    );
+  }
+  return gaps;
 }
 
 /**

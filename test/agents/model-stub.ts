@@ -103,8 +103,10 @@ function anthropicMessages(res: ServerResponse, request: Json, script: StubScrip
     .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
     .filter((b: Json) => b?.type === "tool_result").length;
   const call = nextCall(script, results);
-  const tools = (request.tools as { name?: string }[] | undefined) ?? [];
-  const tool = call && tools.find((t) => t.name?.endsWith(call.toolSuffix))?.name;
+  // A deferred tool (`defer_loading`, behind Claude Code's ToolSearch) is not shown to the model.
+  const tools = (request.tools as { name?: string; defer_loading?: boolean }[] | undefined) ?? [];
+  const tool =
+    call && tools.find((t) => t.defer_loading !== true && t.name?.endsWith(call.toolSuffix))?.name;
   const block: Json =
     call && tool
       ? { type: "tool_use", id: `toolu_stub_${results + 1}`, name: tool, input: call.args }
@@ -249,4 +251,31 @@ function fromSchema(schema: Schema): unknown {
     default:
       return "stand-in";
   }
+}
+
+/**
+ * The tool results one request carries back to the model, in order, as text: Anthropic's
+ * `tool_result` blocks, OpenAI's `function_call_output` items, Gemini's `functionResponse` parts.
+ */
+export function toolResults(body: string): string[] {
+  let request: Json;
+  try {
+    request = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  const text = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
+  const messages = (request.messages as { content?: unknown }[] | undefined) ?? [];
+  const anthropic = messages
+    .flatMap((m) => (Array.isArray(m.content) ? (m.content as Json[]) : []))
+    .filter((b) => b?.type === "tool_result")
+    .map((b) => text(b.content));
+  const input = Array.isArray(request.input) ? (request.input as Json[]) : [];
+  const openai = input.filter((i) => i?.type === "function_call_output").map((i) => text(i.output));
+  const contents = (request.contents as { parts?: Json[] }[] | undefined) ?? [];
+  const gemini = contents
+    .flatMap((c) => c.parts ?? [])
+    .filter((p) => p.functionResponse !== undefined)
+    .map((p) => text(p.functionResponse));
+  return [...anthropic, ...openai, ...gemini];
 }

@@ -337,15 +337,25 @@ describe("agent-chat setup", () => {
       args: ["mcp", "--as", "carol"],
       env: { AGENT_CHAT_ROOT: root },
     });
-    // Gemini CLI's names of every tool but chat_workspace: they run in its default approval mode.
-    expect(settings.tools.allowed).toEqual([
-      "mcp_agent-chat_chat_channels",
-      "mcp_agent-chat_chat_create_channel",
-      "mcp_agent-chat_chat_post",
-      "mcp_agent-chat_chat_read",
-      "mcp_agent-chat_chat_wait",
-      "mcp_agent-chat_chat_tasks",
+    // A policy of the user's lets every tool but chat_workspace run in the default approval mode.
+    const policy = parseToml(join(geminiHome, ".gemini", "policies", "agent-chat.toml"));
+    expect(policy.rule).toEqual([
+      {
+        mcpName: "agent-chat",
+        toolName: [
+          "chat_channels",
+          "chat_create_channel",
+          "chat_post",
+          "chat_read",
+          "chat_wait",
+          "chat_tasks",
+        ],
+        decision: "allow",
+        priority: 100,
+        modes: ["default", "autoEdit", "yolo"],
+      },
     ]);
+    expect(settings.tools).toBeUndefined();
     expect(Object.keys(settings.hooks)).toEqual(["SessionStart", "BeforeAgent", "AfterAgent"]);
     expect(settings.hooks.BeforeAgent[0].hooks[0].command).toContain(
       "hook prompt --as carol --format gemini",

@@ -225,7 +225,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
       const root = ctx.root;
       const report = await runDoctor({
         root: isNatsUrl(root) ? root : resolve(root),
-        agent: opts.as ?? ctx.env.AGENT_CHAT_NAME,
+        rootGiven: program.opts().root !== undefined || Boolean(ctx.env.AGENT_CHAT_ROOT),
+        agent: opts.as || ctx.env.AGENT_CHAT_NAME || undefined,
         tools,
         toolsChosen: opts.tool !== undefined,
         projectDir: resolve(opts.dir ?? "."),
