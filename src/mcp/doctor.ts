@@ -218,68 +218,25 @@ function checkIdentity(
 }
 
 function checkTools(o: DoctorOptions, found: Found[], agent: string | undefined): DoctorCheck[] {
-  const checks: DoctorCheck[] = [];
   const setupCommand = (tool: SetupTool) =>
     `run: agent-chat setup ${tool} --as ${shellQuote(agent ?? "NAME")} --write`;
-  let setUp = 0;
-  for (const f of found) {
-    const tool = f.tool;
+  const checks: DoctorCheck[] = found.map((f) => {
     if ("error" in f) {
-      checks.push(
-        bad(tool, "fail", f.error, `fix or move aside that file, then ${setupCommand(tool)}`),
+      return bad(
+        f.tool,
+        "fail",
+        f.error,
+        `fix or move aside that file, then ${setupCommand(f.tool)}`,
       );
-      continue;
     }
-    const state = f.state;
-    if (!state.server) {
-      // A tool the user does not use is not an error, unless they asked about it by name.
-      checks.push(bad(tool, o.toolsChosen ? "fail" : "warn", "not set up", setupCommand(tool)));
-      continue;
+    // A tool the user does not use is not an error, unless they asked about it by name.
+    if (!f.state.server) {
+      return bad(f.tool, o.toolsChosen ? "fail" : "warn", "not set up", setupCommand(f.tool));
     }
-    setUp++;
-    const problems: { message: string; fix: string }[] = [];
-    if (state.missingHooks.length > 0) {
-      problems.push({
-        message: `no agent-chat hook for ${state.missingHooks.join(", ")} in ${state.hooksFile}`,
-        fix: setupCommand(tool),
-      });
-    }
-    if (agent && state.agent !== undefined && state.agent !== agent) {
-      problems.push({
-        message: `its files run agent-chat as ${state.agent}, not ${agent}`,
-        fix: setupCommand(tool),
-      });
-    }
-    if (state.root !== undefined && !isNatsUrl(o.root) && state.root !== o.root) {
-      problems.push({
-        message: `its files use the root ${state.root}, not ${o.root}`,
-        fix: `check that one: agent-chat --root ${shellQuote(state.root)} doctor, or ${setupCommand(tool)}`,
-      });
-    }
-    for (const gap of state.gaps) problems.push({ message: gap, fix: setupCommand(tool) });
-    if (state.pending) {
-      problems.push({
-        message: state.pending,
-        fix:
-          tool === "gemini"
-            ? `${setupCommand(tool)} --trust, or answer Gemini's trust question`
-            : setupCommand(tool),
-      });
-    }
-    if (problems.length > 0) {
-      checks.push(
-        bad(
-          tool,
-          "warn",
-          `server in ${state.serverFile}; ${problems.map((p) => p.message).join("; ")}`,
-          problems[0]!.fix,
-        ),
-      );
-    } else {
-      checks.push(ok(tool, `server in ${state.serverFile}, hooks in ${state.hooksFile}`));
-    }
-  }
-  if (setUp === 0 && !o.toolsChosen) {
+    return checkSetUpTool(o, f.state, agent, setupCommand(f.tool));
+  });
+  const setUp = found.some((f) => "state" in f && f.state.server);
+  if (!setUp && !o.toolsChosen) {
     checks.push(
       bad(
         "tools",
@@ -290,6 +247,43 @@ function checkTools(o: DoctorOptions, found: Found[], agent: string | undefined)
     );
   }
   return checks;
+}
+
+/** One tool whose files name the server: what of the rest is missing or differs, if anything. */
+function checkSetUpTool(
+  o: DoctorOptions,
+  state: SetupState,
+  agent: string | undefined,
+  setupCommand: string,
+): DoctorCheck {
+  const problems: { message: string; fix: string }[] = [];
+  const add = (message: string, fix = setupCommand) => problems.push({ message, fix });
+  if (state.missingHooks.length > 0) {
+    add(`no agent-chat hook for ${state.missingHooks.join(", ")} in ${state.hooksFile}`);
+  }
+  if (agent && state.agent !== undefined && state.agent !== agent) {
+    add(`its files run agent-chat as ${state.agent}, not ${agent}`);
+  }
+  if (state.root !== undefined && !isNatsUrl(o.root) && state.root !== o.root) {
+    add(
+      `its files use the root ${state.root}, not ${o.root}`,
+      `check that one: agent-chat --root ${shellQuote(state.root)} doctor, or ${setupCommand}`,
+    );
+  }
+  for (const gap of state.gaps) add(gap);
+  if (state.pending) {
+    add(
+      state.pending,
+      state.tool === "gemini"
+        ? `${setupCommand} --trust, or answer Gemini's trust question`
+        : setupCommand,
+    );
+  }
+  if (problems.length === 0) {
+    return ok(state.tool, `server in ${state.serverFile}, hooks in ${state.hooksFile}`);
+  }
+  const message = `server in ${state.serverFile}; ${problems.map((p) => p.message).join("; ")}`;
+  return bad(state.tool, "warn", message, problems[0]!.fix);
 }
 
 /** The longest stdout line read from a child: its answers are a few KiB; a flood is cut short. */
