@@ -15,8 +15,17 @@ export interface Terminal {
    * first (a question the test must never meet) or `timeoutMs` passes.
    */
   waitFor(want: RegExp, options?: { refuse?: RegExp; timeoutMs?: number }): Promise<string>;
-  /** Sends keys as tmux names them (`Enter`, `Down`, `C-c`) or literal text with `literal`. */
+  /** Sends keys as tmux names them (`Enter`, `Down`, `C-c`). */
   keys(...keys: string[]): void;
+  /**
+   * Sends `key` until the screen matches `until`: a screen can be drawn before the tool reads
+   * keys, and a key sent then is lost. Waits `patienceMs` for each press.
+   */
+  press(
+    key: string,
+    until: RegExp,
+    options?: { patienceMs?: number; tries?: number },
+  ): Promise<string>;
   type(text: string): void;
   /** Ends the tool and everything it started in its terminal, then the tmux server. */
   close(): Promise<void>;
@@ -58,8 +67,6 @@ export function startTerminal(
       command,
     ),
   );
-  // A tool that exits leaves its last screen up, so a test sees why.
-  tmux(["set-option", "-t", "t", "remain-on-exit", "on"]);
   const screen = () =>
     tmux(["capture-pane", "-p", "-t", "t"])
       .split("\n")
@@ -78,6 +85,16 @@ export function startTerminal(
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       }
     },
+    async press(key, until, { patienceMs = 3_000, tries = 5 } = {}) {
+      for (let i = 1; ; i++) {
+        tmux(["send-keys", "-t", "t", key]);
+        try {
+          return await this.waitFor(until, { timeoutMs: patienceMs });
+        } catch (err) {
+          if (i >= tries) throw err;
+        }
+      }
+    },
     keys: (...keys) => {
       tmux(["send-keys", "-t", "t", ...keys]);
     },
@@ -87,13 +104,22 @@ export function startTerminal(
     close: async () => {
       // The tool leads the pane's process group, with the MCP servers and hooks it started:
       // all of it ends with the test (Gemini CLI outlives a closed terminal for a while).
-      const group = Number(tmux(["display-message", "-p", "-t", "t", "#{pane_pid}"]).trim());
+      let group: number;
+      try {
+        group = Number(tmux(["display-message", "-p", "-t", "t", "#{pane_pid}"]).trim());
+      } catch {
+        return; // the tool and its terminal are gone already
+      }
       signalGroup(group, "SIGTERM");
       for (let i = 0; i < 50 && signalGroup(group, 0); i++) {
         await new Promise((resolve) => setTimeout(resolve, POLL_MS));
       }
       signalGroup(group, "SIGKILL");
-      tmux(["kill-server"]);
+      try {
+        tmux(["kill-server"]);
+      } catch {
+        // The server ends by itself with its last session.
+      }
     },
   };
 }
