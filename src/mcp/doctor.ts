@@ -5,7 +5,13 @@ import { validateName } from "../core/names.js";
 import { LineSplitter } from "../core/ndjson.js";
 import { createFileExclusive, entryKind, removeFileEntry } from "../fsutil/root-files.js";
 import { canonicalRoot, isNatsUrl, printableRoot, sameRoot } from "../store/roots.js";
-import { inspectSetup, type SetupLocations, type SetupTool, shellQuote } from "./setup.js";
+import {
+  inspectSetup,
+  type SetupLocations,
+  type SetupState,
+  type SetupTool,
+  shellQuote,
+} from "./setup.js";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -19,8 +25,11 @@ export interface DoctorCheck {
 }
 
 export interface DoctorOptions extends SetupLocations {
+  /** `--root` or `$AGENT_CHAT_ROOT` when `rootGiven`, else the default root. */
   root: string;
-  /** `--as` or `$AGENT_CHAT_NAME`, as given (checked here). */
+  /** Whether the user named the root: if not, the root the tools' files name is checked. */
+  rootGiven: boolean;
+  /** `--as` or `$AGENT_CHAT_NAME`, as given (checked here); unset: the tools' files name it. */
   agent: string | undefined;
   tools: readonly SetupTool[];
   /** Whether the user limited the tools (`--tool`): then a tool not set up is a failure. */
@@ -38,14 +47,60 @@ export interface DoctorReport {
   checks: DoctorCheck[];
 }
 
-/** Checks a machine end to end; never throws for what it finds, it reports it. */
-export async function runDoctor(o: DoctorOptions): Promise<DoctorReport> {
-  const checks: DoctorCheck[] = [await checkRoot(o.root)];
-  const agent = checkIdentity(o.agent, checks);
-  checks.push(...(await checkTools(o, agent)));
+/**
+ * Checks a machine end to end; never throws for what it finds, it reports it. The identity and
+ * the root not given are the ones the files setup wrote name (when the tools set up agree).
+ */
+export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
+  const found = await inspectTools(options);
+  const root = options.rootGiven ? undefined : namedByTools(found, "root");
+  const o = root?.value === undefined ? options : { ...options, root: root.value };
+  const checks: DoctorCheck[] = [await checkRoot(o.root, root?.from)];
+  const agent = checkIdentity(o.agent, namedByTools(found, "agent"), checks);
+  checks.push(...checkTools(o, found, agent));
   checks.push(await checkServer(o, agent));
   checks.push(await checkHook(o, agent));
   return { ok: checks.every((c) => c.status !== "fail"), checks };
+}
+
+/** What setup left in one tool's files, or why they cannot be read. */
+type Found = { tool: SetupTool; state: SetupState } | { tool: SetupTool; error: string };
+
+async function inspectTools(o: DoctorOptions): Promise<Found[]> {
+  const found: Found[] = [];
+  for (const tool of o.tools) {
+    try {
+      found.push({ tool, state: await inspectSetup(tool, o) });
+    } catch (err) {
+      found.push({ tool, error: reason(err) });
+    }
+  }
+  return found;
+}
+
+/** The value the set-up tools' files give `key`: one (and where), several, or none. */
+interface Named {
+  value?: string;
+  from?: string;
+  /** Every value with its file, when the files disagree. */
+  conflict?: string;
+}
+
+function namedByTools(found: Found[], key: "agent" | "root"): Named {
+  const seen = new Map<string, string>();
+  for (const f of found) {
+    if (!("state" in f) || !f.state.server) continue;
+    const value = f.state[key];
+    // Claude Code's identity and root are in its local settings, beside the hooks.
+    const file = f.tool === "claude-code" ? f.state.hooksFile : f.state.serverFile;
+    if (value !== undefined && !seen.has(value)) seen.set(value, file);
+  }
+  if (seen.size === 1) {
+    const [value, from] = [...seen][0]!;
+    return { value, from };
+  }
+  if (seen.size === 0) return {};
+  return { conflict: [...seen].map(([value, file]) => `${value} (${file})`).join(", ") };
 }
 
 function ok(check: string, message: string): DoctorCheck {
@@ -68,7 +123,12 @@ function kindAt(path: string): ReturnType<typeof entryKind> {
   }
 }
 
-async function checkRoot(root: string): Promise<DoctorCheck> {
+async function checkRoot(root: string, from: string | undefined): Promise<DoctorCheck> {
+  const check = await checkRootAt(root);
+  return from === undefined ? check : { ...check, message: `${check.message}, from ${from}` };
+}
+
+async function checkRootAt(root: string): Promise<DoctorCheck> {
   if (isNatsUrl(root)) return checkNatsRoot(root);
   try {
     return await checkRootFolder(root);
@@ -146,11 +206,19 @@ async function checkRootFolder(root: string): Promise<DoctorCheck> {
   return ok("root", `${root} (writable)`);
 }
 
-function checkIdentity(agent: string | undefined, checks: DoctorCheck[]): string | undefined {
+function checkIdentity(
+  given: string | undefined,
+  named: Named,
+  checks: DoctorCheck[],
+): string | undefined {
+  const fix = "pass --as NAME or set AGENT_CHAT_NAME=NAME";
+  if (!given && named.conflict) {
+    checks.push(bad("identity", "fail", `the tools' files name ${named.conflict}`, fix));
+    return undefined;
+  }
+  const agent = given || named.value;
   if (!agent) {
-    checks.push(
-      bad("identity", "fail", "no identity", "pass --as NAME or set AGENT_CHAT_NAME=NAME"),
-    );
+    checks.push(bad("identity", "fail", "no identity", fix));
     return undefined;
   }
   try {
@@ -159,74 +227,30 @@ function checkIdentity(agent: string | undefined, checks: DoctorCheck[]): string
     checks.push(bad("identity", "fail", reason(err), "pass a valid name with --as"));
     return undefined;
   }
-  checks.push(ok("identity", agent));
+  checks.push(ok("identity", given ? agent : `${agent} (from ${named.from})`));
   return agent;
 }
 
-async function checkTools(o: DoctorOptions, agent: string | undefined): Promise<DoctorCheck[]> {
-  const checks: DoctorCheck[] = [];
+function checkTools(o: DoctorOptions, found: Found[], agent: string | undefined): DoctorCheck[] {
   const setupCommand = (tool: SetupTool) =>
     `run: agent-chat setup ${tool} --as ${shellQuote(agent ?? "NAME")} --write`;
-  let setUp = 0;
-  for (const tool of o.tools) {
-    let state: Awaited<ReturnType<typeof inspectSetup>>;
-    try {
-      state = await inspectSetup(tool, o);
-    } catch (err) {
-      checks.push(
-        bad(tool, "fail", reason(err), `fix or move aside that file, then ${setupCommand(tool)}`),
+  const checks: DoctorCheck[] = found.map((f) => {
+    if ("error" in f) {
+      return bad(
+        f.tool,
+        "fail",
+        f.error,
+        `fix or move aside that file, then ${setupCommand(f.tool)}`,
       );
-      continue;
     }
-    if (!state.server) {
-      // A tool the user does not use is not an error, unless they asked about it by name.
-      checks.push(bad(tool, o.toolsChosen ? "fail" : "warn", "not set up", setupCommand(tool)));
-      continue;
+    // A tool the user does not use is not an error, unless they asked about it by name.
+    if (!f.state.server) {
+      return bad(f.tool, o.toolsChosen ? "fail" : "warn", "not set up", setupCommand(f.tool));
     }
-    setUp++;
-    const problems: { message: string; fix: string }[] = [];
-    if (state.missingHooks.length > 0) {
-      problems.push({
-        message: `no agent-chat hook for ${state.missingHooks.join(", ")} in ${state.hooksFile}`,
-        fix: setupCommand(tool),
-      });
-    }
-    if (agent && state.agent !== undefined && state.agent !== agent) {
-      problems.push({
-        message: `its files run agent-chat as ${state.agent}, not ${agent}`,
-        fix: setupCommand(tool),
-      });
-    }
-    if (state.root !== undefined && !sameRoot(state.root, o.root)) {
-      const theirs = printableRoot(state.root);
-      problems.push({
-        message: `its files use the root ${theirs}, not ${printableRoot(o.root)}`,
-        fix: `check that one: agent-chat --root ${shellQuote(theirs)} doctor, or ${setupCommand(tool)}`,
-      });
-    }
-    if (state.pending) {
-      problems.push({
-        message: state.pending,
-        fix:
-          tool === "gemini"
-            ? `${setupCommand(tool)} --trust, or answer Gemini's trust question`
-            : setupCommand(tool),
-      });
-    }
-    if (problems.length > 0) {
-      checks.push(
-        bad(
-          tool,
-          "warn",
-          `server in ${state.serverFile}; ${problems.map((p) => p.message).join("; ")}`,
-          problems[0]!.fix,
-        ),
-      );
-    } else {
-      checks.push(ok(tool, `server in ${state.serverFile}, hooks in ${state.hooksFile}`));
-    }
-  }
-  if (setUp === 0 && !o.toolsChosen) {
+    return checkSetUpTool(o, f.state, agent, setupCommand(f.tool));
+  });
+  const setUp = found.some((f) => "state" in f && f.state.server);
+  if (!setUp && !o.toolsChosen) {
     checks.push(
       bad(
         "tools",
@@ -237,6 +261,44 @@ async function checkTools(o: DoctorOptions, agent: string | undefined): Promise<
     );
   }
   return checks;
+}
+
+/** One tool whose files name the server: what of the rest is missing or differs, if anything. */
+function checkSetUpTool(
+  o: DoctorOptions,
+  state: SetupState,
+  agent: string | undefined,
+  setupCommand: string,
+): DoctorCheck {
+  const problems: { message: string; fix: string }[] = [];
+  const add = (message: string, fix = setupCommand) => problems.push({ message, fix });
+  if (state.missingHooks.length > 0) {
+    add(`no agent-chat hook for ${state.missingHooks.join(", ")} in ${state.hooksFile}`);
+  }
+  if (agent && state.agent !== undefined && state.agent !== agent) {
+    add(`its files run agent-chat as ${state.agent}, not ${agent}`);
+  }
+  if (state.root !== undefined && !sameRoot(state.root, o.root)) {
+    const theirs = printableRoot(state.root);
+    add(
+      `its files use the root ${theirs}, not ${printableRoot(o.root)}`,
+      `check that one: agent-chat --root ${shellQuote(theirs)} doctor, or ${setupCommand}`,
+    );
+  }
+  for (const gap of state.gaps) add(gap);
+  if (state.pending) {
+    add(
+      state.pending,
+      state.tool === "gemini"
+        ? `${setupCommand} --trust, or answer Gemini's trust question`
+        : setupCommand,
+    );
+  }
+  if (problems.length === 0) {
+    return ok(state.tool, `server in ${state.serverFile}, hooks in ${state.hooksFile}`);
+  }
+  const message = `server in ${state.serverFile}; ${problems.map((p) => p.message).join("; ")}`;
+  return bad(state.tool, "warn", message, problems[0]!.fix);
 }
 
 /** The longest stdout line read from a child: its answers are a few KiB; a flood is cut short. */

@@ -35,6 +35,16 @@ export interface SetupOptions {
   wake?: boolean;
   /** Codex: `default_tools_approval_mode` for the agent-chat server (unset: Codex's default). */
   toolsApproval?: CodexToolsApproval;
+  /** The git repository projectDir is in, if it is in one: its files setup keeps out of git. */
+  git?: GitExclude;
+}
+
+/** Where a repository's own ignore list is, and where the project folder is in its tree. */
+export interface GitExclude {
+  /** The absolute path of its `info/exclude` (never committed, never shared). */
+  excludeFile: string;
+  /** projectDir relative to the top of the work tree: "" or "sub/dir/". */
+  prefix: string;
 }
 
 /** Codex's `AppToolApproval` values (codex-rs/config/src/mcp_types.rs). */
@@ -43,7 +53,7 @@ export const CODEX_TOOLS_APPROVALS: readonly CodexToolsApproval[] = ["auto", "pr
 
 export interface SetupFile {
   path: string;
-  format: "json" | "toml";
+  format: "json" | "toml" | "text";
   /** What this file needs from us, as a document of its own. */
   snippet: string;
   /** The file's new text, given its current text (undefined when it does not exist). */
@@ -64,11 +74,30 @@ export interface SetupPlan {
   todo: string[];
 }
 
-/** What each tool's plan says; {@link planSetup} adds where the project is. */
-type ToolPlan = Omit<SetupPlan, "projectDir">;
+/**
+ * What each tool's plan says; {@link planSetup} adds where the project is, and keeps the
+ * project files in `personal` (relative to projectDir) out of git.
+ */
+type ToolPlan = Omit<SetupPlan, "projectDir"> & { personal?: string[] };
 
 /** The MCP server's name in every tool's configuration. */
 export const SERVER_NAME = "agent-chat";
+
+/**
+ * The tools an agent may call without asking: every tool but chat_workspace, whose delete and
+ * overwrite actions remove content (its annotations say destructive), so a tool may still ask.
+ */
+export const UNASKED_TOOLS = [
+  "chat_channels",
+  "chat_create_channel",
+  "chat_post",
+  "chat_read",
+  "chat_wait",
+  "chat_tasks",
+] as const;
+
+/** Claude Code's permission rule for one tool of our server (`mcp__<server>__<tool>`). */
+export const claudeToolRule = (tool: string) => `mcp__${SERVER_NAME}__${tool}`;
 /** Long waits need more than the 60 s that Codex and others allow a tool call by default. */
 const TOOL_TIMEOUT_SECONDS = 960;
 /** Hooks count unread messages in milliseconds; the host's timeout only guards a stuck disk. */
@@ -92,8 +121,15 @@ export function planSetup(options: SetupOptions): SetupPlan {
         return geminiPlan(options);
     }
   })();
-  const notes = [...plan.notes, ...credentialNote(options.root)];
-  return { ...plan, notes, projectDir: resolve(options.projectDir) };
+  const { personal = [], ...rest } = plan;
+  if (personal.length > 0 && options.git) {
+    rest.files.push(gitExcludeFile(options.git, personal));
+    rest.notes.push(
+      `Kept out of git: ${personal.join(", ")} (it names you), listed in ${options.git.excludeFile}, the repository's own ignore file that is never committed.`,
+    );
+  }
+  const notes = [...rest.notes, ...credentialNote(options.root)];
+  return { ...rest, notes, projectDir: resolve(options.projectDir) };
 }
 
 /**
@@ -107,6 +143,27 @@ function credentialNote(root: string): string[] {
   return [
     `the root's URL carries credentials, now in the files above as AGENT_CHAT_ROOT; to keep them out, set up with ${printableRoot(root)} and give AGENT_CHAT_NATS_USER/AGENT_CHAT_NATS_PASS (or AGENT_CHAT_NATS_CREDS) in the tool's environment (docs/nats.md)`,
   ];
+}
+
+/** The exclude list with a line for each per-user file that no line names yet. */
+function gitExcludeFile(git: GitExclude, personal: string[]): SetupFile {
+  // A leading slash anchors the pattern at the top of the work tree (gitignore(5)).
+  const patterns = personal.map((path) => `/${git.prefix}${path.split(sep).join("/")}`);
+  const block = `# agent-chat setup: per-user files (identity, root)\n${patterns.join("\n")}\n`;
+  return {
+    path: git.excludeFile,
+    format: "text",
+    snippet: block,
+    merge: (existing) => {
+      const lines = (existing ?? "").split("\n").map((line) => line.trim());
+      const missing = patterns.filter((pattern) => !lines.includes(pattern));
+      if (missing.length === 0) return existing as string;
+      const before =
+        existing === undefined || existing === "" ? "" : existing.replace(/\n*$/, "\n");
+      const header = lines.includes(block.split("\n")[0]!) ? "" : `${block.split("\n")[0]}\n`;
+      return `${before}${header}${missing.join("\n")}\n`;
+    },
+  };
 }
 
 /**
@@ -279,6 +336,8 @@ interface SettingsEdit {
   env?: Record<string, string>;
   /** Claude Code's per-user approval of a project `.mcp.json` server. */
   enableMcpjsonServer?: boolean;
+  /** Claude Code's `permissions.allow` rules to add (the user's own rules stay). */
+  allow?: string[];
   /** Our wake hook, and whether to write it (unset: if the file has one already). */
   wake?: { hook: Json; on: boolean | undefined };
 }
@@ -293,6 +352,12 @@ function mergeSettings(path: string, existing: string | undefined, edit: Setting
   if (edit.enableMcpjsonServer) {
     const list = Array.isArray(doc.enabledMcpjsonServers) ? doc.enabledMcpjsonServers : [];
     if (!list.includes(SERVER_NAME)) doc.enabledMcpjsonServers = [...list, SERVER_NAME];
+  }
+  if (edit.allow) {
+    const permissions = objectAt(doc, "permissions", path);
+    const list = Array.isArray(permissions.allow) ? (permissions.allow as unknown[]) : [];
+    const missing = edit.allow.filter((rule) => !list.includes(rule));
+    if (missing.length > 0) doc.permissions = { ...permissions, allow: [...list, ...missing] };
   }
   if (edit.hooks) doc.hooks = mergeHooks(objectAt(doc, "hooks", path), edit.hooks, edit.wake);
   return `${JSON.stringify(doc, null, 2)}\n`;
@@ -374,6 +439,7 @@ function jsonFile(path: string, edit: SettingsEdit): SetupFile {
   if (edit.server) snippet[edit.server.key] = { [SERVER_NAME]: edit.server.entry };
   if (edit.env) snippet.env = edit.env;
   if (edit.enableMcpjsonServer) snippet.enabledMcpjsonServers = [SERVER_NAME];
+  if (edit.allow) snippet.permissions = { allow: edit.allow };
   if (edit.hooks) {
     snippet.hooks = edit.wake?.on
       ? { ...edit.hooks, Stop: [...(edit.hooks.Stop ?? []), { hooks: [edit.wake.hook] }] }
@@ -392,10 +458,15 @@ function jsonFile(path: string, edit: SettingsEdit): SetupFile {
  * root), so it can be committed; who the agent is and where the channels are go in
  * `.claude/settings.local.json`, the per-checkout file Claude Code keeps out of git: its `env`
  * reaches the server and the hooks, `enabledMcpjsonServers` approves the project server (else
- * `claude mcp list` shows it "Pending approval"), and the hooks carry the identity themselves.
+ * `claude mcp list` shows it "Pending approval"), `permissions.allow` lets the agent call
+ * {@link UNASKED_TOOLS} unasked (without a rule Claude Code asks each time, and `claude -p`
+ * denies the call), and the hooks carry the identity themselves. `alwaysLoad` (a key of Claude
+ * Code's server schema) lists our tools to the model up front: by default Claude Code defers
+ * MCP tools behind its ToolSearch tool, and a model that never searches never sees them.
  */
 function claudePlan(o: SetupOptions): ToolPlan {
-  const entry = { type: "stdio", command: o.command, args: ["mcp"] };
+  const entry = { type: "stdio", command: o.command, args: ["mcp"], alwaysLoad: true };
+  const local = join(".claude", "settings.local.json");
   const hooks = hookGroups(o, "claude", (_event, command) => ({
     type: "command",
     command,
@@ -406,14 +477,16 @@ function claudePlan(o: SetupOptions): ToolPlan {
     tool: "claude-code",
     files: [
       jsonFile(join(o.projectDir, ".mcp.json"), { server: { key: "mcpServers", entry } }),
-      jsonFile(join(o.projectDir, ".claude", "settings.local.json"), {
+      jsonFile(join(o.projectDir, local), {
         env: { AGENT_CHAT_NAME: o.agent, AGENT_CHAT_ROOT: o.root },
         enableMcpjsonServer: true,
+        allow: UNASKED_TOOLS.map(claudeToolRule),
         hooks,
         wake,
       }),
       sharedFileCleanup(join(o.projectDir, ".claude", "settings.json"), undefined),
     ],
+    personal: [local],
     oneCommand: [
       "claude mcp add",
       SERVER_NAME,
@@ -425,13 +498,14 @@ function claudePlan(o: SetupOptions): ToolPlan {
     ].join(" "),
     notes: [
       ".mcp.json names no one and can be committed; the identity, the root, the approval and the hooks are in .claude/settings.local.json (not committed).",
+      `Permissions: the agent calls ${UNASKED_TOOLS.join(", ")} without asking; chat_workspace (it can delete files of a channel's workspace) still asks. The one command writes no rule: then Claude Code asks for every call.`,
       "Hooks: SessionStart and UserPromptSubmit add the unread notice to the model's context; Stop tells you (add --block to the stop hook to make the agent read instead).",
       o.wake
         ? `Wake: a second Stop hook (hook wait, "async": true, "asyncRewake": true) parks after each turn and, when a message for ${o.agent} arrives that the session has neither read nor been told of, wakes the idle session with a new turn that carries a short notice; it moves no cursor and gives up after ${DEFAULT_WAKE_TIMEOUT_S / 60} minutes idle.`
         : "--wake also wakes an idle session when a message arrives (an async Stop hook that parks until one does); --no-wake takes it out.",
     ],
     todo: [
-      `Claude Code: start \`claude\` in ${o.projectDir} and accept its "trust this folder" question (servers and hooks wait for it); \`claude mcp list\` then shows agent-chat connected.`,
+      `Claude Code: start \`claude\` in ${o.projectDir} and accept its "trust this folder" question (servers and hooks wait for it); \`claude mcp list\` then shows agent-chat connected. docs/first-run.md lists every question of a first run.`,
     ],
   };
 }
@@ -456,7 +530,11 @@ function wakeHook(o: SetupOptions): Json {
 
 /**
  * Gemini CLI: the server and the hooks go in the user's settings (they name the agent), never in
- * a project `.gemini/settings.json` a team commits. Gemini CLI runs neither in a folder it does
+ * a project `.gemini/settings.json` a team commits. A policy file of the user's (see
+ * {@link geminiPolicyFile}) lets {@link UNASKED_TOOLS} run unasked: by default Gemini CLI asks
+ * before every MCP tool call, and `gemini -p` does not even offer the model a tool that would
+ * ask. (A server's `trust: true` would skip the question for chat_workspace too, whatever a
+ * rule says; `tools.allowed` is deprecated, Gemini CLI warns at each start.) Gemini CLI runs neither in a folder it does
  * not trust; `--trust` adds the folder to its trustedFolders.json (`{ "/abs": "TRUST_FOLDER" }`,
  * gemini-cli packages/core/src/utils/trust.ts).
  */
@@ -474,7 +552,11 @@ function geminiPlan(o: SetupOptions): ToolPlan {
     timeout: HOOK_TIMEOUT_SECONDS * 1000,
   }));
   const files = [
-    jsonFile(join(o.geminiDir, "settings.json"), { server: { key: "mcpServers", entry }, hooks }),
+    jsonFile(join(o.geminiDir, "settings.json"), {
+      server: { key: "mcpServers", entry },
+      hooks,
+    }),
+    geminiPolicyFile(join(o.geminiDir, "policies", `${SERVER_NAME}.toml`)),
     sharedFileCleanup(join(o.projectDir, ".gemini", "settings.json"), "mcpServers"),
   ];
   if (o.trust) files.push(trustedFolderFile(o.geminiTrustedFolders, o.projectDir));
@@ -492,6 +574,7 @@ function geminiPlan(o: SetupOptions): ToolPlan {
     notes: [
       "The server and hooks are in your user settings (they name you); a project's .gemini/settings.json is left to the team.",
       "The one command adds the server only; hooks (SessionStart, BeforeAgent, AfterAgent) come with --write or by pasting the JSON.",
+      `Permissions: the policy file policies/${SERVER_NAME}.toml lets the agent call ${UNASKED_TOOLS.join(", ")} without asking, also under \`gemini -p\` (which offers no tool that would ask); chat_workspace (it can delete files of a channel's workspace) still asks.`,
     ],
     todo: o.trust
       ? [`Gemini CLI: start \`gemini\` in ${o.projectDir}; \`gemini mcp list\` shows agent-chat.`]
@@ -499,6 +582,27 @@ function geminiPlan(o: SetupOptions): ToolPlan {
           `Gemini CLI: trust ${o.projectDir} (Gemini runs no server or hook in an untrusted folder): answer its trust question, or run setup again with --trust.`,
         ],
   };
+}
+
+/**
+ * Gemini CLI's policy engine reads every `*.toml` of the user's `policies` folder (user tier,
+ * above its defaults): this one, agent-chat's own, allows our tools (`mcpName` + `toolName`,
+ * gemini-cli packages/core/src/policy/toml-loader.ts) outside plan mode, where Gemini CLI's own
+ * rules keep asking. Setup owns the file and writes it whole.
+ */
+function geminiPolicyFile(path: string): SetupFile {
+  const text = [
+    `# Written by \`agent-chat setup gemini\`: the ${SERVER_NAME} MCP server's tools that remove nothing`,
+    "# run without asking (chat_workspace, which can delete, still asks). Rewritten by each setup.",
+    "[[rule]]",
+    `mcpName = ${tomlString(SERVER_NAME)}`,
+    `toolName = [${UNASKED_TOOLS.map(tomlString).join(", ")}]`,
+    'decision = "allow"',
+    "priority = 100",
+    'modes = ["default", "autoEdit", "yolo"]',
+    "",
+  ].join("\n");
+  return { path, format: "toml", snippet: text, merge: () => text };
 }
 
 function trustedFolderFile(path: string, folder: string): SetupFile {
@@ -654,6 +758,8 @@ export interface SetupState {
   root?: string;
   /** An approval the tool is still waiting for, as far as its files show. */
   pending?: string;
+  /** What else setup writes that the files lack, said as what the user will meet. */
+  gaps: string[];
 }
 
 /**
@@ -678,6 +784,7 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
   let format: HookFormat;
   let pending: string | undefined;
   let env: unknown;
+  const gaps: string[] = [];
   switch (tool) {
     case "claude-code": {
       serverFile = join(projectDir, ".mcp.json");
@@ -686,6 +793,7 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
       format = "claude";
       const local = await json(hooksFile);
       env = local.env;
+      gaps.push(...claudeGaps((await json(serverFile)).mcpServers, local, hooksFile));
       const approved = local.enabledMcpjsonServers;
       if (!Array.isArray(approved) || !approved.includes(SERVER_NAME)) {
         pending = `Claude Code shows the server "Pending approval": ${SERVER_NAME} is not in enabledMcpjsonServers of ${hooksFile}`;
@@ -706,6 +814,10 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
       servers = (await json(serverFile)).mcpServers;
       hooksFile = serverFile;
       format = "gemini";
+      const policy = join(at.geminiDir, "policies", `${SERVER_NAME}.toml`);
+      if ((await read(policy)) === undefined) {
+        gaps.push(`Gemini CLI asks before each chat tool call (no ${policy})`);
+      }
       const trusted = await json(at.geminiTrustedFolders);
       if (!geminiTrusts(trusted, projectDir)) {
         pending = `Gemini CLI runs no server or hook in ${projectDir}: it is not in ${at.geminiTrustedFolders}`;
@@ -739,7 +851,30 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
     ...(agent !== undefined && { agent }),
     ...(root !== undefined && { root }),
     ...(pending !== undefined && { pending }),
+    gaps,
   };
+}
+
+/** What Claude Code's files lack for the agent to see and call the tools unasked. */
+function claudeGaps(servers: unknown, local: Json, localFile: string): string[] {
+  const gaps: string[] = [];
+  const entry = (servers as Json | undefined)?.[SERVER_NAME] as Json | undefined;
+  if (entry !== undefined && entry.alwaysLoad !== true) {
+    gaps.push("Claude Code defers the chat tools behind ToolSearch (no alwaysLoad in .mcp.json)");
+  }
+  const allow = (local.permissions as Json | undefined)?.allow;
+  const rules = Array.isArray(allow) ? allow : [];
+  // A rule for the whole server (`mcp__agent-chat`, or with `__*`) allows every tool of it.
+  const wholeServer = [claudeToolRule("").slice(0, -2), claudeToolRule("*")];
+  const asks = wholeServer.some((rule) => rules.includes(rule))
+    ? []
+    : UNASKED_TOOLS.filter((tool) => !rules.includes(claudeToolRule(tool)));
+  if (asks.length > 0) {
+    gaps.push(
+      `Claude Code asks before each call of ${asks.join(", ")} (no permissions.allow rule in ${localFile})`,
+    );
+  }
+  return gaps;
 }
 
 /**

@@ -18,8 +18,7 @@ const claude = () => toolBinary("claude");
 beforeEach(async () => {
   sandbox = makeSandbox("agent-chat-claude-");
   stub = await startModelStub({
-    toolSuffix: "__chat_post",
-    args: { channel: "general", body: "hello from claude" },
+    calls: [{ toolSuffix: "__chat_post", args: { channel: "general", body: "hello from claude" } }],
     text: "Posted.",
   });
 });

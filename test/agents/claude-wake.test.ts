@@ -18,7 +18,7 @@ const claude = () => toolBinary("claude");
 beforeEach(async () => {
   sandbox = makeSandbox("agent-chat-claude-wake-");
   // No tool call: each turn is one request and a plain answer.
-  stub = await startModelStub({ toolSuffix: "__no_such_tool", args: {}, text: "Done." });
+  stub = await startModelStub({ calls: [], text: "Done." });
 });
 afterEach(async () => {
   await stub.close();

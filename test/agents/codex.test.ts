@@ -20,8 +20,7 @@ beforeEach(async () => {
   sandbox = makeSandbox("agent-chat-codex-");
   codexHome = join(sandbox.home, ".codex");
   stub = await startModelStub({
-    toolSuffix: "chat_post",
-    args: { channel: "general", body: "hello from codex" },
+    calls: [{ toolSuffix: "chat_post", args: { channel: "general", body: "hello from codex" } }],
     text: "Posted.",
   });
 });

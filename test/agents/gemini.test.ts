@@ -18,8 +18,7 @@ const gemini = () => toolBinary("gemini");
 beforeEach(async () => {
   sandbox = makeSandbox("agent-chat-gemini-");
   stub = await startModelStub({
-    toolSuffix: "chat_post",
-    args: { channel: "general", body: "hello from gemini" },
+    calls: [{ toolSuffix: "chat_post", args: { channel: "general", body: "hello from gemini" } }],
     text: "Posted.",
   });
 });

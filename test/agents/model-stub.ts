@@ -3,9 +3,10 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A stand-in for the model APIs on 127.0.0.1, so the real agent tools run with no model
- * reachable. Each conversation goes the same way: while the request offers the tool named
- * `toolSuffix` and holds no tool result yet, the model answers with a call to it; after that,
- * with plain text. Every request is kept, so a test can look for what hooks added to it.
+ * reachable. Each conversation goes the same way: the model makes the script's calls one after
+ * the other (the next one once the request holds as many tool results as calls made so far, and
+ * only if the request offers that tool), then answers with plain text. Every request is kept, so
+ * a test can look for what hooks added to it and what the tools gave back.
  */
 export interface ModelStub {
   url: string;
@@ -13,12 +14,22 @@ export interface ModelStub {
   close(): Promise<void>;
 }
 
-export interface StubScript {
+export interface StubCall {
   /** The end of the tool's name as the host lists it (hosts prefix MCP tools with the server). */
   toolSuffix: string;
   args: Record<string, unknown>;
+}
+
+export interface StubScript {
+  /** The calls of each conversation, in order (none: each turn is one plain answer). */
+  calls: StubCall[];
   /** The final answer. */
   text: string;
+}
+
+/** The script's next call, given how many tool results the conversation holds so far. */
+function nextCall(script: StubScript, results: number): StubCall | undefined {
+  return script.calls[results];
 }
 
 export async function startModelStub(script: StubScript): Promise<ModelStub> {
@@ -87,15 +98,18 @@ function sse(res: ServerResponse, events: [string | undefined, Json][]): void {
 
 /** Anthropic Messages API (Claude Code): streamed or not, a tool_use turn then a text turn. */
 function anthropicMessages(res: ServerResponse, request: Json, script: StubScript): void {
-  const tools = (request.tools as { name?: string }[] | undefined) ?? [];
-  const tool = tools.find((t) => t.name?.endsWith(script.toolSuffix))?.name;
   const messages = (request.messages as { content?: unknown }[] | undefined) ?? [];
-  const answered = messages.some(
-    (m) => Array.isArray(m.content) && m.content.some((b: Json) => b?.type === "tool_result"),
-  );
+  const results = messages
+    .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .filter((b: Json) => b?.type === "tool_result").length;
+  const call = nextCall(script, results);
+  // A deferred tool (`defer_loading`, behind Claude Code's ToolSearch) is not shown to the model.
+  const tools = (request.tools as { name?: string; defer_loading?: boolean }[] | undefined) ?? [];
+  const tool =
+    call && tools.find((t) => t.defer_loading !== true && t.name?.endsWith(call.toolSuffix))?.name;
   const block: Json =
-    tool && !answered
-      ? { type: "tool_use", id: "toolu_stub_1", name: tool, input: script.args }
+    call && tool
+      ? { type: "tool_use", id: `toolu_stub_${results + 1}`, name: tool, input: call.args }
       : { type: "text", text: script.text };
   const stop = block.type === "tool_use" ? "tool_use" : "end_turn";
   const message = {
@@ -115,7 +129,7 @@ function anthropicMessages(res: ServerResponse, request: Json, script: StubScrip
   const start = block.type === "tool_use" ? { ...block, input: {} } : { type: "text", text: "" };
   const delta =
     block.type === "tool_use"
-      ? { type: "input_json_delta", partial_json: JSON.stringify(script.args) }
+      ? { type: "input_json_delta", partial_json: JSON.stringify(block.input) }
       : { type: "text_delta", text: script.text };
   sse(res, [
     ["message_start", { type: "message_start", message: { ...message, content: [] } }],
@@ -137,24 +151,25 @@ function anthropicMessages(res: ServerResponse, request: Json, script: StubScrip
 /** OpenAI Responses API (Codex), streamed: a function_call turn then a message turn. */
 function openaiResponses(res: ServerResponse, request: Json, script: StubScript): void {
   type Tool = { type?: string; name?: string; tools?: Tool[] };
+  const input = (request.input as { type?: string }[] | undefined) ?? [];
+  const results = input.filter((item) => item?.type === "function_call_output").length;
+  const next = nextCall(script, results);
   // Codex lists each MCP server's tools in a namespace (mcp__agent_chat) of plain functions.
   let call: Json | undefined;
-  for (const t of (request.tools as Tool[] | undefined) ?? []) {
-    if (t.name?.endsWith(script.toolSuffix)) call = { name: t.name };
-    const inner = t.tools?.find((f) => f.name?.endsWith(script.toolSuffix));
+  for (const t of next ? ((request.tools as Tool[] | undefined) ?? []) : []) {
+    if (t.name?.endsWith(next!.toolSuffix)) call = { name: t.name };
+    const inner = t.tools?.find((f) => f.name?.endsWith(next!.toolSuffix));
     if (t.type === "namespace" && inner) call = { namespace: t.name, name: inner.name };
   }
-  const input = (request.input as { type?: string }[] | undefined) ?? [];
-  const answered = input.some((item) => item?.type === "function_call_output");
   const id = `resp_stub_${Date.now()}`;
   const item: Json =
-    call && !answered
+    call && next
       ? {
           type: "function_call",
-          id: "fc_stub_1",
-          call_id: "call_stub_1",
+          id: `fc_stub_${results + 1}`,
+          call_id: `call_stub_${results + 1}`,
           ...call,
-          arguments: JSON.stringify(script.args),
+          arguments: JSON.stringify(next.args),
         }
       : {
           type: "message",
@@ -191,15 +206,18 @@ function geminiGenerate(
   const names = ((request.tools as Declarations[] | undefined) ?? []).flatMap((t) =>
     (t.functionDeclarations ?? []).map((f) => f.name ?? ""),
   );
-  const tool = names.find((n) => n.endsWith(script.toolSuffix));
   const contents = (request.contents as { parts?: Json[] }[] | undefined) ?? [];
-  const answered = contents.some((c) => c.parts?.some((p) => p.functionResponse !== undefined));
+  const results = contents
+    .flatMap((c) => c.parts ?? [])
+    .filter((p) => p.functionResponse !== undefined).length;
+  const call = nextCall(script, results);
+  const tool = call && names.find((n) => n.endsWith(call.toolSuffix));
   const config = (request.generationConfig ?? {}) as { responseJsonSchema?: Schema };
   // Side requests (Gemini CLI's model router, its next-speaker check) ask for JSON of a schema.
   const part = config.responseJsonSchema
     ? { text: JSON.stringify(fromSchema(config.responseJsonSchema)) }
-    : tool && !answered
-      ? { functionCall: { name: tool, args: script.args } }
+    : call && tool
+      ? { functionCall: { name: tool, args: call.args } }
       : { text: script.text };
   const chunk = {
     candidates: [{ content: { role: "model", parts: [part] }, finishReason: "STOP", index: 0 }],
@@ -233,4 +251,31 @@ function fromSchema(schema: Schema): unknown {
     default:
       return "stand-in";
   }
+}
+
+/**
+ * The tool results one request carries back to the model, in order, as text: Anthropic's
+ * `tool_result` blocks, OpenAI's `function_call_output` items, Gemini's `functionResponse` parts.
+ */
+export function toolResults(body: string): string[] {
+  let request: Json;
+  try {
+    request = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  const text = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
+  const messages = (request.messages as { content?: unknown }[] | undefined) ?? [];
+  const anthropic = messages
+    .flatMap((m) => (Array.isArray(m.content) ? (m.content as Json[]) : []))
+    .filter((b) => b?.type === "tool_result")
+    .map((b) => text(b.content));
+  const input = Array.isArray(request.input) ? (request.input as Json[]) : [];
+  const openai = input.filter((i) => i?.type === "function_call_output").map((i) => text(i.output));
+  const contents = (request.contents as { parts?: Json[] }[] | undefined) ?? [];
+  const gemini = contents
+    .flatMap((c) => c.parts ?? [])
+    .filter((p) => p.functionResponse !== undefined)
+    .map((p) => text(p.functionResponse));
+  return [...anthropic, ...openai, ...gemini];
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
@@ -85,6 +85,45 @@ describe("agent-chat doctor", () => {
     expect(readdirSync(root).filter((n) => n.startsWith(".agent-chat-doctor"))).toEqual([]);
   });
 
+  it("right after setup, without --as or --root: the identity and the root come from the files setup wrote, exit 0", async () => {
+    // As a user runs it: no --root, no AGENT_CHAT_ROOT, no AGENT_CHAT_NAME.
+    const bare = (args: string[]) =>
+      runCli(args, {
+        cwd: project,
+        env: {
+          HOME: home,
+          CODEX_HOME: join(home, ".codex"),
+          GEMINI_CLI_HOME: home,
+          XDG_STATE_HOME: join(home, ".state"),
+          AGENT_CHAT_ROOT: undefined,
+        },
+        timeoutMs: 40_000,
+      });
+    expect((await cli(["setup", "claude-code", "--as", "alice", "--write"])).code).toBe(0);
+    const local = join(project, ".claude", "settings.local.json");
+    const r = await bare(["doctor"]);
+    expect(r.stderr).toBe("");
+    expect(r.code, r.stdout).toBe(0);
+    const l = lines(r.stdout);
+    expect(l.identity).toBe(`ok    identity: alice (from ${local})`);
+    expect(l.root).toBe(
+      `ok    root: ${root} (does not exist yet; created on first use), from ${local}`,
+    );
+    expect(l["claude-code"]).toMatch(/^ok {4}claude-code: /);
+    expect(l.hook).toBe("ok    hook: runs (exit 0)");
+
+    // Per tool: Codex's files say the same; a second identity is a question only --as answers.
+    expect((await cli(["setup", "codex", "--as", "alice", "--write"])).code).toBe(0);
+    expect((await bare(["doctor"])).code).toBe(0);
+    expect((await cli(["setup", "codex", "--as", "bob", "--write"])).code).toBe(0);
+    const two = await bare(["doctor"]);
+    expect(two.code).toBe(1);
+    expect(lines(two.stdout).identity).toBe(
+      `fail  identity: the tools' files name alice (${local}), bob (${join(home, ".codex", "config.toml")}) (pass --as NAME or set AGENT_CHAT_NAME=NAME)`,
+    );
+    expect((await bare(["doctor", "--as", "bob", "--tool", "codex"])).code).toBe(0);
+  });
+
   it("a tool named with --tool that is not set up fails, and the identity comes from the environment", async () => {
     const r = await runCli(["--root", root, "doctor", "--tool", "codex"], {
       cwd: project,
@@ -138,10 +177,18 @@ describe("agent-chat doctor", () => {
     const local = join(project, ".claude", "settings.local.json");
     const settings = JSON.parse(readFileSync(local, "utf8"));
     delete settings.enabledMcpjsonServers;
+    settings.permissions.allow = ["mcp__agent-chat__chat_read"];
     writeFileSync(local, JSON.stringify(settings));
+    const mcpJson = join(project, ".mcp.json");
+    const mcp = JSON.parse(readFileSync(mcpJson, "utf8"));
+    delete mcp.mcpServers["agent-chat"].alwaysLoad;
+    writeFileSync(mcpJson, JSON.stringify(mcp));
     const pending = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
     expect(lines(pending.stdout)["claude-code"]).toMatch(
       /^warn {2}claude-code: .*Claude Code shows the server "Pending approval": agent-chat is not in enabledMcpjsonServers/,
+    );
+    expect(lines(pending.stdout)["claude-code"]).toContain(
+      "Claude Code defers the chat tools behind ToolSearch (no alwaysLoad in .mcp.json); Claude Code asks before each call of chat_channels, chat_create_channel, chat_post, chat_wait, chat_tasks (no permissions.allow rule in",
     );
 
     expect((await cli(["setup", "gemini", "--as", "alice", "--write"])).code).toBe(0);
@@ -153,6 +200,12 @@ describe("agent-chat doctor", () => {
     expect((await cli(["setup", "gemini", "--as", "alice", "--write", "--trust"])).code).toBe(0);
     const trusted = await cli(["doctor", "--as", "alice", "--tool", "gemini"]);
     expect(lines(trusted.stdout).gemini).toMatch(/^ok {4}gemini: server in /);
+    const policy = join(home, ".gemini", "policies", "agent-chat.toml");
+    rmSync(policy);
+    const asks = await cli(["doctor", "--as", "alice", "--tool", "gemini"]);
+    expect(lines(asks.stdout).gemini).toContain(
+      `Gemini CLI asks before each chat tool call (no ${policy})`,
+    );
   });
 
   it("compares a NATS root by its namespace and servers, not its spelling or credentials", async () => {

@@ -70,16 +70,29 @@ describe("agent-chat setup", () => {
       join(project, ".claude", "settings.local.json"),
     ]);
     const mcp = JSON.parse(plan.files[0].snippet);
+    // alwaysLoad: the tools are listed to the model, not deferred behind Claude Code's ToolSearch.
     expect(mcp.mcpServers["agent-chat"]).toEqual({
       type: "stdio",
       command: "agent-chat",
       args: ["mcp"],
+      alwaysLoad: true,
     });
     expect(plan.files[0].snippet).not.toContain("alice");
     expect(plan.files[0].snippet).not.toContain(root);
     const local = JSON.parse(plan.files[1].snippet);
     expect(local.env).toEqual({ AGENT_CHAT_NAME: "alice", AGENT_CHAT_ROOT: root });
     expect(local.enabledMcpjsonServers).toEqual(["agent-chat"]);
+    // Every tool but chat_workspace (it can delete) runs unasked.
+    expect(local.permissions).toEqual({
+      allow: [
+        "mcp__agent-chat__chat_channels",
+        "mcp__agent-chat__chat_create_channel",
+        "mcp__agent-chat__chat_post",
+        "mcp__agent-chat__chat_read",
+        "mcp__agent-chat__chat_wait",
+        "mcp__agent-chat__chat_tasks",
+      ],
+    });
     expect(Object.keys(local.hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
     expect(local.hooks.SessionStart[0].hooks[0]).toEqual({
       type: "command",
@@ -121,6 +134,7 @@ describe("agent-chat setup", () => {
       join(project, ".claude", "settings.local.json"),
       JSON.stringify({
         enabledMcpjsonServers: ["github"],
+        permissions: { allow: ["Bash(ls)", "mcp__agent-chat__chat_read"], deny: ["Bash(rm)"] },
         env: { OTHER: "1" },
         hooks: { PreToolUse: [{ matcher: "Bash", hooks: [otherHook] }] },
       }),
@@ -143,6 +157,17 @@ describe("agent-chat setup", () => {
     });
     const local = readJson(join(project, ".claude", "settings.local.json"));
     expect(local.enabledMcpjsonServers).toEqual(["github", "agent-chat"]);
+    // The user's rules stay; ours are added once, whatever was there already.
+    expect(local.permissions.deny).toEqual(["Bash(rm)"]);
+    expect(local.permissions.allow).toEqual([
+      "Bash(ls)",
+      "mcp__agent-chat__chat_read",
+      "mcp__agent-chat__chat_channels",
+      "mcp__agent-chat__chat_create_channel",
+      "mcp__agent-chat__chat_post",
+      "mcp__agent-chat__chat_wait",
+      "mcp__agent-chat__chat_tasks",
+    ]);
     expect(local.env).toEqual({ OTHER: "1", AGENT_CHAT_NAME: "bob", AGENT_CHAT_ROOT: root });
     expect(local.hooks.PreToolUse).toEqual([{ matcher: "Bash", hooks: [otherHook] }]);
     expect(local.hooks.Stop).toHaveLength(1);
@@ -151,6 +176,33 @@ describe("agent-chat setup", () => {
     const third = await setup(["claude-code", "--as", "bob", "--dir", project, "--write"]);
     expect(third.stdout).toContain(`unchanged ${join(project, ".mcp.json")}`);
     expect(third.stdout).not.toContain("updated");
+  });
+
+  it("claude-code: keeps the file that names the agent out of git, in the repository's own exclude list", async () => {
+    const git = (args: string[], cwd = project) =>
+      execFileSync("git", args, { cwd, encoding: "utf8" });
+    git(["init", "-q"]);
+    const sub = join(project, "app");
+    mkdirSync(sub);
+    const exclude = join(project, ".git", "info", "exclude");
+    writeFileSync(exclude, "# mine\n*.log");
+    const r = await setup(["claude-code", "--as", "alice", "--dir", sub, "--write"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`updated ${exclude}`);
+    expect(r.stdout).toMatch(/Kept out of git: \.claude\/settings\.local\.json .*info\/exclude/);
+    // Twice: the line is there once; the user's lines stay.
+    await setup(["claude-code", "--as", "alice", "--dir", sub, "--write"]);
+    expect(readFileSync(exclude, "utf8")).toBe(
+      "# mine\n*.log\n# agent-chat setup: per-user files (identity, root)\n/app/.claude/settings.local.json\n",
+    );
+    // `git add .` then takes the team's .mcp.json and not the file that names alice.
+    expect(git(["status", "--porcelain", "--untracked-files=all"])).toBe("?? app/.mcp.json\n");
+    // Outside a repository there is nothing to exclude, and setup says nothing of it.
+    const loose = join(dir, "loose");
+    mkdirSync(loose);
+    const outside = await setup(["claude-code", "--as", "alice", "--dir", loose, "--write"]);
+    expect(outside.code).toBe(0);
+    expect(outside.stdout).not.toContain("Kept out of git");
   });
 
   it("the hook commands it writes run and print the notice", async () => {
@@ -285,6 +337,25 @@ describe("agent-chat setup", () => {
       args: ["mcp", "--as", "carol"],
       env: { AGENT_CHAT_ROOT: root },
     });
+    // A policy of the user's lets every tool but chat_workspace run in the default approval mode.
+    const policy = parseToml(join(geminiHome, ".gemini", "policies", "agent-chat.toml"));
+    expect(policy.rule).toEqual([
+      {
+        mcpName: "agent-chat",
+        toolName: [
+          "chat_channels",
+          "chat_create_channel",
+          "chat_post",
+          "chat_read",
+          "chat_wait",
+          "chat_tasks",
+        ],
+        decision: "allow",
+        priority: 100,
+        modes: ["default", "autoEdit", "yolo"],
+      },
+    ]);
+    expect(settings.tools).toBeUndefined();
     expect(Object.keys(settings.hooks)).toEqual(["SessionStart", "BeforeAgent", "AfterAgent"]);
     expect(settings.hooks.BeforeAgent[0].hooks[0].command).toContain(
       "hook prompt --as carol --format gemini",

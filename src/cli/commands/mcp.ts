@@ -1,11 +1,13 @@
+import { execFileSync } from "node:child_process";
 import { homedir } from "node:os";
-import { resolve } from "node:path";
+import { isAbsolute, resolve } from "node:path";
 import type { Command } from "commander";
 import { HOOK_EVENTS, HOOK_FORMATS } from "../../mcp/hook.js";
 import {
   applySetup,
   CODEX_TOOLS_APPROVALS,
   type CodexToolsApproval,
+  type GitExclude,
   planSetup,
   SETUP_TOOLS,
   type SetupTool,
@@ -108,9 +110,10 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .addHelpText(
       "after",
       "\nFiles: claude-code → .mcp.json (no identity: commit it) and .claude/settings.local.json\n" +
-        "       (identity, root, approval, hooks: not committed);\n" +
+        "       (identity, root, approval, permissions, hooks: listed in .git/info/exclude);\n" +
         "       codex → $CODEX_HOME/config.toml and hooks.json (default ~/.codex);\n" +
         "       gemini → ~/.gemini/settings.json (yours), trustedFolders.json with --trust.\n" +
+        "Every chat tool but chat_workspace (it can delete) is allowed to run without asking.\n" +
         "--write keeps every other entry of those files and replaces only agent-chat's, then\n" +
         "lists what is left for you to do.\n\nExamples:\n" +
         "  agent-chat setup claude-code --as alice\n  agent-chat setup codex --as bob --write\n" +
@@ -136,17 +139,20 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         }
         const home = homedir();
         const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
+        const projectDir = resolve(opts.dir ?? ".");
+        const git = gitExcludeOf(projectDir);
         const plan = planSetup({
           tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
           agent: ctx.agent(opts.as),
           root: ctx.rootArg,
           command: opts.command,
-          projectDir: resolve(opts.dir ?? "."),
+          projectDir,
           codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
           geminiDir,
           geminiTrustedFolders:
             ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
           trust: opts.trust === true,
+          ...(git && { git }),
           ...(opts.wake !== undefined && { wake: opts.wake }),
           ...(opts.toolsApproval !== undefined && {
             toolsApproval: oneOf(
@@ -217,7 +223,8 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
           : [oneOf(opts.tool, SETUP_TOOLS, "--tool") as SetupTool];
       const report = await runDoctor({
         root: ctx.rootArg,
-        agent: opts.as ?? ctx.env.AGENT_CHAT_NAME,
+        rootGiven: program.opts().root !== undefined || Boolean(ctx.env.AGENT_CHAT_ROOT),
+        agent: opts.as || ctx.env.AGENT_CHAT_NAME || undefined,
         tools,
         toolsChosen: opts.tool !== undefined,
         projectDir: resolve(opts.dir ?? "."),
@@ -272,4 +279,24 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         },
       );
     });
+}
+
+/**
+ * The git repository `dir` is in: its `info/exclude` (shared by every worktree of it) and where
+ * `dir` is in the work tree; undefined outside a repository or without git.
+ */
+function gitExcludeOf(dir: string): GitExclude | undefined {
+  let out: string;
+  try {
+    out = execFileSync("git", ["rev-parse", "--git-path", "info/exclude", "--show-prefix"], {
+      cwd: dir,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+  } catch {
+    return undefined;
+  }
+  const [path, prefix = ""] = out.split("\n");
+  if (!path) return undefined;
+  return { excludeFile: isAbsolute(path) ? path : resolve(dir, path), prefix };
 }
