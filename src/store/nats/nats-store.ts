@@ -439,6 +439,9 @@ export class NatsStore extends BackendStore {
     });
     // From here the copy may be stored even if no answer comes.
     pending.sent = true;
+    // The guard may give up before the publish settles (a closed or stuck connection): its
+    // late refusal is then nobody's to handle, and must not surface as an unhandled rejection.
+    publishing.catch(() => {});
     const ack = await this.guard(() => publishing, `cannot post to ${channel}`);
     if (ack.duplicate) return this.confirmDuplicate(ack.seq, msgID, channel);
     return { streamSeq: ack.seq, seq, file };
