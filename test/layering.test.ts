@@ -4,7 +4,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 /**
- * DESIGN.md §3: dependencies point one way, core ← store ← client ← {daemon, mcp, viewer,
+ * docs/design.md §3: dependencies point one way, core ← store ← client ← {daemon, mcp, viewer,
  * workspace, cli}; the four peers never import each other and nothing imports cli/ (only cli/
  * composes the peers). This reads every import of src/ — static, `export … from`, `import type`
  * and dynamic `import()` — so that a folder could later become a package of its own.
@@ -75,7 +75,7 @@ function violations(layer: string): string[] {
     .map((e) => `${e.file} imports ${e.specifier} (${e.to})`);
 }
 
-describe("layering (DESIGN.md §3)", () => {
+describe("layering (docs/design.md §3)", () => {
   it("sees the imports it judges, in folders it knows", () => {
     // A scanner that found nothing would pass every rule below.
     expect(all.filter((e) => e.to !== undefined).length).toBeGreaterThan(100);

@@ -30,7 +30,7 @@ import { entryKind, removeFileEntry, removeOwnDir, uniqueHex } from "./root-file
  * race-free: a stealer must first create `steal/` inside the very lock instance it judged stale
  * (only one mkdir can win), and then checks that the instance is still the one it judged.
  *
- * The root is untrusted (DESIGN.md §10): a `_seq.lock` may be a link planted to point anywhere,
+ * The root is untrusted (docs/design.md §10): a `_seq.lock` may be a link planted to point anywhere,
  * a file, a FIFO. Only a link whose target is one of our owner names (no separator) and leads
  * to a real directory is ours; only a real directory is the reference's. Anything else is
  * foreign: judged by its own age, marked for stealing by a sibling named after its inode, and

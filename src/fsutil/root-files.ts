@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { AgentChatError } from "../core/errors.js";
 
 /**
- * The one place that opens, writes and removes files inside a root (DESIGN.md §10). A root is
+ * The one place that opens, writes and removes files inside a root (docs/design.md §10). A root is
  * shared: cloned from git, written by `chat.py`, an editor, another person. So every entry in
  * it is someone else's input, and this module:
  *

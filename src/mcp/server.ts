@@ -42,7 +42,7 @@ export interface McpServerOptions {
   warn?: (message: string) => void;
   /**
    * Tools offered after the built-in chat_* tools, in this order. Other parts of agent-chat
-   * plug in here rather than being imported by the MCP server (DESIGN.md §3): the CLI adds
+   * plug in here rather than being imported by the MCP server (docs/design.md §3): the CLI adds
    * chat_workspace (src/cli/plugins/mcp-tools.ts).
    */
   tools?: readonly McpTool[];

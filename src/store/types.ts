@@ -15,7 +15,7 @@ import type {
 export type * from "./find-types.js";
 
 /**
- * The Store contract (DESIGN.md §4). Every backend offers these operations with the same
+ * The Store contract (docs/design.md §4). Every backend offers these operations with the same
  * meaning; `test/conformance/` holds the one suite that proves it for each backend.
  */
 export interface Store {

@@ -15,7 +15,7 @@ export interface PanelContext {
 /**
  * Where other parts of agent-chat plug a channel panel into the viewer: whoever starts the viewer
  * passes the providers (`ViewerOptions.panels`), so the viewer never imports the parts that
- * provide them (DESIGN.md §3; the CLI composes them in src/cli/plugins/). A provider returns
+ * provide them (docs/design.md §3; the CLI composes them in src/cli/plugins/). A provider returns
  * undefined when the channel has no such data, and the page then shows nothing for it. Panels
  * are loaded again with the once-a-second refresh, whenever a message arrives, and whenever a
  * provider's own `watch` reports a change.

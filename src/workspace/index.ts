@@ -45,7 +45,7 @@ export const WORKSPACE_SENDER = "workspace";
 /**
  * The workspace folder of an existing channel of a folder store. The channel folder is checked
  * by the store; the workspace folder, when it exists, must be a real directory too (UNSAFE_FILE
- * for a link: a root is untrusted, DESIGN.md §10).
+ * for a link: a root is untrusted, docs/design.md §10).
  */
 export async function channelWorkspace(store: Store, channel: string): Promise<string> {
   await store.roster(channel);

@@ -46,7 +46,7 @@ import {
  * it out of the tree before removing it.
  *
  * A workspace in a channel is part of a shared root, so everything in it is untrusted input
- * (DESIGN.md §10): all file access goes through `fsutil/root-files`, which never follows a link
+ * (docs/design.md §10): all file access goes through `fsutil/root-files`, which never follows a link
  * and opens only regular files. The workspace folder and every folder on a path must be real
  * directories (UNSAFE_FILE otherwise); an entry the tree cannot hold (a link, a FIFO, a name the
  * K-folder rules refuse, like `c++`) is skipped and reported in `Snapshot.skipped`.

@@ -11,7 +11,7 @@ import type { Store } from "../../src/store/types.js";
 import { waitParked } from "../helpers/parked.js";
 
 /**
- * The ONE behavioural suite of the Store contract (DESIGN.md §4). Every backend runs it through
+ * The ONE behavioural suite of the Store contract (docs/design.md §4). Every backend runs it through
  * a tiny driver file beside this one. `open()` must return a new, independent connection to
  * the same namespace each time (another "process" as far as the store can tell).
  */

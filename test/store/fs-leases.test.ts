@@ -7,7 +7,7 @@ import { tempDir } from "../helpers/tmp.js";
 
 /**
  * Leases on the folder store, where chat.py shares the folder: its claims (a renamed marker, no
- * lease file) and a lease file that is someone else's input (DESIGN.md §10).
+ * lease file) and a lease file that is someone else's input (docs/design.md §10).
  */
 const DAY = 86_400_000;
 let tmp: ReturnType<typeof tempDir>;

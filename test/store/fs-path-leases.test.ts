@@ -4,7 +4,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { tempDir } from "../helpers/tmp.js";
 
-/** `.leases.json` is input from anyone with access to the root (DESIGN.md §10). */
+/** `.leases.json` is input from anyone with access to the root (docs/design.md §10). */
 let tmp: ReturnType<typeof tempDir>;
 let store: FsStore;
 const file = () => join(tmp.dir, "ch", ".leases.json");

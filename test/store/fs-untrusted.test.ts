@@ -21,7 +21,7 @@ import { referencePost } from "../helpers/reference-writer.js";
 import { tempDir, writeOldFile } from "../helpers/tmp.js";
 
 /**
- * DESIGN.md §10: every entry of a root is someone else's input. Each case here is a finding of
+ * docs/design.md §10: every entry of a root is someone else's input. Each case here is a finding of
  * the untrusted-folder review, tried on the folder store as an attacker who commits to the
  * repository would: nothing outside the root is read, written or removed, nothing hangs, and
  * nothing acknowledged is lost or delivered twice.

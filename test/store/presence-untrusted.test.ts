@@ -7,7 +7,7 @@ import { tempDir } from "../helpers/tmp.js";
 
 /**
  * Presence and receipt records live in the root (`.presence/`, `<channel>/.receipts/`), so they
- * are someone else's input like every file there (DESIGN §10): corrupt, future, hand-written,
+ * are someone else's input like every file there (docs/design.md §10): corrupt, future, hand-written,
  * a link, a FIFO or a huge file is ignored with one warning; nothing is written through a link.
  */
 let tmp: ReturnType<typeof tempDir>;

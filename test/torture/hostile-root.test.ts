@@ -24,7 +24,7 @@ import { type Agent, connectAgent } from "../mcp/client.js";
 import { rawRequest } from "../viewer/helpers.js";
 
 /**
- * DESIGN §10, "the root is untrusted input": a root full of links, pipes, huge and broken files,
+ * docs/design.md §10, "the root is untrusted input": a root full of links, pipes, huge and broken files,
  * beside a sentinel tree outside it. Every command and server is run against it; each must
  * answer in time, safely or with a clear error, never read or change anything outside the root,
  * and the good channel `ok` must keep working throughout.

@@ -20,7 +20,7 @@ import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
 /*
- * A workspace lives in a shared root (DESIGN.md §10): its folder, its sub-folders, its state
+ * A workspace lives in a shared root (docs/design.md §10): its folder, its sub-folders, its state
  * files may all be links or FIFOs planted by someone else. A sentinel folder OUTSIDE the root
  * is compared, path by path, type, size and content, before and after each attack.
  */

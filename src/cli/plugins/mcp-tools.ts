@@ -16,7 +16,7 @@ import {
 } from "../../workspace/index.js";
 
 /*
- * The MCP server and the workspace are peers that must not import each other (DESIGN.md §3), so
+ * The MCP server and the workspace are peers that must not import each other (docs/design.md §3), so
  * the chat_workspace tool is composed here, where both may be used, and handed to the server.
  */
 

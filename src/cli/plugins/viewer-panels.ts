@@ -8,7 +8,7 @@ import { governancePanel, type PanelProvider } from "../../viewer/panels.js";
 import { CHANNEL_WORKSPACE_DIR, displayPath, KFolder, toTree } from "../../workspace/index.js";
 
 /**
- * The viewer and the workspace are peers that must not import each other (DESIGN.md §3), so the
+ * The viewer and the workspace are peers that must not import each other (docs/design.md §3), so the
  * workspace panel is composed here, where both may be used, and handed to the viewer.
  */
 

@@ -143,7 +143,7 @@ interface WaitPass<F> {
 }
 
 /**
- * The Store contract implemented once, over a backend's primitives (DESIGN.md §4): validation
+ * The Store contract implemented once, over a backend's primitives (docs/design.md §4): validation
  * order, the post queue, the read, wait and watch loops and the task rules with their wording
  * live here, so that every backend behaves alike and a feature is written once. A backend
  * (the folder store, NATS) implements the abstract primitives below: messages through

@@ -4,7 +4,7 @@ import { HARNESSES } from "../types.js";
 /**
  * Presence: one record per agent and store (the folder store: `.presence/<agent>.json` at the
  * root; NATS: the KV key `presence.<agent>`), rewritten by each operation as that agent. The
- * record is shared input like every file in a root (DESIGN §10): a corrupt one, one written by
+ * record is shared input like every file in a root (docs/design.md §10): a corrupt one, one written by
  * a newer version or by hand is ignored, with one warning.
  */
 export const PRESENCE_VERSION = 1;

@@ -69,7 +69,7 @@ interface ChannelIndex {
 }
 
 /**
- * Search, written once over a backend's scan (DESIGN.md §4), so it means the same on the folder
+ * Search, written once over a backend's scan (docs/design.md §4), so it means the same on the folder
  * store, NATS and through the daemon.
  *
  * Where the index lives: in this store object's memory, never on disk. A one-shot CLI command

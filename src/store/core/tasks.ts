@@ -90,7 +90,7 @@ export function formatLease(lease: Lease): string {
   const { token, holder, expiresAt, ttlMs, done, history } = lease;
   return `${JSON.stringify({ token, holder, expiresAt, ttlMs, done, history })}\n`;
 }
-/** Tokens and times read from storage are safe integers below this (DESIGN §10). */
+/** Tokens and times read from storage are safe integers below this (docs/design.md §10). */
 const MAX_NUMBER = 2 ** 50;
 /** What a holder looks like in a marker's name and a lease (an identity). */
 export const HOLDER = /^[a-z0-9-]{1,100}$/;

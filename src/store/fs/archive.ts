@@ -124,7 +124,7 @@ function monthOf(ts: string): string {
 
 /**
  * The archived messages of a channel folder, in seq order. Only real folders and regular files
- * are read (a link planted in the archive is passed over, DESIGN.md §10), each at most `maxBytes`.
+ * are read (a link planted in the archive is passed over, docs/design.md §10), each at most `maxBytes`.
  */
 export function readArchive(
   dir: string,

@@ -134,7 +134,7 @@ export interface ChannelDump {
 }
 
 /**
- * The NATS JetStream backend (DESIGN.md §6): one stream per namespace with one subject per
+ * The NATS JetStream backend (docs/design.md §6): one stream per namespace with one subject per
  * channel, one KV bucket per namespace for channel metadata, cursors and task markers.
  *
  * - Gapless seq: a post publishes seq = last + 1 with the expected-last-subject-sequence header
