@@ -34,12 +34,10 @@ describe.skipIf(skip !== undefined)(
 
       expect((await cli("lease", "add", "dev", "docs/**", "--as", "bob")).code).toBe(0);
       expect((await cli("lease", "add", "dev", "src/**", "--as", "alice")).code).toBe(0);
-      const list = JSON.parse((await cli("--json", "leases", "dev")).stdout) as Array<{
-        pattern: string;
-        holder: string;
-        lock?: string;
-      }>;
-      expect(list).toContainEqual(
+      const list = JSON.parse((await cli("--json", "leases", "dev")).stdout) as {
+        leases: Array<{ pattern: string; holder: string; lock?: string }>;
+      };
+      expect(list.leases).toContainEqual(
         expect.objectContaining({ pattern: "src/a.ts", holder: "alice", lock: lockId }),
       );
     });
