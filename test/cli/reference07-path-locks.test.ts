@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
@@ -109,6 +109,15 @@ describe.skipIf(skip !== undefined)(
       expect(
         readdirSync(join(root.dir, "dev", "locks")).filter((n) => n.endsWith(".json")),
       ).toHaveLength(1);
+    });
+
+    it("a .path-locks.lock planted as a link is refused, and nothing is made where it points", async () => {
+      const elsewhere = join(root.dir, "elsewhere.lock");
+      symlinkSync(elsewhere, join(root.dir, "dev", ".path-locks.lock"));
+      const r = await cli("lease", "add", "dev", "src/**", "--as", "bob");
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain(".path-locks.lock");
+      expect(existsSync(elsewhere)).toBe(false);
     });
   },
 );

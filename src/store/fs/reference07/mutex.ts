@@ -1,17 +1,19 @@
-import { lstatSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError } from "../../../core/errors.js";
 
 /**
  * chat.py 0.7 serialises every change to a channel's path locks with an advisory `flock(2)` on
  * `CH/.path-locks.lock` (and takes `_seq.lock` inside it, to post its audit message). Node has
- * no `flock`, so util-linux's `flock(1)` holds it for us: a child locks the file, says `locked`,
- * and keeps it until its standard input closes, which also happens when this process dies, so
- * a crash never leaves the lock held.
+ * no `flock`, so util-linux's `flock(1)` takes it on a descriptor we opened and hand it: the
+ * lock belongs to that open file, so it stays held after `flock(1)` exits and ends when we close
+ * the descriptor, which also happens when this process dies (a crash never leaves it held).
  */
 export const PATH_LOCKS_MUTEX = ".path-locks.lock";
 /** As long as chat.py waits for the same lock before it gives up. */
 const WAIT_SECONDS = 10;
+/** The descriptor number the lock file has in `flock(1)`. */
+const CHILD_FD = 3;
 
 /**
  * Runs `fn` holding chat.py's path-lock mutex of the channel folder `dir`. Where `flock(1)` is
@@ -19,48 +21,53 @@ const WAIT_SECONDS = 10;
  * by the channel lock, but a chat.py 0.7 locking at the same instant is not.
  */
 export async function withPathLocksMutex<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  const path = join(dir, PATH_LOCKS_MUTEX);
-  const st = lstatSync(path, { throwIfNoEntry: false });
-  // flock(1) follows a link and creates what it names: anything but a plain file is refused.
-  if (st && !st.isFile()) {
-    throw new AgentChatError("UNSAFE_FILE", `${path} is not a regular file; remove it`);
-  }
-  // Loaded here, not at start-up: the hot commands (post, read, wait) never lease paths.
-  const { spawn } = await import("node:child_process");
-  const release = await acquire(spawn, path);
+  const fd = openLockFile(join(dir, PATH_LOCKS_MUTEX));
   try {
+    // Loaded here, not at start-up: the hot commands (post, read, wait) never lease paths.
+    const { spawn } = await import("node:child_process");
+    await lock(spawn, fd, join(dir, PATH_LOCKS_MUTEX));
     return await fn();
   } finally {
-    await release();
+    closeSync(fd);
   }
+}
+
+/**
+ * Opens (creating) the lock file without following a link, and only as a regular file: the
+ * root is untrusted, and a planted link must not make us create or lock a file elsewhere.
+ * O_NONBLOCK keeps a planted FIFO from blocking the open.
+ */
+function openLockFile(path: string): number {
+  const { O_RDONLY, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
+  let fd: number;
+  try {
+    fd = openSync(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o644);
+  } catch (err) {
+    throw new AgentChatError("UNSAFE_FILE", `${path} cannot be opened as a plain file; remove it`, {
+      cause: err,
+    });
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new AgentChatError("UNSAFE_FILE", `${path} is not a regular file; remove it`);
+  }
+  return fd;
 }
 
 type Spawn = typeof import("node:child_process").spawn;
 
-function acquire(spawn: Spawn, path: string): Promise<() => Promise<void>> {
+/** Takes the exclusive lock on `fd` with `flock(1)`; resolves once it is held (or no flock). */
+function lock(spawn: Spawn, fd: number, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      "flock",
-      ["-x", "-w", String(WAIT_SECONDS), path, "-c", "echo locked; exec cat >/dev/null"],
-      { stdio: ["pipe", "pipe", "ignore"] },
-    );
-    child.stdin.on("error", () => {}); // a child that has gone already released the lock
-    const exited = new Promise<void>((done) => child.once("close", () => done()));
-    let held = false;
+    const child = spawn("flock", ["-x", "-w", String(WAIT_SECONDS), String(CHILD_FD)], {
+      stdio: ["ignore", "ignore", "ignore", fd],
+    });
     child.once("error", (err: NodeJS.ErrnoException) => {
-      if (err.code === "ENOENT") resolve(async () => {});
+      if (err.code === "ENOENT") resolve();
       else reject(err);
     });
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (held || !chunk.toString().includes("locked")) return;
-      held = true;
-      resolve(async () => {
-        child.stdin.end();
-        await exited;
-      });
-    });
     child.once("exit", (code) => {
-      if (held || code === null) return;
+      if (code === 0) return resolve();
       reject(
         new AgentChatError(
           "LOCK_TIMEOUT",

@@ -1,11 +1,11 @@
-import { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { identity } from "../../../core/names.js";
 import {
   ensureRealDir,
   entryKind,
   listRealDir,
-  readRootFileSync,
+  readRootTextSync,
+  removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
 import { type PathLease, pathLeaseLive, staticBase } from "../../core/index.js";
@@ -57,7 +57,7 @@ function readRecords(dir: string): LockRecord[] {
 
 function parseRecord(path: string): LockRecord | undefined {
   try {
-    const value = JSON.parse(readRootFileSync(path, MAX_RECORD_BYTES).data.toString("utf8"));
+    const value = JSON.parse(readRootTextSync(path, MAX_RECORD_BYTES));
     const expires = value.expires_at ?? value.lease_expires_at;
     if (typeof value.owner !== "string" || !ID.test(value.owner)) return;
     if (typeof value.lock_id !== "string" || !ID.test(value.lock_id)) return;
@@ -127,7 +127,7 @@ export async function syncReferenceLocks(
   const locks = join(dir, LOCKS_DIR);
   ensureRealDir(locks);
   for (const id of present.keys()) {
-    if (!wanted.has(id)) await fsp.rm(join(locks, `${id}.json`), { force: true });
+    if (!wanted.has(id)) removeFileEntry(join(locks, `${id}.json`));
   }
   for (const [id, lease] of wanted) {
     const old = present.get(id);
