@@ -1,11 +1,12 @@
 import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/index.js";
 import { startDaemon } from "../daemon/harness.js";
 import { referenceReply, stderrContains } from "../governance/helpers.js";
 import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
-import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";
+import { describeNats } from "../helpers/describe-nats.js";
+import type { NatsServer } from "../helpers/nats-server.js";
 import { tempDir } from "../helpers/tmp.js";
 
 /**
@@ -341,27 +342,16 @@ describe("attacks through a daemon that bob's reads go to", () => {
   }, 60_000);
 });
 
-describe.skipIf(natsSkipReason !== undefined)(
-  `attacks on NATS${natsSkipReason ? ` (${natsSkipReason})` : ""}`,
-  () => {
-    let server: NatsServer;
-    beforeAll(async () => {
-      server = await NatsServer.start();
-    });
-    afterAll(async () => {
-      await server?.dispose();
-    });
+describeNats("attacks on NATS", (server) => {
+  it("1: a key published and 'approved' in the KV by mallory is not alice's for bob", async () => {
+    await identityTakeover(natsPlace(server()));
+  }, 90_000);
 
-    it("1: a key published and 'approved' in the KV by mallory is not alice's for bob", async () => {
-      await identityTakeover(natsPlace(server));
-    }, 90_000);
+  it("2: mallory's approval as the alice she made up does not pass bob's request", async () => {
+    await forgedGovernance(natsPlace(server()));
+  }, 90_000);
 
-    it("2: mallory's approval as the alice she made up does not pass bob's request", async () => {
-      await forgedGovernance(natsPlace(server));
-    }, 90_000);
-
-    it("4: a meta entry edited down to off is reported, not obeyed", async () => {
-      await policyDowngrade(natsPlace(server));
-    }, 90_000);
-  },
-);
+  it("4: a meta entry edited down to off is reported, not obeyed", async () => {
+    await policyDowngrade(natsPlace(server()));
+  }, 90_000);
+});

@@ -3,9 +3,10 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
-import { NatsServer, natsSkipReason } from "../helpers/nats-server.js";
+import { describeNats } from "../helpers/describe-nats.js";
+import { NatsServer } from "../helpers/nats-server.js";
 import { daemonFixture, type World } from "./harness.js";
 
 const { world, serve } = daemonFixture();
@@ -84,76 +85,65 @@ describe("a NATS root in info", () => {
   });
 });
 
-describe.skipIf(natsSkipReason !== undefined)(
-  `a NATS root with a real nats-server${natsSkipReason ? ` (${natsSkipReason})` : ""}`,
-  () => {
-    let server: NatsServer;
-    beforeAll(async () => {
-      server = await NatsServer.start();
-    });
-    afterAll(async () => {
-      await server?.dispose();
-    });
+describeNats("a NATS root with a real nats-server", (server) => {
+  it("has one daemon whatever the working folder: a second serve exits 5", async () => {
+    const w = world();
+    const root = server().url(`roots${process.pid}`);
+    w.env.AGENT_CHAT_ROOT = root;
+    const [a, b] = folders(w);
+    const first = await serve(w, [], a);
+    const second = await cliIn(w, b, ["serve"], root);
+    expect(second.code, second.stderr).toBe(5);
+    expect(second.stderr).toContain(`a daemon is already listening on ${first.socket}`);
+    // A client in the other folder finds that daemon, which posts into the namespace.
+    const sent = await cliIn(w, b, ["send", "--channel", "ops", "--message", "hi"], root);
+    expect(sent.stdout, sent.stderr).toMatch(/^sent #1 to ops /);
+    const read = await cliIn(w, a, ["--json", "read", "ops", "--as", "bob"], root);
+    expect(JSON.parse(read.stdout).messages).toMatchObject([{ seq: 1, body: "hi" }]);
+  });
 
-    it("has one daemon whatever the working folder: a second serve exits 5", async () => {
+  it("reaches a server that wants credentials from hooks too (the environment's options)", async () => {
+    const secured = await NatsServer.start({ user: "agent", pass: "s3cret-pw" });
+    try {
       const w = world();
-      const root = server.url(`roots${process.pid}`);
-      w.env.AGENT_CHAT_ROOT = root;
-      const [a, b] = folders(w);
-      const first = await serve(w, [], a);
-      const second = await cliIn(w, b, ["serve"], root);
-      expect(second.code, second.stderr).toBe(5);
-      expect(second.stderr).toContain(`a daemon is already listening on ${first.socket}`);
-      // A client in the other folder finds that daemon, which posts into the namespace.
-      const sent = await cliIn(w, b, ["send", "--channel", "ops", "--message", "hi"], root);
-      expect(sent.stdout, sent.stderr).toMatch(/^sent #1 to ops /);
-      const read = await cliIn(w, a, ["--json", "read", "ops", "--as", "bob"], root);
-      expect(JSON.parse(read.stdout).messages).toMatchObject([{ seq: 1, body: "hi" }]);
-    });
+      const root = secured.url("hooks");
+      const env = {
+        ...w.env,
+        AGENT_CHAT_ROOT: root,
+        AGENT_CHAT_NATS_USER: "agent",
+        AGENT_CHAT_NATS_PASS: "s3cret-pw",
+      };
+      expect((await runCli(["init", "dev"], { env })).code).toBe(0);
+      const post = ["post", "dev", "--from", "alice", "--to", "bob", "--body", "look"];
+      expect((await runCli(post, { env })).code).toBe(0);
+      const hook = ["hook", "session-start", "--as", "bob", "--format", "claude"];
+      const r = await runCli(hook, { env });
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toContain("dev");
+    } finally {
+      await secured.dispose();
+    }
+  });
 
-    it("reaches a server that wants credentials from hooks too (the environment's options)", async () => {
-      const secured = await NatsServer.start({ user: "agent", pass: "s3cret-pw" });
-      try {
-        const w = world();
-        const root = secured.url("hooks");
-        const env = {
-          ...w.env,
-          AGENT_CHAT_ROOT: root,
-          AGENT_CHAT_NATS_USER: "agent",
-          AGENT_CHAT_NATS_PASS: "s3cret-pw",
-        };
-        expect((await runCli(["init", "dev"], { env })).code).toBe(0);
-        const post = ["post", "dev", "--from", "alice", "--to", "bob", "--body", "look"];
-        expect((await runCli(post, { env })).code).toBe(0);
-        const hook = ["hook", "session-start", "--as", "bob", "--format", "claude"];
-        const r = await runCli(hook, { env });
-        expect(r.stderr).toBe("");
-        expect(r.stdout).toContain("dev");
-      } finally {
-        await secured.dispose();
+  it("send --transport nats publishes on the root's server, not on 127.0.0.1:4222", async () => {
+    const w = world();
+    const root = server().url("team-a");
+    const nc = await connect({ servers: `127.0.0.1:${server().port}` });
+    try {
+      const sub = nc.subscribe("chat.>", { max: 1 });
+      await nc.flush();
+      const args = ["send", "--transport", "nats", "--channel", "Mission Delta"];
+      const r = await cliIn(w, w.dir, [...args, "--message", "deploying"], root);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toBe(
+        `published to chat.mission-delta on nats://127.0.0.1:${server().port}\n`,
+      );
+      for await (const msg of sub) {
+        expect(msg.subject).toBe("chat.mission-delta");
+        expect(msg.json()).toMatchObject({ channel: "Mission Delta", body: "deploying" });
       }
-    });
-
-    it("send --transport nats publishes on the root's server, not on 127.0.0.1:4222", async () => {
-      const w = world();
-      const root = server.url("team-a");
-      const nc = await connect({ servers: `127.0.0.1:${server.port}` });
-      try {
-        const sub = nc.subscribe("chat.>", { max: 1 });
-        await nc.flush();
-        const args = ["send", "--transport", "nats", "--channel", "Mission Delta"];
-        const r = await cliIn(w, w.dir, [...args, "--message", "deploying"], root);
-        expect(r.code, r.stderr).toBe(0);
-        expect(r.stdout).toBe(
-          `published to chat.mission-delta on nats://127.0.0.1:${server.port}\n`,
-        );
-        for await (const msg of sub) {
-          expect(msg.subject).toBe("chat.mission-delta");
-          expect(msg.json()).toMatchObject({ channel: "Mission Delta", body: "deploying" });
-        }
-      } finally {
-        await nc.close();
-      }
-    });
-  },
-);
+    } finally {
+      await nc.close();
+    }
+  });
+});
