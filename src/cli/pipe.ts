@@ -1,5 +1,5 @@
 import { EXIT } from "./exit-codes.js";
-import { useStreams } from "./stdio.js";
+import { readerGone, useStreams } from "./stdio.js";
 
 /**
  * A reader that closes our stdout early (`agent-chat … | head -1`) is not an error to report:
@@ -9,7 +9,7 @@ import { useStreams } from "./stdio.js";
 export function exitQuietlyOnBrokenPipe(): void {
   useStreams();
   process.stdout.on("error", (err: NodeJS.ErrnoException) => {
-    if (err.code === "EPIPE") process.exit(EXIT.BROKEN_PIPE);
+    if (readerGone(err)) process.exit(EXIT.BROKEN_PIPE);
     throw err;
   });
 }

@@ -12,6 +12,15 @@ import { EXIT } from "./exit-codes.js";
  */
 const streamed = { out: false, err: false };
 
+/**
+ * Whether a write failed because the reader is gone: EPIPE for a pipe, ECONNRESET for a socket
+ * (a host that runs us with a socket as stdout, as Node's own spawn does, and closes it early).
+ */
+export function readerGone(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === "EPIPE" || code === "ECONNRESET";
+}
+
 /** From now on, every write goes through `process.stdout`/`process.stderr` (the full CLI's). */
 export function useStreams(): void {
   streamed.out = true;
@@ -28,7 +37,7 @@ export function writeStdout(text: string): void {
   if (rest === undefined) return;
   streamed.out = true;
   process.stdout.on("error", (err: NodeJS.ErrnoException) => {
-    if (err.code === "EPIPE") process.exit(EXIT.BROKEN_PIPE);
+    if (readerGone(err)) process.exit(EXIT.BROKEN_PIPE);
     throw err;
   });
   process.stdout.write(rest);
@@ -46,7 +55,7 @@ export function writeStderr(text: string): void {
   process.stderr.write(rest);
 }
 
-/** Writes all of `text`; what is left when the descriptor would block, or "broken" (EPIPE). */
+/** Writes all of `text`; what is left when the descriptor would block, or "broken" (reader gone). */
 function writeAll(fd: number, text: string): Buffer | "broken" | undefined {
   const bytes = Buffer.from(text);
   let done = 0;
@@ -56,7 +65,7 @@ function writeAll(fd: number, text: string): Buffer | "broken" | undefined {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "EINTR") continue;
-      if (code === "EPIPE") return "broken";
+      if (readerGone(err)) return "broken";
       if (code === "EAGAIN") return bytes.subarray(done);
       throw err;
     }
