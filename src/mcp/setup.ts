@@ -78,7 +78,7 @@ export interface SetupPlan {
  * What each tool's plan says; {@link planSetup} adds where the project is, and keeps the
  * project files in `personal` (relative to projectDir) out of git.
  */
-type ToolPlan = Omit<SetupPlan, "projectDir"> & { personal?: string[] };
+type ToolPlan = Omit<SetupPlan, "projectDir"> & { personal?: readonly string[] };
 
 /** The MCP server's name in every tool's configuration. */
 export const SERVER_NAME = "agent-chat";
@@ -95,6 +95,17 @@ export const UNASKED_TOOLS = [
   "chat_wait",
   "chat_tasks",
 ] as const;
+
+/**
+ * The project files, relative to the project folder, that setup writes for one user (they name
+ * the agent and the root): setup lists them in the repository's exclude file, and doctor warns
+ * when git tracks one all the same.
+ */
+export const PERSONAL_FILES: Readonly<Record<SetupTool, readonly string[]>> = {
+  "claude-code": [join(".claude", "settings.local.json")],
+  codex: [],
+  gemini: [],
+};
 
 /** Claude Code's permission rule for one tool of our server (`mcp__<server>__<tool>`). */
 export const claudeToolRule = (tool: string) => `mcp__${SERVER_NAME}__${tool}`;
@@ -146,7 +157,7 @@ function credentialNote(root: string): string[] {
 }
 
 /** The exclude list with a line for each per-user file that no line names yet. */
-function gitExcludeFile(git: GitExclude, personal: string[]): SetupFile {
+function gitExcludeFile(git: GitExclude, personal: readonly string[]): SetupFile {
   // A leading slash anchors the pattern at the top of the work tree (gitignore(5)).
   const patterns = personal.map((path) => `/${git.prefix}${path.split(sep).join("/")}`);
   const block = `# agent-chat setup: per-user files (identity, root)\n${patterns.join("\n")}\n`;
@@ -466,7 +477,7 @@ function jsonFile(path: string, edit: SettingsEdit): SetupFile {
  */
 function claudePlan(o: SetupOptions): ToolPlan {
   const entry = { type: "stdio", command: o.command, args: ["mcp"], alwaysLoad: true };
-  const local = join(".claude", "settings.local.json");
+  const [local] = PERSONAL_FILES["claude-code"] as [string];
   const hooks = hookGroups(o, "claude", (_event, command) => ({
     type: "command",
     command,
