@@ -64,6 +64,10 @@ async function expectCallsRan(env: Record<string, string>): Promise<void> {
   expect(results[1]).toContain("Posted #2 to general.");
   expect(results[2]).toMatch(/bob[\s\S]*hi/);
   for (const result of results) expect(result).toMatch(/<agent-chat>\{\\?"chat\\?":/);
+  // The hooks ran too: bob's message was told to the model before it read it.
+  expect(stub.requests.some((r) => r.body.includes("1 unread agent-chat message for alice"))).toBe(
+    true,
+  );
 
   // As the user runs it after setup: no --as, no --root, in the project folder.
   const doctor = await runTool(sandbox, "agent-chat", ["doctor"], { env });
@@ -169,6 +173,25 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
         });
         expect(done).toMatch(/Called agent-chat\.chat_channels[\s\S]*Called agent-chat\.chat_post/);
         await expectCallsRan(env);
+        // Hooks trusted in the TUI run under `codex exec` too (no --dangerously-bypass-hook-trust).
+        await sandbox.agentChat([
+          "post",
+          "general",
+          "--from",
+          "bob",
+          "--to",
+          "alice",
+          "--body",
+          "more",
+        ]);
+        const seen = stub.requests.length;
+        const exec = await runTool(sandbox, toolBinary("codex"), ["exec", "Anything new?"], {
+          env,
+        });
+        expect(exec.code, exec.stderr).toBe(0);
+        expect(stub.requests[seen]?.body).toContain(
+          "1 unread agent-chat message for alice (general: 1). Read them with the chat_read tool",
+        );
       } finally {
         await stopCodexDaemon(env);
       }
