@@ -516,7 +516,7 @@ function claudePlan(o: SetupOptions): ToolPlan {
         : "--wake also wakes an idle session when a message arrives (an async Stop hook that parks until one does); --no-wake takes it out.",
     ],
     todo: [
-      `Claude Code: start \`claude\` in ${o.projectDir} and accept its "trust this folder" question (servers and hooks wait for it); \`claude mcp list\` then shows agent-chat connected. docs/first-run.md lists every question of a first run.`,
+      `Claude Code: start \`claude\` in ${o.projectDir} and answer its "trust this folder" question with "Yes, I trust this folder" (it starts on "No, exit"; servers and hooks wait for it); \`/mcp\` then shows agent-chat connected. docs/first-run.md lists every question of a first run.`,
     ],
   };
 }
@@ -590,7 +590,7 @@ function geminiPlan(o: SetupOptions): ToolPlan {
     todo: o.trust
       ? [`Gemini CLI: start \`gemini\` in ${o.projectDir}; \`gemini mcp list\` shows agent-chat.`]
       : [
-          `Gemini CLI: trust ${o.projectDir} (Gemini runs no server or hook in an untrusted folder): answer its trust question, or run setup again with --trust.`,
+          `Gemini CLI: trust ${o.projectDir} (Gemini runs no server or hook in an untrusted folder): answer its trust question once its banner is drawn (an answer given sooner leaves that session untrusted until gemini is started again), or run setup again with --trust.`,
         ],
   };
 }
@@ -684,7 +684,7 @@ function codexPlan(o: SetupOptions): ToolPlan {
       "--tools-approval approve lets `codex exec` call agent-chat's tools without asking.",
     ],
     todo: [
-      "Codex: start `codex`, open /hooks and trust agent-chat's hooks (Codex runs no hook until you do); `codex mcp get agent-chat` shows the server.",
+      'Codex: start `codex`, open /hooks and trust agent-chat\'s hooks (Codex runs no hook until you do; its first prompt also asks "Trust this folder?" and offers "Trust all and continue" for the hooks); `codex mcp get agent-chat` shows the server.',
     ],
   };
 }
