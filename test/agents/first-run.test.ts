@@ -133,7 +133,8 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       // Claude Code connects the server in the background; a prompt sent before that goes to
       // the model without the tools. /mcp shows when it is up.
       await term.type("/mcp", /❯ \/mcp/);
-      await term.press("Enter", /MCP servers/);
+      // Not "MCP servers": the slash-command menu says "Manage MCP servers" before Enter.
+      await term.press("Enter", /Enter to view · Esc to close/);
       await term.waitFor(/✔ agent-chat\s+\d+ tools/, { refuse: /✘ agent-chat|failed/ });
       await term.press("Escape", without("MCP servers", "shift\\+tab to cycle"));
       await term.type(PROMPT, new RegExp(`❯\\s+${PROMPT}`));
