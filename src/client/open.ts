@@ -58,7 +58,8 @@ export function folderRootIds(root: string): { rootId: string; rootAlias?: strin
   const given = resolve(root);
   let real: string;
   try {
-    real = realpathSync(given);
+    // The C library's, not a JavaScript walk with an lstat per folder: every command asks.
+    real = realpathSync.native(given);
   } catch {
     return { rootId: given }; // not made yet: `id new` may come before the first channel
   }
