@@ -40,7 +40,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["lease", "leases", "guard"],
-    load: async () => (await import("./commands/leases.js")).registerLeaseCommands,
+    load: async () => (await import("../features/leases/cli.js")).registerLeaseCommands,
   },
   {
     commands: ["receipts", "explain", "who"],

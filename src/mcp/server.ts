@@ -6,6 +6,7 @@ import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
+import { leaseAction } from "../features/leases/mcp.js";
 import type { PostInput, ReadResult, Store } from "../store/types.js";
 import {
   CHANNEL_CAPABILITY,
@@ -17,7 +18,6 @@ import { NotifiedRecorder, OwedCounter, presenceLine } from "./delivery.js";
 import { findText } from "./find.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
-import { leaseAction } from "./leases.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";
 import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
 import { memberChannels, waitEverywhere } from "./wait-all.js";

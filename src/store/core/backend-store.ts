@@ -4,6 +4,12 @@ import { formatTimestamp, isRelevant, type Message, oneLine } from "../../core/m
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity, parseTaskId, slug, validateName } from "../../core/names.js";
 import {
+  type PathLease,
+  PathLeaseBook,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
+} from "../../features/leases/path-leases.js";
+import {
   type Capabilities,
   type ChannelInfo,
   type ChannelsOptions,
@@ -47,12 +53,6 @@ import {
 } from "../types.js";
 import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
-import {
-  type PathLease,
-  PathLeaseBook,
-  type PathLeaseDoc,
-  type PathLeaseRecord,
-} from "./path-leases.js";
 import type { Actor } from "./presence.js";
 import type { Candidate, Searcher } from "./search.js";
 import type { Term } from "./search-query.js";

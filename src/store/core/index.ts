@@ -1,4 +1,15 @@
 /** The logic above the backends: what every backend shares, written once. */
+
+export { type Blocked, blockedPaths, staticBase } from "../../features/leases/path-globs.js";
+export {
+  formatPathLeases,
+  PATH_LEASES_FILE,
+  type PathLease,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
+  parsePathLeases,
+  pathLeaseLive,
+} from "../../features/leases/path-leases.js";
 export { actingFor, currentActor } from "./acting.js";
 export {
   BackendStore,
@@ -10,16 +21,6 @@ export {
 export type { Note, NoteKind } from "./delivery.js";
 export { pollReceipts } from "./delivery-queries.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
-export { type Blocked, blockedPaths, staticBase } from "./path-globs.js";
-export {
-  formatPathLeases,
-  PATH_LEASES_FILE,
-  type PathLease,
-  type PathLeaseDoc,
-  type PathLeaseRecord,
-  parsePathLeases,
-  pathLeaseLive,
-} from "./path-leases.js";
 export { intersect, union } from "./postings.js";
 export type { Actor } from "./presence.js";
 export { owedBy } from "./receipts.js";

@@ -1,10 +1,15 @@
 import { AgentChatError } from "../../core/errors.js";
 import { oneLine } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
-import type { PathLeaseInfo, PathLeaseOptions, ReleaseOptions, RenewOptions } from "../types.js";
+import { pastGrace } from "../../store/core/skew.js";
+import { HOLDER } from "../../store/core/tasks.js";
+import type {
+  PathLeaseInfo,
+  PathLeaseOptions,
+  ReleaseOptions,
+  RenewOptions,
+} from "../../store/types.js";
 import { MAX_PATTERN_LENGTH, normalizePattern, patternsOverlap } from "./path-globs.js";
-import { pastGrace } from "./skew.js";
-import { HOLDER } from "./tasks.js";
 
 /**
  * Path leases (`lease add CH 'src/**'`): the rules, written once above the backends. A backend

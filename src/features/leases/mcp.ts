@@ -1,6 +1,6 @@
-import { formatDuration } from "../core/duration.js";
-import { AgentChatError } from "../core/errors.js";
-import type { PathLeaseInfo, Store, TaskInfo } from "../store/types.js";
+import { formatDuration } from "../../core/duration.js";
+import { AgentChatError } from "../../core/errors.js";
+import type { PathLeaseInfo, Store, TaskInfo } from "../../store/types.js";
 
 /** chat_tasks' lease actions: renew a task, lease paths, list and release path leases. */
 export type LeaseAction = "renew" | "lease" | "leases" | "unlease";
