@@ -44,7 +44,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["receipts", "explain", "who"],
-    load: async () => (await import("./commands/delivery.js")).registerDeliveryCommands,
+    load: async () => (await import("../features/delivery/cli.js")).registerDeliveryCommands,
   },
   {
     commands: ["policy", "unpause"],

@@ -6,6 +6,7 @@ import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
+import { NotifiedRecorder, OwedCounter, presenceLine } from "../features/delivery/mcp.js";
 import { leaseAction } from "../features/leases/mcp.js";
 import type { PostInput, ReadResult, Store } from "../store/types.js";
 import {
@@ -14,7 +15,6 @@ import {
   pushChannelMessages,
   pushStart,
 } from "./channel-push.js";
-import { NotifiedRecorder, OwedCounter, presenceLine } from "./delivery.js";
 import { findText } from "./find.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";

@@ -3,6 +3,8 @@ import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { formatTimestamp, isRelevant, type Message, oneLine } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity, parseTaskId, slug, validateName } from "../../core/names.js";
+import { Delivery, type Note, type NoteKind } from "../../features/delivery/delivery.js";
+import type { Actor } from "../../features/delivery/presence.js";
 import {
   type PathLease,
   PathLeaseBook,
@@ -51,9 +53,7 @@ import {
   type WatchOptions,
   type WhoOptions,
 } from "../types.js";
-import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
-import type { Actor } from "./presence.js";
 import type { Candidate, Searcher } from "./search.js";
 import type { Term } from "./search-query.js";
 import {

@@ -1,5 +1,10 @@
 /** The logic above the backends: what every backend shares, written once. */
 
+export { actingFor, currentActor } from "../../features/delivery/acting.js";
+export type { Note, NoteKind } from "../../features/delivery/delivery.js";
+export { pollReceipts } from "../../features/delivery/delivery-queries.js";
+export type { Actor } from "../../features/delivery/presence.js";
+export { owedBy } from "../../features/delivery/receipts.js";
 export { type Blocked, blockedPaths, staticBase } from "../../features/leases/path-globs.js";
 export {
   formatPathLeases,
@@ -10,7 +15,6 @@ export {
   parsePathLeases,
   pathLeaseLive,
 } from "../../features/leases/path-leases.js";
-export { actingFor, currentActor } from "./acting.js";
 export {
   BackendStore,
   type Feed,
@@ -18,12 +22,8 @@ export {
   type SafetyNet,
   type Scan,
 } from "./backend-store.js";
-export type { Note, NoteKind } from "./delivery.js";
-export { pollReceipts } from "./delivery-queries.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
 export { intersect, union } from "./postings.js";
-export type { Actor } from "./presence.js";
-export { owedBy } from "./receipts.js";
 export {
   agentsToKeep,
   checkArchiveOptions,

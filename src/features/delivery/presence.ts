@@ -1,5 +1,5 @@
-import type { Harness, PresenceInfo } from "../types.js";
-import { HARNESSES } from "../types.js";
+import type { Harness, PresenceInfo } from "../../store/types.js";
+import { HARNESSES } from "../../store/types.js";
 
 /**
  * Presence: one record per agent and store (the folder store: `.presence/<agent>.json` at the

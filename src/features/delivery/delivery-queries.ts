@@ -1,6 +1,7 @@
 import { AgentChatError } from "../../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../../core/message.js";
 import { identity } from "../../core/names.js";
+import { abortError, Wakeup } from "../../store/core/wakeup.js";
 import {
   DEFAULT_WAIT_TIMEOUT_MS,
   DELIVERY_STATES,
@@ -13,7 +14,7 @@ import {
   type Store,
   type WaitForOptions,
   type WhoOptions,
-} from "../types.js";
+} from "../../store/types.js";
 import { checkSeq, type DeliveryHost } from "./delivery.js";
 import { parsePresence, presenceInfo } from "./presence.js";
 import {
@@ -28,7 +29,6 @@ import {
   receiptFor,
   whyNot,
 } from "./receipts.js";
-import { abortError, Wakeup } from "./wakeup.js";
 
 /** Cursors move without a message: a receipt wait looks this often (a few small reads). */
 const DEFAULT_RECEIPTS_POLL_MS = 100;

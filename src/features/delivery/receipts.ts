@@ -1,7 +1,7 @@
 import { type Message, parseTo } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity } from "../../core/names.js";
-import type { DeliveryState, PresenceInfo, Receipt, SignedReadReceipt } from "../types.js";
+import type { DeliveryState, PresenceInfo, Receipt, SignedReadReceipt } from "../../store/types.js";
 
 /**
  * What is not derivable from messages and cursors, per agent and channel (the folder store:

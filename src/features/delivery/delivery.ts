@@ -8,7 +8,7 @@ import type {
   SignedReadReceipt,
   WaitForOptions,
   WhoOptions,
-} from "../types.js";
+} from "../../store/types.js";
 import { currentActor } from "./acting.js";
 import type { DeliveryQueries } from "./delivery-queries.js";
 import {

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
+import { type CliContext, formatDuration, parsePositiveInt } from "../../cli/context.js";
 import type { PresenceInfo, Receipt, Receipts } from "../../store/types.js";
-import { type CliContext, formatDuration, parsePositiveInt } from "../context.js";
 
 /** `receipts`, `explain` and `who`: what became of a message, and where everyone is. */
 export function registerDeliveryCommands(program: Command, ctx: CliContext): void {

@@ -1,5 +1,5 @@
-import { isMember } from "../core/meta.js";
-import type { Store } from "../store/types.js";
+import { isMember } from "../../core/meta.js";
+import type { Store } from "../../store/types.js";
 
 /**
  * What a session was told (the MCP footer, a hook's notice) becomes the *notified* step of the
