@@ -60,7 +60,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["search", "thread", "archive", "prune"],
-    load: async () => (await import("./commands/find.js")).registerFindCommands,
+    load: async () => (await import("../features/search/cli.js")).registerFindCommands,
   },
   {
     commands: ["run"],

@@ -8,6 +8,7 @@ import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
 import { NotifiedRecorder, OwedCounter, presenceLine } from "../features/delivery/mcp.js";
 import { leaseAction } from "../features/leases/mcp.js";
+import { findText } from "../features/search/mcp.js";
 import type { PostInput, ReadResult, Store } from "../store/types.js";
 import {
   CHANNEL_CAPABILITY,
@@ -15,7 +16,6 @@ import {
   pushChannelMessages,
   pushStart,
 } from "./channel-push.js";
-import { findText } from "./find.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";

@@ -11,6 +11,8 @@ import {
   type PathLeaseDoc,
   type PathLeaseRecord,
 } from "../../features/leases/path-leases.js";
+import type { Candidate, Searcher } from "../../features/search/search.js";
+import type { Term } from "../../features/search/search-query.js";
 import {
   type Capabilities,
   type ChannelInfo,
@@ -54,8 +56,6 @@ import {
   type WhoOptions,
 } from "../types.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
-import type { Candidate, Searcher } from "./search.js";
-import type { Term } from "./search-query.js";
 import {
   formatTask,
   type Lease,
@@ -742,7 +742,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
 
   // Loaded by the first search or thread: a post, read or hook never reads their code.
   async search(query: string, options?: SearchOptions): Promise<SearchResult> {
-    const { Searcher } = await import("./search.js");
+    const { Searcher } = await import("../../features/search/search.js");
     this.searcher ??= new Searcher(
       {
         channelNames: () => this.channelNames(),

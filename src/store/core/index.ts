@@ -15,6 +15,21 @@ export {
   parsePathLeases,
   pathLeaseLive,
 } from "../../features/leases/path-leases.js";
+export { intersect, union } from "../../features/search/postings.js";
+export {
+  agentsToKeep,
+  checkArchiveOptions,
+  checkPruneOptions,
+  type PresenceEntry,
+} from "../../features/search/retention.js";
+export type { Candidate, MessageMeta } from "../../features/search/search.js";
+export {
+  matchMessage,
+  parseAge,
+  parseQuery,
+  type Term,
+  words,
+} from "../../features/search/search-query.js";
 export {
   BackendStore,
   type Feed,
@@ -23,15 +38,6 @@ export {
   type Scan,
 } from "./backend-store.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
-export { intersect, union } from "./postings.js";
-export {
-  agentsToKeep,
-  checkArchiveOptions,
-  checkPruneOptions,
-  type PresenceEntry,
-} from "./retention.js";
-export type { Candidate, MessageMeta } from "./search.js";
-export { matchMessage, parseAge, parseQuery, type Term, words } from "./search-query.js";
 export { pastGrace, SKEW_GRACE_MS } from "./skew.js";
 export {
   formatLease,

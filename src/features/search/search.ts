@@ -1,7 +1,7 @@
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { type Message, parseTo } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
-import type { SearchHit, SearchOptions, SearchResult } from "../find-types.js";
+import type { SearchHit, SearchOptions, SearchResult } from "../../store/find-types.js";
 import { Postings } from "./postings.js";
 import {
   type MatchedText,

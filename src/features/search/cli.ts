@@ -1,12 +1,12 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { type CliContext, parsePositiveInt, splitList } from "../../cli/context.js";
+import { messageJson } from "../../cli/output.js";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { flattenThread, parseAge } from "../../store/core/index.js";
 import { isUrlRoot } from "../../store/roots.js";
 import type { SearchOptions, SearchResult, Store, ThreadNode } from "../../store/types.js";
-import { type CliContext, parsePositiveInt, splitList } from "../context.js";
-import { messageJson } from "../output.js";
 
 /** search, thread, archive and prune (docs/search.md). */
 export function registerFindCommands(program: Command, ctx: CliContext): void {
