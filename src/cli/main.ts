@@ -52,7 +52,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["id"],
-    load: async () => (await import("./commands/identity.js")).registerIdentityCommands,
+    load: async () => (await import("../features/trust/cli.js")).registerIdentityCommands,
   },
   {
     commands: ["slash"],

@@ -9,7 +9,7 @@ import {
   weakenings,
   withPinnedPolicy,
 } from "../core/policy-pin.js";
-import type { ChannelPin, UserTrust } from "./user-trust.js";
+import type { ChannelPin, UserTrust } from "../features/trust/user-trust.js";
 
 /** What a reader obeys in a channel, and why it differs from the `_meta.json` when it does. */
 export interface PolicyStanding {

@@ -7,7 +7,6 @@ import {
   type RequestInput,
   requestAction,
 } from "../../client/governance.js";
-import { hasPrivateKey } from "../../client/keys.js";
 import { announcePolicy } from "../../client/policy.js";
 import { setTaskTtl } from "../../client/task-ttl.js";
 import { AgentChatError } from "../../core/errors.js";
@@ -23,6 +22,7 @@ import {
   validateAction,
 } from "../../core/governance.js";
 import type { ChannelMeta } from "../../core/meta.js";
+import { hasPrivateKey } from "../../features/trust/keys.js";
 import { type Store, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import {

@@ -1,14 +1,14 @@
 import type { Command } from "commander";
-import { hasPrivateKey } from "../../client/keys.js";
 import { pausesOf, unpause } from "../../client/loop-guard.js";
 import { announcePolicy, setPolicy } from "../../client/policy.js";
-import { hasPinnedPolicy } from "../../client/signed-store.js";
 import {
   DEFAULT_PING_PONG,
   DEFAULT_RATE_LIMIT,
   type PolicyChange,
   policyOf,
 } from "../../core/policy.js";
+import { hasPrivateKey } from "../../features/trust/keys.js";
+import { hasPinnedPolicy } from "../../features/trust/signed-store.js";
 import type { Store } from "../../store/types.js";
 import { type CliContext, UsageError } from "../context.js";
 

@@ -1,6 +1,6 @@
-import { AgentChatError } from "../core/errors.js";
-import { type Message, messageFileName } from "../core/message.js";
-import { identity } from "../core/names.js";
+import { AgentChatError } from "../../core/errors.js";
+import { type Message, messageFileName } from "../../core/message.js";
+import { identity } from "../../core/names.js";
 import {
   approvalText,
   canonicalText,
@@ -9,8 +9,8 @@ import {
   rotationText,
   SIG_KEY,
   signatureDefect,
-} from "../core/signature.js";
-import type { PostSigner, PublishedKeyDirectory } from "../store/types.js";
+} from "../../core/signature.js";
+import type { PostSigner, PublishedKeyDirectory } from "../../store/types.js";
 import {
   filePins,
   hasPrivateKey,

@@ -1,5 +1,9 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import type { CliContext } from "../../cli/context.js";
+import { folderRootIds } from "../../client/open.js";
+import { AgentChatError } from "../../core/errors.js";
+import { META_MAINTAINER } from "../../core/governance.js";
 import {
   addAuthority,
   approveKey,
@@ -16,11 +20,7 @@ import {
   rotateIdentity,
   showIdentity,
   trustKey,
-} from "../../client/identity.js";
-import { folderRootIds } from "../../client/open.js";
-import { AgentChatError } from "../../core/errors.js";
-import { META_MAINTAINER } from "../../core/governance.js";
-import type { CliContext } from "../context.js";
+} from "./identity.js";
 
 /** `agent-chat id …`: an agent's signing key (docs/signatures.md). */
 export function registerIdentityCommands(program: Command, ctx: CliContext): void {

@@ -1,7 +1,7 @@
-import { AgentChatError } from "../core/errors.js";
-import { sameAgent, validateName } from "../core/names.js";
-import { approvalText, isKeyText, rotationText } from "../core/signature.js";
-import type { PublishedKeyDirectory } from "../store/types.js";
+import { AgentChatError } from "../../core/errors.js";
+import { sameAgent, validateName } from "../../core/names.js";
+import { approvalText, isKeyText, rotationText } from "../../core/signature.js";
+import type { PublishedKeyDirectory } from "../../store/types.js";
 import {
   filePins,
   hasPrivateKey,

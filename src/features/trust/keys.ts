@@ -1,15 +1,15 @@
 import { lstatSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { AgentChatError } from "../core/errors.js";
-import { identity, validateName } from "../core/names.js";
-import { isKeyText, isSignatureText } from "../core/signature.js";
+import { AgentChatError } from "../../core/errors.js";
+import { identity, validateName } from "../../core/names.js";
+import { isKeyText, isSignatureText } from "../../core/signature.js";
 import {
   assertRealDir,
   ensureRealDir,
   readOwnTextSync,
   readRootTextSync,
   replaceFileSync,
-} from "../fsutil/root-files.js";
+} from "../../fsutil/root-files.js";
 
 /**
  * Keys and pins (docs/signatures.md), on the file system only: nothing here loads
