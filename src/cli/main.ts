@@ -36,7 +36,8 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["govern", "request", "approve", "pending"],
-    load: async () => (await import("./commands/governance.js")).registerGovernanceCommands,
+    load: async () =>
+      (await import("../features/governance/cli/profile.js")).registerGovernanceCommands,
   },
   {
     commands: ["lease", "leases", "guard"],
@@ -48,7 +49,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["policy", "unpause"],
-    load: async () => (await import("./commands/policy.js")).registerPolicyCommands,
+    load: async () => (await import("../features/governance/cli/policy.js")).registerPolicyCommands,
   },
   {
     commands: ["id"],

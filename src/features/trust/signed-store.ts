@@ -1,10 +1,6 @@
-import { type GuardTrust, guardPost, type Pause } from "../../client/loop-guard.js";
-import { admitPost, deliverable, signaturesRequired } from "../../client/policy.js";
-import { PolicyPins, type PolicyStanding } from "../../client/policy-pins.js";
 import type { Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity } from "../../core/names.js";
-import { weakenings, withPinnedPolicy } from "../../core/policy-pin.js";
 import { formatSigValue, pauseText, readReceiptText } from "../../core/signature.js";
 import { ForwardingStore } from "../../store/forwarding.js";
 import type {
@@ -27,6 +23,10 @@ import type {
   WhoOptions,
 } from "../../store/types.js";
 import { DEFAULT_WAIT_TIMEOUT_MS } from "../../store/types.js";
+import { type GuardTrust, guardPost, type Pause } from "../governance/loop-guard.js";
+import { admitPost, deliverable, signaturesRequired } from "../governance/policy.js";
+import { weakenings, withPinnedPolicy } from "../governance/policy-pin.js";
+import { PolicyPins, type PolicyStanding } from "../governance/policy-pins.js";
 import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
 
 /** How many times the loop guards' window a `require` channel's guard reads. */

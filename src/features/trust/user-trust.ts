@@ -1,9 +1,9 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { identity } from "../../core/names.js";
-import type { PolicySnapshot } from "../../core/policy-pin.js";
 import { isKeyText } from "../../core/signature.js";
 import { replaceFileSync } from "../../fsutil/root-files.js";
+import type { PolicySnapshot } from "../governance/policy-pin.js";
 
 /**
  * What the user trusts in a root beyond the pinned keys (docs/signatures.md, "Threat model"):

@@ -1,7 +1,7 @@
-import { AgentChatError } from "./errors.js";
-import type { Message } from "./message.js";
-import type { ChannelMeta } from "./meta.js";
-import { sameAgent, validateName } from "./names.js";
+import { AgentChatError } from "../../core/errors.js";
+import type { Message } from "../../core/message.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { sameAgent, validateName } from "../../core/names.js";
 
 /**
  * The optional governance profile (SPEC §9), layered on the core without changing it: a channel's

@@ -1,11 +1,11 @@
-import { AgentChatError } from "../core/errors.js";
-import { META_MAINTAINER } from "../core/governance.js";
-import type { Message } from "../core/message.js";
-import { type ChannelMeta, isMember } from "../core/meta.js";
-import { sameAgent } from "../core/names.js";
-import { type ChannelPolicy, type PolicyChange, policyMetaKeys, policyOf } from "../core/policy.js";
-import { POLICY_STATUS, policyChangeExtra, policySnapshot } from "../core/policy-pin.js";
-import type { Store } from "../store/types.js";
+import { AgentChatError } from "../../core/errors.js";
+import type { Message } from "../../core/message.js";
+import { type ChannelMeta, isMember } from "../../core/meta.js";
+import { sameAgent } from "../../core/names.js";
+import type { Store } from "../../store/types.js";
+import { POLICY_STATUS, policyChangeExtra, policySnapshot } from "./policy-pin.js";
+import { type ChannelPolicy, type PolicyChange, policyMetaKeys, policyOf } from "./policy-rules.js";
+import { META_MAINTAINER } from "./rules.js";
 
 /**
  * Applies a channel's policy on authors (src/core/policy.ts) to what our tools post and what

@@ -1,6 +1,7 @@
-import type { Message } from "../core/message.js";
-import type { ChannelMeta } from "../core/meta.js";
-import { sameAgent } from "../core/names.js";
+import type { Message } from "../../core/message.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { sameAgent } from "../../core/names.js";
+import type { ChannelPin, UserTrust } from "../trust/user-trust.js";
 import {
   type PolicySnapshot,
   pinsAnything,
@@ -8,8 +9,7 @@ import {
   policySnapshot,
   weakenings,
   withPinnedPolicy,
-} from "../core/policy-pin.js";
-import type { ChannelPin, UserTrust } from "../features/trust/user-trust.js";
+} from "./policy-pin.js";
 
 /** What a reader obeys in a channel, and why it differs from the `_meta.json` when it does. */
 export interface PolicyStanding {

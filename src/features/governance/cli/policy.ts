@@ -1,16 +1,16 @@
 import type { Command } from "commander";
-import { pausesOf, unpause } from "../../client/loop-guard.js";
-import { announcePolicy, setPolicy } from "../../client/policy.js";
+import { type CliContext, UsageError } from "../../../cli/context.js";
+import type { Store } from "../../../store/types.js";
+import { hasPrivateKey } from "../../trust/keys.js";
+import { hasPinnedPolicy } from "../../trust/signed-store.js";
+import { pausesOf, unpause } from "../loop-guard.js";
+import { announcePolicy, setPolicy } from "../policy.js";
 import {
   DEFAULT_PING_PONG,
   DEFAULT_RATE_LIMIT,
   type PolicyChange,
   policyOf,
-} from "../../core/policy.js";
-import { hasPrivateKey } from "../../features/trust/keys.js";
-import { hasPinnedPolicy } from "../../features/trust/signed-store.js";
-import type { Store } from "../../store/types.js";
-import { type CliContext, UsageError } from "../context.js";
+} from "../policy-rules.js";
 
 export interface PolicyFlags {
   signatures?: string;

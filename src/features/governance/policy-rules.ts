@@ -1,5 +1,5 @@
-import { AgentChatError } from "./errors.js";
-import type { ChannelMeta } from "./meta.js";
+import { AgentChatError } from "../../core/errors.js";
+import type { ChannelMeta } from "../../core/meta.js";
 
 /**
  * A channel's policy on authors (docs/signatures.md), keys of ours in `_meta.json` after the

@@ -1,7 +1,7 @@
-import { governanceOf, META_BANDS, META_MAINTAINER, META_VETO_WINDOW } from "./governance.js";
-import type { ChannelMeta } from "./meta.js";
-import { sameAgent } from "./names.js";
-import { META_MEMBERSHIP, META_SIGNATURES, policyOf } from "./policy.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { sameAgent } from "../../core/names.js";
+import { META_MEMBERSHIP, META_SIGNATURES, policyOf } from "./policy-rules.js";
+import { governanceOf, META_BANDS, META_MAINTAINER, META_VETO_WINDOW } from "./rules.js";
 
 /**
  * The part of a channel's `_meta.json` that decides for people (docs/signatures.md, "Threat

@@ -1,4 +1,17 @@
 import type { Command } from "commander";
+import { readBody } from "../../../cli/body.js";
+import {
+  type CliContext,
+  formatDuration,
+  parsePositiveInt,
+  parseSeconds,
+  parseTtl,
+  UsageError,
+} from "../../../cli/context.js";
+import { AgentChatError } from "../../../core/errors.js";
+import type { ChannelMeta } from "../../../core/meta.js";
+import { type Store, TASK_TTL_KEY } from "../../../store/types.js";
+import { hasPrivateKey } from "../../trust/keys.js";
 import {
   decide,
   type GovernanceEvent,
@@ -6,10 +19,8 @@ import {
   pendingRequests,
   type RequestInput,
   requestAction,
-} from "../../client/governance.js";
-import { announcePolicy } from "../../client/policy.js";
-import { setTaskTtl } from "../../client/task-ttl.js";
-import { AgentChatError } from "../../core/errors.js";
+} from "../governance.js";
+import { announcePolicy } from "../policy.js";
 import {
   type Band,
   changeProfile,
@@ -20,19 +31,8 @@ import {
   profileMetaKeys,
   type Verdict,
   validateAction,
-} from "../../core/governance.js";
-import type { ChannelMeta } from "../../core/meta.js";
-import { hasPrivateKey } from "../../features/trust/keys.js";
-import { type Store, TASK_TTL_KEY } from "../../store/types.js";
-import { readBody } from "../body.js";
-import {
-  type CliContext,
-  formatDuration,
-  parsePositiveInt,
-  parseSeconds,
-  parseTtl,
-  UsageError,
-} from "../context.js";
+} from "../rules.js";
+import { setTaskTtl } from "../task-ttl.js";
 import { policyWarnings } from "./policy.js";
 
 /** Repeatable `--band a=b` (and `--band a=b,c=d`). */

@@ -1,9 +1,9 @@
-import { AgentChatError } from "../core/errors.js";
-import { formatTimestamp, type Message } from "../core/message.js";
-import type { ChannelMeta } from "../core/meta.js";
-import { identity, sameAgent } from "../core/names.js";
-import { policyOf } from "../core/policy.js";
-import type { Store } from "../store/types.js";
+import { AgentChatError } from "../../core/errors.js";
+import { formatTimestamp, type Message } from "../../core/message.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { identity, sameAgent } from "../../core/names.js";
+import type { Store } from "../../store/types.js";
+import { policyOf } from "./policy-rules.js";
 
 /**
  * Loop guards (docs/signatures.md, "Loop guards"): two agents answering each other without

@@ -1,4 +1,9 @@
-import { AgentChatError } from "../core/errors.js";
+import { AgentChatError } from "../../core/errors.js";
+import { formatTimestamp, type Message } from "../../core/message.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { assertDistinctAgents, sameAgent, validateName } from "../../core/names.js";
+import { DEFAULT_WAIT_TIMEOUT_MS, type Store } from "../../store/types.js";
+import { signaturesRequired } from "./policy.js";
 import {
   type BandLookup,
   changeProfile,
@@ -18,12 +23,7 @@ import {
   type Verdict,
   verdictAllows,
   withProfile,
-} from "../core/governance.js";
-import { formatTimestamp, type Message } from "../core/message.js";
-import type { ChannelMeta } from "../core/meta.js";
-import { assertDistinctAgents, sameAgent, validateName } from "../core/names.js";
-import { DEFAULT_WAIT_TIMEOUT_MS, type Store } from "../store/types.js";
-import { signaturesRequired } from "./policy.js";
+} from "./rules.js";
 
 /**
  * The governance profile (SPEC §9) on top of any Store: read and change a channel's profile,

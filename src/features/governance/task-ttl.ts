@@ -1,8 +1,8 @@
-import { AgentChatError } from "../core/errors.js";
-import { governanceOf } from "../core/governance.js";
-import type { ChannelMeta } from "../core/meta.js";
-import { sameAgent } from "../core/names.js";
-import { MAX_TASK_TTL_MS, type Store, TASK_TTL_KEY } from "../store/types.js";
+import { AgentChatError } from "../../core/errors.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { sameAgent } from "../../core/names.js";
+import { MAX_TASK_TTL_MS, type Store, TASK_TTL_KEY } from "../../store/types.js";
+import { governanceOf } from "./rules.js";
 
 /**
  * Sets a channel's default lease (task claims and path leases without `--ttl`): `task_ttl`
