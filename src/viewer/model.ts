@@ -2,7 +2,7 @@ import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
 import { policyOf } from "../features/governance/policy-rules.js";
-import { flattenThread, owedBy } from "../store/core/index.js";
+import { flattenThread, owedBy } from "../store/shared/index.js";
 import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
   type ChannelView,

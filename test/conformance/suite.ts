@@ -6,7 +6,7 @@ import { openStore } from "../../src/client/open.js";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
 import { generateKeyPair, signerFromPem } from "../../src/features/trust/ed25519.js";
-import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
+import { SKEW_GRACE_MS } from "../../src/store/shared/index.js";
 import type { Store } from "../../src/store/types.js";
 import { waitParked } from "../helpers/parked.js";
 

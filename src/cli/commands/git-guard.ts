@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { isAgentChatError } from "../../core/errors.js";
 import { identity } from "../../core/names.js";
-import { type Blocked, blockedPaths } from "../../store/core/index.js";
+import { type Blocked, blockedPaths } from "../../store/shared/index.js";
 import type { PathLeaseInfo } from "../../store/types.js";
 import { type CliContext, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";

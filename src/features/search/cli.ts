@@ -4,8 +4,8 @@ import { type CliContext, parsePositiveInt, splitList } from "../../cli/context.
 import { messageJson } from "../../cli/output.js";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
-import { flattenThread, parseAge } from "../../store/core/index.js";
 import { isUrlRoot } from "../../store/roots.js";
+import { flattenThread, parseAge } from "../../store/shared/index.js";
 import type { SearchOptions, SearchResult, Store, ThreadNode } from "../../store/types.js";
 
 /** search, thread, archive and prune (docs/search.md). */

@@ -1,7 +1,7 @@
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { formatMessages } from "../../mcp/format.js";
-import { flattenThread, parseQuery } from "../../store/core/index.js";
+import { flattenThread, parseQuery } from "../../store/shared/index.js";
 import type { Store } from "../../store/types.js";
 
 /** chat_read's `search` and `thread` (docs/search.md): they find messages and move no cursor. */

@@ -9,8 +9,8 @@ import {
   readRootFileSync,
   removeFileEntry,
 } from "../../fsutil/root-files.js";
-import { checkArchiveOptions } from "../core/index.js";
 import type { ArchiveOptions, ArchiveResult, PrunedAgent, PruneOptions } from "../find-types.js";
+import { checkArchiveOptions } from "../shared/index.js";
 
 /**
  * Retention for the folder store (docs/search.md). Old messages move to

@@ -65,7 +65,7 @@ import {
   TASK_FILE,
   type TaskRecord,
   taskFileName,
-} from "../core/index.js";
+} from "../shared/index.js";
 import {
   type ArchiveOptions,
   type ArchiveResult,

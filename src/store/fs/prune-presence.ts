@@ -6,8 +6,8 @@ import {
   readOwnTextSync,
   removeFileEntry,
 } from "../../fsutil/root-files.js";
-import type { PresenceEntry } from "../core/index.js";
 import type { PrunedPresence, PruneOptions } from "../find-types.js";
+import type { PresenceEntry } from "../shared/index.js";
 
 const SUFFIX = ".json";
 /** A presence record is a few hundred bytes; a bigger file is not one of ours. */

@@ -8,7 +8,14 @@ import {
   readOwnTextSync,
   replaceFileSync,
 } from "../../fsutil/root-files.js";
-import { type Candidate, intersect, matchMessage, type Term, union, words } from "../core/index.js";
+import {
+  type Candidate,
+  intersect,
+  matchMessage,
+  type Term,
+  union,
+  words,
+} from "../shared/index.js";
 
 /**
  * The folder store's stored search index (docs/search.md): `CH/.search/index-<id>.json`, a list

@@ -12,6 +12,8 @@ import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
+import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
+import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import {
   BackendStore,
   type Feed,
@@ -30,9 +32,7 @@ import {
   TASK_FILE,
   type TaskRecord,
   taskFileName,
-} from "../core/index.js";
-import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
-import { type NatsTarget, parseNatsUrl } from "../roots.js";
+} from "../shared/index.js";
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";

@@ -14,7 +14,6 @@ import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { identity } from "../../core/names.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
-import { agentsToKeep, checkArchiveOptions, checkPruneOptions } from "../core/index.js";
 import type {
   ArchiveOptions,
   ArchiveResult,
@@ -23,6 +22,7 @@ import type {
   PruneOptions,
   PruneResult,
 } from "../find-types.js";
+import { agentsToKeep, checkArchiveOptions, checkPruneOptions } from "../shared/index.js";
 
 /**
  * Retention on NATS (docs/search.md): the channel's old messages are exported into a SPEC folder

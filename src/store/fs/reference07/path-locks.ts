@@ -8,7 +8,7 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
-import { type PathLease, pathLeaseLive, staticBase } from "../../core/index.js";
+import { type PathLease, pathLeaseLive, staticBase } from "../../shared/index.js";
 
 /**
  * chat.py 0.7's path locks, `CH/locks/<lock_id>.json`: one record per lock, each naming its
