@@ -36,8 +36,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["govern", "request", "approve", "pending"],
-    load: async () =>
-      (await import("../features/governance/cli/profile.js")).registerGovernanceCommands,
+    load: async () => (await import("../features/governance/cli.js")).registerGovernanceCommands,
   },
   {
     commands: ["lease", "leases", "guard"],
@@ -49,7 +48,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["policy", "unpause"],
-    load: async () => (await import("../features/governance/cli/policy.js")).registerPolicyCommands,
+    load: async () => (await import("../features/governance/cli-policy.js")).registerPolicyCommands,
   },
   {
     commands: ["id"],

@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { isRelevant } from "../../core/message.js";
-import { type PolicyFlags, policyChange } from "../../features/governance/cli/policy.js";
 import {
   addGovernanceOptions,
   type GovernanceFlags,
   initGovernanceExtra,
-} from "../../features/governance/cli/profile.js";
+} from "../../features/governance/cli.js";
+import { type PolicyFlags, policyChange } from "../../features/governance/cli-policy.js";
 import { policyMetaKeys } from "../../features/governance/policy-rules.js";
 import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";

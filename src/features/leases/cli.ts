@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { registerGuardCommand } from "../../cli/commands/git-guard.js";
 import { type CliContext, formatDuration, parsePositiveInt, parseTtl } from "../../cli/context.js";
 import type { PathLeaseInfo } from "../../store/types.js";
+import { registerGuardCommand } from "./cli-guard.js";
 
 /** `lease add|renew|release`, `leases` and the git `guard`: path reservations (docs/leases.md). */
 export function registerLeaseCommands(program: Command, ctx: CliContext): void {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { readBody } from "../../../cli/body.js";
+import { readBody } from "../../cli/body.js";
 import {
   type CliContext,
   formatDuration,
@@ -7,11 +7,12 @@ import {
   parseSeconds,
   parseTtl,
   UsageError,
-} from "../../../cli/context.js";
-import { AgentChatError } from "../../../core/errors.js";
-import type { ChannelMeta } from "../../../core/meta.js";
-import { type Store, TASK_TTL_KEY } from "../../../store/types.js";
-import { hasPrivateKey } from "../../trust/keys.js";
+} from "../../cli/context.js";
+import { AgentChatError } from "../../core/errors.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import { type Store, TASK_TTL_KEY } from "../../store/types.js";
+import { hasPrivateKey } from "../trust/keys.js";
+import { policyWarnings } from "./cli-policy.js";
 import {
   decide,
   type GovernanceEvent,
@@ -19,8 +20,8 @@ import {
   pendingRequests,
   type RequestInput,
   requestAction,
-} from "../governance.js";
-import { announcePolicy } from "../policy.js";
+} from "./governance.js";
+import { announcePolicy } from "./policy.js";
 import {
   type Band,
   changeProfile,
@@ -31,9 +32,8 @@ import {
   profileMetaKeys,
   type Verdict,
   validateAction,
-} from "../rules.js";
-import { setTaskTtl } from "../task-ttl.js";
-import { policyWarnings } from "./policy.js";
+} from "./rules.js";
+import { setTaskTtl } from "./task-ttl.js";
 
 /** Repeatable `--band a=b` (and `--band a=b,c=d`). */
 function collect(value: string, previous: string[] = []): string[] {

@@ -1,16 +1,16 @@
 import type { Command } from "commander";
-import { type CliContext, UsageError } from "../../../cli/context.js";
-import type { Store } from "../../../store/types.js";
-import { hasPrivateKey } from "../../trust/keys.js";
-import { hasPinnedPolicy } from "../../trust/signed-store.js";
-import { pausesOf, unpause } from "../loop-guard.js";
-import { announcePolicy, setPolicy } from "../policy.js";
+import { type CliContext, UsageError } from "../../cli/context.js";
+import type { Store } from "../../store/types.js";
+import { hasPrivateKey } from "../trust/keys.js";
+import { hasPinnedPolicy } from "../trust/signed-store.js";
+import { pausesOf, unpause } from "./loop-guard.js";
+import { announcePolicy, setPolicy } from "./policy.js";
 import {
   DEFAULT_PING_PONG,
   DEFAULT_RATE_LIMIT,
   type PolicyChange,
   policyOf,
-} from "../policy-rules.js";
+} from "./policy-rules.js";
 
 export interface PolicyFlags {
   signatures?: string;

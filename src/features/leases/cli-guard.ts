@@ -2,12 +2,12 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { Command } from "commander";
+import { type CliContext, UsageError } from "../../cli/context.js";
+import { EXIT } from "../../cli/exit-codes.js";
 import { isAgentChatError } from "../../core/errors.js";
 import { identity } from "../../core/names.js";
 import { type Blocked, blockedPaths } from "../../store/shared/index.js";
 import type { PathLeaseInfo } from "../../store/types.js";
-import { type CliContext, UsageError } from "../context.js";
-import { EXIT } from "../exit-codes.js";
 
 /**
  * `agent-chat guard`: a git pre-commit hook that refuses a commit staging a path under another
