@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
@@ -68,6 +69,27 @@ export interface DeliveryHost {
   onWarning?: (warning: string) => void;
   /** False: this store records no presence (receipts are still kept). */
   recordPresence: boolean;
+  /** Resolves once the records the store's operations left to finish are written (LateWork). */
+  written(): Promise<void>;
+}
+
+/** Who the process recording presence is, beyond the agent's name (defaults: cli, this host). */
+export interface PresenceOptions {
+  harness?: Actor["harness"];
+  host?: string;
+  pid?: number;
+  /** Hears, once, that a presence or receipt record could not be written. */
+  onWarning?: (warning: string) => void;
+  /** False: record no presence (a bench's baseline, or a user who wants none shared). */
+  recordPresence?: boolean;
+}
+
+export function defaultHost(): string {
+  try {
+    return hostname();
+  } catch {
+    return "localhost";
+  }
 }
 
 /** A revision-checked read-modify-write gives up after this many lost races. */
@@ -84,43 +106,7 @@ export class Delivery {
    * plain touch has nothing to write and skips the read (a post's one request then). */
   private readonly wroteAt = new Map<string, number>();
 
-  /** Records still being written after the operation they ride on answered (see `later`). */
-  private readonly pending = new Set<Promise<unknown>>();
-
   constructor(private readonly host: DeliveryHost) {}
-
-  /**
-   * Lets `work` (a record, never failing) finish after its operation answered: a woken wait
-   * answers once its cursor is saved, and its receipt and presence follow. A thousand agents woken
-   * at once would otherwise each wait for two checked writes that a cluster orders one after
-   * another. This store's own questions (receipts, explain, who, waitFor) and its close wait for
-   * them first, so nothing asked here finds them missing.
-   */
-  later(work: Promise<unknown>): void {
-    const tracked = work.catch(() => {}).finally(() => this.pending.delete(tracked));
-    this.pending.add(tracked);
-  }
-
-  /** Resolves once the records started before this call are written (or have given up). */
-  private async written(): Promise<void> {
-    await Promise.all([...this.pending]);
-  }
-
-  /**
-   * Resolves once every record started so far is written (or has given up), or after `maxMs`
-   * (a store closing while its server is away does not wait out every retry).
-   */
-  async settled(maxMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((r) => {
-      timer = setTimeout(r, maxMs);
-    });
-    const drained = (async () => {
-      while (this.pending.size > 0) await this.written();
-    })();
-    await Promise.race([drained, late]);
-    clearTimeout(timer);
-  }
 
   // ---- Recording ----
 
@@ -285,22 +271,22 @@ export class Delivery {
   }
 
   async receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    await this.written();
+    await this.host.written();
     return (await this.ask()).receipts(channel, seq, options);
   }
 
   async explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    await this.written();
+    await this.host.written();
     return (await this.ask()).explain(channel, seq, options);
   }
 
   async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
-    await this.written();
+    await this.host.written();
     return (await this.ask()).waitFor(channel, seq, options);
   }
 
   async who(channel: string | undefined, options?: WhoOptions): Promise<PresenceInfo[]> {
-    await this.written();
+    await this.host.written();
     return (await this.ask()).who(channel, options);
   }
 }

@@ -6,8 +6,8 @@ import { type CliContext, UsageError } from "../../cli/context.js";
 import { EXIT } from "../../cli/exit-codes.js";
 import { isAgentChatError } from "../../core/errors.js";
 import { identity } from "../../core/names.js";
-import { type Blocked, blockedPaths } from "../../store/shared/index.js";
 import type { PathLeaseInfo } from "../../store/types.js";
+import { type Blocked, blockedPaths } from "./index.js";
 
 /**
  * `agent-chat guard`: a git pre-commit hook that refuses a commit staging a path under another

@@ -5,8 +5,9 @@ import { messageJson } from "../../cli/output.js";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { isUrlRoot } from "../../store/roots.js";
-import { flattenThread, parseAge } from "../../store/shared/index.js";
+import { flattenThread } from "../../store/shared/index.js";
 import type { SearchOptions, SearchResult, Store, ThreadNode } from "../../store/types.js";
+import { parseAge } from "./index.js";
 
 /** search, thread, archive and prune (docs/search.md). */
 export function registerFindCommands(program: Command, ctx: CliContext): void {

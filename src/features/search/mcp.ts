@@ -1,8 +1,9 @@
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { formatMessages } from "../../mcp/format.js";
-import { flattenThread, parseQuery } from "../../store/shared/index.js";
+import { flattenThread } from "../../store/shared/index.js";
 import type { Store } from "../../store/types.js";
+import { parseQuery } from "./index.js";
 
 /** chat_read's `search` and `thread` (docs/search.md): they find messages and move no cursor. */
 export async function findText(

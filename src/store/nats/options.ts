@@ -1,5 +1,5 @@
+import type { PresenceOptions } from "../../features/delivery/index.js";
 import type { NatsConnectionOptions } from "../roots.js";
-import type { PresenceOptions } from "../shared/index.js";
 
 export interface NatsStoreOptions extends NatsConnectionOptions, PresenceOptions {
   /** Largest accepted message body in bytes (default 1 MiB, capped by the server's max_payload). */

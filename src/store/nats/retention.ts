@@ -13,6 +13,11 @@ import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { identity } from "../../core/names.js";
+import {
+  agentsToKeep,
+  checkArchiveOptions,
+  checkPruneOptions,
+} from "../../features/search/index.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
 import type {
   ArchiveOptions,
@@ -22,7 +27,6 @@ import type {
   PruneOptions,
   PruneResult,
 } from "../find-types.js";
-import { agentsToKeep, checkArchiveOptions, checkPruneOptions } from "../shared/index.js";
 
 /**
  * Retention on NATS (docs/search.md): the channel's old messages are exported into a SPEC folder

@@ -1,18 +1,7 @@
-import { hostname } from "node:os";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { formatTimestamp, isRelevant, type Message, oneLine } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity, parseTaskId, slug, validateName } from "../../core/names.js";
-import { Delivery, type Note, type NoteKind } from "../../features/delivery/delivery.js";
-import type { Actor } from "../../features/delivery/presence.js";
-import {
-  type PathLease,
-  PathLeaseBook,
-  type PathLeaseDoc,
-  type PathLeaseRecord,
-} from "../../features/leases/path-leases.js";
-import type { Candidate, Searcher } from "../../features/search/search.js";
-import type { Term } from "../../features/search/search-query.js";
 import {
   type Capabilities,
   type ChannelInfo,
@@ -20,44 +9,42 @@ import {
   type ClaimOptions,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_POLL_INTERVAL_MS,
-  DEFAULT_TASK_TTL_MS,
   DEFAULT_WAIT_TIMEOUT_MS,
   type DoneOptions,
   type FenceResult,
   type InitOptions,
   MAX_BODY_KEY,
   MAX_CHANNEL_BODY_BYTES,
-  MAX_TASK_TTL_MS,
   type NewTask,
-  type PathLeaseInfo,
-  type PathLeaseOptions,
   type PeekOptions,
   type PostInput,
   type PostResult,
-  type PresenceInfo,
   type ReadOptions,
   type ReadResult,
-  type Receipts,
   type ReleaseOptions,
   type RenewOptions,
-  type SearchOptions,
-  type SearchResult,
-  type SignedReadReceipt,
   SKEW_GRACE_MS,
   type Store,
-  TASK_TTL_KEY,
   type TaskInfo,
   type ThreadNode,
   type ThreadOptions,
-  type WaitForOptions,
   type WaitOptions,
   type WaitResult,
   type WatchOptions,
-  type WhoOptions,
 } from "../types.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
 import {
+  type ParkingWait,
+  renewWhileParked,
+  type StoreExtension,
+  type WaitHooks,
+} from "./extension.js";
+import { LateWork } from "./late-work.js";
+import {
+  channelTtl,
+  checkTtl,
   formatTask,
+  LEASE_LOOK_MS,
   type Lease,
   type LeaseStatus,
   leaseStatus,
@@ -98,8 +85,6 @@ export interface Feed {
   message?(seq: number): Promise<Message | undefined>;
   /** Whether a message file with this seq is there now (the folder store; default: yes). */
   holds?(): Promise<(seq: number) => boolean>;
-  /** Search candidates from an index kept on disk (the folder store; search.ts). */
-  candidates?(terms: Term[]): Promise<Candidate[] | undefined>;
 }
 
 /** What a backend runs beside its change events while a wait or watch is parked. */
@@ -140,6 +125,8 @@ interface WaitPass<F> {
    */
   floors: Map<F, number>;
   onWarning?: ((warning: string) => void) | undefined;
+  /** What the store's extensions are to be told of this wait. */
+  hooks: WaitHooks[];
 }
 
 /**
@@ -151,7 +138,7 @@ interface WaitPass<F> {
  * swap atomically. It may override the hooks: {@link exclusive}, {@link safetyNet},
  * {@link isTransient} and {@link cursorProblem}.
  */
-export abstract class BackendStore<F extends Feed = Feed> implements Store {
+export abstract class BackendStore<F extends Feed = Feed> {
   abstract readonly capabilities: Capabilities;
   abstract readonly location: string;
   protected readonly maxBodyBytes: number;
@@ -168,55 +155,30 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   private readonly leaseLooks = new Map<string, number>();
   /** The clock leases are measured by (injected by tests to expire a lease without sleeping). */
   protected readonly now: () => number;
-  /** Search with its in-memory index (src/store/core/search.ts says why it lives here). */
-  private searcher: Searcher | undefined;
+  /** The features hooked into post, read and wait, in the order registered ({@link extend}). */
+  private readonly extensions: StoreExtension[] = [];
+  /** What operations left to finish after they answered: the store's close waits for it. */
+  protected readonly late = new LateWork();
 
-  /** Path leases: their rules over this backend's {@link readPathLeases} and swap. */
-  private readonly pathBook: PathLeaseBook;
-
-  /** Delivery states and presence (store/core/delivery.ts), over the note primitives. */
-  private readonly delivery: Delivery;
-
-  constructor(
-    maxBodyBytes: number | undefined,
-    now: () => number = Date.now,
-    presence: PresenceOptions = {},
-  ) {
+  constructor(maxBodyBytes: number | undefined, now: () => number = Date.now) {
     this.maxBodyBytes = maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.ownBodyLimit = maxBodyBytes;
     this.now = now;
-    this.pathBook = new PathLeaseBook({
-      read: (channel) => this.readPathLeases(channel),
-      swap: (channel, current, doc) => this.swapPathLeases(channel, current, doc),
-      exclusive: (channel, fn) => this.pathLeaseExclusive(channel, fn),
-      foreign: (channel) => this.foreignPathLeases(channel),
-      channelTtl: async (channel) => channelTtl(await this.roster(channel)),
-      now: () => this.now(),
+    // Task leases follow their holder: its activity in a channel renews those due there.
+    this.extend({
+      afterPost: (channel, agent) => this.keepTaskLeases(channel, agent),
+      afterRead: (channel, agent) => this.keepTaskLeases(channel, agent),
+      duringWait: async (wait) =>
+        renewWhileParked(wait, (channel) => this.keepTaskLeases(channel, wait.agent)),
     });
-    const store = this;
-    this.delivery = new Delivery({
-      get location() {
-        return store.location;
-      },
-      now,
-      actor: {
-        harness: presence.harness ?? "cli",
-        host: presence.host ?? defaultHost(),
-        pid: presence.pid ?? process.pid,
-      },
-      roster: (channel) => this.roster(channel),
-      messages: async (channel, after) =>
-        (await (await this.openFeed(channel)).scan(after)).messages,
-      loadCursor: (channel, agent) => this.loadCursor(channel, agent),
-      onChange: async (channel, listener) => (await this.openFeed(channel)).onChange(listener),
-      listNotes: (scope, kind) => this.listNotes(scope, kind),
-      readNote: (scope, kind, name) => this.readNote(scope, kind, name),
-      writeNote: (scope, kind, name, text, version) =>
-        this.writeNote(scope, kind, name, text, version),
-      warnOnce: (warning, report, scope) => this.warnOnce(warning, report, scope),
-      ...(presence.onWarning ? { onWarning: presence.onWarning } : {}),
-      recordPresence: presence.recordPresence !== false,
-    });
+  }
+
+  /**
+   * The extension point: a feature registered here is told of every post, read and wait (see
+   * {@link StoreExtension}); the message operations know nothing else of it.
+   */
+  protected extend(extension: StoreExtension): void {
+    this.extensions.push(extension);
   }
 
   // ---- Primitives: what each backend implements. ----
@@ -246,32 +208,6 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     current: TaskRecord,
     next: { holder: string | undefined; lease: Lease },
   ): Promise<boolean>;
-  /** A channel's path lease document (empty when it has none). */
-  protected abstract readPathLeases(channel: string): Promise<PathLeaseRecord>;
-  /** Replaces it unless it changed since `current` was read; false then. */
-  protected abstract swapPathLeases(
-    channel: string,
-    current: PathLeaseRecord,
-    doc: PathLeaseDoc,
-  ): Promise<boolean>;
-  /** Small JSON records in names chat.py ignores: `scope` a channel, or "" for the store. */
-  protected abstract listNotes(scope: string, kind: NoteKind): Promise<Note[]>;
-  protected abstract readNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-  ): Promise<Note | undefined>;
-  /**
-   * Writes a note atomically; on a backend with revisions, only if it is still at `version`
-   * (undefined: only if absent), false otherwise.
-   */
-  protected abstract writeNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-    text: string,
-    version: Note["version"],
-  ): Promise<boolean>;
   abstract close(): Promise<void>;
 
   // ---- Hooks: defaults a backend may override. ----
@@ -297,19 +233,6 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   /** Runs task changes excluded from this channel's other writers, where the backend must. */
   protected exclusive<T>(_channel: string, fn: () => Promise<T>): Promise<T> {
     return fn();
-  }
-
-  /**
-   * Runs path lease changes excluded from the channel's other writers: {@link exclusive}, and
-   * on the folder store also chat.py 0.7's path-lock mutex.
-   */
-  protected pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
-    return this.exclusive(channel, fn);
-  }
-
-  /** Path reservations of another implementation in the channel (none but on the folder store). */
-  protected async foreignPathLeases(_channel: string): Promise<PathLease[]> {
-    return [];
   }
 
   /** What catches a change the backend's events missed, while a wait or watch is parked. */
@@ -410,8 +333,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
       }),
     );
     const result = await run;
-    await this.keepLeases(channel, draft.from);
-    await this.delivery.touch(draft.from);
+    for (const extension of this.extensions) await extension.afterPost?.(channel, draft.from);
     return result;
   }
 
@@ -434,10 +356,11 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     if (!options.peek && scan.scannedTo > cursor) {
       next = scan.scannedTo;
       await this.saveCursor(channel, options.as, next);
-      await this.delivery.step(channel, options.as, "read", next);
     }
-    await this.keepLeases(channel, options.as);
-    await this.delivery.touch(options.as);
+    const movedTo = next > cursor ? next : undefined;
+    for (const extension of this.extensions) {
+      await extension.afterRead?.(channel, options.as, movedTo);
+    }
     // A read that stopped before a file still being written says so: "no new messages" alone
     // would hide the messages behind it. (A wait just waits for the file.)
     const warnings = scan.held === undefined ? scan.warnings : [...scan.warnings, scan.held];
@@ -469,18 +392,17 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
     const wake = new Wakeup();
     const timer = setTimeout(() => wake.fail(timeoutError(timeoutMs)), timeoutMs);
-    const keeper = this.keepLeasesWhileParked(unique, options.as, metas);
-    const inactive = () => clearInterval(keeper);
-    options.activity?.addEventListener("abort", inactive, { once: true });
     const onAbort = () => wake.fail(abortError());
     options.signal?.addEventListener("abort", onAbort, { once: true });
     const unsubscribe: Array<() => void> = [];
     let net = NO_SAFETY_NET;
-    const unpark = await this.delivery.park(options.as, unique);
-    // A caller that stopped talking (a daemon client that shut its side, or died) is not
-    // waiting any more, even while its wait runs on to answer a half-closed socket.
-    const left = () => void unpark(true);
-    options.activity?.addEventListener("abort", left, { once: true });
+    const hooks = await this.parking({
+      agent: options.as,
+      channels: unique,
+      metas,
+      ...(options.activity ? { activity: options.activity } : {}),
+    });
+    let answered = false;
     try {
       if (options.signal?.aborted) throw abortError();
       const feeds: F[] = [];
@@ -500,28 +422,28 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         warnings: [],
         floors: new Map(),
         onWarning: options.onWarning,
+        hooks,
       };
       const result = await this.waitLoop(pass, wake);
-      if (!options.activity?.aborted) {
-        this.delivery.later(
-          (async () => {
-            for (const channel of unique) await this.keepLeases(channel, options.as);
-          })(),
-        );
-      }
+      answered = !options.activity?.aborted;
       return result;
     } finally {
       for (const off of unsubscribe) off();
       net.end();
       clearTimeout(timer);
-      clearInterval(keeper);
-      options.activity?.removeEventListener("abort", inactive);
-      options.activity?.removeEventListener("abort", left);
       options.signal?.removeEventListener("abort", onAbort);
-      // A wait its caller abandoned (a daemon client's connection closed) may belong to a dead
-      // process: its record says so, for `who` to look.
-      this.delivery.later(unpark(options.signal?.aborted === true));
+      const end = { answered, abandoned: options.signal?.aborted === true };
+      for (const hook of hooks) if (hook.ended) this.late.add(hook.ended(end));
     }
+  }
+
+  /** Tells each extension that a wait parks, in the order they were registered. */
+  private async parking(wait: ParkingWait): Promise<WaitHooks[]> {
+    const hooks: WaitHooks[] = [];
+    for (const extension of this.extensions) {
+      if (extension.duringWait) hooks.push(await extension.duringWait(wait));
+    }
+    return hooks;
   }
 
   private async waitLoop(pass: WaitPass<F>, wake: Wakeup): Promise<WaitResult> {
@@ -536,7 +458,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
         if (found) {
           for (const [channel, seq] of Object.entries(found.advance)) {
             await this.saveCursor(channel, pass.agent, seq);
-            this.delivery.later(this.delivery.step(channel, pass.agent, "read", seq));
+            for (const hook of pass.hooks) if (hook.moved) this.late.add(hook.moved(channel, seq));
           }
           return found.result;
         }
@@ -694,72 +616,15 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     net.stalledOn(stalled);
   }
 
-  // ---- Delivery and presence ----
-
-  async receipts(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    validateName("channel", channel);
-    return this.delivery.receipts(channel, seq, options);
-  }
-
-  /** Receipts with, per addressee short of answered, what is known of why (`explain`). */
-  async explain(channel: string, seq: number, options?: WhoOptions): Promise<Receipts> {
-    validateName("channel", channel);
-    return this.delivery.explain(channel, seq, options);
-  }
-
-  async waitFor(channel: string, seq: number, options: WaitForOptions): Promise<Receipts> {
-    validateName("channel", channel);
-    return this.delivery.waitFor(channel, seq, options);
-  }
-
-  async notify(channel: string, agent: string, seq: number): Promise<void> {
-    validateName("channel", channel);
-    return this.delivery.notify(channel, agent, seq);
-  }
-
-  async attestRead(channel: string, agent: string, receipt: SignedReadReceipt): Promise<void> {
-    validateName("channel", channel);
-    return this.delivery.attest(channel, agent, receipt);
-  }
-
-  /** Waits for the records a wait left to write after it answered (Delivery.later): a backend's
-   * close calls it before it lets go of its files or its connection. */
+  /** Waits for the records operations left to write after they answered ({@link late}): a
+   * backend's close calls it before it lets go of its files or its connection. */
   protected settleRecords(): Promise<void> {
-    return this.delivery.settled(SETTLE_ON_CLOSE_MS);
+    return this.late.settled(SETTLE_ON_CLOSE_MS);
   }
 
-  async touch(agent: string): Promise<void> {
-    validateName("agent", agent);
-    return this.delivery.touch(agent);
-  }
+  // ---- Threads (src/store/shared/thread.ts) ----
 
-  async who(channel?: string, options?: WhoOptions): Promise<PresenceInfo[]> {
-    if (channel !== undefined) validateName("channel", channel);
-    return this.delivery.who(channel, options);
-  }
-
-  // ---- Search and threads (src/store/core/search.ts, thread.ts) ----
-
-  // Loaded by the first search or thread: a post, read or hook never reads their code.
-  async search(query: string, options?: SearchOptions): Promise<SearchResult> {
-    const { Searcher } = await import("../../features/search/search.js");
-    this.searcher ??= new Searcher(
-      {
-        channelNames: () => this.channelNames(),
-        roster: (channel) => this.roster(channel),
-        scan: async (channel, after) => (await this.openFeed(channel)).scan(after),
-        holds: async (channel) => {
-          const feed = await this.openFeed(channel);
-          return feed.holds ? feed.holds() : () => true;
-        },
-        archived: (channel) => this.archivedMessages(channel),
-        candidates: async (channel, terms) => (await this.openFeed(channel)).candidates?.(terms),
-      },
-      this.now,
-    );
-    return this.searcher.search(query, options);
-  }
-
+  // Loaded by the first thread: a post, read or hook never reads its code.
   async thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode> {
     const { findThread } = await import("./thread.js");
     const source = {
@@ -948,41 +813,6 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return { live, task: this.describe(channel, current, now) };
   }
 
-  // ---- Path leases (docs/leases.md; the rules are in path-leases.ts) ----
-
-  async addPathLease(
-    channel: string,
-    pattern: string,
-    agent: string,
-    options: PathLeaseOptions = {},
-  ): Promise<PathLeaseInfo> {
-    checkTtl(options.ttlMs);
-    return this.pathBook.add(channel, pattern, agent, options);
-  }
-
-  async pathLeases(channel: string): Promise<PathLeaseInfo[]> {
-    return this.pathBook.list(channel);
-  }
-
-  async renewPathLease(
-    channel: string,
-    lease: string,
-    agent: string,
-    options: RenewOptions = {},
-  ): Promise<PathLeaseInfo> {
-    checkTtl(options.ttlMs);
-    return this.pathBook.renew(channel, lease, agent, options);
-  }
-
-  async releasePathLease(
-    channel: string,
-    lease: string,
-    agent: string,
-    options: ReleaseOptions = {},
-  ): Promise<PathLeaseInfo> {
-    return this.pathBook.release(channel, lease, agent, options);
-  }
-
   /**
    * Runs a change that only the holder of the live grant may make (and, given a token, only
    * with that grant's token): a late holder, whose lease expired or passed to someone else,
@@ -1021,8 +851,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
    * third of that TTL has passed, so an active holder costs one write per task per TTL/3 at
    * most. It never fails the operation that caused it: a lease it could not renew runs on.
    */
-  private async keepLeases(channel: string, agent: string): Promise<void> {
-    await this.pathBook.keepAlive(channel, agent);
+  private async keepTaskLeases(channel: string, agent: string): Promise<void> {
     try {
       const holder = identity(agent);
       // Most activity finds nothing due: only a lease past a third of its length takes the lock.
@@ -1047,54 +876,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     }
   }
 
-  /**
-   * A parked wait is activity too: it looks at the agent's leases every third of the channel's
-   * TTL (but at least every 30 s, and never more than once a second) and renews those due.
-   */
-  private keepLeasesWhileParked(
-    channels: string[],
-    agent: string,
-    metas: ChannelMeta[],
-  ): NodeJS.Timeout {
-    const every = Math.min(...metas.map((meta) => channelTtl(meta) / 3), LEASE_LOOK_MS);
-    const timer = setInterval(
-      () => {
-        for (const channel of channels) void this.keepLeases(channel, agent);
-      },
-      Math.max(every, 1_000),
-    );
-    timer.unref();
-    return timer;
-  }
-
   private async existingTask(channel: string, id: string): Promise<TaskRecord> {
     const current = await this.taskRecord(channel, id);
     if (!current) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
     return current;
   }
 }
-
-/** Who the process recording presence is, beyond the agent's name (defaults: cli, this host). */
-export interface PresenceOptions {
-  harness?: Actor["harness"];
-  host?: string;
-  pid?: number;
-  /** Hears, once, that a presence or receipt record could not be written. */
-  onWarning?: (warning: string) => void;
-  /** False: record no presence (a bench's baseline, or a user who wants none shared). */
-  recordPresence?: boolean;
-}
-
-function defaultHost(): string {
-  try {
-    return hostname();
-  } catch {
-    return "localhost";
-  }
-}
-
-/** How often a holder's leases are looked for without an index, and renewed while parked. */
-const LEASE_LOOK_MS = 30_000;
 
 /**
  * Whether a held task may be due, before the lock: a lease that records its length is judged by
@@ -1173,16 +960,6 @@ function describeGrant(status: LeaseStatus, now: number): string {
   return ` (token ${status.token}, ${verb} ${when})`;
 }
 
-function checkTtl(ttlMs: number | undefined): void {
-  if (ttlMs === undefined) return;
-  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_TASK_TTL_MS) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      `a lease's TTL must be a whole number of ms above 0 and at most 7 days (got ${ttlMs})`,
-    );
-  }
-}
-
 /** A parked wait that passed over a file says so now, not with a message that may never come. */
 function tellWarnings<F>(pass: WaitPass<F>): void {
   if (pass.onWarning) for (const w of pass.warnings.splice(0)) pass.onWarning(w);
@@ -1232,15 +1009,4 @@ function checkChannelLimit(channel: string, body: string, limit: number): void {
     `message body is ${bytes} bytes; channel ${channel} takes at most ${limit}, the most its ` +
       `readers read (${MAX_BODY_KEY} in its _meta.json, set when the channel is created; else 1 MiB)`,
   );
-}
-
-/**
- * The channel's default lease: `task_ttl` seconds in `_meta.json` when it is a sane number
- * (the file is shared input: anything else is ignored), else 30 minutes.
- */
-function channelTtl(meta: ChannelMeta): number {
-  const seconds = meta[TASK_TTL_KEY];
-  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return DEFAULT_TASK_TTL_MS;
-  const ms = Math.round(seconds * 1000);
-  return ms > 0 && ms <= MAX_TASK_TTL_MS ? ms : DEFAULT_TASK_TTL_MS;
 }

@@ -1,5 +1,13 @@
+import { AgentChatError } from "../../core/errors.js";
 import { oneLine } from "../../core/message.js";
-import type { TaskInfo, TaskState } from "../types.js";
+import type { ChannelMeta } from "../../core/meta.js";
+import {
+  DEFAULT_TASK_TTL_MS,
+  MAX_TASK_TTL_MS,
+  TASK_TTL_KEY,
+  type TaskInfo,
+  type TaskState,
+} from "../types.js";
 import { pastGrace } from "./skew.js";
 
 /**
@@ -227,4 +235,29 @@ export function taskInfo(channel: string, record: TaskRecord, now: number): Task
 export function nextTaskId(existing: readonly TaskRecord[], floor = 1): string {
   const numbers = existing.map((t) => Number(t.id)).filter(Number.isSafeInteger);
   return String(Math.max(floor, Math.max(0, ...numbers) + 1));
+}
+
+/** How often a holder's leases are looked for without an index, and renewed while parked. */
+export const LEASE_LOOK_MS = 30_000;
+
+/**
+ * The channel's default lease: `task_ttl` seconds in `_meta.json` when it is a sane number
+ * (the file is shared input: anything else is ignored), else 30 minutes.
+ */
+export function channelTtl(meta: ChannelMeta): number {
+  const seconds = meta[TASK_TTL_KEY];
+  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return DEFAULT_TASK_TTL_MS;
+  const ms = Math.round(seconds * 1000);
+  return ms > 0 && ms <= MAX_TASK_TTL_MS ? ms : DEFAULT_TASK_TTL_MS;
+}
+
+/** `INVALID_ARGUMENT` unless `ttlMs` is a lease length a task or path lease may be given. */
+export function checkTtl(ttlMs: number | undefined): void {
+  if (ttlMs === undefined) return;
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_TASK_TTL_MS) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `a lease's TTL must be a whole number of ms above 0 and at most 7 days (got ${ttlMs})`,
+    );
+  }
 }
