@@ -41,26 +41,24 @@ export {
   toCliArgs,
 } from "./core/slash.js";
 export {
+  type Band,
   type DecideInput,
   type DecideResult,
   decide,
+  type GovernanceChange,
   type GovernanceEvent,
+  type GovernanceProfile,
+  type GovernanceRequest,
   govern,
+  governanceOf,
+  lookupBand,
+  parseBandAssignment,
   pendingRequests,
   profileOf,
   type RequestInput,
   type RequestOutcome,
   requestAction,
-} from "./features/governance/governance.js";
-export {
-  type Band,
-  type GovernanceChange,
-  type GovernanceProfile,
-  type GovernanceRequest,
-  governanceOf,
-  lookupBand,
-  parseBandAssignment,
   type Verdict,
-} from "./features/governance/rules.js";
+} from "./features/governance/index.js";
 export { FsStore, type FsStoreOptions } from "./store/fs/index.js";
 export type * from "./store/types.js";

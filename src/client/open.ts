@@ -1,7 +1,7 @@
 import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { signedStore } from "../features/trust/signed-store.js";
-import type { SignatureOptions } from "../features/trust/signing.js";
+import type { SignatureOptions } from "../features/trust/index.js";
+import { signedStore } from "../features/trust/index.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
 import type { NatsStoreOptions } from "../store/nats/index.js";

@@ -2,7 +2,7 @@ import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
 import { owedBy } from "../features/delivery/index.js";
-import { policyOf } from "../features/governance/policy-rules.js";
+import { policyOf } from "../features/governance/index.js";
 import { flattenThread } from "../store/shared/index.js";
 import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {

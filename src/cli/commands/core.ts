@@ -6,7 +6,7 @@ import {
   initGovernanceExtra,
 } from "../../features/governance/cli.js";
 import { type PolicyFlags, policyChange } from "../../features/governance/cli-policy.js";
-import { policyMetaKeys } from "../../features/governance/policy-rules.js";
+import { policyMetaKeys } from "../../features/governance/index.js";
 import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";

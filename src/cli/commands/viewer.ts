@@ -62,9 +62,9 @@ async function viewerIdentity(
   ctx: CliContext,
   name: string,
 ): Promise<{ name: string; store: Store }> {
-  const { hasPrivateKey } = await import("../../features/trust/keys.js");
+  const { hasPrivateKey } = await import("../../features/trust/index.js");
   if (!hasPrivateKey(ctx.configDir, name)) {
-    const { createIdentity } = await import("../../features/trust/identity.js");
+    const { createIdentity } = await import("../../features/trust/index.js");
     const { place } = await import("../../features/trust/cli.js");
     await createIdentity(await place(ctx), name);
     ctx.err(`made a key for ${name} (agent-chat id show ${name}); the viewer signs as ${name}\n`);

@@ -1,7 +1,7 @@
 import { AgentChatError } from "../../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../../core/message.js";
 import { identity } from "../../core/names.js";
-import { abortError, Wakeup } from "../../store/shared/wakeup.js";
+import { abortError, Wakeup } from "../../store/shared/index.js";
 import {
   DEFAULT_WAIT_TIMEOUT_MS,
   DELIVERY_STATES,

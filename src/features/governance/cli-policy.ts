@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { type CliContext, UsageError } from "../../cli/context.js";
 import type { Store } from "../../store/types.js";
-import { hasPrivateKey } from "../trust/keys.js";
-import { hasPinnedPolicy } from "../trust/signed-store.js";
+import { hasPinnedPolicy, hasPrivateKey } from "../trust/index.js";
 import { pausesOf, unpause } from "./loop-guard.js";
 import { announcePolicy, setPolicy } from "./policy.js";
 import {

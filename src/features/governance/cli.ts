@@ -11,7 +11,7 @@ import {
 import { AgentChatError } from "../../core/errors.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { type Store, TASK_TTL_KEY } from "../../store/types.js";
-import { hasPrivateKey } from "../trust/keys.js";
+import { hasPrivateKey } from "../trust/index.js";
 import { policyWarnings } from "./cli-policy.js";
 import {
   decide,

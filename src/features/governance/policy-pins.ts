@@ -1,7 +1,7 @@
 import type { Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { sameAgent } from "../../core/names.js";
-import type { ChannelPin, UserTrust } from "../trust/user-trust.js";
+import type { ChannelPin, UserTrust } from "../trust/index.js";
 import {
   type PolicySnapshot,
   pinsAnything,

@@ -1,8 +1,7 @@
 import { AgentChatError } from "../../core/errors.js";
 import { oneLine } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
-import { pastGrace } from "../../store/shared/skew.js";
-import { HOLDER } from "../../store/shared/tasks.js";
+import { HOLDER, pastGrace } from "../../store/shared/index.js";
 import type {
   PathLeaseInfo,
   PathLeaseOptions,

@@ -1,6 +1,6 @@
 import { AgentChatError } from "../../core/errors.js";
 import type { ArchiveOptions, PruneOptions } from "../../store/find-types.js";
-import { PARKED_SILENT_MS, parsePresence } from "../delivery/presence.js";
+import { PARKED_SILENT_MS, parsePresence } from "../delivery/index.js";
 
 /** The options every backend's archive takes, checked once (docs/search.md). */
 export function checkArchiveOptions(options: ArchiveOptions): void {

@@ -3,7 +3,7 @@ import type { Command } from "commander";
 import type { CliContext } from "../../cli/context.js";
 import { folderRootIds } from "../../client/open.js";
 import { AgentChatError } from "../../core/errors.js";
-import { META_MAINTAINER } from "../governance/rules.js";
+import { META_MAINTAINER } from "../governance/index.js";
 import {
   addAuthority,
   approveKey,

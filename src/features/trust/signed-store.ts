@@ -23,10 +23,18 @@ import type {
   WhoOptions,
 } from "../../store/types.js";
 import { DEFAULT_WAIT_TIMEOUT_MS } from "../../store/types.js";
-import { type GuardTrust, guardPost, type Pause } from "../governance/loop-guard.js";
-import { admitPost, deliverable, signaturesRequired } from "../governance/policy.js";
-import { weakenings, withPinnedPolicy } from "../governance/policy-pin.js";
-import { PolicyPins, type PolicyStanding } from "../governance/policy-pins.js";
+import {
+  admitPost,
+  deliverable,
+  type GuardTrust,
+  guardPost,
+  type Pause,
+  PolicyPins,
+  type PolicyStanding,
+  signaturesRequired,
+  weakenings,
+  withPinnedPolicy,
+} from "../governance/index.js";
 import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
 
 /** How many times the loop guards' window a `require` channel's guard reads. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { identity } from "../../core/names.js";
 import { isKeyText } from "../../core/signature.js";
 import { replaceFileSync } from "../../fsutil/root-files.js";
-import type { PolicySnapshot } from "../governance/policy-pin.js";
+import type { PolicySnapshot } from "../governance/index.js";
 
 /**
  * What the user trusts in a root beyond the pinned keys (docs/signatures.md, "Threat model"):

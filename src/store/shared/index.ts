@@ -27,3 +27,4 @@ export {
   taskFileName,
 } from "./tasks.js";
 export { flattenThread } from "./thread.js";
+export { abortError, Wakeup } from "./wakeup.js";
