@@ -5,7 +5,8 @@
  * forever. This folder is the whole feature: the profile's rules (rules.ts) and the client that
  * reads and changes it over any Store (governance.ts), the policy (policy-rules.ts, policy.ts) and
  * its pins (policy-pin.ts, policy-pins.ts), the loop guard (loop-guard.ts), a channel's task TTL
- * (task-ttl.ts), and the `governance` and `policy` commands (cli.ts, cli-policy.ts).
+ * (task-ttl.ts), and the `govern`, `request`, `approve`, `pending` (cli.ts), `policy` and `unpause`
+ * (cli-policy.ts) commands.
  */
 export {
   type DecideInput,

@@ -3,7 +3,7 @@
  * and status; archive old messages and prune what gone agents left. This folder is the whole
  * feature: the query language (search-query.ts), the postings lists (postings.ts), the searcher
  * (search.ts, loaded by the first search), the prune and archive rules (retention.ts), the
- * `find`, `thread`, `archive` and `prune` commands (cli.ts) and the MCP part (mcp.ts). A backend
+ * `search`, `thread`, `archive` and `prune` commands (cli.ts) and the MCP part (mcp.ts). A backend
  * keeps its own index and archive (store/fs/search-index.ts, store/fs/archive.ts).
  */
 export { intersect, union } from "./postings.js";
