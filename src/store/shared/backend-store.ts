@@ -396,12 +396,8 @@ export abstract class BackendStore<F extends Feed = Feed> {
     options.signal?.addEventListener("abort", onAbort, { once: true });
     const unsubscribe: Array<() => void> = [];
     let net = NO_SAFETY_NET;
-    const hooks = await this.parking({
-      agent: options.as,
-      channels: unique,
-      metas,
-      ...(options.activity ? { activity: options.activity } : {}),
-    });
+    const wait = { agent: options.as, channels: unique, metas, activity: options.activity };
+    const hooks = await this.parking(wait);
     let answered = false;
     try {
       if (options.signal?.aborted) throw abortError();
