@@ -50,7 +50,6 @@ import {
 } from "../../fsutil/root-files.js";
 import { FeatureStore, type IndexedFeed } from "../feature-store.js";
 import {
-  type Feed,
   formatLease,
   type Lease,
   leaseFileName,

@@ -24,7 +24,6 @@ import {
   type ReleaseOptions,
   type RenewOptions,
   SKEW_GRACE_MS,
-  type Store,
   type TaskInfo,
   type ThreadNode,
   type ThreadOptions,
@@ -433,6 +432,11 @@ export abstract class BackendStore<F extends Feed = Feed> {
     }
   }
 
+  /** Tells the wait's extensions it moved the cursor; their records finish after it answers. */
+  private tellMoved(pass: WaitPass<F>, channel: string, seq: number): void {
+    for (const hook of pass.hooks) if (hook.moved) this.late.add(hook.moved(channel, seq));
+  }
+
   /** Tells each extension that a wait parks, in the order they were registered. */
   private async parking(wait: ParkingWait): Promise<WaitHooks[]> {
     const hooks: WaitHooks[] = [];
@@ -454,7 +458,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
         if (found) {
           for (const [channel, seq] of Object.entries(found.advance)) {
             await this.saveCursor(channel, pass.agent, seq);
-            for (const hook of pass.hooks) if (hook.moved) this.late.add(hook.moved(channel, seq));
+            this.tellMoved(pass, channel, seq);
           }
           return found.result;
         }
