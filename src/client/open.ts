@@ -1,13 +1,13 @@
 import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { SignatureOptions } from "../features/trust/index.js";
+import { signedStore } from "../features/trust/index.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
 import type { NatsStoreOptions } from "../store/nats/index.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import { parseRoot } from "../store/roots.js";
 import type { Store } from "../store/types.js";
-import { signedStore } from "./signed-store.js";
-import type { SignatureOptions } from "./signing.js";
 
 export interface OpenOptions extends FsStoreOptions {
   /** Connection options for `nats://` and `tls://` roots (credentials, TLS, timeouts). */

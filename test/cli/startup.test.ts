@@ -157,7 +157,7 @@ describe("start-up: what the commands agents run all the time load", () => {
     const ours = new Set(loaded.filter((m) => m.startsWith(DIST) && m !== CLI));
     expect([...ours].map((m) => m.slice(DIST.length + 1)).sort()).toEqual([
       "hot.cjs",
-      "lazy/client-ed25519.cjs",
+      "lazy/features-trust-ed25519.cjs",
     ]);
   });
 
@@ -285,12 +285,12 @@ describe("the lean entry's command lines", () => {
  * a declaration found in a file is that code bundled into it.
  */
 const COLD: Array<[string, string, string]> = [
-  ["search", "class Searcher", "store-core-search.cjs"],
-  ["search's query parser", "function parseQuery", "store-core-search.cjs"],
-  ["threads", "function findThread", "store-core-thread.cjs"],
+  ["search", "class Searcher", "features-search-search.cjs"],
+  ["search's query parser", "function parseQuery", "features-search-search.cjs"],
+  ["threads", "function findThread", "store-shared-thread.cjs"],
   ["archive and prune", "function archiveChannel", "store-fs-archive.cjs"],
-  ["receipts, explain, who", "class DeliveryQueries", "store-core-delivery-queries.cjs"],
-  ["receipt states", "function receiptFor", "store-core-delivery-queries.cjs"],
+  ["receipts, explain, who", "class DeliveryQueries", "features-delivery-delivery-queries.cjs"],
+  ["receipt states", "function receiptFor", "features-delivery-delivery-queries.cjs"],
   ["the daemon's socket client", "class DaemonClient", "daemon-client.cjs"],
   ["the slash parser (a --json body starting with /)", "function slashOfBody", "core-slash.cjs"],
   ["hook wait", "function runHookWait", "cli-hook-wait.cjs"],

@@ -11,6 +11,16 @@ import {
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
+import type { Note, NoteKind, PresenceOptions } from "../../features/delivery/index.js";
+import {
+  formatPathLeases,
+  PATH_LEASES_FILE,
+  type PathLease,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
+  parsePathLeases,
+} from "../../features/leases/index.js";
+import { agentsToKeep, checkPruneOptions } from "../../features/search/index.js";
 import {
   abandonedLockLeftover,
   acquireDirLock,
@@ -38,26 +48,14 @@ import {
   replaceFileSync,
   tempName,
 } from "../../fsutil/root-files.js";
+import { FeatureStore, type IndexedFeed } from "../feature-store.js";
 import {
-  agentsToKeep,
-  BackendStore,
-  checkPruneOptions,
-  type Feed,
   formatLease,
-  formatPathLeases,
   type Lease,
   leaseFileName,
   MAX_FRONTMATTER_BYTES,
-  type Note,
-  type NoteKind,
-  PATH_LEASES_FILE,
-  type PathLease,
-  type PathLeaseDoc,
-  type PathLeaseRecord,
   type PostDraft,
-  type PresenceOptions,
   parseLease,
-  parsePathLeases,
   parseTaskFile,
   renderMessage,
   type SafetyNet,
@@ -65,7 +63,7 @@ import {
   TASK_FILE,
   type TaskRecord,
   taskFileName,
-} from "../core/index.js";
+} from "../shared/index.js";
 import {
   type ArchiveOptions,
   type ArchiveResult,
@@ -193,12 +191,12 @@ interface PendingMessage {
 }
 
 /** A channel as the shared loops see it, with the folder behind it. */
-interface FolderFeed extends Feed {
+interface FolderFeed extends IndexedFeed {
   state: ChannelState;
 }
 
 /** The embedded default: every channel a folder of markdown files, exactly as the SPEC says. */
-export class FsStore extends BackendStore<FolderFeed> {
+export class FsStore extends FeatureStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly states = new Map<string, ChannelState>();
   /** Each channel's `_meta.json` as last read, with the lstat it was read under. */
