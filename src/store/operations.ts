@@ -1,4 +1,5 @@
 import type { z as Z } from "zod";
+import { AgentChatError } from "../core/errors.js";
 import type { Store } from "./types.js";
 
 /**
@@ -157,11 +158,18 @@ const tableRows = {
         status: z.string().optional(),
         extra: z.record(z.string(), z.string()).optional(),
       }),
-    // `signer` is a function, which does not cross the socket: the client refuses a signed post.
-    send: (channel, { to, signer: _signer, ...rest }) =>
-      to === undefined
+    send: (channel, { to, signer, ...rest }) => {
+      // A function does not cross the socket, and a post must not lose its signature silently.
+      if (signer !== undefined) {
+        throw new AgentChatError(
+          "INVALID_ARGUMENT",
+          "a signed post cannot go through the daemon; post to the folder store itself",
+        );
+      }
+      return to === undefined
         ? { channel, ...rest }
-        : { channel, to: typeof to === "string" ? to : [...to], ...rest },
+        : { channel, to: typeof to === "string" ? to : [...to], ...rest };
+    },
     run: (store, { channel, ...input }) => store.post(channel, input),
     actsAs: (channel, input) => [channel, input.from],
   }),
@@ -376,6 +384,11 @@ export const OPERATION_ROWS = tableRows;
 /** The same rows, each as an `Operation` of its method (what generic code iterates over). */
 export const OPERATIONS: readonly Operation[] = Object.values(tableRows);
 
+/** The rows answered by one response line: what the daemon dispatches and its client sends. */
+export const REQUEST_OPERATIONS = OPERATIONS.filter(
+  (row): row is RequestRow<StoreOperation> => row.kind === "request",
+);
+
 /** The rows that are on the wire, by op. */
 export type WireRow = Extract<(typeof tableRows)[StoreOperation], { op: string }>;
 
@@ -387,12 +400,14 @@ export type WireOp = WireRow["op"];
  * arguments: how the forwarding base, the identity guard and the daemon's client get their
  * methods from the table (their types come from the `Store` contract).
  */
-export function defineOperations<T>(
+export function defineOperations<T extends object, R extends Operation>(
   proto: T,
-  rows: readonly Operation[],
-  body: (this: T, row: Operation, args: unknown[]) => unknown,
+  rows: readonly R[],
+  body: (this: T, row: R, args: unknown[]) => unknown,
 ): void {
   for (const row of rows) {
+    // A method the class writes itself wins.
+    if (Object.hasOwn(proto, row.method)) continue;
     Object.defineProperty(proto, row.method, {
       value(this: T, ...args: unknown[]) {
         return body.call(this, row, args);
