@@ -256,6 +256,11 @@ const tableRows = {
     send: (channel) => ({ channel }),
     run: (store, { channel }) => store.tasks(channel),
   }),
+  task: request("task", "task", {
+    params: (z, f) => z.strictObject({ channel: f.channel, task: z.string() }),
+    send: (channel, task) => ({ channel, task }),
+    run: (store, p) => store.task(p.channel, p.task),
+  }),
   claim: request("claim", "claim", {
     params: (z, f) => z.strictObject({ ...f.holder, ttlMs: f.ms.optional() }),
     send: (channel, task, agent, options = {}) => ({ channel, task, as: agent, ...options }),

@@ -42,6 +42,8 @@ export interface Store {
 
   addTask(channel: string, task: NewTask): Promise<TaskInfo>;
   tasks(channel: string): Promise<TaskInfo[]>;
+  /** One task, as `tasks` lists it (`TASK_NOT_FOUND` when the channel has none by that id). */
+  task(channel: string, task: string): Promise<TaskInfo>;
   /**
    * Grants a lease on an open or expired task: exactly one claimant wins and gets the next
    * fencing token (`token`, 1, 2, … per task, never reused); the others get `CLAIM_LOST`.
