@@ -64,6 +64,14 @@ interface Pending {
   reject(err: AgentChatError): void;
 }
 
+/** What the daemon answers to the requests written here by hand (the table types the others). */
+interface Answers {
+  info: DaemonInfo;
+  envelope: PostResult;
+  wait: WaitResult;
+  presence: { agents: PresenceInfo[] };
+}
+
 /** A request answered over several lines (`subscribe`, `presence`), until its `end`. */
 interface Stream {
   event(line: WireLine): void;
@@ -128,7 +136,7 @@ export class DaemonClient implements Store {
     const client = new DaemonClient(socket, path);
     const timer = setTimeout(() => socket.destroy(), timeoutMs);
     try {
-      client.daemonInfo = (await client.call("info", {})) as DaemonInfo;
+      client.daemonInfo = await client.call("info", {});
     } finally {
       clearTimeout(timer);
     }
@@ -155,14 +163,14 @@ export class DaemonClient implements Store {
 
   /** Fresh figures from the daemon (connections, subscriptions, sockets …). */
   async info(): Promise<DaemonInfo> {
-    this.daemonInfo = (await this.call("info", {})) as DaemonInfo;
+    this.daemonInfo = await this.call("info", {});
     return this.daemonInfo;
   }
 
   /** Posts a b00t envelope and waits for the daemon's answer (the raw b00t line gets none). */
   envelope(envelope: B00tEnvelope): Promise<PostResult> {
     // A copy: an interface has no index signature, the schema's record type needs one.
-    return this.call("envelope", { envelope: { ...envelope } }) as Promise<PostResult>;
+    return this.call("envelope", { envelope: { ...envelope } });
   }
 
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
@@ -176,7 +184,7 @@ export class DaemonClient implements Store {
     signal?.addEventListener("abort", onAbort, { once: true });
     if (onWarning) this.waitWarnings.set(id, onWarning);
     try {
-      return (await this.call("wait", { channels: [...channels], ...rest }, id)) as WaitResult;
+      return await this.call("wait", { channels: [...channels], ...rest }, id);
     } finally {
       signal?.removeEventListener("abort", onAbort);
       this.waitWarnings.delete(id);
@@ -213,7 +221,7 @@ export class DaemonClient implements Store {
     return this.stream(
       async (id) => {
         const first = await this.call("presence", channel === undefined ? {} : { channel }, id);
-        return [(first as { agents: PresenceInfo[] }).agents];
+        return [first.agents];
       },
       options.signal,
       (line) => (line.event === "presence" ? line.agents || undefined : undefined),
@@ -241,13 +249,14 @@ export class DaemonClient implements Store {
     return row.receive ? row.receive(result) : result;
   }
 
-  /** A request typed by the daemon's schema of its op. */
+  /** A request typed by the daemon's schema of its op, its answer by {@link Answers}. */
   private call<O extends Op>(
     op: O,
     params: RequestParams<O>,
     id: RequestId = this.nextId++,
-  ): Promise<unknown> {
-    return this.request(op, params, id);
+  ): Promise<O extends keyof Answers ? Answers[O] : unknown> {
+    // What the daemon answers each op (docs/daemon.md, "Requests").
+    return this.request(op, params, id) as Promise<O extends keyof Answers ? Answers[O] : unknown>;
   }
 
   private request(op: string, params: object, id: RequestId = this.nextId++): Promise<unknown> {
