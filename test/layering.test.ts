@@ -185,7 +185,7 @@ describe("layering (docs/architecture.md)", () => {
   });
 
   it("a folder inside a layer is entered from other layers only through its index.ts", () => {
-    // store/fs/ and store/nats/ are backends and store/core/ the logic above them: they are
+    // store/fs/ and store/nats/ are backends and store/shared/ the logic above them: they are
     // entered through their index.ts even from the rest of store/, so that no backend leans on
     // another's internals. A layer's own top-level files (store/types.ts, daemon/server.ts) stay
     // open to the layers above it; cli/ composes its own subfolders as it likes.

@@ -427,6 +427,14 @@ describe("start-up: what stays out of the lean files", () => {
     for (const [name, text] of lean) expect(declares(text!, declaration), name).toBe(false);
     expect(declares(readFileSync(join(DIST, "lazy", file), "utf8"), declaration)).toBe(true);
   });
+
+  it.each(["hot.cjs", "hook.cjs", "lazy/daemon-client.cjs"])(
+    "%s bundles no zod: the daemon alone builds the operation table's schemas",
+    (file) => {
+      // zod bundled into a lean file would be read at each start; its module path never loads.
+      expect(readFileSync(join(DIST, file), "utf8")).not.toMatch(/\bZodError\b|\$ZodType/);
+    },
+  );
 });
 
 describe("start-up: a hot command served by a daemon", () => {

@@ -559,6 +559,18 @@ export function storeConformance(
         await expectCode(store.claim("ch", "99", "bob"), "TASK_NOT_FOUND");
         await expectCode(store.claim("ch", "../x", "bob"), "INVALID_NAME");
       });
+
+      it("task: one task as tasks lists it, by id or file name; TASK_NOT_FOUND, INVALID_NAME", async () => {
+        await store.addTask("ch", { id: "4", title: "one", from: "alice" });
+        await store.addTask("ch", { id: "5", title: "other", from: "alice" });
+        await store.claim("ch", "4", "bob", { ttlMs: 60_000 });
+        const listed = (await store.tasks("ch")).find((t) => t.id === "4");
+        expect(await store.task("ch", "4")).toEqual(listed);
+        expect(await store.task("ch", "task-5.md")).toMatchObject({ id: "5", state: "open" });
+        await expectCode(store.task("ch", "99"), "TASK_NOT_FOUND");
+        await expectCode(store.task("ch", "../x"), "INVALID_NAME");
+        await expectCode(store.task("nowhere", "4"), "CHANNEL_NOT_FOUND");
+      });
     });
 
     describe("leases and fencing tokens", () => {

@@ -261,7 +261,7 @@ export class Delivery {
     await this.touch(agent);
   }
 
-  // ---- Reading (store/core/delivery-queries.ts: loaded by the first question) ----
+  // ---- Reading (features/delivery/delivery-queries.ts: loaded by the first question) ----
 
   private queries: Promise<DeliveryQueries> | undefined;
 

@@ -48,7 +48,7 @@ export function presenceFiles(root: string): PresenceFile[] {
 
 /**
  * Removes the records of agents not seen for `olderThanMs` and not in `keep` (seen lately by
- * their record's own time, or parked: store/core/retention.ts), unless `dryRun`. `who` then
+ * their record's own time, or parked: features/search/retention.ts), unless `dryRun`. `who` then
  * shows such an agent never seen.
  */
 export function prunePresence(

@@ -165,7 +165,7 @@ export interface NatsPruneHost {
 
 /**
  * Prune on NATS: the cursors and presence records not written for `olderThanMs`, except those
- * of agents seen lately or parked (store/core/retention.ts). A KV entry's
+ * of agents seen lately or parked (features/search/retention.ts). A KV entry's
  * own time is when it was last written, as a cursor file's mtime is on a folder (written at each
  * read that moved it; presence at each activity). An entry written after it was listed is kept:
  * each delete is checked against the revision listed.

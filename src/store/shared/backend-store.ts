@@ -677,6 +677,12 @@ export abstract class BackendStore<F extends Feed = Feed> {
     return (await this.sortedTasks(channel)).map((record) => this.describe(channel, record, now));
   }
 
+  async task(channel: string, task: string): Promise<TaskInfo> {
+    const id = parseTaskId(task);
+    await this.roster(channel);
+    return this.describe(channel, await this.existingTask(channel, id), this.now());
+  }
+
   /** A record as callers see it; a lease that could not be read is reported once per task. */
   private describe(channel: string, record: TaskRecord, now: number): TaskInfo {
     const info = taskInfo(channel, record, now);
