@@ -14,6 +14,7 @@ import type {
   FenceResult,
   Harness,
   InitOptions,
+  NewStructuredTask,
   NewTask,
   PathLeaseInfo,
   PathLeaseOptions,
@@ -29,6 +30,7 @@ import type {
   SearchOptions,
   SearchResult,
   Store,
+  StructuredTaskChange,
   TaskInfo,
   ThreadNode,
   ThreadOptions,
@@ -414,6 +416,18 @@ export class DaemonClient implements Store {
 
   fence(channel: string, task: string, token: number): Promise<FenceResult> {
     return this.call("fence", { channel, task, token }) as Promise<FenceResult>;
+  }
+
+  createStructuredTask(channel: string, task: NewStructuredTask): Promise<TaskInfo> {
+    return this.call("task_create", { channel, task }) as Promise<TaskInfo>;
+  }
+
+  changeStructuredTask(
+    channel: string,
+    task: string,
+    change: StructuredTaskChange,
+  ): Promise<TaskInfo> {
+    return this.call("task_change", { channel, task, change }) as Promise<TaskInfo>;
   }
 
   addPathLease(

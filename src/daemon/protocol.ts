@@ -44,6 +44,8 @@ export const OPS = [
   "done",
   "release",
   "fence",
+  "task_create",
+  "task_change",
   "lease_add",
   "leases",
   "lease_renew",

@@ -124,6 +124,36 @@ export const requestSchema = z.discriminatedUnion("op", [
   z.strictObject({ ...base, op: z.literal("fence"), channel, task: z.string(), token }),
   z.strictObject({
     ...base,
+    op: z.literal("task_create"),
+    channel,
+    task: z.strictObject({
+      id: z.string(),
+      title: z.string(),
+      from: z.string(),
+      owner: z.string().optional(),
+      dependsOn: z.array(z.string()).optional(),
+      filesHint: z.array(z.string()).optional(),
+      acceptance: z.array(z.string()).optional(),
+      branch: z.string().optional(),
+    }),
+  }),
+  z.strictObject({
+    ...base,
+    op: z.literal("task_change"),
+    channel,
+    task: z.string(),
+    change: z.discriminatedUnion("op", [
+      z.strictObject({ op: z.literal("block"), agent: z.string() }),
+      z.strictObject({
+        op: z.literal("recover"),
+        agent: z.string(),
+        reason: z.string(),
+        ttlMs: ms.optional(),
+      }),
+    ]),
+  }),
+  z.strictObject({
+    ...base,
     op: z.literal("lease_add"),
     channel,
     pattern: z.string(),

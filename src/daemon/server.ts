@@ -652,6 +652,10 @@ class Connection {
         return store.release(request.channel, request.task, request.as, { token: request.token });
       case "fence":
         return store.fence(request.channel, request.task, request.token);
+      case "task_create":
+        return store.createStructuredTask(request.channel, request.task);
+      case "task_change":
+        return store.changeStructuredTask(request.channel, request.task, request.change);
       case "search": {
         const { id: _i, op: _o, query, ...options } = request;
         return store.search(query, options);

@@ -111,6 +111,14 @@ export class ForwardingStore implements Store {
     return this.inner.fence(...a);
   }
 
+  createStructuredTask(...a: Parameters<Store["createStructuredTask"]>): Promise<TaskInfo> {
+    return this.inner.createStructuredTask(...a);
+  }
+
+  changeStructuredTask(...a: Parameters<Store["changeStructuredTask"]>): Promise<TaskInfo> {
+    return this.inner.changeStructuredTask(...a);
+  }
+
   addPathLease(...a: Parameters<Store["addPathLease"]>): Promise<PathLeaseInfo> {
     return this.inner.addPathLease(...a);
   }

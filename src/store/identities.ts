@@ -85,6 +85,16 @@ class IdentityGuard extends ForwardingStore {
     return this.inner.release(...a);
   }
 
+  override async createStructuredTask(...a: Parameters<Store["createStructuredTask"]>) {
+    await this.admit(a[0], a[1].from);
+    return this.inner.createStructuredTask(...a);
+  }
+
+  override async changeStructuredTask(...a: Parameters<Store["changeStructuredTask"]>) {
+    await this.admit(a[0], a[2].agent);
+    return this.inner.changeStructuredTask(...a);
+  }
+
   override async addPathLease(...a: Parameters<Store["addPathLease"]>) {
     await this.admit(a[0], a[2]);
     return this.inner.addPathLease(...a);

@@ -7,8 +7,9 @@ import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } fr
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
-import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText } from "./hot.js";
+import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText, taskName } from "./hot.js";
 import { type PolicyFlags, policyChange } from "./policy.js";
+import { registerStructuredTaskCommands } from "./structured-tasks.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
@@ -191,7 +192,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       };
       const info = await (await ctx.open()).renew(channel, task, as, options);
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(`renewed task-${info.id} in ${channel} (${leaseText(info)})\n`);
+      ctx.out(`renewed ${taskName(info)} in ${channel} (${leaseText(info)})\n`);
     });
 
   program
@@ -214,7 +215,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       };
       const info = await (await ctx.open()).done(channel, task, as, options);
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(`done: task-${info.id} in ${channel} by ${info.holder}\n`);
+      ctx.out(`done: ${taskName(info)} in ${channel} by ${info.holder}\n`);
     });
 
   program
@@ -229,7 +230,7 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       const as = ctx.agent(opts.as);
       const info = await (await ctx.open()).release(channel, task, as, tokenOption(opts.token));
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(`released task-${info.id} in ${channel}\n`);
+      ctx.out(`released ${taskName(info)} in ${channel}\n`);
     });
 
   program
@@ -247,11 +248,11 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       const token = parsePositiveInt(opts.token, "--token");
       const { live, task: info } = await (await ctx.open()).fence(channel, task, token);
       if (ctx.json) ctx.printJson({ live, task: info });
-      else if (live) ctx.out(`token ${token} is live on task-${info.id} (${leaseText(info)})\n`);
+      else if (live) ctx.out(`token ${token} is live on ${taskName(info)} (${leaseText(info)})\n`);
       if (live) return;
       if (!ctx.json) {
         ctx.err(
-          `agent-chat: token ${token} is not the live grant of task-${info.id}: ${stateText(info)}\n`,
+          `agent-chat: token ${token} is not the live grant of ${taskName(info)}: ${stateText(info)}\n`,
         );
       }
       ctx.exitCode = EXIT.CLAIM_LOST;
@@ -264,7 +265,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .addHelpText("after", "\nExample:\n  agent-chat tasks review")
     .action((channel: string) => HOT_ACTIONS.tasks(ctx, [channel], {}));
 
-  const task = program.command("task").description("manage task markers");
+  const task = program
+    .command("task")
+    .description("manage tasks: our markers (task add) and chat.py 0.7's records (create, …)");
   task
     .command("add")
     .description("create task-<id>.md (fails if that task exists)")
@@ -293,9 +296,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         if (opts.id !== undefined) input.id = opts.id;
         const info = await store.addTask(channel, input);
         if (ctx.json) return ctx.printJson(info);
-        ctx.out(`added task-${info.id} in ${channel}: ${info.title}\n`);
+        ctx.out(`added ${taskName(info)} in ${channel}: ${info.title}\n`);
       },
     );
+  registerStructuredTaskCommands(task, ctx);
 }
 
 /** `--max-body` at `init` is the channel's limit, recorded for every poster and reader. */

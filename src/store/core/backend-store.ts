@@ -18,6 +18,7 @@ import {
   MAX_BODY_KEY,
   MAX_CHANNEL_BODY_BYTES,
   MAX_TASK_TTL_MS,
+  type NewStructuredTask,
   type NewTask,
   type PathLeaseInfo,
   type PathLeaseOptions,
@@ -35,6 +36,7 @@ import {
   type SignedReadReceipt,
   SKEW_GRACE_MS,
   type Store,
+  type StructuredTaskChange,
   TASK_TTL_KEY,
   type TaskInfo,
   type ThreadNode,
@@ -948,6 +950,19 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return { live, task: this.describe(channel, current, now) };
   }
 
+  /** chat.py 0.7's structured tasks live in a channel folder: the folder store has them. */
+  async createStructuredTask(channel: string, _task: NewStructuredTask): Promise<TaskInfo> {
+    throw noStructuredTasks(channel);
+  }
+
+  async changeStructuredTask(
+    channel: string,
+    _task: string,
+    _change: StructuredTaskChange,
+  ): Promise<TaskInfo> {
+    throw noStructuredTasks(channel);
+  }
+
   // ---- Path leases (docs/leases.md; the rules are in path-leases.ts) ----
 
   async addPathLease(
@@ -1171,6 +1186,13 @@ function describeGrant(status: LeaseStatus, now: number): string {
   const when = new Date(status.expiresAt).toISOString();
   const verb = now > status.expiresAt ? "expired" : "expires";
   return ` (token ${status.token}, ${verb} ${when})`;
+}
+
+function noStructuredTasks(channel: string): AgentChatError {
+  return new AgentChatError(
+    "INVALID_ARGUMENT",
+    `structured tasks (chat.py 0.7's tasks/<id>.json) live on a folder root; ${channel} is not in one`,
+  );
 }
 
 function checkTtl(ttlMs: number | undefined): void {
