@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -7,6 +8,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { referenceSkipReason, runReference } from "../helpers/reference.js";
@@ -15,6 +17,7 @@ import { tempDir } from "../helpers/tmp.js";
 // Structured tasks and task leases on one root shared with the real chat.py 0.7.5 (PyPI): its
 // `tasks/<id>.json` and `claims/<task>.<owner>.json`, in its formats, under its `_tasks.lock`.
 const skip = referenceSkipReason("0.7");
+const STUCK = fileURLToPath(new URL("./workers/stuck-claim.ts", import.meta.url));
 
 interface Task {
   id: string;
@@ -40,6 +43,7 @@ describe.skipIf(skip !== undefined)(
         .filter((f) => /^\d+-/.test(f))
         .sort()
         .map((f) => readFileSync(join(channel(), f), "utf8"))
+        .filter((text) => /\nstatus: (task|lease)\./.test(text))
         .map((text) => ({
           status: /\nstatus: (.*)\n/.exec(text)?.[1],
           body: JSON.parse(text.slice(text.indexOf("\n---\n") + 5)) as Record<string, unknown>,
@@ -188,6 +192,25 @@ describe.skipIf(skip !== undefined)(
       expect(ref("task", "done", "dev", "T1", "--as", "bob").status).toBe(0);
     });
 
+    it("the holder's activity renews a lease we granted, and chat.py sees the new expiry", async () => {
+      expect(ref("task", "create", "dev", "T1", "--from", "alice", "--title", "t").status).toBe(0);
+      expect((await cli("claim", "dev", "T1", "--as", "bob", "--ttl", "6")).code).toBe(0);
+      const expiry = () =>
+        /lease_expires_at: (.*)/.exec(ref("task", "show", "dev", "T1").stdout)?.[1];
+      const first = expiry();
+      // Before a third of the lease has passed, activity changes nothing (one write per TTL/3).
+      expect((await cli("post", "dev", "--from", "bob", "--body", "early")).code).toBe(0);
+      expect(expiry()).toBe(first);
+      await until(async () => Date.parse(first ?? "") - Date.now() < 3_500);
+      expect((await cli("post", "dev", "--from", "bob", "--body", "still at it")).code).toBe(0);
+      const renewed = expiry();
+      expect(Date.parse(renewed ?? "")).toBeGreaterThan(Date.parse(first ?? ""));
+      expect(audits().at(-1)?.status).toBe("lease.renewed");
+      // Another agent's activity renews nothing of bob's.
+      expect((await cli("post", "dev", "--from", "carol", "--body", "hello")).code).toBe(0);
+      expect(expiry()).toBe(renewed);
+    });
+
     it("block, and a task chat.py blocked is claimable again by either", async () => {
       expect((await cli("task", "create", "dev", "T1", "--title", "t", "--as", "alice")).code).toBe(
         0,
@@ -259,3 +282,77 @@ async function until(check: () => Promise<boolean>): Promise<void> {
   }
   throw new Error("condition never met");
 }
+
+describe.skipIf(skip !== undefined)(
+  `our lease journal, recovered by chat.py 0.7${skip ? ` (${skip})` : ""}`,
+  () => {
+    let root: ReturnType<typeof tempDir>;
+    beforeEach(async () => {
+      root = tempDir();
+      expect((await runCli(["init", "dev"], { root: root.dir })).code).toBe(0);
+      const made = runReference("0.7", root.dir, [
+        "task",
+        "create",
+        "dev",
+        "T1",
+        "--from",
+        "alice",
+        "--title",
+        "t",
+      ]);
+      expect(made.status, made.stderr).toBe(0);
+    });
+    afterEach(() => root.cleanup());
+
+    /** A claim of ours SIGKILLed at its audit message (before or after posting it). */
+    async function killedClaim(posted: boolean): Promise<void> {
+      const journal = join(root.dir, "dev", "claims", ".lease-transaction.json");
+      const args = ["--import", "tsx", STUCK, root.dir, "T1", "bob", ...(posted ? ["posted"] : [])];
+      const child = spawn(process.execPath, args, { stdio: "ignore" });
+      const exited = new Promise((r) => child.once("exit", r));
+      await until(
+        async () => existsSync(journal) && readFileSync(journal, "utf8").includes('"applied"'),
+      );
+      child.kill("SIGKILL");
+      await exited;
+    }
+
+    it("a claim that died before its audit message is rolled back by chat.py's recover-pending", async () => {
+      await killedClaim(false);
+      expect(
+        runReference("0.7", root.dir, ["task", "claim", "dev", "T1", "--as", "carol"]).stderr,
+      ).toContain("LEASE_TRANSACTION_PENDING");
+      const recovered = runReference("0.7", root.dir, [
+        "task",
+        "recover-pending",
+        "dev",
+        "--as",
+        "fixer",
+      ]);
+      expect(recovered.status, recovered.stderr).toBe(0);
+      expect(runReference("0.7", root.dir, ["task", "show", "dev", "T1"]).stdout).toContain(
+        "status: open",
+      );
+      expect(readdirSync(join(root.dir, "dev", "claims"))).toEqual([]);
+      expect((await runCli(["claim", "dev", "T1", "--as", "bob"], { root: root.dir })).code).toBe(
+        0,
+      );
+    });
+
+    it("one that died after it is kept, and its journal cleaned, by chat.py's recover-pending", async () => {
+      await killedClaim(true);
+      const recovered = runReference("0.7", root.dir, [
+        "task",
+        "recover-pending",
+        "dev",
+        "--as",
+        "fixer",
+      ]);
+      expect(recovered.status, recovered.stderr).toBe(0);
+      const shown = runReference("0.7", root.dir, ["task", "show", "dev", "T1"]).stdout;
+      expect(shown).toContain("status: in_progress");
+      expect(shown).toContain("owner: bob");
+      expect(readdirSync(join(root.dir, "dev", "claims"))).toEqual(["T1.bob.json"]);
+    });
+  },
+);

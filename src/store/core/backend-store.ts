@@ -309,6 +309,12 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
     return this.exclusive(channel, fn);
   }
 
+  /**
+   * Renewal by activity of the task leases a backend keeps in another implementation's format
+   * (chat.py 0.7's structured tasks, on the folder store): called with {@link keepLeases}.
+   */
+  protected async keepForeignTaskLeases(_channel: string, _agent: string): Promise<void> {}
+
   /** Path reservations of another implementation in the channel (none but on the folder store). */
   protected async foreignPathLeases(_channel: string): Promise<PathLease[]> {
     return [];
@@ -1039,6 +1045,7 @@ export abstract class BackendStore<F extends Feed = Feed> implements Store {
   private async keepLeases(channel: string, agent: string): Promise<void> {
     await this.pathBook.keepAlive(channel, agent);
     try {
+      await this.keepForeignTaskLeases(channel, agent);
       const holder = identity(agent);
       // Most activity finds nothing due: only a lease past a third of its length takes the lock.
       const due = (await this.heldTasks(channel, holder)).filter((t) =>

@@ -89,6 +89,7 @@ import { ChannelIndex, listFolder } from "./channel-index.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
   Board,
+  hasClaims,
   hasStructuredTask,
   referenceLocks,
   syncReferenceLocks,
@@ -193,6 +194,8 @@ interface FolderFeed extends Feed {
 export class FsStore extends BackendStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly states = new Map<string, ChannelState>();
+  /** How many structured-task audit posts are under way (they hold chat.py's task mutex). */
+  private boardPosts = 0;
   private secret: Promise<string | undefined> | undefined;
 
   constructor(
@@ -794,8 +797,22 @@ export class FsStore extends BackendStore<FolderFeed> {
       dir: state.dir,
       channel,
       now: () => this.now(),
-      post: (input) => this.post(channel, input),
+      post: async (input) => {
+        // The audit post is activity too, but its renewals would wait on the mutex held now.
+        this.boardPosts++;
+        try {
+          return await this.post(channel, input);
+        } finally {
+          this.boardPosts--;
+        }
+      },
     });
+  }
+
+  /** Renews the agent's structured-task leases that are due, unless inside a board change. */
+  protected override async keepForeignTaskLeases(channel: string, agent: string): Promise<void> {
+    if (this.boardPosts > 0 || !hasClaims(this.state(channel).dir)) return;
+    await (await this.boardFor(channel))?.keepAlive(agent);
   }
 
   /** A structured task's lease: `--ttl`, else the channel's `task_ttl`, else chat.py's 300 s. */

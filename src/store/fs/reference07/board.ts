@@ -5,6 +5,7 @@ import {
   createFileExclusive,
   ensureRealDir,
   entryKind,
+  listRealDir,
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
@@ -15,6 +16,7 @@ import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./gr
 import { applyLeaseChange, type ClaimChange } from "./journal.js";
 import { withTasksMutex } from "./mutex.js";
 import {
+  CLAIMS_DIR,
   canMove,
   changedFields,
   formatTask,
@@ -48,6 +50,11 @@ interface Found {
 /** Whether the channel folder `dir` has a chat.py 0.7 task record `id`. */
 export function hasStructuredTask(dir: string, id: string): boolean {
   return REFERENCE_ID.test(id) && entryKind(join(dir, TASKS_DIR, `${id}.json`)) !== undefined;
+}
+
+/** Whether the channel folder `dir` has chat.py 0.7 task leases at all (a cheap first look). */
+export function hasClaims(dir: string): boolean {
+  return entryKind(join(dir, CLAIMS_DIR)) === "dir";
 }
 
 const inconsistent = (message: string) => new AgentChatError("TASK_INCONSISTENT", message);
@@ -360,6 +367,29 @@ export class Board {
     });
   }
 
+  /**
+   * Renewal by activity: each lease of `agent` that we granted (so we know its length) is
+   * extended by as much again once a third of it has passed. A courtesy: never fails.
+   */
+  async keepAlive(agent: string): Promise<void> {
+    const owner = identity(agent);
+    const now = this.host.now();
+    for (const id of leasedBy(this.host.dir, owner)) {
+      try {
+        const found = this.load(id);
+        const claim = found.claim?.value;
+        const ttlMs = found.grants.ttlMs;
+        if (!claim || claim.owner !== owner || liveToken(found.grants, claim) === undefined)
+          continue;
+        const left = Date.parse(claim.lease_expires_at) - now;
+        if (ttlMs !== undefined && left > 0 && left < (ttlMs * 2) / 3)
+          await this.renew(id, agent, ttlMs);
+      } catch {
+        // A lease it could not renew runs on; the operation it rode on has succeeded.
+      }
+    }
+  }
+
   /** Whether `token` is the live grant of ours, by the holder's clock (no grace). */
   async fence(id: string, token: number): Promise<{ live: boolean; task: TaskInfo }> {
     const found = this.load(id);
@@ -580,6 +610,18 @@ function newClaim(
 function finishedBy(info: TaskInfo, how: "done" | "open", by: string): TaskInfo {
   if (how === "done") info.holder = by;
   return info;
+}
+
+/** The tasks whose claim file names `owner` (`<task>.<owner>.json`). */
+function leasedBy(dir: string, owner: string): string[] {
+  const suffix = `.${owner}.json`;
+  try {
+    return listRealDir(join(dir, CLAIMS_DIR))
+      .filter((e) => e.kind === "file" && e.name.endsWith(suffix) && !/^[._]/.test(e.name))
+      .map((e) => e.name.slice(0, -suffix.length));
+  } catch {
+    return [];
+  }
 }
 
 function claimFile(claim: ReferenceClaim): string {
