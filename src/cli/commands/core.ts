@@ -164,7 +164,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("claim")
     .description("atomically take a task for a lease; prints its fencing token (losers exit 3)")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "claimant (default: $AGENT_CHAT_NAME)")
     .option(
       "--ttl <duration>",
@@ -179,7 +182,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("renew")
     .description("extend your lease on a task (only its holder, with a live lease)")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
     .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
     .option("--ttl <duration>", "the new lease from now (default: the channel's, else 30m)")
@@ -199,7 +205,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("done")
     .description("finish a task (only its holder, with a live lease); the task stays taken")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
     .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
     .option("--note <text>", "one line on how it ended")
@@ -222,7 +231,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("release")
     .description("give a claimed task back (only its holder can)")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
     .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
     .addHelpText("after", "\nExample:\n  agent-chat release review 12 --as bob")
@@ -237,7 +249,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("fence")
     .description("exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .requiredOption("--token <n>", "the fencing token to check")
     .addHelpText(
       "after",

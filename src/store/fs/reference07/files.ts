@@ -112,13 +112,15 @@ export function readClaims(dir: string, channel: string, id: string): Read<Refer
       );
     }
     const { value } = read;
-    if (value.task_id !== id) continue;
+    // A record that says it is another file's is planted or torn: this task's lease is unknown.
     if (name !== `${value.task_id}.${value.owner}.json` || value.channel !== channel) {
       throw new AgentChatError(
         "TASK_INCONSISTENT",
         `LEASE_RECORD_ID_MISMATCH: ${CLAIMS_DIR}/${name} names task ${value.task_id} of ${value.owner} in ${value.channel}`,
       );
     }
+    // `T1.x.bob.json` starts with `T1.` and is the claim of task `T1.x`.
+    if (value.task_id !== id) continue;
     out.push(read);
   }
   return out;
