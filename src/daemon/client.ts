@@ -5,7 +5,7 @@ import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { LineSplitter } from "../core/ndjson.js";
-import { pollReceipts } from "../store/core/index.js";
+import { pollReceipts } from "../features/delivery/index.js";
 import type {
   Capabilities,
   ChannelInfo,

@@ -8,7 +8,7 @@ import {
 } from "../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import { LineSplitter } from "../core/ndjson.js";
-import { type Actor, actingFor } from "../store/core/index.js";
+import { type Actor, actingFor } from "../features/delivery/index.js";
 import type { PostResult, Store } from "../store/types.js";
 import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
 import {

@@ -1,7 +1,7 @@
 import { AgentChatError } from "../core/errors.js";
-import { META_MAINTAINER } from "../core/governance.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { assertDistinctAgents, identity, sameAgent, validateName } from "../core/names.js";
+import { META_MAINTAINER } from "../features/governance/index.js";
 import { ForwardingStore } from "./forwarding.js";
 import type { InitOptions, Store } from "./types.js";
 

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { generateKeyPair, signerFromPem } from "../../src/client/ed25519.js";
 import { openStore } from "../../src/client/open.js";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
-import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
+import { generateKeyPair, signerFromPem } from "../../src/features/trust/ed25519.js";
+import { SKEW_GRACE_MS } from "../../src/store/shared/index.js";
 import type { Store } from "../../src/store/types.js";
 import { waitParked } from "../helpers/parked.js";
 

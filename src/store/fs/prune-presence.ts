@@ -1,12 +1,12 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
+import type { PresenceEntry } from "../../features/search/index.js";
 import {
   entryKind,
   listRealDir,
   readOwnTextSync,
   removeFileEntry,
 } from "../../fsutil/root-files.js";
-import type { PresenceEntry } from "../core/index.js";
 import type { PrunedPresence, PruneOptions } from "../find-types.js";
 
 const SUFFIX = ".json";

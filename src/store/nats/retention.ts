@@ -13,8 +13,12 @@ import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { identity } from "../../core/names.js";
+import {
+  agentsToKeep,
+  checkArchiveOptions,
+  checkPruneOptions,
+} from "../../features/search/index.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
-import { agentsToKeep, checkArchiveOptions, checkPruneOptions } from "../core/index.js";
 import type {
   ArchiveOptions,
   ArchiveResult,

@@ -9,7 +9,7 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
-import { pastGrace, SKEW_GRACE_MS } from "../../core/index.js";
+import { pastGrace, SKEW_GRACE_MS } from "../../shared/index.js";
 import type { NewStructuredTask, PostInput, TaskInfo } from "../../types.js";
 import { type Read, readClaims, readTask, readTasks, transactionPending } from "./files.js";
 import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./grants.js";
