@@ -14,6 +14,11 @@ export type ErrorCode =
   | "TASK_NOT_FOUND"
   | "TASK_EXISTS"
   | "CLAIM_LOST"
+  /**
+   * A chat.py 0.7 task or lease record that cannot be trusted as it stands (it does not
+   * validate, disagrees with its claim, or a lease change awaits recovery): nothing is granted.
+   */
+  | "TASK_INCONSISTENT"
   | "NOT_HOLDER"
   | "TIMEOUT"
   | "ABORTED"

@@ -93,3 +93,61 @@ function checkPrimitives(value: unknown, bad: Refusal): void {
 function safeName(text: string): boolean {
   return text !== "" && !UNSAFE_TEXT.test(text) && !/[/\\:]/.test(text) && !/^[._]/.test(text);
 }
+
+export interface ReferenceEventInput {
+  type: "capability" | "status";
+  agent: string;
+  harness: string;
+  /** status: ready, busy, idle, blocked or stopped. */
+  status?: string;
+  detail?: string;
+  /** capability: default every primitive chat.py knows. */
+  primitives?: string[];
+  /** ISO-8601 with an offset. */
+  ts: string;
+}
+
+/**
+ * The message chat.py 0.7's `event post` writes: status `event.<type>`, title `event:<type>`,
+ * the event as compact JSON with sorted keys; validated by its rules (INVALID_EVENT otherwise).
+ */
+export function referenceEvent(input: ReferenceEventInput): {
+  status: string;
+  title: string;
+  body: string;
+} {
+  const event: Record<string, unknown> = {
+    schema_version: 1,
+    event: input.type,
+    agent: input.agent,
+    harness: input.harness,
+    ts: input.ts,
+  };
+  if (input.type === "capability") event.primitives = input.primitives ?? [...PRIMITIVES];
+  else {
+    event.status = input.status;
+    if (input.detail !== undefined) event.detail = input.detail;
+  }
+  const sorted = Object.fromEntries(
+    Object.keys(event)
+      .sort()
+      .map((k) => [k, event[k]]),
+  );
+  const message = {
+    status: `event.${input.type}`,
+    title: `event:${input.type}`,
+    body: JSON.stringify(sorted),
+  };
+  checkReferenceEvent(message.status, message.body);
+  return message;
+}
+
+/** The event a message carries when chat.py's `event read` would accept it; else undefined. */
+export function readReferenceEvent(
+  status: string,
+  body: string,
+): Record<string, unknown> | undefined {
+  if (!status.startsWith("event.")) return undefined;
+  checkReferenceEvent(status, body);
+  return JSON.parse(body.trim());
+}

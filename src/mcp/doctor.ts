@@ -13,6 +13,7 @@ import {
   type SetupTool,
   shellQuote,
 } from "./setup.js";
+import { agentChatsOnPath } from "./which-cli.js";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -56,7 +57,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   const found = await inspectTools(options);
   const root = options.rootGiven ? undefined : namedByTools(found, "root");
   const o = root?.value === undefined ? options : { ...options, root: root.value };
-  const checks: DoctorCheck[] = [await checkRoot(o.root, root?.from)];
+  const checks: DoctorCheck[] = [await checkRoot(o.root, root?.from), await checkOnPath(o)];
   const agent = checkIdentity(o.agent, namedByTools(found, "agent"), checks);
   checks.push(...checkTools(o, found, agent));
   checks.push(...(await checkTracked(o, found)));
@@ -206,6 +207,41 @@ async function checkRootFolder(root: string): Promise<DoctorCheck> {
   }
   removeFileEntry(join(root, name));
   return ok("root", `${root} (writable)`);
+}
+
+/**
+ * Which `agent-chat` a bare name starts: ours, or chat.py 0.7's console script of the same
+ * name (PyPI `agent-chat-plugin`), which would answer the hooks and MCP entries in ours' place.
+ */
+async function checkOnPath(o: DoctorOptions): Promise<DoctorCheck> {
+  const found = await agentChatsOnPath(o.env.PATH);
+  const first = found[0];
+  const running = o.command.slice(1).join(" ") || o.command[0];
+  const reference = found.find((f) => f.kind === "reference");
+  if (first?.kind === "ours") {
+    const also = reference
+      ? `; chat.py's is also installed, at ${reference.path} (run it by that path)`
+      : "";
+    return ok("path", `agent-chat on PATH is ours, ${first.path}${also}`);
+  }
+  const fix =
+    `put ours first on PATH, or run ours by its path (${running}); ` +
+    "setup then writes that path into the hooks and MCP entries (or pass --command)";
+  if (first?.kind === "reference") {
+    return bad(
+      "path",
+      "warn",
+      `agent-chat on PATH is chat.py 0.7's (Python, agent-chat-plugin), ${first.path}, not ours`,
+      fix,
+    );
+  }
+  if (first) return bad("path", "warn", `agent-chat on PATH is ${first.path}, not ours`, fix);
+  return bad(
+    "path",
+    "warn",
+    "no agent-chat on PATH",
+    `install ours on PATH (npm install -g), or ${fix}`,
+  );
 }
 
 function checkIdentity(

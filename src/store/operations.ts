@@ -296,6 +296,44 @@ const tableRows = {
     send: (channel, task, token) => ({ channel, task, token }),
     run: (store, p) => store.fence(p.channel, p.task, p.token),
   }),
+  createStructuredTask: request("createStructuredTask", "task_create", {
+    params: (z, f) =>
+      z.strictObject({
+        channel: f.channel,
+        task: z.strictObject({
+          id: z.string(),
+          title: z.string(),
+          from: z.string(),
+          owner: z.string().optional(),
+          dependsOn: z.array(z.string()).optional(),
+          filesHint: z.array(z.string()).optional(),
+          acceptance: z.array(z.string()).optional(),
+          branch: z.string().optional(),
+        }),
+      }),
+    send: (channel, task) => ({ channel, task }),
+    run: (store, p) => store.createStructuredTask(p.channel, p.task),
+    actsAs: (channel, task) => [channel, task.from],
+  }),
+  changeStructuredTask: request("changeStructuredTask", "task_change", {
+    params: (z, f) =>
+      z.strictObject({
+        channel: f.channel,
+        task: z.string(),
+        change: z.discriminatedUnion("op", [
+          z.strictObject({ op: z.literal("block"), agent: z.string() }),
+          z.strictObject({
+            op: z.literal("recover"),
+            agent: z.string(),
+            reason: z.string(),
+            ttlMs: f.ms.optional(),
+          }),
+        ]),
+      }),
+    send: (channel, task, change) => ({ channel, task, change }),
+    run: (store, p) => store.changeStructuredTask(p.channel, p.task, p.change),
+    actsAs: (channel, _task, change) => [channel, change.agent],
+  }),
   addPathLease: request("addPathLease", "lease_add", {
     params: (z, f) =>
       z.strictObject({

@@ -41,7 +41,8 @@ export interface Store {
   watch(channels: readonly string[], options?: WatchOptions): AsyncIterable<Message>;
 
   addTask(channel: string, task: NewTask): Promise<TaskInfo>;
-  tasks(channel: string): Promise<TaskInfo[]>;
+  /** Every task of the channel; `onWarning` hears of each record that could not be read. */
+  tasks(channel: string, options?: TasksOptions): Promise<TaskInfo[]>;
   /** One task, as `tasks` lists it (`TASK_NOT_FOUND` when the channel has none by that id). */
   task(channel: string, task: string): Promise<TaskInfo>;
   /**
@@ -62,6 +63,17 @@ export interface Store {
   ): Promise<TaskInfo>;
   /** Whether `token` is the task's current live grant: a script checks before it acts. */
   fence(channel: string, task: string, token: number): Promise<FenceResult>;
+  /**
+   * Creates a chat.py 0.7 structured task (`tasks/<id>.json`, folder roots only): one that
+   * chat.py lists, shows and leases, and that `claim`, `renew`, `done` and `release` take too.
+   */
+  createStructuredTask(channel: string, task: NewStructuredTask): Promise<TaskInfo>;
+  /** Blocks a structured task, or recovers its expired lease with a reason (chat.py's grammar). */
+  changeStructuredTask(
+    channel: string,
+    task: string,
+    change: StructuredTaskChange,
+  ): Promise<TaskInfo>;
 
   /**
    * Reserves the paths a repository-relative glob covers (docs/leases.md): a lease with its own
@@ -307,6 +319,42 @@ export interface TaskInfo {
   file: string;
   /** Why the task's lease state could not be read (a corrupt lease file), reported once. */
   warning?: string;
+  /** A chat.py 0.7 structured task (`tasks/<id>.json`, docs/leases.md): its record. */
+  structured?: StructuredTaskFields;
+}
+
+/** The fields of a chat.py 0.7 task record beyond those every task has. */
+export interface StructuredTaskFields {
+  status: "open" | "in_progress" | "blocked" | "done" | "cancelled";
+  owner: string | null;
+  createdBy: string;
+  dependsOn: string[];
+  filesHint: string[];
+  acceptance: string[];
+  leaseExpiresAt: string | null;
+  branch: string | null;
+  updatedAt: string;
+}
+
+/** A chat.py 0.7 structured task to create (`task create`). */
+export interface NewStructuredTask {
+  id: string;
+  title: string;
+  from: string;
+  owner?: string;
+  dependsOn?: string[];
+  filesHint?: string[];
+  acceptance?: string[];
+  branch?: string;
+}
+
+/** The changes of a structured task that are not a claim, renewal, finish or release. */
+export type StructuredTaskChange =
+  | { op: "block"; agent: string }
+  | { op: "recover"; agent: string; reason: string; ttlMs?: number };
+
+export interface TasksOptions {
+  onWarning?: (warning: string) => void;
 }
 
 export interface ClaimOptions {

@@ -93,4 +93,67 @@ describe.skipIf(skip !== undefined)(`events with chat.py 0.7${skip ? ` (${skip})
     expect(last.status).toBe("event.status");
     expect(JSON.parse(last.body)).toMatchObject({ agent: "alice", status: "idle" });
   });
+
+  it("event post and event read speak chat.py's grammar: each reads the other's, line for line", async () => {
+    const cli = (...args: string[]) => runCli(args, { root: root.dir });
+    const ours = await cli(
+      "event",
+      "post",
+      "dev",
+      "--type",
+      "status",
+      "--harness",
+      "cli",
+      "--status",
+      "busy",
+      "--detail",
+      "on T1",
+      "--from",
+      "bob",
+    );
+    expect(ours.code, ours.stderr).toBe(0);
+    expect(ours.stdout).toBe("posted event status -> dev (#1)\n");
+    const caps = await cli(
+      "event",
+      "post",
+      "dev",
+      "--type",
+      "capability",
+      "--harness",
+      "codex",
+      "--primitives",
+      "tasks,leases",
+      "--as",
+      "bob",
+    );
+    expect(caps.code, caps.stderr).toBe(0);
+    const theirs = runReference("0.7", root.dir, [
+      "event",
+      "post",
+      "dev",
+      "--from",
+      "alice",
+      "--type",
+      "status",
+      "--harness",
+      "claude-code",
+      "--status",
+      "idle",
+    ]);
+    expect(theirs.status, theirs.stderr).toBe(0);
+
+    const referenceRead = runReference("0.7", root.dir, ["event", "read", "dev"]);
+    expect(referenceRead.status, referenceRead.stderr).toBe(0);
+    const ourRead = await cli("event", "read", "dev");
+    expect(ourRead.stdout).toBe(referenceRead.stdout);
+    expect(ourRead.stdout.split("\n")).toHaveLength(4);
+    expect((await cli("event", "read", "dev", "--type", "capability")).stdout).toBe(
+      runReference("0.7", root.dir, ["event", "read", "dev", "--type", "capability"]).stdout,
+    );
+    // A status event needs its status, as chat.py's does (a usage error here: exit 64).
+    expect(
+      (await cli("event", "post", "dev", "--type", "status", "--harness", "cli", "--as", "bob"))
+        .code,
+    ).toBe(64);
+  });
 });

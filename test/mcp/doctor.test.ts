@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { CLI, runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 import { connectAgent } from "./client.js";
 
@@ -311,6 +311,7 @@ describe("agent-chat doctor", () => {
     expect(report.ok).toBe(true);
     expect(report.checks.map((c) => c.check)).toEqual([
       "root",
+      "path",
       "identity",
       "claude-code",
       "codex",
@@ -329,6 +330,55 @@ describe("agent-chat doctor", () => {
       status: "ok",
       message: "runs (exit 0)",
     });
+  });
+
+  it("names which agent-chat is on PATH: chat.py's console script first warns, and setup avoids it", async () => {
+    // chat.py 0.7's console script (PyPI agent-chat-plugin) as pip installs it, and ours.
+    const python = join(dir, "venv-bin");
+    const ours = join(dir, "npm-bin");
+    mkdirSync(python);
+    mkdirSync(ours);
+    writeFileSync(
+      join(python, "agent-chat"),
+      "#!/opt/venv/bin/python3\nimport sys\nfrom chat import main\nsys.exit(main())\n",
+      { mode: 0o755 },
+    );
+    symlinkSync(CLI, join(ours, "agent-chat"));
+    const withPath = (path: string, args: string[]) =>
+      runCli(["--root", root, ...args], {
+        cwd: project,
+        env: { HOME: home, CODEX_HOME: join(home, ".codex"), GEMINI_CLI_HOME: home, PATH: path },
+        timeoutMs: 40_000,
+      });
+    const shadowed = await withPath(`${python}:${ours}:${process.env.PATH}`, [
+      "doctor",
+      "--as",
+      "alice",
+    ]);
+    expect(lines(shadowed.stdout).path).toBe(
+      `warn  path: agent-chat on PATH is chat.py 0.7's (Python, agent-chat-plugin), ${join(python, "agent-chat")}, not ours ` +
+        `(put ours first on PATH, or run ours by its path (${CLI}); setup then writes that path into the hooks and MCP entries (or pass --command))`,
+    );
+    const setup = await withPath(`${python}:${ours}:${process.env.PATH}`, [
+      "setup",
+      "claude-code",
+      "--as",
+      "alice",
+      "--write",
+    ]);
+    expect(setup.code, setup.stderr).toBe(0);
+    expect(setup.stderr).toContain("is chat.py's: the entries start");
+    const mcp = JSON.parse(readFileSync(join(project, ".mcp.json"), "utf8"));
+    expect(mcp.mcpServers["agent-chat"].command).toBe(CLI);
+
+    const first = await withPath(`${ours}:${python}:${process.env.PATH}`, [
+      "doctor",
+      "--as",
+      "alice",
+    ]);
+    expect(lines(first.stdout).path).toBe(
+      `ok    path: agent-chat on PATH is ours, ${join(ours, "agent-chat")}; chat.py's is also installed, at ${join(python, "agent-chat")} (run it by that path)`,
+    );
   });
 
   it("a server or hook that does not answer in time fails and is not waited for", async () => {

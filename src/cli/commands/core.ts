@@ -12,7 +12,8 @@ import { readBody } from "../body.js";
 import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
-import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText } from "./hot.js";
+import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText, taskName } from "./hot.js";
+import { registerStructuredTaskCommands } from "./structured-tasks.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
@@ -167,7 +168,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("claim")
     .description("atomically take a task for a lease; prints its fencing token (losers exit 3)")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "claimant (default: $AGENT_CHAT_NAME)")
     .option(
       "--ttl <duration>",
@@ -182,7 +186,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .command("renew")
     .description("extend your lease on a task (only its holder, with a live lease)")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
     .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
     .option("--ttl <duration>", "the new lease from now (default: the channel's, else 30m)")
@@ -195,14 +202,17 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       };
       const info = await (await ctx.open()).renew(channel, task, as, options);
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(`renewed task-${info.id} in ${channel} (${leaseText(info)})\n`);
+      ctx.out(`renewed ${taskName(info)} in ${channel} (${leaseText(info)})\n`);
     });
 
   program
     .command("done")
     .description("finish a task (only its holder, with a live lease); the task stays taken")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
     .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
     .option("--note <text>", "one line on how it ended")
@@ -218,14 +228,17 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       };
       const info = await (await ctx.open()).done(channel, task, as, options);
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(`done: task-${info.id} in ${channel} by ${info.holder}\n`);
+      ctx.out(`done: ${taskName(info)} in ${channel} by ${info.holder}\n`);
     });
 
   program
     .command("release")
     .description("give a claimed task back (only its holder can)")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
     .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
     .addHelpText("after", "\nExample:\n  agent-chat release review 12 --as bob")
@@ -233,14 +246,17 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       const as = ctx.agent(opts.as);
       const info = await (await ctx.open()).release(channel, task, as, tokenOption(opts.token));
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(`released task-${info.id} in ${channel}\n`);
+      ctx.out(`released ${taskName(info)} in ${channel}\n`);
     });
 
   program
     .command("fence")
     .description("exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder")
     .argument("<channel>")
-    .argument("<task>", "task-12.md, task-12 or 12")
+    .argument(
+      "<task>",
+      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
+    )
     .requiredOption("--token <n>", "the fencing token to check")
     .addHelpText(
       "after",
@@ -251,11 +267,11 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       const token = parsePositiveInt(opts.token, "--token");
       const { live, task: info } = await (await ctx.open()).fence(channel, task, token);
       if (ctx.json) ctx.printJson({ live, task: info });
-      else if (live) ctx.out(`token ${token} is live on task-${info.id} (${leaseText(info)})\n`);
+      else if (live) ctx.out(`token ${token} is live on ${taskName(info)} (${leaseText(info)})\n`);
       if (live) return;
       if (!ctx.json) {
         ctx.err(
-          `agent-chat: token ${token} is not the live grant of task-${info.id}: ${stateText(info)}\n`,
+          `agent-chat: token ${token} is not the live grant of ${taskName(info)}: ${stateText(info)}\n`,
         );
       }
       ctx.exitCode = EXIT.CLAIM_LOST;
@@ -268,7 +284,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .addHelpText("after", "\nExample:\n  agent-chat tasks review")
     .action((channel: string) => HOT_ACTIONS.tasks(ctx, [channel], {}));
 
-  const task = program.command("task").description("manage task markers");
+  const task = program
+    .command("task")
+    .description("manage tasks: our markers (task add) and chat.py 0.7's records (create, …)");
   task
     .command("add")
     .description("create task-<id>.md (fails if that task exists)")
@@ -297,9 +315,10 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         if (opts.id !== undefined) input.id = opts.id;
         const info = await store.addTask(channel, input);
         if (ctx.json) return ctx.printJson(info);
-        ctx.out(`added task-${info.id} in ${channel}: ${info.title}\n`);
+        ctx.out(`added ${taskName(info)} in ${channel}: ${info.title}\n`);
       },
     );
+  registerStructuredTaskCommands(task, ctx);
 }
 
 /** `--max-body` at `init` is the channel's limit, recorded for every poster and reader. */

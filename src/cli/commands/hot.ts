@@ -160,9 +160,12 @@ export const HOT_ACTIONS: Record<
   },
 
   async tasks(ctx, [channel]) {
-    const list = await (await ctx.open()).tasks(channel!);
-    for (const t of list) if (t.warning !== undefined) ctx.err(`agent-chat: ${t.warning}\n`);
-    if (ctx.json) return ctx.printJson({ channel, tasks: list });
+    const warnings: string[] = [];
+    const list = await (await ctx.open()).tasks(channel!, { onWarning: (w) => warnings.push(w) });
+    for (const t of list) if (t.warning !== undefined) warnings.push(t.warning);
+    for (const w of warnings) ctx.err(`agent-chat: ${w}\n`);
+    if (ctx.json)
+      return ctx.printJson({ channel, tasks: list, ...(warnings.length ? { warnings } : {}) });
     if (list.length === 0) ctx.err(`no tasks in ${channel}\n`);
     for (const t of list) ctx.out(`${formatTask(t)}\n`);
   },
@@ -173,7 +176,7 @@ export const HOT_ACTIONS: Record<
     const options = ttl === undefined ? {} : { ttlMs: parseTtl(ttl) };
     const info = await (await ctx.open()).claim(channel!, task!, as, options);
     if (ctx.json) return ctx.printJson(info);
-    ctx.out(`claimed task-${info.id} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
+    ctx.out(`claimed ${taskName(info)} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
   },
 };
 
@@ -222,14 +225,21 @@ function printMessages(ctx: CliContext, messages: Message[], empty: string): voi
  * a script that cuts the first three keeps working.
  */
 function formatTask(t: TaskInfo): string {
-  const line = `task-${t.id}\t${stateText(t)}\t${t.title}`;
+  const line = `${taskName(t)}\t${stateText(t)}\t${t.title}`;
   return t.state === "open" ? line : `${line}\t${leaseText(t)}`;
 }
 
+/** `task-12` (our marker, `task-12.md`), or `tasks/T1` (chat.py 0.7's `tasks/T1.json`). */
+export function taskName(t: TaskInfo): string {
+  return t.structured ? `tasks/${t.id}` : `task-${t.id}`;
+}
+
 export function stateText(t: TaskInfo): string {
+  const status = t.structured?.status;
+  if (status === "blocked" || status === "cancelled") return status;
   if (t.state === "open") return "open";
   if (t.state === "expired") return `expired, held by ${t.holder}`;
-  return `${t.state} by ${t.holder}`;
+  return t.holder === undefined ? t.state : `${t.state} by ${t.holder}`;
 }
 
 /**
@@ -238,8 +248,13 @@ export function stateText(t: TaskInfo): string {
  * that others see refused meanwhile.
  */
 export function leaseText(t: TaskInfo, now = Date.now()): string {
-  if (t.token === undefined) return "no lease: claimed by chat.py, never expires";
-  const token = `token ${t.token}`;
+  if (t.token === undefined && (t.expiresAt === undefined || t.state === "done")) {
+    if (t.structured)
+      return t.state === "done" ? "no token" : "no lease (set in_progress by chat.py)";
+    return "no lease: claimed by chat.py, never expires";
+  }
+  // A lease chat.py granted has no fencing token of ours.
+  const token = t.token === undefined ? "chat.py lease, no token" : `token ${t.token}`;
   if (t.state === "done") return t.note === undefined ? token : `${token}, note: ${t.note}`;
   if (t.expiresAt === undefined) return token;
   const end = Date.parse(t.expiresAt);

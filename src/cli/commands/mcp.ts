@@ -96,7 +96,10 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .option("--as <name>", "the agent's identity (default: $AGENT_CHAT_NAME)")
     .option("--write", "merge the configuration into the tool's files instead of printing it")
     .option("--dir <path>", "project folder for project-level files (default: current folder)")
-    .option("--command <path>", "how the tool starts agent-chat", "agent-chat")
+    .option(
+      "--command <path>",
+      "how the tool starts agent-chat (default: agent-chat; this CLI's path when that name on PATH is chat.py's)",
+    )
     .option("--trust", "gemini: also add the project folder to Gemini CLI's trusted folders")
     .option(
       "--wake",
@@ -128,7 +131,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
           as?: string;
           write?: boolean;
           dir?: string;
-          command: string;
+          command?: string;
           trust?: boolean;
           wake?: boolean;
           toolsApproval?: string;
@@ -149,7 +152,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
           tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
           agent: ctx.agent(opts.as),
           root: ctx.rootArg,
-          command: opts.command,
+          command: opts.command ?? (await ourCommand(ctx)),
           projectDir,
           codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
           geminiDir,
@@ -303,4 +306,19 @@ function gitExcludeOf(dir: string): GitExclude | undefined {
   const [path, prefix = ""] = out.split("\n");
   if (!path) return undefined;
   return { excludeFile: isAbsolute(path) ? path : resolve(dir, path), prefix };
+}
+
+/**
+ * What hooks and MCP entries start: `agent-chat`, unless that name on PATH is chat.py 0.7's
+ * console script (which would answer in ours' place): then the path of this CLI, said on stderr.
+ */
+async function ourCommand(ctx: CliContext): Promise<string> {
+  const { agentChatsOnPath } = await import("../../mcp/which-cli.js");
+  const first = (await agentChatsOnPath(ctx.env.PATH))[0];
+  if (first?.kind !== "reference") return "agent-chat";
+  const self = resolve(process.argv[1]!);
+  ctx.err(
+    `agent-chat: the agent-chat on PATH (${first.path}) is chat.py's: the entries start ${self} (--command to choose)\n`,
+  );
+  return self;
 }

@@ -68,14 +68,31 @@ import {
   type ArchiveOptions,
   type ArchiveResult,
   type Capabilities,
+  type ClaimOptions,
+  type DoneOptions,
+  type FenceResult,
   MAX_BODY_KEY,
+  type NewStructuredTask,
   type PostResult,
   type PruneOptions,
   type PruneResult,
+  type ReleaseOptions,
+  type RenewOptions,
+  type StructuredTaskChange,
+  TASK_TTL_KEY,
+  type TaskInfo,
+  type TasksOptions,
 } from "../types.js";
 import { ChannelIndex, listFolder } from "./channel-index.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
-import { referenceLocks, syncReferenceLocks, withPathLocksMutex } from "./reference07/index.js";
+import {
+  Board,
+  hasClaims,
+  hasStructuredTask,
+  referenceLocks,
+  syncReferenceLocks,
+  withPathLocksMutex,
+} from "./reference07/index.js";
 
 export interface FsStoreOptions extends LockOptions, PresenceOptions {
   /**
@@ -199,6 +216,8 @@ interface FolderFeed extends IndexedFeed {
 export class FsStore extends FeatureStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly states = new Map<string, ChannelState>();
+  /** How many structured-task audit posts are under way (they hold chat.py's task mutex). */
+  private boardPosts = 0;
   /** Each channel's `_meta.json` as last read, with the lstat it was read under. */
   private readonly metaTexts = new Map<string, { stamp: string; text: string }>();
   private secret: Promise<string | undefined> | undefined;
@@ -819,6 +838,106 @@ export class FsStore extends FeatureStore<FolderFeed> {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
       throw wrapIoError(err, `cannot ${verb} task ${current.id}`);
     }
+  }
+
+  // ---- chat.py 0.7's structured tasks (tasks/<id>.json, claims/; docs/leases.md) ----
+  // A task id with a marker of ours (task-<id>.md) is that marker, as before; one with only a
+  // chat.py record is that record, changed in its formats by the board (reference07/board.ts).
+
+  /** The board of the channel when `task` is a structured task there (and no marker of ours). */
+  private async boardFor(channel: string, task?: string): Promise<Board | undefined> {
+    await this.roster(channel);
+    const state = this.state(channel);
+    const id = task?.trim();
+    if (id !== undefined) {
+      if (!hasStructuredTask(state.dir, id) || (await this.taskRecord(channel, id))) return;
+    }
+    return new Board({
+      dir: state.dir,
+      channel,
+      now: () => this.now(),
+      post: async (input) => {
+        // The audit post is activity too, but its renewals would wait on the mutex held now.
+        this.boardPosts++;
+        try {
+          return await this.post(channel, input);
+        } finally {
+          this.boardPosts--;
+        }
+      },
+    });
+  }
+
+  /** Renews the agent's structured-task leases that are due, unless inside a board change. */
+  protected override async keepForeignTaskLeases(channel: string, agent: string): Promise<void> {
+    if (this.boardPosts > 0 || !hasClaims(this.state(channel).dir)) return;
+    await (await this.boardFor(channel))?.keepAlive(agent);
+  }
+
+  /** A structured task's lease: `--ttl`, else the channel's `task_ttl`, else chat.py's 300 s. */
+  private async structuredTtl(channel: string, ttlMs: number | undefined): Promise<number> {
+    const seconds = (await this.roster(channel))[TASK_TTL_KEY];
+    return ttlMs ?? (typeof seconds === "number" && seconds > 0 ? seconds * 1000 : 300_000);
+  }
+
+  override async tasks(channel: string, options: TasksOptions = {}): Promise<TaskInfo[]> {
+    const ours = await super.tasks(channel);
+    const board = await this.boardFor(channel);
+    const { tasks, problems } = (await board?.list()) ?? { tasks: [], problems: [] };
+    for (const p of problems) this.warnOnce(`${p}; not listed`, options.onWarning, channel);
+    const marked = new Set(ours.map((t) => t.id));
+    return [...ours, ...tasks.filter((t) => !marked.has(t.id))];
+  }
+
+  override async claim(channel: string, task: string, agent: string, options: ClaimOptions = {}) {
+    const board = await this.boardFor(channel, task);
+    if (!board) return super.claim(channel, task, agent, options);
+    return board.claim(task.trim(), agent, await this.structuredTtl(channel, options.ttlMs));
+  }
+
+  override async renew(channel: string, task: string, agent: string, options: RenewOptions = {}) {
+    const board = await this.boardFor(channel, task);
+    if (!board) return super.renew(channel, task, agent, options);
+    const ttlMs = await this.structuredTtl(channel, options.ttlMs);
+    return board.renew(task.trim(), agent, ttlMs, options.token);
+  }
+
+  override async done(channel: string, task: string, agent: string, options: DoneOptions = {}) {
+    const board = await this.boardFor(channel, task);
+    if (!board) return super.done(channel, task, agent, options);
+    return board.finish(task.trim(), agent, "done", options.token);
+  }
+
+  override async release(
+    channel: string,
+    task: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ) {
+    const board = await this.boardFor(channel, task);
+    if (!board) return super.release(channel, task, agent, options);
+    return board.finish(task.trim(), agent, "open", options.token);
+  }
+
+  override async fence(channel: string, task: string, token: number): Promise<FenceResult> {
+    const board = await this.boardFor(channel, task);
+    return board ? board.fence(task.trim(), token) : super.fence(channel, task, token);
+  }
+
+  override async createStructuredTask(channel: string, task: NewStructuredTask) {
+    if (await this.taskRecord(channel, task.id)) {
+      throw new AgentChatError("TASK_EXISTS", `task ${task.id} already exists in ${channel}`);
+    }
+    return (await this.boardFor(channel))!.create(task);
+  }
+
+  override async changeStructuredTask(channel: string, task: string, change: StructuredTaskChange) {
+    const board = await this.boardFor(channel, task);
+    if (!board)
+      throw new AgentChatError("TASK_NOT_FOUND", `no structured task ${task} in ${channel}`);
+    if (change.op === "block") return board.block(task.trim(), change.agent);
+    const ttlMs = await this.structuredTtl(channel, change.ttlMs);
+    return board.recover(task.trim(), change.agent, change.reason, ttlMs);
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   type InitOptions,
   MAX_BODY_KEY,
   MAX_CHANNEL_BODY_BYTES,
+  type NewStructuredTask,
   type NewTask,
   type PeekOptions,
   type PostInput,
@@ -24,6 +25,7 @@ import {
   type ReleaseOptions,
   type RenewOptions,
   SKEW_GRACE_MS,
+  type StructuredTaskChange,
   type TaskInfo,
   type ThreadNode,
   type ThreadOptions,
@@ -233,6 +235,12 @@ export abstract class BackendStore<F extends Feed = Feed> {
   protected exclusive<T>(_channel: string, fn: () => Promise<T>): Promise<T> {
     return fn();
   }
+
+  /**
+   * Renewal by activity of the task leases a backend keeps in another implementation's format
+   * (chat.py 0.7's structured tasks, on the folder store): called with {@link keepTaskLeases}.
+   */
+  protected async keepForeignTaskLeases(_channel: string, _agent: string): Promise<void> {}
 
   /** What catches a change the backend's events missed, while a wait or watch is parked. */
   protected safetyNet(_feeds: F[], _intervalMs: number, _kick: () => void): SafetyNet {
@@ -819,6 +827,19 @@ export abstract class BackendStore<F extends Feed = Feed> {
     return { live, task: this.describe(channel, current, now) };
   }
 
+  /** chat.py 0.7's structured tasks live in a channel folder: the folder store has them. */
+  async createStructuredTask(channel: string, _task: NewStructuredTask): Promise<TaskInfo> {
+    throw noStructuredTasks(channel);
+  }
+
+  async changeStructuredTask(
+    channel: string,
+    _task: string,
+    _change: StructuredTaskChange,
+  ): Promise<TaskInfo> {
+    throw noStructuredTasks(channel);
+  }
+
   /**
    * Runs a change that only the holder of the live grant may make (and, given a token, only
    * with that grant's token): a late holder, whose lease expired or passed to someone else,
@@ -859,6 +880,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
    */
   private async keepTaskLeases(channel: string, agent: string): Promise<void> {
     try {
+      await this.keepForeignTaskLeases(channel, agent);
       const holder = identity(agent);
       // Most activity finds nothing due: only a lease past a third of its length takes the lock.
       const due = (await this.heldTasks(channel, holder)).filter((t) =>
@@ -964,6 +986,13 @@ function describeGrant(status: LeaseStatus, now: number): string {
   const when = new Date(status.expiresAt).toISOString();
   const verb = now > status.expiresAt ? "expired" : "expires";
   return ` (token ${status.token}, ${verb} ${when})`;
+}
+
+function noStructuredTasks(channel: string): AgentChatError {
+  return new AgentChatError(
+    "INVALID_ARGUMENT",
+    `structured tasks (chat.py 0.7's tasks/<id>.json) live on a folder root; ${channel} is not in one`,
+  );
 }
 
 /** A parked wait that passed over a file says so now, not with a message that may never come. */

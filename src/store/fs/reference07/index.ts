@@ -1,4 +1,5 @@
 /** What the folder store shares on disk with the reference chat.py 0.7 (docs/leases.md). */
 
-export { PATH_LOCKS_MUTEX, withPathLocksMutex } from "./mutex.js";
+export { Board, type BoardHost, hasClaims, hasStructuredTask } from "./board.js";
+export { PATH_LOCKS_MUTEX, TASKS_MUTEX, withPathLocksMutex } from "./mutex.js";
 export { LOCKS_DIR, referenceLocks, syncReferenceLocks } from "./path-locks.js";

@@ -10,6 +10,8 @@ import { AgentChatError } from "../../../core/errors.js";
  * the descriptor, which also happens when this process dies (a crash never leaves it held).
  */
 export const PATH_LOCKS_MUTEX = ".path-locks.lock";
+/** Its mutex for every change of `CH/tasks/` and `CH/claims/` (the same kind of lock). */
+export const TASKS_MUTEX = "_tasks.lock";
 /** As long as chat.py waits for the same lock before it gives up. */
 const WAIT_SECONDS = 10;
 /** The descriptor number the lock file has in `flock(1)`. */
@@ -20,12 +22,21 @@ const CHILD_FD = 3;
  * missing (macOS, a minimal container) it runs `fn` without it: our own writers stay excluded
  * by the channel lock, but a chat.py 0.7 locking at the same instant is not.
  */
-export async function withPathLocksMutex<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  const fd = openLockFile(join(dir, PATH_LOCKS_MUTEX));
+export function withPathLocksMutex<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  return withMutex(join(dir, PATH_LOCKS_MUTEX), fn);
+}
+
+/** Runs `fn` holding chat.py's task mutex (`_tasks.lock`) of the channel folder `dir`. */
+export function withTasksMutex<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  return withMutex(join(dir, TASKS_MUTEX), fn);
+}
+
+async function withMutex<T>(path: string, fn: () => Promise<T>): Promise<T> {
+  const fd = openLockFile(path);
   try {
-    // Loaded here, not at start-up: the hot commands (post, read, wait) never lease paths.
+    // Loaded here, not at start-up: the hot commands (post, read, wait) never take it.
     const { spawn } = await import("node:child_process");
-    await lock(spawn, fd, join(dir, PATH_LOCKS_MUTEX));
+    await lock(spawn, fd, path);
     return await fn();
   } finally {
     closeSync(fd);

@@ -1,0 +1,225 @@
+import type { Command } from "commander";
+import { AgentChatError } from "../../core/errors.js";
+import type { NewStructuredTask, TaskInfo } from "../../store/types.js";
+import { type CliContext, parsePositiveInt, parseTtl } from "../context.js";
+import { leaseText, stateText, taskName } from "./hot.js";
+
+/**
+ * chat.py 0.7's task grammar (`task create|list|show|claim|renew|done|block|release|recover`),
+ * on its structured tasks (`tasks/<id>.json`, docs/leases.md), with our options on top: a
+ * fencing `--token`, `--ttl` as a duration, `--json`. `claim`, `renew`, `done` and `release`
+ * are the top-level commands of the same names, which take our markers too.
+ */
+export function registerStructuredTaskCommands(task: Command, ctx: CliContext): void {
+  registerCreate(task, ctx);
+  task
+    .command("list")
+    .description("list the channel's tasks (chat.py's and ours), as `agent-chat tasks`")
+    .argument("<channel>")
+    .action(async (channel: string) => {
+      const tasks = await (await ctx.open()).tasks(channel, {
+        onWarning: (w) => ctx.err(`agent-chat: ${w}\n`),
+      });
+      if (ctx.json) return ctx.printJson({ channel, tasks });
+      if (tasks.length === 0) ctx.out("(no tasks)\n");
+      for (const t of tasks) ctx.out(`${taskName(t)}\t${statusText(t)}\t${t.title}\n`);
+    });
+  task
+    .command("show")
+    .description("one task: every field of chat.py's record, its lease and our token")
+    .argument("<channel>")
+    .argument("<task>")
+    .action(async (channel: string, id: string) => {
+      const info = (await (await ctx.open()).tasks(channel)).find((t) => t.id === id.trim());
+      if (!info) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
+      if (ctx.json) return ctx.printJson(info);
+      ctx.out(showText(info));
+    });
+  registerLeaseVerbs(task, ctx);
+}
+
+function registerCreate(task: Command, ctx: CliContext): void {
+  const many = (value: string, previous: string[]) => [
+    ...previous,
+    ...value
+      .split(",")
+      .map((v) => v.trim())
+      .filter(Boolean),
+  ];
+  task
+    .command("create")
+    .description("create chat.py 0.7's tasks/<id>.json (status open), which both CLIs lease")
+    .argument("<channel>")
+    .argument("<task>", "its id: letters, digits, '.', '_' and '-'")
+    .requiredOption("--title <text>", "what is to be done")
+    .option("--as <name>", "who creates it (default: $AGENT_CHAT_NAME)")
+    .option("--from <name>", "chat.py's name for --as")
+    .option("--created-by <name>", "chat.py's other name for --as")
+    .option("--owner <name>", "who it is assigned to (only they may claim it)")
+    .option("--depends-on <ids>", "tasks to be done first (repeat, or a comma list)", many, [])
+    .option(
+      "--files-hint <paths>",
+      "workspace paths it touches (repeat, or a comma list)",
+      many,
+      [],
+    )
+    .option("--acceptance <text>", "an acceptance criterion (repeat, or a comma list)", many, [])
+    .option("--branch <name>", "its git branch")
+    .addHelpText(
+      "after",
+      "\nExample:\n  agent-chat task create review T1 --title 'Review the schema' --as alice --depends-on T0",
+    )
+    .action(async (channel: string, id: string, opts: CreateFlags) => {
+      const input: NewStructuredTask = {
+        id: id.trim(),
+        title: opts.title,
+        from: ctx.agent(opts.as ?? opts.from ?? opts.createdBy),
+        dependsOn: opts.dependsOn,
+        filesHint: opts.filesHint,
+        acceptance: opts.acceptance,
+      };
+      if (opts.owner !== undefined) input.owner = opts.owner;
+      if (opts.branch !== undefined) input.branch = opts.branch;
+      report(ctx, "created", await (await ctx.open()).createStructuredTask(channel, input));
+    });
+}
+
+interface CreateFlags {
+  title: string;
+  as?: string;
+  from?: string;
+  createdBy?: string;
+  owner?: string;
+  dependsOn: string[];
+  filesHint: string[];
+  acceptance: string[];
+  branch?: string;
+}
+
+interface VerbFlags {
+  as?: string;
+  from?: string;
+  token?: string;
+  ttl?: string;
+  leaseSeconds?: string;
+  lease?: string;
+  reason?: string;
+}
+
+type Run = (channel: string, id: string, as: string, o: VerbFlags) => Promise<TaskInfo>;
+
+/** claim, renew, done, block, release and recover: each acts as `--as` (chat.py: `--from`). */
+function registerLeaseVerbs(task: Command, ctx: CliContext): void {
+  const verb = (name: string, description: string, done: string, run: Run) =>
+    task
+      .command(name)
+      .description(description)
+      .argument("<channel>")
+      .argument("<task>")
+      .option("--as <name>", "who acts (default: $AGENT_CHAT_NAME)")
+      .option("--from <name>", "chat.py's name for --as")
+      .action(async (channel: string, id: string, opts: VerbFlags) => {
+        report(ctx, done, await run(channel, id, ctx.agent(opts.as ?? opts.from), opts));
+      });
+  const store = () => ctx.open();
+  withTtl(
+    verb(
+      "claim",
+      "take a ready task for a lease (exit 3 when another holds it)",
+      "claimed",
+      async (c, id, as, o) => (await store()).claim(c, id, as, ttl(o)),
+    ),
+  );
+  withTtl(
+    verb("renew", "extend your lease from now", "renewed", async (c, id, as, o) =>
+      (await store()).renew(c, id, as, { ...ttl(o), ...token(o) }),
+    ),
+  ).option(...TOKEN);
+  verb("done", "finish your task (its lease ends, status done)", "done", async (c, id, as, o) =>
+    (await store()).done(c, id, as, token(o)),
+  ).option(...TOKEN);
+  verb("release", "give your task back (status open)", "released", async (c, id, as, o) =>
+    (await store()).release(c, id, as, token(o)),
+  ).option(...TOKEN);
+  verb("block", "mark a task nobody leases blocked", "blocked", async (c, id, as) =>
+    (await store()).changeStructuredTask(c, id, { op: "block", agent: as }),
+  );
+  withTtl(
+    verb(
+      "recover",
+      "take over a lease that ended (past the 5 s skew grace), saying why",
+      "recovered",
+      async (c, id, as, o) =>
+        (await store()).changeStructuredTask(c, id, {
+          op: "recover",
+          agent: as,
+          reason: o.reason ?? "",
+          ...ttl(o),
+        }),
+    ),
+  ).requiredOption("--reason <text>", "why the lease is taken over (kept in the claim record)");
+}
+
+/** `--ttl`, and chat.py's names for it. */
+function withTtl(command: Command): Command {
+  return command
+    .option(
+      "--ttl <duration>",
+      "the lease: seconds (300, 0.5) or 90s, 30m, 2h (default: the channel's task_ttl, else 300 s)",
+    )
+    .option("--lease-seconds <seconds>", "chat.py's name for --ttl")
+    .option("--lease <seconds>", "chat.py's other name for --ttl");
+}
+const TOKEN = ["--token <n>", "the fencing token you hold; refused (exit 3) when stale"] as const;
+
+/** chat.py's `--lease-seconds` is a number of seconds, fractions too; ours also a duration. */
+function ttl(o: VerbFlags): { ttlMs?: number } {
+  const value = o.ttl ?? o.leaseSeconds ?? o.lease;
+  if (value === undefined) return {};
+  if (/^\d*\.\d+$/.test(value)) return { ttlMs: Math.max(1, Math.round(Number(value) * 1000)) };
+  return { ttlMs: parseTtl(value) };
+}
+
+function token(o: VerbFlags): { token?: number } {
+  return o.token === undefined ? {} : { token: parsePositiveInt(o.token, "--token") };
+}
+
+/** chat.py's line (`claimed task T1 [in_progress]`), then our lease in brackets. */
+function report(ctx: CliContext, action: string, info: TaskInfo): void {
+  if (ctx.json) {
+    ctx.printJson(info);
+    return;
+  }
+  const status = info.structured?.status ?? info.state;
+  const lease = info.state === "claimed" ? ` (${leaseText(info)})` : "";
+  ctx.out(`${action} task ${info.id} [${status}]${lease}\n`);
+}
+
+function statusText(t: TaskInfo): string {
+  const base = stateText(t);
+  return t.state === "open" ? base : `${base}, ${leaseText(t)}`;
+}
+
+/** chat.py's `task show` lines, then ours. */
+function showText(t: TaskInfo): string {
+  const s = t.structured;
+  const list = (v: string[], sep = ", ") => (v.length > 0 ? v.join(sep) : "-");
+  const lines = s
+    ? [
+        `id: ${t.id}`,
+        `channel: ${t.channel}`,
+        `title: ${t.title}`,
+        `status: ${s.status}`,
+        `owner: ${s.owner ?? "-"}`,
+        `created_by: ${s.createdBy}`,
+        `depends_on: ${list(s.dependsOn)}`,
+        `files_hint: ${list(s.filesHint)}`,
+        `acceptance: ${list(s.acceptance, "; ")}`,
+        `lease_expires_at: ${s.leaseExpiresAt ?? "-"}`,
+        `branch: ${s.branch ?? "-"}`,
+        `updated_at: ${s.updatedAt}`,
+      ]
+    : [`id: ${t.id}`, `channel: ${t.channel}`, `title: ${t.title}`, `file: ${t.file}`];
+  lines.push(`state: ${statusText(t)}`);
+  return `${lines.join("\n")}\n`;
+}

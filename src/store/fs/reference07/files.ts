@@ -1,0 +1,132 @@
+import { join } from "node:path";
+import { AgentChatError } from "../../../core/errors.js";
+import { entryKind, listRealDir, readRootTextSync } from "../../../fsutil/root-files.js";
+import {
+  CLAIMS_DIR,
+  RecordProblem,
+  type ReferenceClaim,
+  type ReferenceTask,
+  TASKS_DIR,
+  TRANSACTION_FILE,
+  validateClaim,
+  validateTask,
+} from "./records.js";
+
+/** Larger records than chat.py ever writes are planted: refused unread. */
+const MAX_RECORD_BYTES = 256 * 1024;
+const MAX_RECORDS = 10_000;
+
+/** A record read from the root: its validated value and the exact text (for a rollback). */
+export interface Read<T> {
+  value: T;
+  text: string;
+}
+
+/** What a record's failure to read says, with chat.py's code where it has one. */
+function unreadable(path: string, err: unknown): string {
+  if (err instanceof RecordProblem || err instanceof AgentChatError) return err.message;
+  if (err instanceof SyntaxError) return `TASK_INVALID_RECORD: ${path} is not JSON`;
+  return `TASK_INVALID_RECORD: ${path} cannot be read (${(err as Error).message})`;
+}
+
+/** The JSON record files of `dir` (a real folder, else none), as chat.py lists them. */
+function recordNames(dir: string): string[] {
+  if (entryKind(dir) !== "dir") return [];
+  return listRealDir(dir)
+    .filter((e) => e.name.endsWith(".json") && !/^[._]/.test(e.name))
+    .map((e) => e.name)
+    .sort()
+    .slice(0, MAX_RECORDS);
+}
+
+/** One task record of the channel folder `dir`; undefined when there is none. Throws a problem. */
+export function readTask(
+  dir: string,
+  channel: string,
+  id: string,
+): Read<ReferenceTask> | undefined {
+  const path = join(dir, TASKS_DIR, `${id}.json`);
+  if (entryKind(path) === undefined) return undefined;
+  let text: string;
+  let value: ReferenceTask;
+  try {
+    text = readRootTextSync(path, MAX_RECORD_BYTES);
+    value = validateTask(JSON.parse(text));
+  } catch (err) {
+    throw new AgentChatError("TASK_INCONSISTENT", unreadable(`${TASKS_DIR}/${id}.json`, err));
+  }
+  if (value.id !== id) {
+    throw new AgentChatError(
+      "TASK_INCONSISTENT",
+      `TASK_RECORD_ID_MISMATCH: ${path} holds task ${value.id}`,
+    );
+  }
+  if (value.channel !== channel) {
+    throw new AgentChatError(
+      "TASK_INCONSISTENT",
+      `TASK_CHANNEL_MISMATCH: ${path} is of channel ${value.channel}`,
+    );
+  }
+  return { value, text };
+}
+
+/** Every task record that validates, and one line for each that does not. */
+export function readTasks(
+  dir: string,
+  channel: string,
+): { tasks: Read<ReferenceTask>[]; problems: string[] } {
+  const tasks: Read<ReferenceTask>[] = [];
+  const problems: string[] = [];
+  for (const name of recordNames(join(dir, TASKS_DIR))) {
+    try {
+      const read = readTask(dir, channel, name.slice(0, -".json".length));
+      if (read) tasks.push(read);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  return { tasks, problems };
+}
+
+/**
+ * The claims of task `id`. Any claim file that might be one of its (its name starts with
+ * `<id>.`) and does not validate makes the task's lease unknowable: that is an error, so that
+ * nothing is granted over a lease we cannot read.
+ */
+export function readClaims(dir: string, channel: string, id: string): Read<ReferenceClaim>[] {
+  const claims = join(dir, CLAIMS_DIR);
+  const out: Read<ReferenceClaim>[] = [];
+  for (const name of recordNames(claims)) {
+    if (!name.startsWith(`${id}.`)) continue;
+    let read: Read<ReferenceClaim>;
+    try {
+      const text = readRootTextSync(join(claims, name), MAX_RECORD_BYTES);
+      read = { value: validateClaim(JSON.parse(text)), text };
+    } catch (err) {
+      throw new AgentChatError(
+        "TASK_INCONSISTENT",
+        unreadable(`${CLAIMS_DIR}/${name}`, err).replace(
+          "TASK_INVALID_RECORD",
+          "LEASE_INVALID_RECORD",
+        ),
+      );
+    }
+    const { value } = read;
+    // A record that says it is another file's is planted or torn: this task's lease is unknown.
+    if (name !== `${value.task_id}.${value.owner}.json` || value.channel !== channel) {
+      throw new AgentChatError(
+        "TASK_INCONSISTENT",
+        `LEASE_RECORD_ID_MISMATCH: ${CLAIMS_DIR}/${name} names task ${value.task_id} of ${value.owner} in ${value.channel}`,
+      );
+    }
+    // `T1.x.bob.json` starts with `T1.` and is the claim of task `T1.x`.
+    if (value.task_id !== id) continue;
+    out.push(read);
+  }
+  return out;
+}
+
+/** Whether a lease change of chat.py (or ours) died half-way and awaits its recovery. */
+export function transactionPending(dir: string): boolean {
+  return entryKind(join(dir, CLAIMS_DIR, TRANSACTION_FILE)) !== undefined;
+}
