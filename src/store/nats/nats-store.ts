@@ -43,9 +43,11 @@ import {
   delay,
   isElecting,
   isTimedOut,
+  NOT_ROUTED_YET,
   type Patience,
   patiently,
   RETRY_PAUSE_MS,
+  retryWindowMs,
 } from "./patience.js";
 import {
   checkReplicas,
@@ -199,10 +201,13 @@ export class NatsStore extends BackendStore {
   static async open(root: string, options: NatsStoreOptions = {}): Promise<NatsStore> {
     const target = parseNatsUrl(root);
     const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
-    // Opening outlasts a leader election (a node frozen or dead), as a post's retries do.
-    const deadline = Date.now() + 2 * timeout;
+    const started = Date.now();
     const nc = await connectNats(target, options);
     try {
+      // Opening outlasts a leader election (a node frozen or dead), as a post's retries do.
+      const clustered = nc.info?.cluster !== undefined;
+      const deadline =
+        started + retryWindowMs(options.timeoutMs, DEFAULT_NATS_TIMEOUT_MS, clustered, 2);
       const { jetstream, jetstreamManager } = await import("@nats-io/jetstream");
       const { headers } = await import("@nats-io/transport-node");
       const { Kvm } = await import("@nats-io/kv");
@@ -354,7 +359,7 @@ export class NatsStore extends BackendStore {
   protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
     const msgID = randomUUID();
-    const giveUpAt = Date.now() + 2 * this.timeoutMs;
+    const giveUpAt = Date.now() + this.retryMs(2);
     let pending: Pending | undefined;
     let lost = 0;
     for (let attempt = 0; ; attempt++) {
@@ -994,6 +999,11 @@ export class NatsStore extends BackendStore {
     return out;
   }
 
+  /** How long a call keeps trying (see `retryWindowMs`): `times` its timeout, or an election. */
+  private retryMs(times: 1 | 2): number {
+    return retryWindowMs(this.options.timeoutMs, DEFAULT_NATS_TIMEOUT_MS, this.clustered, times);
+  }
+
   private check(): void {
     if (this.gone) throw this.gone;
   }
@@ -1004,7 +1014,7 @@ export class NatsStore extends BackendStore {
    * doing anything: the call is made again for up to the timeout.
    */
   guard<T>(fn: () => Promise<T>, what: string, patience: Patience = { resend: false }): Promise<T> {
-    return patiently(() => this.guardOnce(fn, what), Date.now() + this.timeoutMs, patience);
+    return patiently(() => this.guardOnce(fn, what), Date.now() + this.retryMs(1), patience);
   }
 
   /**
@@ -1053,19 +1063,23 @@ export class NatsStore extends BackendStore {
         );
       }
       if (e?.name === "JetStreamNotEnabled" || /no responders/i.test(e?.message ?? "")) {
-        const streamThere = await exists(() => this.jsm.streams.info(this.streamName)).catch(
-          () => true,
-        );
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          streamThere
-            ? `${what}: JetStream did not answer on ${this.target.server}`
-            : `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
-          { cause: err },
-        );
+        throw await this.unheard(err, what);
       }
       throw toBackendError(err, what);
     }
+  }
+
+  /** Why nobody listened to a request: the namespace deleted, or not routed to us yet. */
+  private async unheard(err: unknown, what: string): Promise<AgentChatError> {
+    const streamThere = await exists(() => this.jsm.streams.info(this.streamName)).catch(
+      () => true,
+    );
+    // On a cluster the subjects of a stream just made (a new namespace's bucket) reach the
+    // other nodes a moment later: nobody got this request, so it may be sent again.
+    const why = !streamThere
+      ? `namespace ${this.namespace} was deleted on ${this.target.server}`
+      : `JetStream did not answer on ${this.target.server}${this.clustered ? ` ${NOT_ROUTED_YET}` : ""}`;
+    return new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${why}`, { cause: err });
   }
 }
 
