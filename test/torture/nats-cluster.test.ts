@@ -64,7 +64,9 @@ interface Load {
  * run again (waits): the cursor only moves for what a wait returned.
  */
 async function startLoad(url: string): Promise<Load> {
-  const admin = await NatsStore.open(url);
+  // Three copies asked for: a client that connects while gossip has named two nodes only
+  // would make two, and one node down would then stop the namespace.
+  const admin = await NatsStore.open(url, { replicas: 3 });
   await admin.init("load");
   await admin.close();
   const load: Load = {
@@ -353,7 +355,7 @@ describe.skipIf(clusterSkipReason !== undefined)(
     it("each node in turn frozen (SIGSTOP), then each killed: every CLI post through the seeds is acknowledged and kept once", async () => {
       cluster = await NatsCluster.start();
       const url = cluster.url(`cli${process.pid}`);
-      const admin = await NatsStore.open(url);
+      const admin = await NatsStore.open(url, { replicas: 3 });
       await admin.init("cli");
       await admin.close();
       const acked: number[] = [];
