@@ -447,7 +447,9 @@ export class NatsStore extends BackendStore {
     // The guard may give up before the publish settles (a closed or stuck connection): its
     // late refusal is then nobody's to handle, and must not surface as an unhandled rejection.
     publishing.catch(() => {});
-    const ack = await this.guard(() => publishing, `cannot post to ${channel}`);
+    // One answer: the post itself sends the publish again when that answer was no answer, an
+    // election or a subject not routed yet (see `afterFailedPost`).
+    const ack = await this.guardOnce(() => publishing, `cannot post to ${channel}`);
     if (ack.duplicate) return this.confirmDuplicate(ack.seq, msgID, channel);
     return { streamSeq: ack.seq, seq, file };
   }
