@@ -34,6 +34,24 @@ async function within<T>(ms: number, promise: Promise<T>, what: string): Promise
   }
 }
 
+/**
+ * A store that makes a new namespace with three copies. Just after the cluster started, a
+ * client may connect before gossip has named all three nodes to it: it would make two copies
+ * (and one node down would then stop the namespace), and asking for three is refused until
+ * gossip caught up, which this waits for.
+ */
+async function openWithThreeCopies(url: string): Promise<NatsStore> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await NatsStore.open(url, { replicas: 3 });
+    } catch (err) {
+      if (!/JetStream servers reachable/.test(String(err)) || Date.now() > deadline) throw err;
+      await pause(100);
+    }
+  }
+}
+
 let cluster: NatsCluster | undefined;
 afterEach(async () => {
   await cluster?.dispose();
@@ -64,9 +82,7 @@ interface Load {
  * run again (waits): the cursor only moves for what a wait returned.
  */
 async function startLoad(url: string): Promise<Load> {
-  // Three copies asked for: a client that connects while gossip has named two nodes only
-  // would make two, and one node down would then stop the namespace.
-  const admin = await NatsStore.open(url, { replicas: 3 });
+  const admin = await openWithThreeCopies(url);
   await admin.init("load");
   await admin.close();
   const load: Load = {
@@ -355,7 +371,7 @@ describe.skipIf(clusterSkipReason !== undefined)(
     it("each node in turn frozen (SIGSTOP), then each killed: every CLI post through the seeds is acknowledged and kept once", async () => {
       cluster = await NatsCluster.start();
       const url = cluster.url(`cli${process.pid}`);
-      const admin = await NatsStore.open(url, { replicas: 3 });
+      const admin = await openWithThreeCopies(url);
       await admin.init("cli");
       await admin.close();
       const acked: number[] = [];
