@@ -47,6 +47,12 @@ interface MetaCluster {
   replicas?: Array<{ name: string; current?: boolean; offline?: boolean }>;
 }
 
+/** A stream's raft group as one node sees it (its leader; the leader lists its replicas). */
+interface StreamGroup {
+  leader?: string;
+  replicas?: Array<{ name: string; current?: boolean; offline?: boolean }>;
+}
+
 /** One nats-server of a test cluster: its own ports, config and store directory. */
 export class ClusterNode {
   private child: ChildProcess | undefined;
@@ -192,21 +198,17 @@ export class ClusterNode {
     return ((await res.json()) as { num_routes: number }).num_routes;
   }
 
-  /** The leaders of the streams this node holds a replica of (GET /jsz?streams=true). */
-  async streamLeaders(): Promise<Map<string, string>> {
+  /** The streams this node holds a replica of, each as this node sees its group (GET /jsz). */
+  async streamGroups(): Promise<Map<string, StreamGroup>> {
     const res = await fetch(`http://127.0.0.1:${this.httpPort}/jsz?streams=true`, {
       signal: AbortSignal.timeout(1000),
     });
     const body = (await res.json()) as {
-      account_details?: Array<{
-        stream_detail?: Array<{ name: string; cluster?: { leader?: string } }>;
-      }>;
+      account_details?: Array<{ stream_detail?: Array<{ name: string; cluster?: StreamGroup }> }>;
     };
-    const out = new Map<string, string>();
+    const out = new Map<string, StreamGroup>();
     for (const account of body.account_details ?? []) {
-      for (const s of account.stream_detail ?? []) {
-        if (s.cluster?.leader) out.set(s.name, s.cluster.leader);
-      }
+      for (const s of account.stream_detail ?? []) if (s.cluster) out.set(s.name, s.cluster);
     }
     return out;
   }
@@ -294,19 +296,38 @@ export class NatsCluster {
   }
 
   /**
-   * Waits until each of `streams` has a leader again. A node thawed after a freeze can call
-   * elections in the groups it follows, and nats-server 2.9 may leave one without a leader for
-   * ten seconds or more (commands meanwhile answer "temporarily unavailable").
+   * Waits until each of `streams` is settled after a fault ended: every running node names the
+   * same running leader, and that leader sees every other running node as a current replica.
+   * A node back from a freeze, a crash or a cut has called elections of its own meanwhile; its
+   * higher term makes the leader step down once it rejoins (nats-server's raft has no pre-vote),
+   * and while it catches up it does not stand for election. The next fault starts after that
+   * election and that catch-up, as one fault at a time in a real cluster would.
    */
-  async waitLed(streams: string[], timeoutMs = 30_000): Promise<void> {
+  async waitSettled(streams: string[], timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
+    let last = "";
     for (;;) {
-      for (const node of this.nodes.filter((n) => n.running)) {
-        const leaders = await node.streamLeaders().catch(() => new Map<string, string>());
-        if (streams.every((s) => leaders.has(s))) return;
-      }
-      if (Date.now() > deadline) throw new Error(`no leader for one of ${streams.join(", ")}`);
-      await new Promise((r) => setTimeout(r, 100));
+      const running = this.nodes.filter((n) => n.running);
+      const views = await Promise.all(
+        running.map((n) => n.streamGroups().catch(() => new Map<string, StreamGroup>())),
+      );
+      const unsettled = streams.filter((stream) => {
+        const leaders = new Set(views.map((v) => v.get(stream)?.leader));
+        const leader = running.findIndex((n) => n.name === [...leaders][0]);
+        if (leaders.size !== 1 || leader < 0) return true;
+        const current = new Set(
+          (views[leader]?.get(stream)?.replicas ?? [])
+            .filter((r) => r.current && !r.offline)
+            .map((r) => r.name),
+        );
+        return running.some((n, i) => i !== leader && !current.has(n.name));
+      });
+      if (unsettled.length === 0) return;
+      last = unsettled
+        .map((s) => `${s}: ${JSON.stringify(views.map((v) => v.get(s) ?? null))}`)
+        .join("; ");
+      if (Date.now() > deadline) throw new Error(`not settled after ${timeoutMs} ms: ${last}`);
+      await new Promise((r) => setTimeout(r, 200));
     }
   }
 
@@ -314,13 +335,13 @@ export class NatsCluster {
    * The node that leads a stream now, as the cluster reports it (polls); `not` waits for a
    * leader other than that node (after it was killed or frozen).
    */
-  async streamLeader(stream: string, not?: ClusterNode, timeoutMs = 20_000): Promise<ClusterNode> {
+  async streamLeader(stream: string, not?: ClusterNode, timeoutMs = 30_000): Promise<ClusterNode> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       for (const node of this.nodes.filter((n) => n.running && n !== not)) {
         const leader = await node
-          .streamLeaders()
-          .then((m) => m.get(stream))
+          .streamGroups()
+          .then((m) => m.get(stream)?.leader)
           .catch(() => undefined);
         const found = this.nodes.find((n) => n.name === leader && n.running && n !== not);
         if (found) return found;
@@ -330,7 +351,6 @@ export class NatsCluster {
     }
   }
 
-  /** Kills every node (thawing frozen ones first) and removes every store directory. */
   /**
    * Cuts `node` off from the other nodes (a partition): their routes close and are refused
    * until `heal`. Its clients stay connected to it. Needs a cluster started `partitionable`.
@@ -349,6 +369,7 @@ export class NatsCluster {
     return this.proxies?.refused ?? 0;
   }
 
+  /** Kills every node (thawing frozen ones first) and removes every store directory. */
   async dispose(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.kill()));
     await this.proxies?.close();

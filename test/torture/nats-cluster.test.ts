@@ -34,6 +34,24 @@ async function within<T>(ms: number, promise: Promise<T>, what: string): Promise
   }
 }
 
+/**
+ * A store that makes a new namespace with three copies. Just after the cluster started, a
+ * client may connect before gossip has named all three nodes to it: it would make two copies
+ * (and one node down would then stop the namespace), and asking for three is refused until
+ * gossip caught up, which this waits for.
+ */
+async function openWithThreeCopies(url: string): Promise<NatsStore> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await NatsStore.open(url, { replicas: 3 });
+    } catch (err) {
+      if (!/JetStream servers reachable/.test(String(err)) || Date.now() > deadline) throw err;
+      await pause(100);
+    }
+  }
+}
+
 let cluster: NatsCluster | undefined;
 afterEach(async () => {
   await cluster?.dispose();
@@ -52,6 +70,8 @@ interface Load {
   waitTimeouts: number;
   /** Publishes each acknowledged post took (contention and faults). */
   tries: number[];
+  /** Posts acknowledged under a seq another acknowledged post already had (the check says more). */
+  twice: Array<{ seq: number; earlier: string; text: string }>;
   stop: () => Promise<void>;
 }
 
@@ -62,7 +82,7 @@ interface Load {
  * run again (waits): the cursor only moves for what a wait returned.
  */
 async function startLoad(url: string): Promise<Load> {
-  const admin = await NatsStore.open(url);
+  const admin = await openWithThreeCopies(url);
   await admin.init("load");
   await admin.close();
   const load: Load = {
@@ -73,6 +93,7 @@ async function startLoad(url: string): Promise<Load> {
     waitErrors: 0,
     waitTimeouts: 0,
     tries: [],
+    twice: [],
     stop: async () => {},
   };
   let stopping = false;
@@ -90,8 +111,9 @@ async function startLoad(url: string): Promise<Load> {
           to: `w${i % WAITERS}`,
           body: text,
         });
-        expect(load.acked.has(seq), `seq ${seq} acknowledged twice`).toBe(false);
-        load.acked.set(seq, text);
+        const earlier = load.acked.get(seq);
+        if (earlier === undefined) load.acked.set(seq, text);
+        else load.twice.push({ seq, earlier, text });
       } catch (err) {
         if (!isAgentChatError(err, "BACKEND_UNAVAILABLE")) throw err;
         load.refused++;
@@ -137,6 +159,12 @@ async function check(url: string, load: Load): Promise<string> {
   const messages: Message[] = await reader.peek("load", 1_000_000);
   await reader.close();
   const seqs = messages.map((m) => m.seq);
+  const where = (text: string) => messages.find((m) => m.body === text)?.seq ?? "nowhere";
+  const twice = load.twice.map(
+    ({ seq, earlier, text }) =>
+      `#${seq} acknowledged for "${earlier}" (stored at ${where(earlier)}) and "${text}" (stored at ${where(text)})`,
+  );
+  expect(twice, "posts acknowledged under one seq").toEqual([]);
   expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, k) => k + 1));
   const bySeq = new Map(messages.map((m) => [m.seq, m]));
   const copies = new Map<string, number>();
@@ -187,6 +215,7 @@ const freeze: Fault = async (_c, node) => {
  * alone must be refused, and one reached through the majority must post.
  */
 const partition: Fault = async (c, node, namespace) => {
+  const cut = performance.now();
   c.isolate(node);
   await leaderOf(c, namespace, node);
   const majority = c.nodes.filter((n) => n !== node);
@@ -207,15 +236,15 @@ const partition: Fault = async (c, node, namespace) => {
       (err: unknown) => (isAgentChatError(err, "BACKEND_UNAVAILABLE") ? "refused" : String(err)),
     );
   expect(minority, `a post through ${node.name} alone`).toBe("refused");
-  // The majority posts once its groups have leaders (an election takes 4-9 s after the cut).
-  const t0 = performance.now();
+  // The majority posts once its groups have leaders: the cut node may have led the bucket or
+  // the meta group too. A new store's open and its post each wait out an election (20 s).
   const url = c.url(namespace, majority);
-  await within(30_000, postUntilAcknowledged(url, `still here ${node.name}`), "a majority post");
-  majorityMs.push(performance.now() - t0);
+  await within(60_000, postUntilAcknowledged(url, `still here ${node.name}`), "a majority post");
+  majorityMs.push(performance.now() - cut);
   return async () => c.heal();
 };
 
-/** How long after the cut's election a post through the majority took, per cut. */
+/** How long after the cut a new store's first post through the majority was acknowledged. */
 const majorityMs: number[] = [];
 
 /** A new store on `url` posts, opened and posting again after each refusal. */
@@ -250,16 +279,19 @@ async function eachNodeInTurn(fault: Fault, namespace: string): Promise<string> 
   await pause(PHASE_MS);
   for (const node of c.nodes) {
     const led = (await leaderOf(c, namespace)) === node;
-    const heal = await fault(c, node, namespace);
     const t0 = performance.now();
+    const heal = await fault(c, node, namespace);
     const next = await leaderOf(c, namespace, node);
-    leaders.push(
-      `${node.name}${led ? ` (leader; ${next.name} after ${(performance.now() - t0).toFixed(0)} ms)` : ""}`,
-    );
+    const took = led
+      ? `leader; ${next.name} after ${(performance.now() - t0).toFixed(0)} ms; `
+      : "";
     await pause(PHASE_MS);
+    const back = performance.now();
     await heal();
     await c.waitReady();
-    await c.waitLed([`AGENTCHAT_${namespace}`, `KV_${bucketOf(namespace)}`]);
+    await c.waitSettled([`AGENTCHAT_${namespace}`, `KV_${bucketOf(namespace)}`]);
+    const settled = ((performance.now() - back) / 1000).toFixed(1);
+    leaders.push(`${node.name} (${took}settled ${settled} s after it was back)`);
     await pause(PHASE_MS);
   }
   await load.stop();
@@ -279,14 +311,17 @@ describe.skipIf(clusterSkipReason !== undefined)(
       console.log(`nats cluster, each node SIGSTOPped and thawed in turn: ${summary}`);
     });
 
-    // KNOWN FAILURE on nats-server 2.15.2, about one run in five: after a cut, the majority
-    // sometimes takes over 20 s to report a new stream leader ("no leader for stream"). Nothing
-    // acknowledged was lost in any run. It runs with --full (counted as skipped in CI) until
-    // the election delay is understood; docs/nats.md gives the figures.
+    // KNOWN FAILURE on nats-server 2.15.2, 2 runs in 12: after a cut and its heal, a post that
+    // a poster was told was stored at #N is not there, another post is (docs/nats.md, "On a
+    // current server"). The elections are no longer the problem (each fault now starts from a
+    // settled cluster, see waitSettled). It runs with --full (counted as skipped in CI) until
+    // the lost acknowledgement is understood: a test that fails on it is the point.
     it.skipIf(!FULL)(
       skipName(
         "cut each node in turn off from the other two (a partition): the majority posts, the minority refuses; healed, nothing acknowledged is lost",
-        FULL ? undefined : "known slow election after a cut: runs with --full only",
+        FULL
+          ? undefined
+          : "an acknowledged post lost after a healed cut, 2 runs in 12: runs with --full only",
       ),
       async () => {
         const summary = await eachNodeInTurn(partition, `cut${process.pid}`);
@@ -331,49 +366,40 @@ async function cliPostsDuring(
 describe.skipIf(clusterSkipReason !== undefined)(
   `nats cluster: a new CLI process posts while one node is down${clusterSkipNote}`,
   () => {
-    // KNOWN FAILURE on nats-server 2.15.2, about one run in five: a post started as a node is
-    // killed can outlast its 10 s open budget while the cluster elects (4-9 s). It runs with
-    // --full (counted as skipped in CI) until an election fits in a post's budget.
-    it.skipIf(!FULL)(
-      skipName(
-        "each node in turn frozen (SIGSTOP), then each killed: every CLI post through the seeds is acknowledged and kept once",
-        FULL ? undefined : "an election can outlast a post's budget: runs with --full only",
-      ),
-      async () => {
-        cluster = await NatsCluster.start();
-        const url = cluster.url(`cli${process.pid}`);
-        const admin = await NatsStore.open(url);
-        await admin.init("cli");
-        await admin.close();
-        const acked: number[] = [];
-        const report: string[] = [];
-        for (const fault of ["frozen", "killed"] as const) {
-          for (const node of cluster.nodes) {
-            if (fault === "frozen") node.pause();
-            else await node.kill();
-            const { seqs, ms } = await cliPostsDuring(url, `${node.name} ${fault}`);
-            acked.push(...seqs);
-            report.push(
-              `${node.name} ${fault}: ${ms.map((t) => (t / 1000).toFixed(1)).join("/")} s`,
-            );
-            if (fault === "frozen") node.resume();
-            else await node.start();
-            await cluster.waitReady();
-            await cluster.waitLed([
-              `AGENTCHAT_cli${process.pid}`,
-              `KV_${bucketOf(`cli${process.pid}`)}`,
-            ]);
-          }
+    // A post started the moment a node froze or died waits out the cluster's elections: the
+    // retry window on a cluster covers two of nats-server's election rounds (20 s by default).
+    it("each node in turn frozen (SIGSTOP), then each killed: every CLI post through the seeds is acknowledged and kept once", async () => {
+      cluster = await NatsCluster.start();
+      const url = cluster.url(`cli${process.pid}`);
+      const admin = await openWithThreeCopies(url);
+      await admin.init("cli");
+      await admin.close();
+      const acked: number[] = [];
+      const report: string[] = [];
+      for (const fault of ["frozen", "killed"] as const) {
+        for (const node of cluster.nodes) {
+          if (fault === "frozen") node.pause();
+          else await node.kill();
+          const { seqs, ms } = await cliPostsDuring(url, `${node.name} ${fault}`);
+          acked.push(...seqs);
+          report.push(`${node.name} ${fault}: ${ms.map((t) => (t / 1000).toFixed(1)).join("/")} s`);
+          if (fault === "frozen") node.resume();
+          else await node.start();
+          await cluster.waitReady();
+          await cluster.waitSettled([
+            `AGENTCHAT_cli${process.pid}`,
+            `KV_${bucketOf(`cli${process.pid}`)}`,
+          ]);
         }
-        const reader = await NatsStore.open(url);
-        const messages = await reader.peek("cli", 1_000_000);
-        await reader.close();
-        expect(messages.map((m) => m.seq)).toEqual(acked);
-        expect(acked).toEqual(Array.from({ length: acked.length }, (_, k) => k + 1));
-        console.log(
-          `nats cluster, ${acked.length} CLI posts while one node was down: ${report.join("; ")}`,
-        );
-      },
-    );
+      }
+      const reader = await NatsStore.open(url);
+      const messages = await reader.peek("cli", 1_000_000);
+      await reader.close();
+      expect(messages.map((m) => m.seq)).toEqual(acked);
+      expect(acked).toEqual(Array.from({ length: acked.length }, (_, k) => k + 1));
+      console.log(
+        `nats cluster, ${acked.length} CLI posts while one node was down: ${report.join("; ")}`,
+      );
+    });
   },
 );

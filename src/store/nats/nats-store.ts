@@ -44,9 +44,11 @@ import {
   delay,
   isElecting,
   isTimedOut,
+  NOT_ROUTED_YET,
   type Patience,
   patiently,
   RETRY_PAUSE_MS,
+  retryWindowMs,
 } from "./patience.js";
 import {
   checkReplicas,
@@ -200,10 +202,13 @@ export class NatsStore extends FeatureStore {
   static async open(root: string, options: NatsStoreOptions = {}): Promise<NatsStore> {
     const target = parseNatsUrl(root);
     const timeout = options.timeoutMs ?? DEFAULT_NATS_TIMEOUT_MS;
-    // Opening outlasts a leader election (a node frozen or dead), as a post's retries do.
-    const deadline = Date.now() + 2 * timeout;
+    const started = Date.now();
     const nc = await connectNats(target, options);
     try {
+      // Opening outlasts a leader election (a node frozen or dead), as a post's retries do.
+      const clustered = nc.info?.cluster !== undefined;
+      const deadline =
+        started + retryWindowMs(options.timeoutMs, DEFAULT_NATS_TIMEOUT_MS, clustered, 2);
       const { jetstream, jetstreamManager } = await import("@nats-io/jetstream");
       const { headers } = await import("@nats-io/transport-node");
       const { Kvm } = await import("@nats-io/kv");
@@ -355,7 +360,7 @@ export class NatsStore extends FeatureStore {
   protected async append(draft: PostDraft): Promise<PostResult> {
     const { channel } = draft;
     const msgID = randomUUID();
-    const giveUpAt = Date.now() + 2 * this.timeoutMs;
+    const giveUpAt = Date.now() + this.retryMs(2);
     let pending: Pending | undefined;
     let lost = 0;
     for (let attempt = 0; ; attempt++) {
@@ -443,7 +448,9 @@ export class NatsStore extends FeatureStore {
     // The guard may give up before the publish settles (a closed or stuck connection): its
     // late refusal is then nobody's to handle, and must not surface as an unhandled rejection.
     publishing.catch(() => {});
-    const ack = await this.guard(() => publishing, `cannot post to ${channel}`);
+    // One answer: the post itself sends the publish again when that answer was no answer, an
+    // election or a subject not routed yet (see `afterFailedPost`).
+    const ack = await this.guardOnce(() => publishing, `cannot post to ${channel}`);
     if (ack.duplicate) return this.confirmDuplicate(ack.seq, msgID, channel);
     return { streamSeq: ack.seq, seq, file };
   }
@@ -995,6 +1002,11 @@ export class NatsStore extends FeatureStore {
     return out;
   }
 
+  /** How long a call keeps trying (see `retryWindowMs`): `times` its timeout, or an election. */
+  private retryMs(times: 1 | 2): number {
+    return retryWindowMs(this.options.timeoutMs, DEFAULT_NATS_TIMEOUT_MS, this.clustered, times);
+  }
+
   private check(): void {
     if (this.gone) throw this.gone;
   }
@@ -1005,7 +1017,7 @@ export class NatsStore extends FeatureStore {
    * doing anything: the call is made again for up to the timeout.
    */
   guard<T>(fn: () => Promise<T>, what: string, patience: Patience = { resend: false }): Promise<T> {
-    return patiently(() => this.guardOnce(fn, what), Date.now() + this.timeoutMs, patience);
+    return patiently(() => this.guardOnce(fn, what), Date.now() + this.retryMs(1), patience);
   }
 
   /**
@@ -1054,19 +1066,23 @@ export class NatsStore extends FeatureStore {
         );
       }
       if (e?.name === "JetStreamNotEnabled" || /no responders/i.test(e?.message ?? "")) {
-        const streamThere = await exists(() => this.jsm.streams.info(this.streamName)).catch(
-          () => true,
-        );
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          streamThere
-            ? `${what}: JetStream did not answer on ${this.target.server}`
-            : `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
-          { cause: err },
-        );
+        throw await this.unheard(err, what);
       }
       throw toBackendError(err, what);
     }
+  }
+
+  /** Why nobody listened to a request: the namespace deleted, or not routed to us yet. */
+  private async unheard(err: unknown, what: string): Promise<AgentChatError> {
+    const streamThere = await exists(() => this.jsm.streams.info(this.streamName)).catch(
+      () => true,
+    );
+    // On a cluster the subjects of a stream just made (a new namespace's bucket) reach the
+    // other nodes a moment later: nobody got this request, so it may be sent again.
+    const why = !streamThere
+      ? `namespace ${this.namespace} was deleted on ${this.target.server}`
+      : `JetStream did not answer on ${this.target.server}${this.clustered ? ` ${NOT_ROUTED_YET}` : ""}`;
+    return new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${why}`, { cause: err });
   }
 }
 

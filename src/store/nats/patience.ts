@@ -4,6 +4,28 @@
  * asking again soon reaches the new leader as soon as there is one.
  */
 export const ATTEMPT_MS = 1_500;
+/**
+ * How long a call on a cluster keeps trying by default while the cluster elects a leader.
+ * nats-server's raft calls an election 4–9 s after it last heard from a leader (fixed, not a
+ * setting), and a split vote, or the one follower left still catching up, takes another round:
+ * 20 s covers two. A timeout the user gave bounds the retries instead (see `retryWindowMs`).
+ */
+export const CLUSTER_ELECTION_MS = 20_000;
+
+/**
+ * How long a call keeps sending its request again: `times` the timeout the user gave; with no
+ * timeout given, `times` the default one, and on a cluster at least an election's length.
+ */
+export function retryWindowMs(
+  given: number | undefined,
+  fallback: number,
+  clustered: boolean,
+  times: 1 | 2,
+): number {
+  if (given !== undefined) return times * given;
+  return clustered ? Math.max(CLUSTER_ELECTION_MS, times * fallback) : times * fallback;
+}
+
 /** The pause before a request that went unanswered is sent again. */
 export const RETRY_PAUSE_MS = 250;
 
@@ -11,6 +33,13 @@ export const RETRY_PAUSE_MS = 250;
 export function isElecting(err: unknown): boolean {
   const cause = (err as { cause?: { code?: unknown; message?: string } })?.cause;
   return cause?.code === 10008 || /temporarily unavailable/i.test(cause?.message ?? "");
+}
+
+/** Said of a request nobody on a cluster listened to yet: safe to send again (see `patiently`). */
+export const NOT_ROUTED_YET = "(no responders yet: the cluster is still spreading its subjects)";
+
+function notRoutedYet(err: unknown): boolean {
+  return (err as Error)?.message?.endsWith(NOT_ROUTED_YET) === true;
 }
 
 /** Nobody answered in time (the failure itself, or the cause of the error made from it). */
@@ -35,8 +64,9 @@ export interface Patience {
 }
 
 /**
- * Runs a request until it is answered: while the cluster elects a leader, or (when it may be
- * sent twice) after a timeout, it is sent again, until `deadline`.
+ * Runs a request until it is answered: while the cluster elects a leader or has not yet routed
+ * its subjects (nobody got it), or (when it may be sent twice) after a timeout, it is sent
+ * again, until `deadline`.
  */
 export async function patiently<T>(
   request: () => Promise<T>,
@@ -48,7 +78,8 @@ export async function patiently<T>(
       return await request();
     } catch (err) {
       const timedOut = resend && isTimedOut(err);
-      if ((!timedOut && !isElecting(err)) || Date.now() + RETRY_PAUSE_MS > deadline) throw err;
+      const again = timedOut || isElecting(err) || notRoutedYet(err);
+      if (!again || Date.now() + RETRY_PAUSE_MS > deadline) throw err;
       if (timedOut) await onTimeout?.();
       await delay(RETRY_PAUSE_MS);
     }
