@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, watch } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import type { IPty } from "@lydell/node-pty";
 import { NotifiedRecorder } from "../mcp/delivery.js";
 import { UnreadCounter } from "../mcp/unread.js";
@@ -5,6 +8,7 @@ import { memberChannels } from "../mcp/wait-all.js";
 import { waitForNews } from "../mcp/wake.js";
 import type { Store } from "../store/types.js";
 import { lastSeqs } from "./hook-wait.js";
+import type { TurnState } from "./turn-mark.js";
 
 /** The one line typed into an idle session: ours alone, never a message's text. */
 export function runNotice(agent: string): string {
@@ -24,12 +28,17 @@ const ENTER_AFTER_MS = 200;
 const NEWS_ROUND_MS = 3_600_000;
 
 /**
- * When the session may be typed into: nothing came out of the agent and nothing was typed for
- * `quietMs`, and the user's line is empty (the last key was Enter or Ctrl-C, or none yet).
+ * When the session may be typed into: the user's line is empty (the last key was Enter or
+ * Ctrl-C, or none yet), and either the tool's own stop hook marked its turn ended since the
+ * last prompt was sent (`turn`, under setup's hooks), or nothing came out of the agent and
+ * nothing was typed for `quietMs` (any tool: a screen that keeps redrawing is slower to count).
  */
 export class IdleGate {
   private lastActivity = Date.now();
   private lineDirty = false;
+  private lastSubmit = 0;
+  private turnEnded = -1;
+  private turnStarted = 0;
 
   constructor(private readonly quietMs: number) {}
 
@@ -41,14 +50,58 @@ export class IdleGate {
     this.lastActivity = Date.now();
     // An escape sequence (an arrow, a function key) leaves the line as it was.
     if (data.startsWith("\x1b")) return;
+    if (this.lineDirty && /\r$/.test(data)) this.lastSubmit = Date.now();
     this.lineDirty = !/[\r\n\x03\x04]$/.test(data);
+  }
+
+  /** A line of ours was sent as a prompt: the tool is at work until its hook says otherwise. */
+  submitted(): void {
+    this.lastSubmit = Date.now();
+    this.lastActivity = Date.now();
+  }
+
+  /** The tool's hook marked its turn started or ended. */
+  turn(state: TurnState): void {
+    if (state === "idle") this.turnEnded = Date.now();
+    else this.turnStarted = Date.now();
   }
 
   /** Milliseconds until it is idle if nothing happens meanwhile; undefined while a line is half typed. */
   idleIn(): number | undefined {
     if (this.lineDirty) return undefined;
+    if (this.turnEnded >= this.lastSubmit && this.turnEnded >= this.turnStarted) return 0;
     return Math.max(0, this.lastActivity + this.quietMs - Date.now());
   }
+}
+
+/**
+ * A private folder for the turn marks of the agent's hooks (see turn-mark.ts): `path` goes in
+ * the agent's environment; each new mark in it reaches the gate; `close` removes the folder.
+ */
+export function watchTurnMarks(gate: IdleGate): { path: string; close(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "agent-chat-run-"));
+  const path = join(dir, "turn");
+  let last = "";
+  // A mark lands by a rename onto `turn`; the events of its temporary file are not news.
+  const watcher = watch(dir, (_event, name) => {
+    if (name !== basename(path)) return;
+    let state: string;
+    try {
+      state = readFileSync(path, "utf8");
+    } catch {
+      return;
+    }
+    if (state === last || (state !== "busy" && state !== "idle")) return;
+    last = state;
+    gate.turn(state);
+  });
+  return {
+    path,
+    close: () => {
+      watcher.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export interface AgentRunIo {
@@ -87,6 +140,9 @@ export async function runUnderPty(
   }
 }
 
+/** The signals that end a terminal program from outside; run hands them to the agent. */
+const PASSED_SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
+
 /** The user's terminal and the pseudo-terminal joined; returns what undoes it. */
 function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void {
   const { stdin, stdout } = io;
@@ -104,6 +160,10 @@ function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void 
     gate.output();
     stdout.write(data);
   });
+  // Ended from outside (kill, a closed terminal), run ends the agent the same way and still
+  // waits for it, so that nothing it started outlives the session unseen.
+  const onSignal = (signal: NodeJS.Signals) => pty.kill(signal);
+  for (const signal of PASSED_SIGNALS) process.on(signal, onSignal);
   stdin.on("data", onKeys);
   stdin.on("end", onEnd);
   stdout.on("resize", onResize);
@@ -113,6 +173,7 @@ function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void 
     stdin.off("data", onKeys);
     stdin.off("end", onEnd);
     stdout.off("resize", onResize);
+    for (const signal of PASSED_SIGNALS) process.off(signal, onSignal);
     if (raw) stdin.setRawMode(false);
     stdin.pause();
   };
@@ -144,6 +205,7 @@ async function wakeLoop(
     const { channel, seq } = result.message;
     told[channel] = Math.max(told[channel] ?? 0, seq);
     await typeLine(pty, runNotice(agent));
+    gate.submitted();
     await new NotifiedRecorder(store, agent).told(counter.upTo);
   }
 }
@@ -152,8 +214,9 @@ async function whenIdle(gate: IdleGate, alive: () => boolean): Promise<void> {
   for (;;) {
     const wait = gate.idleIn();
     if (wait === 0 || !alive()) return;
-    // A half-typed line is looked at again every 100 ms until the user sends or clears it.
-    await new Promise((resolve) => setTimeout(resolve, wait ?? 100));
+    // Looked at again at least every 100 ms: a half-typed line may be sent or cleared, and the
+    // tool's hook may mark its turn ended before the quiet period is over.
+    await new Promise((resolve) => setTimeout(resolve, Math.min(wait ?? 100, 100)));
   }
 }
 

@@ -18,6 +18,8 @@ export interface StubCall {
   /** The end of the tool's name as the host lists it (hosts prefix MCP tools with the server). */
   toolSuffix: string;
   args: Record<string, unknown>;
+  /** Made only in a conversation whose request holds this text (e.g. a notice typed into it). */
+  onlyIf?: string;
 }
 
 export interface StubScript {
@@ -43,7 +45,8 @@ export async function startModelStub(script: StubScript): Promise<ModelStub> {
     req.on("end", () => {
       requests.push({ path: req.url ?? "", body });
       try {
-        route(req, res, body, script);
+        const calls = script.calls.filter((c) => c.onlyIf === undefined || body.includes(c.onlyIf));
+        route(req, res, body, { ...script, calls });
       } catch (err) {
         res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: String(err) } }));
