@@ -1,6 +1,9 @@
 // A stand-in for an agent's interactive CLI, run under `agent-chat run`: it prints a prompt,
 // answers each line it is given with `got: LINE`, "works" (prints for a while) on `work`, exits
-// 7 on `quit`, and 130 on Ctrl-C (SIGINT from the terminal).
+// 7 on `quit`, and 130 on Ctrl-C (SIGINT from the terminal). On `hooked` it takes a turn as a
+// tool with agent-chat's hooks does: `hook prompt`, then `hook stop` (of the CLI named by
+// FAKE_AGENT_CLI), and from then on redraws its screen forever, as a TUI's status line does.
+import { execFileSync } from "node:child_process";
 import { createInterface } from "node:readline";
 
 process.on("SIGINT", () => {
@@ -12,6 +15,7 @@ const lines = createInterface({ input: process.stdin, terminal: false });
 lines.on("line", (line) => {
   if (line === "quit") process.exit(7);
   process.stdout.write(`got: ${line}\n`);
+  if (line === "hooked") return hookedTurn();
   if (line !== "work") return prompt();
   let ticks = 0;
   const timer = setInterval(() => {
@@ -23,3 +27,16 @@ lines.on("line", (line) => {
   }, 50);
 });
 prompt();
+
+function hook(event) {
+  const args = [process.env.FAKE_AGENT_CLI, "hook", event, "--as", "alice", "--format", "codex"];
+  execFileSync(process.execPath, args, { input: "{}", stdio: ["pipe", "ignore", "inherit"] });
+}
+
+function hookedTurn() {
+  hook("prompt");
+  setInterval(() => process.stdout.write("\x1b[s~\x1b[u"), 20);
+  hook("stop");
+  process.stdout.write("turn ended\n");
+  prompt();
+}
