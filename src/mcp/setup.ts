@@ -781,6 +781,8 @@ export interface SetupState {
   pending?: string;
   /** What else setup writes that the files lack, said as what the user will meet. */
   gaps: string[];
+  /** How the tool's idle session is woken by a message, as its files set it up. */
+  wake: string;
 }
 
 /**
@@ -869,11 +871,26 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
     server: entry != null,
     hooksFile,
     missingHooks,
+    wake: wakePath(tool, hooks, missingHooks),
     ...(agent !== undefined && { agent }),
     ...(root !== undefined && { root }),
     ...(pending !== undefined && { pending }),
     gaps,
   };
+}
+
+/** The wake path the hooks setup wrote give a tool (docs/delivery.md, per harness). */
+function wakePath(tool: SetupTool, hooks: Json, missingHooks: string[]): string {
+  if (tool === "claude-code") {
+    return hasWakeHook(hooks)
+      ? "native: the rewake Stop hook (hook wait) wakes the idle session"
+      : "none: setup claude-code --wake adds the rewake hook (or start it under agent-chat run)";
+  }
+  const [command, stop] = tool === "codex" ? ["codex", "Stop"] : ["gemini", "AfterAgent"];
+  const idle = missingHooks.includes(stop)
+    ? `idle after a quiet screen (no ${stop} hook)`
+    : `idle when its ${stop} hook ends a turn`;
+  return `the agent-chat run wrapper, when started as \`agent-chat run --as NAME -- ${command}\` (${idle})`;
 }
 
 /** What Claude Code's files lack for the agent to see and call the tools unasked. */

@@ -1,8 +1,7 @@
-import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ModelStub, startModelStub } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
+import { codexStandIn } from "./stand-in-config.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
 import {
   expectWokenTurnReads,
@@ -30,27 +29,7 @@ let env: Record<string, string>;
 beforeEach(async () => {
   sandbox = makeSandbox("agent-chat-codex-wake-");
   stub = await startModelStub(WAKE_SCRIPT);
-  const codexHome = join(sandbox.home, ".codex");
-  env = { CODEX_HOME: codexHome };
-  // The user's own config: the model provider (the stand-in) and this folder trusted, as
-  // answering Codex's "Trust this folder?" records it.
-  mkdirSync(codexHome, { recursive: true });
-  writeFileSync(
-    join(codexHome, "config.toml"),
-    [
-      'model = "gpt-5.1-codex"',
-      'model_provider = "stand-in"',
-      "",
-      "[model_providers.stand-in]",
-      'name = "stand-in"',
-      `base_url = "${stub.url}/v1"`,
-      'wire_api = "responses"',
-      "",
-      `[projects."${realpathSync(sandbox.project)}"]`,
-      'trust_level = "trusted"',
-      "",
-    ].join("\n"),
-  );
+  env = codexStandIn(sandbox, stub.url);
 });
 afterEach(async () => {
   await terminal?.close();

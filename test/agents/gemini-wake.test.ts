@@ -1,8 +1,7 @@
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ModelStub, startModelStub } from "./model-stub.js";
 import { makeSandbox, type Sandbox, toolBinary } from "./sandbox.js";
+import { geminiStandIn } from "./stand-in-config.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
 import {
   expectWokenTurnReads,
@@ -24,16 +23,12 @@ const title = (name: string) => (runnable ? name : `${name} (skipped: tmux is no
 let sandbox: Sandbox;
 let stub: ModelStub;
 let terminal: Terminal | undefined;
+let env: Record<string, string>;
 
 beforeEach(async () => {
   sandbox = makeSandbox("agent-chat-gemini-wake-");
   stub = await startModelStub(WAKE_SCRIPT);
-  // The user's own settings: an API key (the stand-in is its base URL).
-  mkdirSync(join(sandbox.home, ".gemini"), { recursive: true });
-  writeFileSync(
-    join(sandbox.home, ".gemini", "settings.json"),
-    JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }),
-  );
+  env = geminiStandIn(sandbox, stub.url);
 });
 afterEach(async () => {
   await terminal?.close();
@@ -42,20 +37,13 @@ afterEach(async () => {
   sandbox.cleanup();
 });
 
-const env = () => ({
-  GOOGLE_GEMINI_BASE_URL: stub.url,
-  GEMINI_API_KEY: "stand-in",
-  // One process: the relaunch with a larger heap only costs time here.
-  GEMINI_CLI_NO_RELAUNCH: "true",
-});
-
 describe.runIf(runnable)("Gemini CLI (real binary) woken from idle under agent-chat run", () => {
   it(title("an idle session takes a turn that reads the message posted to it"), async () => {
     await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
     const setup = await sandbox.agentChat(["setup", "gemini", "--as", "bob", "--write", "--trust"]);
     expect(setup.code, setup.stderr).toBe(0);
     const gemini = [toolBinary("gemini"), "-i", "Say hi."];
-    const term = startTerminal(sandbox, runCommand(sandbox, gemini), env());
+    const term = startTerminal(sandbox, runCommand(sandbox, gemini), env);
     terminal = term;
     await idleAfterFirstTurn(term, /✦\s+Done\./, stub);
     const latency = await expectWokenTurnReads(sandbox, stub, term);

@@ -8,9 +8,16 @@ import type { AddressInfo } from "node:net";
  * only if the request offers that tool), then answers with plain text. Every request is kept, so
  * a test can look for what hooks added to it and what the tools gave back.
  */
+export interface StubRequest {
+  path: string;
+  body: string;
+  /** When it arrived whole, on this process's `performance.now()` clock. */
+  at: number;
+}
+
 export interface ModelStub {
   url: string;
-  requests: { path: string; body: string }[];
+  requests: StubRequest[];
   close(): Promise<void>;
 }
 
@@ -35,7 +42,7 @@ function nextCall(script: StubScript, results: number): StubCall | undefined {
 }
 
 export async function startModelStub(script: StubScript): Promise<ModelStub> {
-  const requests: { path: string; body: string }[] = [];
+  const requests: StubRequest[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
     req.setEncoding("utf8");
@@ -43,7 +50,7 @@ export async function startModelStub(script: StubScript): Promise<ModelStub> {
       body += d;
     });
     req.on("end", () => {
-      requests.push({ path: req.url ?? "", body });
+      requests.push({ path: req.url ?? "", body, at: performance.now() });
       try {
         const calls = script.calls.filter((c) => c.onlyIf === undefined || body.includes(c.onlyIf));
         route(req, res, body, { ...script, calls });
