@@ -23,6 +23,8 @@ export function runNotice(agent: string): string {
  * for a paste, in which Enter is a new line, not a submit.
  */
 const ENTER_AFTER_MS = 200;
+/** The longest wait for the tool to draw a typed line before its Enter goes anyway. */
+const ECHO_WAIT_MS = 2_000;
 
 /** How long a round of `waitForNews` lasts before it starts over (it never needs to end). */
 const NEWS_ROUND_MS = 3_600_000;
@@ -42,8 +44,12 @@ export class IdleGate {
 
   constructor(private readonly quietMs: number) {}
 
+  /** When the agent last printed, on the `performance.now()` clock. */
+  outputAt = 0;
+
   output(): void {
     this.lastActivity = Date.now();
+    this.outputAt = performance.now();
   }
 
   keys(data: string): void {
@@ -204,7 +210,7 @@ async function wakeLoop(
     told = await lastSeqs(store, await memberChannels(store, agent));
     const { channel, seq } = result.message;
     told[channel] = Math.max(told[channel] ?? 0, seq);
-    await typeLine(pty, runNotice(agent));
+    await typeLine(pty, gate, runNotice(agent));
     gate.submitted();
     await new NotifiedRecorder(store, agent).told(counter.upTo);
   }
@@ -220,8 +226,18 @@ async function whenIdle(gate: IdleGate, alive: () => boolean): Promise<void> {
   }
 }
 
-async function typeLine(pty: IPty, line: string): Promise<void> {
+/**
+ * The line, then Enter once the tool has drawn it (or `ECHO_WAIT_MS` passed): on a loaded
+ * machine a TUI may read the line and an Enter sent a fixed time later in one go, as a paste
+ * whose Enter is a new line (seen in Codex: the notice left unsent in its input box).
+ */
+async function typeLine(pty: IPty, gate: IdleGate, line: string): Promise<void> {
+  const typed = performance.now();
   pty.write(line);
+  const deadline = typed + ECHO_WAIT_MS;
+  while (gate.outputAt <= typed && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   await new Promise((resolve) => setTimeout(resolve, ENTER_AFTER_MS));
   pty.write("\r");
 }
