@@ -47,9 +47,15 @@ export class IdleGate {
   /** When the agent last printed, on the `performance.now()` clock. */
   outputAt = 0;
 
-  output(): void {
+  /** Whether the tool has turned on bracketed paste (it reads a marked paste as one). */
+  bracketedPaste = false;
+
+  output(data = ""): void {
     this.lastActivity = Date.now();
     this.outputAt = performance.now();
+    const on = data.lastIndexOf("\x1b[?2004h");
+    const off = data.lastIndexOf("\x1b[?2004l");
+    if (on !== off) this.bracketedPaste = on > off;
   }
 
   keys(data: string): void {
@@ -163,7 +169,7 @@ function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void 
   const onEnd = () => pty.write("\x04");
   const onResize = () => pty.resize(stdout.columns, stdout.rows);
   const output = pty.onData((data) => {
-    gate.output();
+    gate.output(data);
     stdout.write(data);
   });
   // Ended from outside (kill, a closed terminal), run ends the agent the same way and still
@@ -227,13 +233,14 @@ async function whenIdle(gate: IdleGate, alive: () => boolean): Promise<void> {
 }
 
 /**
- * The line, then Enter once the tool has drawn it (or `ECHO_WAIT_MS` passed): on a loaded
- * machine a TUI may read the line and an Enter sent a fixed time later in one go, as a paste
- * whose Enter is a new line (seen in Codex: the notice left unsent in its input box).
+ * The line, then Enter once the tool has drawn it (or `ECHO_WAIT_MS` passed). A TUI that takes
+ * a burst of keys for a paste may count an Enter soon after it as part of it, a new line (seen
+ * in Codex on a loaded machine: the notice left unsent in its input box): where the tool has
+ * turned bracketed paste on, the line goes as a marked paste, so that its end is certain.
  */
 async function typeLine(pty: IPty, gate: IdleGate, line: string): Promise<void> {
   const typed = performance.now();
-  pty.write(line);
+  pty.write(gate.bracketedPaste ? `\x1b[200~${line}\x1b[201~` : line);
   const deadline = typed + ECHO_WAIT_MS;
   while (gate.outputAt <= typed && performance.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));

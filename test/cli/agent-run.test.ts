@@ -168,6 +168,17 @@ describe("agent-chat run", () => {
     expect(await run.exit).toBe(7);
   });
 
+  it("types the notice as a marked paste into a tool that turned bracketed paste on, so its Enter sends it", async () => {
+    const run = startRun();
+    await run.until(/> /);
+    run.child.stdin!.write("paste-mode\r");
+    await run.until(/got: paste-mode/);
+    await post("pasted");
+    await run.until(new RegExp(`got: \x1b\\[200~${escaped(NOTICE)}\x1b\\[201~`));
+    run.child.stdin!.write("quit\r");
+    expect(await run.exit).toBe(7);
+  });
+
   it("passes Ctrl-C through to the agent and exits with its exit code", async () => {
     const run = startRun();
     await run.until(/> /);

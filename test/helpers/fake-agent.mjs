@@ -16,6 +16,8 @@ lines.on("line", (line) => {
   if (line === "quit") process.exit(7);
   process.stdout.write(`got: ${line}\n`);
   if (line === "hooked") return hookedTurn();
+  // A TUI that reads a marked paste as one (bracketed paste mode on).
+  if (line === "paste-mode") process.stdout.write("\x1b[?2004h");
   if (line !== "work") return prompt();
   let ticks = 0;
   const timer = setInterval(() => {
