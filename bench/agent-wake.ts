@@ -217,8 +217,13 @@ export const agentWakeBench: BenchModule = {
     const n = ctx.quick ? 5 : 10;
     const rows: Row[] = [];
     // One harness at a time: each is a heavy process tree on a shared machine.
-    for (const harness of [codex, claude, gemini]) {
-      const s = stats(await wakes(harness, n));
+    for (const harness of [claude, codex, gemini]) {
+      // A harness that fails is a row that says so; the others are still measured.
+      const measured = await wakes(harness, n).then(
+        (samples) => ({ samples, error: undefined }),
+        (err: Error) => ({ samples: [], error: err.message }),
+      );
+      const s = stats(measured.samples);
       rows.push({
         group: "agent wake",
         figure: `post → idle agent's next model turn, ${harness.name}`,
@@ -226,7 +231,7 @@ export const agentWakeBench: BenchModule = {
         stats: s,
         goal: "p50 ≤ 1 s (issue 30)",
         met: s.median <= 1000,
-        note: harness.path,
+        note: measured.error ? `${harness.path}; failed: ${measured.error}` : harness.path,
       });
     }
     return rows;

@@ -23,6 +23,9 @@ export function runNotice(agent: string): string {
  * for a paste, in which Enter is a new line, not a submit.
  */
 const ENTER_AFTER_MS = 200;
+/** How long after Enter the prompt hook may take to mark the turn started, and how often. */
+const TURN_START_WAIT_MS = 1_500;
+const ENTER_TRIES = 3;
 /** The longest wait for the tool to draw a typed line before its Enter goes anyway. */
 const ECHO_WAIT_MS = 2_000;
 
@@ -76,6 +79,15 @@ export class IdleGate {
   turn(state: TurnState): void {
     if (state === "idle") this.turnEnded = Date.now();
     else this.turnStarted = Date.now();
+  }
+
+  /** Whether the tool's hooks mark its turns (then a turn started since `since` is seen). */
+  get marksTurns(): boolean {
+    return this.turnEnded >= 0;
+  }
+
+  startedSince(since: number): boolean {
+    return this.turnStarted >= since;
   }
 
   /** Milliseconds until it is idle if nothing happens meanwhile; undefined while a line is half typed. */
@@ -246,5 +258,24 @@ async function typeLine(pty: IPty, gate: IdleGate, line: string): Promise<void> 
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   await new Promise((resolve) => setTimeout(resolve, ENTER_AFTER_MS));
-  pty.write("\r");
+  await pressEnter(pty, gate);
+}
+
+/**
+ * Enter, again while the tool's prompt hook does not mark a turn started: a TUI may still take
+ * an Enter soon after a paste for a new line (seen in Gemini CLI on a loaded machine, the
+ * notice left in its input box). An Enter too many meets an empty input box, which sends
+ * nothing. A tool without turn marks gets one Enter.
+ */
+async function pressEnter(pty: IPty, gate: IdleGate): Promise<void> {
+  const since = Date.now();
+  for (let tries = 1; ; tries++) {
+    pty.write("\r");
+    if (!gate.marksTurns || tries === ENTER_TRIES) return;
+    const deadline = performance.now() + TURN_START_WAIT_MS;
+    while (!gate.startedSince(since) && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    if (gate.startedSince(since)) return;
+  }
 }

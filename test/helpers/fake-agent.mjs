@@ -2,7 +2,8 @@
 // answers each line it is given with `got: LINE`, "works" (prints for a while) on `work`, exits
 // 7 on `quit`, and 130 on Ctrl-C (SIGINT from the terminal). On `hooked` it takes a turn as a
 // tool with agent-chat's hooks does: `hook prompt`, then `hook stop` (of the CLI named by
-// FAKE_AGENT_CLI), and from then on redraws its screen forever, as a TUI's status line does.
+// FAKE_AGENT_CLI), and from then on redraws its screen forever, as a TUI's status line does,
+// and runs both hooks around every line it is given (an empty one, as a TUI, it ignores).
 import { execFileSync } from "node:child_process";
 import { createInterface } from "node:readline";
 
@@ -14,8 +15,9 @@ const prompt = () => process.stdout.write("> ");
 const lines = createInterface({ input: process.stdin, terminal: false });
 lines.on("line", (line) => {
   if (line === "quit") process.exit(7);
+  if (hooked && line === "") return;
   process.stdout.write(`got: ${line}\n`);
-  if (line === "hooked") return hookedTurn();
+  if (line === "hooked" || hooked) return hookedTurn();
   // A TUI that reads a marked paste as one (bracketed paste mode on).
   if (line === "paste-mode") process.stdout.write("\x1b[?2004h");
   if (line !== "work") return prompt();
@@ -35,9 +37,12 @@ function hook(event) {
   execFileSync(process.execPath, args, { input: "{}", stdio: ["pipe", "ignore", "inherit"] });
 }
 
+let hooked = false;
+
 function hookedTurn() {
   hook("prompt");
-  setInterval(() => process.stdout.write("\x1b[s~\x1b[u"), 20);
+  if (!hooked) setInterval(() => process.stdout.write("\x1b[s~\x1b[u"), 20);
+  hooked = true;
   hook("stop");
   process.stdout.write("turn ended\n");
   prompt();
