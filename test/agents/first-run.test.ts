@@ -1,10 +1,11 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
+import { stopCodexDaemon } from "./wake-session.js";
 
 /*
  * The first run a user meets, in each real tool: a fresh HOME and a fresh git repository,
@@ -178,7 +179,7 @@ describe.runIf(runnable)("first run in the real tools, after setup --write", () 
       expect(done).toMatch(/Called agent-chat\.chat_channels[\s\S]*Called agent-chat\.chat_post/);
       await expectCallsRan(env);
     } finally {
-      await stopCodexDaemon(env);
+      await stopCodexDaemon(sandbox, env);
     }
   }, 120_000);
 
@@ -215,22 +216,5 @@ async function waitForFile(path: string, timeoutMs = 60_000): Promise<void> {
   while (!existsSync(path)) {
     if (Date.now() > deadline) throw new Error(`${path} did not appear`);
     await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-/**
- * Codex's TUI starts a shared background server from CODEX_HOME that outlives it: stopped the
- * way Codex says, then any process of it still running from this sandbox's CODEX_HOME.
- */
-async function stopCodexDaemon(env: Record<string, string>): Promise<void> {
-  await runTool(sandbox, toolBinary("codex"), ["app-server", "daemon", "stop"], { env });
-  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
-    let command: string;
-    try {
-      command = readFileSync(join("/proc", pid, "cmdline"), "utf8");
-    } catch {
-      continue;
-    }
-    if (command.startsWith(join(env.CODEX_HOME!, "packages"))) process.kill(Number(pid));
   }
 }
