@@ -18,7 +18,7 @@ export function registerAgentRunCommands(program: Command, ctx: CliContext): voi
     .option("--as <name>", "the agent whose messages wake it (default: $AGENT_CHAT_NAME)")
     .option(
       "--idle-after <seconds>",
-      "idle once neither the agent printed nor you typed for this long",
+      "idle once neither the agent printed nor you typed for this long (sooner when the tool's stop hook from setup marks its turn ended)",
       DEFAULT_IDLE_AFTER_S,
     )
     .addHelpText(
