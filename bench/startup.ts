@@ -153,7 +153,7 @@ export function startupBench(options: {
       const n = ctx.quick ? 15 : 40;
       const { root, postRoot, refRoot, wakeRoot, waker } = await prepareRoots(ctx);
 
-      const { machine, clean, slowing } = environments(options.env, root);
+      const { machine, clean, slowing } = environments(options.env, root, ctx.tmp());
 
       const machinePy = python();
       const chatPy = options.chatPy ?? STANDIN;
@@ -465,10 +465,20 @@ async function contextRows(
 
 /**
  * The machine's environment (no agent-chat settings but the root), the same without the
- * variables known to slow Node, and which of those the machine had.
+ * variables known to slow Node, and which of those the machine had. Both give the user's
+ * folders (config, cache, state) a home of the bench's own, `home`: every command then reads
+ * what these runs wrote there (pins, trust, the code cache the warm-up rounds make), as on a
+ * user's machine, not what other work left in this machine's (its tests' policy pins made
+ * `trust.json` 56 kB here, which every command parses).
  */
-function environments(env: NodeJS.ProcessEnv, root: string) {
-  const machine: NodeJS.ProcessEnv = { ...env, AGENT_CHAT_ROOT: root };
+function environments(env: NodeJS.ProcessEnv, root: string, home: string) {
+  const machine: NodeJS.ProcessEnv = {
+    ...env,
+    AGENT_CHAT_ROOT: root,
+    XDG_CONFIG_HOME: join(home, "config"),
+    XDG_CACHE_HOME: join(home, "cache"),
+    XDG_STATE_HOME: join(home, "state"),
+  };
   for (const k of Object.keys(machine)) {
     if (k.startsWith("AGENT_CHAT_") && k !== "AGENT_CHAT_ROOT") delete machine[k];
   }

@@ -13,30 +13,8 @@
  * ```
  */
 
-export {
-  type DecideInput,
-  type DecideResult,
-  decide,
-  type GovernanceEvent,
-  govern,
-  pendingRequests,
-  profileOf,
-  type RequestInput,
-  type RequestOutcome,
-  requestAction,
-} from "./client/governance.js";
 export { type OpenOptions, openStore, type RootSources, resolveRoot } from "./client/open.js";
 export { AgentChatError, type ErrorCode, isAgentChatError } from "./core/errors.js";
-export {
-  type Band,
-  type GovernanceChange,
-  type GovernanceProfile,
-  type GovernanceRequest,
-  governanceOf,
-  lookupBand,
-  parseBandAssignment,
-  type Verdict,
-} from "./core/governance.js";
 export {
   formatTimestamp,
   isRelevant,
@@ -62,5 +40,25 @@ export {
   slashOfBody,
   toCliArgs,
 } from "./core/slash.js";
+export {
+  type Band,
+  type DecideInput,
+  type DecideResult,
+  decide,
+  type GovernanceChange,
+  type GovernanceEvent,
+  type GovernanceProfile,
+  type GovernanceRequest,
+  govern,
+  governanceOf,
+  lookupBand,
+  parseBandAssignment,
+  pendingRequests,
+  profileOf,
+  type RequestInput,
+  type RequestOutcome,
+  requestAction,
+  type Verdict,
+} from "./features/governance/index.js";
 export { FsStore, type FsStoreOptions } from "./store/fs/index.js";
 export type * from "./store/types.js";

@@ -4,25 +4,99 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
 /**
- * docs/design.md §3: dependencies point one way, core ← store ← client ← {daemon, mcp, viewer,
- * workspace, cli}; the four peers never import each other and nothing imports cli/ (only cli/
- * composes the peers). This reads every import of src/ — static, `export … from`, `import type`
- * and dynamic `import()` — so that a folder could later become a package of its own.
+ * docs/architecture.md: dependencies point one way, core ← fsutil ← store ⇄ features ← client ←
+ * {daemon, mcp, viewer, workspace} ← cli; the four peers never import each other and nothing
+ * imports cli/ (only cli/ composes the peers). A feature (src/features/<name>/) is one folder
+ * cut across the layers: its cli.ts and cli-*.ts belong to the cli layer, its mcp.ts to the mcp
+ * layer, the rest to the features layer. This reads every import of src/ — static,
+ * `export … from`, `import type` and dynamic `import()` — so that a folder could later become a
+ * package of its own.
  */
 const SRC = resolve(import.meta.dirname, "../src");
 
-/** What each layer may import besides itself. `index` is src/index.ts, the library's entry. */
+/** The ways in, which may import everything below them. */
+const BELOW_THE_WAYS_IN = ["core", "fsutil", "store", "features", "client"];
+
+/**
+ * What each layer may import besides itself. `index` is src/index.ts, the library's entry. The
+ * store and the features import each other: a feature runs over the store's contract and its
+ * message core, and a backend keeps a feature's records (a lease document, presence notes); the
+ * message core itself imports no feature (see below).
+ */
 const ALLOWED: Record<string, readonly string[]> = {
   core: [],
   fsutil: ["core"],
-  store: ["core", "fsutil"],
-  client: ["core", "fsutil", "store"],
-  daemon: ["core", "fsutil", "store", "client"],
-  mcp: ["core", "fsutil", "store", "client"],
-  viewer: ["core", "fsutil", "store", "client"],
-  workspace: ["core", "fsutil", "store", "client"],
-  index: ["core", "fsutil", "store", "client"],
-  cli: ["core", "fsutil", "store", "client", "daemon", "mcp", "viewer", "workspace"],
+  store: ["core", "fsutil", "features"],
+  features: ["core", "fsutil", "store"],
+  client: ["core", "fsutil", "store", "features"],
+  daemon: BELOW_THE_WAYS_IN,
+  mcp: BELOW_THE_WAYS_IN,
+  viewer: BELOW_THE_WAYS_IN,
+  workspace: BELOW_THE_WAYS_IN,
+  index: BELOW_THE_WAYS_IN,
+  cli: [...BELOW_THE_WAYS_IN, "daemon", "mcp", "viewer", "workspace"],
+};
+
+/** The message core and the Store contract: what every backend and feature stands on. */
+const MESSAGE_CORE = [/^store\/shared\//, /^store\/types\.ts$/, /^store\/find-types\.ts$/];
+
+/**
+ * Each feature, its docs page, and declarations that must live in its folder and nowhere else:
+ * its store part, its CLI commands and its MCP part, so that a feature is found in one place.
+ */
+const FEATURES: Record<string, { docs: string; owns: string[] }> = {
+  delivery: {
+    docs: "docs/delivery.md",
+    owns: [
+      "class Delivery",
+      "class DeliveryQueries",
+      "function deliveryExtension",
+      "function registerDeliveryCommands",
+      "class NotifiedRecorder",
+    ],
+  },
+  governance: {
+    docs: "docs/governance.md",
+    owns: [
+      "function governanceOf",
+      "function govern",
+      "function guardPost",
+      "class PolicyPins",
+      "function registerGovernanceCommands",
+      "function registerPolicyCommands",
+    ],
+  },
+  leases: {
+    docs: "docs/leases.md",
+    owns: [
+      "class PathLeaseBook",
+      "function pathLeaseExtension",
+      "function blockedPaths",
+      "function registerLeaseCommands",
+      "function registerGuardCommand",
+      "function leaseAction",
+    ],
+  },
+  search: {
+    docs: "docs/search.md",
+    owns: [
+      "class Searcher",
+      "function parseQuery",
+      "function agentsToKeep",
+      "function registerFindCommands",
+      "function findText",
+    ],
+  },
+  trust: {
+    docs: "docs/signatures.md",
+    owns: [
+      "function signedStore",
+      "function signerFor",
+      "function createIdentity",
+      "function fileTrust",
+      "function registerIdentityCommands",
+    ],
+  },
 };
 
 /** core is pure: no file system, no network. */
@@ -48,7 +122,18 @@ function sourceFiles(dir: string): string[] {
 
 function layerOf(path: string): string {
   const parts = relative(SRC, path).split(sep);
+  if (parts[0] === "features" && parts.length > 2) {
+    const file = parts[2]!.replace(/\.(ts|js)$/, "");
+    if (file === "cli" || file.startsWith("cli-")) return "cli";
+    if (file === "mcp" || file.startsWith("mcp-")) return "mcp";
+  }
   return parts.length === 1 ? parts[0]!.replace(/\.ts$/, "") : parts[0]!;
+}
+
+/** The feature a file of src/ belongs to (relative to src/), if any. */
+function featureOf(file: string): string | undefined {
+  const parts = file.split(sep);
+  return parts[0] === "features" && parts.length > 2 ? parts[1] : undefined;
 }
 
 function edges(): Edge[] {
@@ -75,12 +160,19 @@ function violations(layer: string): string[] {
     .map((e) => `${e.file} imports ${e.specifier} (${e.to})`);
 }
 
-describe("layering (docs/design.md §3)", () => {
+describe("layering (docs/architecture.md)", () => {
   it("sees the imports it judges, in folders it knows", () => {
     // A scanner that found nothing would pass every rule below.
     expect(all.filter((e) => e.to !== undefined).length).toBeGreaterThan(100);
     expect(all).toContainEqual(
       expect.objectContaining({ from: "cli", to: "client", specifier: "../client/open.js" }),
+    );
+    // A feature's CLI commands are judged as the cli layer, its library part as features.
+    expect(all).toContainEqual(
+      expect.objectContaining({ file: join("features", "leases", "cli.ts"), from: "cli" }),
+    );
+    expect(all).toContainEqual(
+      expect.objectContaining({ file: join("store", "feature-store.ts"), to: "features" }),
     );
     expect(all.some((e) => e.specifier === "@modelcontextprotocol/sdk/server/mcp.js")).toBe(true);
     // A new top-level folder must be given its place in the layering here.
@@ -93,12 +185,12 @@ describe("layering (docs/design.md §3)", () => {
   });
 
   it("a folder inside a layer is entered from other layers only through its index.ts", () => {
-    // store/fs/ and store/nats/ are backends and store/core/ the logic above them: they are
+    // store/fs/ and store/nats/ are backends and store/shared/ the logic above them: they are
     // entered through their index.ts even from the rest of store/, so that no backend leans on
     // another's internals. A layer's own top-level files (store/types.ts, daemon/server.ts) stay
     // open to the layers above it; cli/ composes its own subfolders as it likes.
     const deep = all.filter((e) => {
-      if (e.target === undefined) return false;
+      if (e.target === undefined || featureOf(e.target) !== undefined) return false;
       const folder = dirname(e.target);
       if (!folder.includes(sep)) return false; // a layer's top-level file
       if (e.from === e.to && e.to !== "store") return false;
@@ -118,4 +210,60 @@ describe("layering (docs/design.md §3)", () => {
     const impure = all.filter((e) => e.from === "core" && CORE_FORBIDDEN.test(e.specifier));
     expect(impure.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
   });
+});
+
+describe('features as modules (docs/architecture.md, "Features")', () => {
+  it("the message core and the Store contract import no feature", () => {
+    const core = all.filter(
+      (e) => MESSAGE_CORE.some((re) => re.test(e.file.split(sep).join("/"))) && e.target,
+    );
+    expect(core.length).toBeGreaterThan(10);
+    const intoFeatures = core.filter((e) => featureOf(e.target!) !== undefined);
+    expect(intoFeatures.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
+  });
+
+  it("a feature is entered through its index.ts (its CLI and MCP parts by those layers)", () => {
+    const wrong = all.filter((e) => {
+      const into = e.target === undefined ? undefined : featureOf(e.target);
+      if (into === undefined || featureOf(e.file) === into) return false;
+      if (e.target!.endsWith(`${sep}index.ts`)) return false;
+      const part = layerOf(join(SRC, e.target!));
+      return (
+        !(part === "cli" && e.from === "cli") &&
+        !(part === "mcp" && ["cli", "mcp"].includes(e.from))
+      );
+    });
+    expect(wrong.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
+  });
+
+  it("each feature is one folder with an index.ts that links its docs page", () => {
+    const folders = readdirSync(join(SRC, "features")).sort();
+    expect(folders).toEqual(Object.keys(FEATURES).sort());
+    for (const [name, { docs }] of Object.entries(FEATURES)) {
+      const index = readFileSync(join(SRC, "features", name, "index.ts"), "utf8");
+      expect(index.startsWith("/**"), name).toBe(true);
+      expect(index, name).toContain(docs.replace(/^docs\//, ""));
+      expect(readFileSync(resolve(SRC, "..", docs), "utf8").length, docs).toBeGreaterThan(0);
+    }
+  });
+
+  it.each(Object.entries(FEATURES))(
+    "%s's store part, CLI commands and MCP part live in its folder",
+    (name, { owns }) => {
+      const declared = new Map<string, string[]>();
+      for (const path of sourceFiles(SRC)) {
+        const text = readFileSync(path, "utf8");
+        for (const declaration of owns) {
+          if (new RegExp(`^export (async )?${declaration}\\b`, "m").test(text)) {
+            declared.set(declaration, [...(declared.get(declaration) ?? []), relative(SRC, path)]);
+          }
+        }
+      }
+      for (const declaration of owns) {
+        const where = declared.get(declaration) ?? [];
+        expect(where, declaration).toHaveLength(1);
+        expect(featureOf(where[0]!), `${declaration} in ${where[0]}`).toBe(name);
+      }
+    },
+  );
 });

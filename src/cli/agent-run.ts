@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, watch } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { IPty } from "@lydell/node-pty";
-import { NotifiedRecorder } from "../mcp/delivery.js";
+import { NotifiedRecorder } from "../features/delivery/mcp.js";
 import { UnreadCounter } from "../mcp/unread.js";
 import { memberChannels } from "../mcp/wait-all.js";
 import { waitForNews } from "../mcp/wake.js";

@@ -69,13 +69,22 @@ function compileCached(file: string, cacheDir: string) {
     const build = shortHash(
       [source.length, st.size, st.mtimeMs, process.version, process.arch].join("\0"),
     );
-    const cachePath = join(cacheDir, `${basename(file)}-${build}.v8`);
+    const cachePath = join(cacheDir, `${cacheFamily(file)}${build}.v8`);
     const cachedData = readOwnFile(cachePath);
     const script = new vm.Script(Module.wrap(source), { filename: file, cachedData });
     return { script, cachePath, stale: cachedData === undefined || script.cachedDataRejected };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The start of the names of a lean file's caches: its name and where it is installed. Two
+ * installs (a global one and a project's, two versions side by side) each keep their own
+ * cache, instead of each replacing the other's on every alternate run.
+ */
+function cacheFamily(file: string): string {
+  return `${basename(file)}-${shortHash(dirname(file))}-`;
 }
 
 /** The largest cache read: a lean file's is a few hundred kB. */
@@ -102,7 +111,7 @@ function readOwnFile(path: string): Buffer | undefined {
 
 /**
  * Replaces the cache atomically (processes starting at once each write a whole file), and
- * removes the caches of the file's earlier builds.
+ * removes the caches of the file's earlier builds in the same place.
  */
 function writeCache(script: vm.Script, cachePath: string, file: string): void {
   const dir = dirname(cachePath);
@@ -111,9 +120,11 @@ function writeCache(script: vm.Script, cachePath: string, file: string): void {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     writeFileSync(tmp, script.createCachedData(), { mode: 0o600, flag: "wx" });
     renameSync(tmp, cachePath);
-    const earlier = `${basename(file)}-`;
+    const earlier = cacheFamily(file);
+    // Also a cache named as before installs had their own (`hot.cjs-<build>.v8`).
+    const unkeyed = new RegExp(`^${basename(file).replaceAll(".", "\\.")}-[0-9a-f]{16}\\.v8$`);
     for (const name of readdirSync(dir)) {
-      if (name.startsWith(earlier) && name !== basename(cachePath)) {
+      if ((name.startsWith(earlier) || unkeyed.test(name)) && name !== basename(cachePath)) {
         rmSync(join(dir, name), { force: true });
       }
     }

@@ -1,10 +1,10 @@
 import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
-import { hasPrivateKey } from "../client/keys.js";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
+import { hasPrivateKey } from "../features/trust/index.js";
 import { type NatsConnectionOptions, type ParsedRoot, parseRoot } from "../store/roots.js";
 import { HARNESSES, type Harness, MAX_TASK_TTL_MS, type Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";

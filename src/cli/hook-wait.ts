@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { NotifiedRecorder } from "../mcp/delivery.js";
+import { NotifiedRecorder } from "../features/delivery/mcp.js";
 import { UnreadCounter } from "../mcp/unread.js";
 import { memberChannels } from "../mcp/wait-all.js";
 import {

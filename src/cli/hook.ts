@@ -1,5 +1,5 @@
 import { openStore } from "../client/open.js";
-import { NotifiedRecorder } from "../mcp/delivery.js";
+import { NotifiedRecorder } from "../features/delivery/mcp.js";
 import {
   contextWasReset,
   detectFormat,

@@ -36,23 +36,23 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["govern", "request", "approve", "pending"],
-    load: async () => (await import("./commands/governance.js")).registerGovernanceCommands,
+    load: async () => (await import("../features/governance/cli.js")).registerGovernanceCommands,
   },
   {
     commands: ["lease", "leases", "guard"],
-    load: async () => (await import("./commands/leases.js")).registerLeaseCommands,
+    load: async () => (await import("../features/leases/cli.js")).registerLeaseCommands,
   },
   {
     commands: ["receipts", "explain", "who"],
-    load: async () => (await import("./commands/delivery.js")).registerDeliveryCommands,
+    load: async () => (await import("../features/delivery/cli.js")).registerDeliveryCommands,
   },
   {
     commands: ["policy", "unpause"],
-    load: async () => (await import("./commands/policy.js")).registerPolicyCommands,
+    load: async () => (await import("../features/governance/cli-policy.js")).registerPolicyCommands,
   },
   {
     commands: ["id"],
-    load: async () => (await import("./commands/identity.js")).registerIdentityCommands,
+    load: async () => (await import("../features/trust/cli.js")).registerIdentityCommands,
   },
   {
     commands: ["slash"],
@@ -60,7 +60,7 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
   },
   {
     commands: ["search", "thread", "archive", "prune"],
-    load: async () => (await import("./commands/find.js")).registerFindCommands,
+    load: async () => (await import("../features/search/cli.js")).registerFindCommands,
   },
   {
     commands: ["run"],

@@ -1,13 +1,13 @@
 import { realpathSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { SignatureOptions } from "../features/trust/index.js";
+import { signedStore } from "../features/trust/index.js";
 import { FsStore, type FsStoreOptions } from "../store/fs/index.js";
 import { guardIdentities } from "../store/identities.js";
 import type { NatsStoreOptions } from "../store/nats/index.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import { parseRoot } from "../store/roots.js";
 import type { Store } from "../store/types.js";
-import { signedStore } from "./signed-store.js";
-import type { SignatureOptions } from "./signing.js";
 
 export interface OpenOptions extends FsStoreOptions {
   /** Connection options for `nats://` and `tls://` roots (credentials, TLS, timeouts). */
@@ -58,7 +58,8 @@ export function folderRootIds(root: string): { rootId: string; rootAlias?: strin
   const given = resolve(root);
   let real: string;
   try {
-    real = realpathSync(given);
+    // The C library's, not a JavaScript walk with an lstat per folder: every command asks.
+    real = realpathSync.native(given);
   } catch {
     return { rootId: given }; // not made yet: `id new` may come before the first channel
   }

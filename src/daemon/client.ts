@@ -3,35 +3,21 @@ import { hostname } from "node:os";
 import type { B00tEnvelope } from "../core/envelope.js";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
-import type { ChannelMeta } from "../core/meta.js";
 import { LineSplitter } from "../core/ndjson.js";
-import { pollReceipts } from "../store/core/index.js";
+import { pollReceipts } from "../features/delivery/index.js";
+import {
+  defineOperations,
+  REQUEST_OPERATIONS,
+  type RequestRow,
+  type StoreOperation,
+} from "../store/operations.js";
 import type {
   Capabilities,
-  ChannelInfo,
-  ClaimOptions,
-  DoneOptions,
-  FenceResult,
   Harness,
-  InitOptions,
-  NewTask,
-  PathLeaseInfo,
-  PathLeaseOptions,
-  PeekOptions,
-  PostInput,
   PostResult,
   PresenceInfo,
-  ReadOptions,
-  ReadResult,
   Receipts,
-  ReleaseOptions,
-  RenewOptions,
-  SearchOptions,
-  SearchResult,
   Store,
-  TaskInfo,
-  ThreadNode,
-  ThreadOptions,
   WaitForOptions,
   WaitOptions,
   WaitResult,
@@ -40,6 +26,7 @@ import type {
 import {
   type DaemonInfo,
   DEFAULT_MAX_LINE_BYTES,
+  type Op,
   type RequestId,
   type WireError,
 } from "./protocol.js";
@@ -72,16 +59,22 @@ export interface ConnectOptions {
   harness?: Harness;
 }
 
-type Op = Request["op"];
-
 interface Pending {
   resolve(value: unknown): void;
   reject(err: AgentChatError): void;
 }
 
+/** What the daemon answers to the requests written here by hand (the table types the others). */
+interface Answers {
+  info: DaemonInfo;
+  envelope: PostResult;
+  wait: WaitResult;
+  presence: { agents: PresenceInfo[] };
+}
+
+/** A request answered over several lines (`subscribe`, `presence`), until its `end`. */
 interface Stream {
-  message(message: Message): void;
-  presence?(agents: PresenceInfo[]): void;
+  event(line: WireLine): void;
   end(error?: AgentChatError): void;
 }
 
@@ -90,7 +83,14 @@ interface Stream {
  * by id, subscriptions streamed. It keeps the Store contract with one difference, declared by
  * {@link DaemonClient.maxLineBytes}: a request longer than the daemon's line limit (a body near
  * the 1 MiB default) is refused here with `TOO_LARGE` instead of being sent.
+ *
+ * Each store operation answered by one line is a method put on the prototype from its row of
+ * the operation table (src/store/operations.ts), typed by the `Store` contract through the
+ * interface of the same name; the streams (`wait`, `watch`) and `waitFor` are written here.
  */
+export interface DaemonClient extends Store {}
+
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above types the methods this class puts on its prototype.
 export class DaemonClient implements Store {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly pending = new Map<RequestId, Pending>();
@@ -136,7 +136,7 @@ export class DaemonClient implements Store {
     const client = new DaemonClient(socket, path);
     const timer = setTimeout(() => socket.destroy(), timeoutMs);
     try {
-      client.daemonInfo = (await client.call("info", {})) as DaemonInfo;
+      client.daemonInfo = await client.call("info", {});
     } finally {
       clearTimeout(timer);
     }
@@ -163,65 +163,14 @@ export class DaemonClient implements Store {
 
   /** Fresh figures from the daemon (connections, subscriptions, sockets …). */
   async info(): Promise<DaemonInfo> {
-    this.daemonInfo = (await this.call("info", {})) as DaemonInfo;
+    this.daemonInfo = await this.call("info", {});
     return this.daemonInfo;
   }
 
   /** Posts a b00t envelope and waits for the daemon's answer (the raw b00t line gets none). */
   envelope(envelope: B00tEnvelope): Promise<PostResult> {
     // A copy: an interface has no index signature, the schema's record type needs one.
-    return this.call("envelope", { envelope: { ...envelope } }) as Promise<PostResult>;
-  }
-
-  init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
-    const { members, ...rest } = options;
-    return this.call(
-      "init",
-      members === undefined ? { channel, ...rest } : { channel, members: [...members], ...rest },
-    ) as Promise<ChannelMeta>;
-  }
-
-  channels(): Promise<ChannelInfo[]> {
-    return this.call("channels", {}) as Promise<ChannelInfo[]>;
-  }
-
-  roster(channel: string): Promise<ChannelMeta> {
-    return this.call("roster", { channel }) as Promise<ChannelMeta>;
-  }
-
-  post(channel: string, input: PostInput): Promise<PostResult> {
-    if (input.signer !== undefined) {
-      // A function does not cross the socket, and a post must not lose its signature silently.
-      return Promise.reject(
-        new AgentChatError(
-          "INVALID_ARGUMENT",
-          "a signed post cannot go through the daemon; post to the folder store itself",
-        ),
-      );
-    }
-    const { to, ...rest } = input;
-    return this.call(
-      "post",
-      to === undefined
-        ? { channel, ...rest }
-        : { channel, to: typeof to === "string" ? to : [...to], ...rest },
-    ) as Promise<PostResult>;
-  }
-
-  read(channel: string, options: ReadOptions): Promise<ReadResult> {
-    return this.call("read", { channel, ...options }) as Promise<ReadResult>;
-  }
-
-  peek(channel: string, count?: number, options: PeekOptions = {}): Promise<Message[]> {
-    return this.call("peek", {
-      channel,
-      ...(count === undefined ? {} : { count }),
-      ...(options.archived ? { archived: true } : {}),
-    }) as Promise<Message[]>;
-  }
-
-  cursor(channel: string, agent: string): Promise<number> {
-    return this.call("cursor", { channel, as: agent }) as Promise<number>;
+    return this.call("envelope", { envelope: { ...envelope } });
   }
 
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
@@ -235,69 +184,25 @@ export class DaemonClient implements Store {
     signal?.addEventListener("abort", onAbort, { once: true });
     if (onWarning) this.waitWarnings.set(id, onWarning);
     try {
-      return (await this.call("wait", { channels: [...channels], ...rest }, id)) as WaitResult;
+      return await this.call("wait", { channels: [...channels], ...rest }, id);
     } finally {
       signal?.removeEventListener("abort", onAbort);
       this.waitWarnings.delete(id);
     }
   }
 
-  async *watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
-    const { signal } = options;
-    if (signal?.aborted) return;
-    const id = this.nextId++;
-    const queue: Message[] = [];
-    let ended = false;
-    let failure: AgentChatError | undefined;
-    let wake: (() => void) | undefined;
-    this.streams.set(id, {
-      message(message) {
-        queue.push(message);
-        wake?.();
+  watch(channels: readonly string[], options: WatchOptions = {}): AsyncIterable<Message> {
+    const { after } = options;
+    const params =
+      after === undefined ? { channels: [...channels] } : { channels: [...channels], after };
+    return this.stream(
+      async (id) => {
+        await this.call("subscribe", params, id);
+        return [];
       },
-      end(error) {
-        ended = true;
-        failure = error;
-        wake?.();
-      },
-    });
-    const cancel = () => {
-      if (!ended) this.send({ id: this.nextId++, op: "cancel", target: id });
-      wake?.();
-    };
-    signal?.addEventListener("abort", cancel, { once: true });
-    try {
-      const { after } = options;
-      await this.call(
-        "subscribe",
-        after === undefined ? { channels: [...channels] } : { channels: [...channels], after },
-        id,
-      );
-      for (;;) {
-        while (queue.length > 0) {
-          if (signal?.aborted) return;
-          yield queue.shift()!;
-        }
-        if (failure) throw failure;
-        if (ended || signal?.aborted) return;
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = undefined;
-      }
-    } finally {
-      signal?.removeEventListener("abort", cancel);
-      if (!ended) cancel();
-      this.streams.delete(id);
-    }
-  }
-
-  receipts(channel: string, seq: number): Promise<Receipts> {
-    return this.call("receipts", { channel, seq }) as Promise<Receipts>;
-  }
-
-  explain(channel: string, seq: number): Promise<Receipts> {
-    return this.call("explain", { channel, seq }) as Promise<Receipts>;
+      options.signal,
+      (line) => (line.event === "message" ? line.message || undefined : undefined),
+    );
   }
 
   /** Looks at the receipts every `intervalMs` (the daemon parks no receipt waits). */
@@ -305,174 +210,22 @@ export class DaemonClient implements Store {
     return pollReceipts(this, channel, seq, options);
   }
 
-  async notify(channel: string, agent: string, seq: number): Promise<void> {
-    await this.call("notify", { channel, as: agent, seq });
-  }
-
-  who(channel?: string): Promise<PresenceInfo[]> {
-    return this.call("who", channel === undefined ? {} : { channel }) as Promise<PresenceInfo[]>;
-  }
-
   /**
    * Presence as the daemon pushes it: everyone's (or a channel's members'), first as it is, then
    * each time it changed, until the signal aborts.
    */
-  async *watchPresence(
+  watchPresence(
     channel?: string,
     options: { signal?: AbortSignal } = {},
   ): AsyncIterable<PresenceInfo[]> {
-    const { signal } = options;
-    if (signal?.aborted) return;
-    const id = this.nextId++;
-    const queue: PresenceInfo[][] = [];
-    let ended = false;
-    let failure: AgentChatError | undefined;
-    let wake: (() => void) | undefined;
-    this.streams.set(id, {
-      message() {},
-      presence(agents) {
-        queue.push(agents);
-        wake?.();
+    return this.stream(
+      async (id) => {
+        const first = await this.call("presence", channel === undefined ? {} : { channel }, id);
+        return [first.agents];
       },
-      end(error) {
-        ended = true;
-        failure = error;
-        wake?.();
-      },
-    });
-    const cancel = () => {
-      if (!ended) this.send({ id: this.nextId++, op: "cancel", target: id });
-      wake?.();
-    };
-    signal?.addEventListener("abort", cancel, { once: true });
-    try {
-      const first = (await this.call("presence", channel === undefined ? {} : { channel }, id)) as {
-        agents: PresenceInfo[];
-      };
-      yield first.agents;
-      for (;;) {
-        while (queue.length > 0) {
-          if (signal?.aborted) return;
-          yield queue.shift()!;
-        }
-        if (failure) throw failure;
-        if (ended || signal?.aborted) return;
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = undefined;
-      }
-    } finally {
-      signal?.removeEventListener("abort", cancel);
-      if (!ended) cancel();
-      this.streams.delete(id);
-    }
-  }
-
-  addTask(channel: string, task: NewTask): Promise<TaskInfo> {
-    const { id, ...rest } = task;
-    return this.call(
-      "add_task",
-      id === undefined ? { channel, ...rest } : { channel, taskId: id, ...rest },
-    ) as Promise<TaskInfo>;
-  }
-
-  tasks(channel: string): Promise<TaskInfo[]> {
-    return this.call("tasks", { channel }) as Promise<TaskInfo[]>;
-  }
-
-  claim(
-    channel: string,
-    task: string,
-    agent: string,
-    options: ClaimOptions = {},
-  ): Promise<TaskInfo> {
-    return this.call("claim", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
-  }
-
-  renew(
-    channel: string,
-    task: string,
-    agent: string,
-    options: RenewOptions = {},
-  ): Promise<TaskInfo> {
-    return this.call("renew", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
-  }
-
-  done(channel: string, task: string, agent: string, options: DoneOptions = {}): Promise<TaskInfo> {
-    return this.call("done", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
-  }
-
-  release(
-    channel: string,
-    task: string,
-    agent: string,
-    options: ReleaseOptions = {},
-  ): Promise<TaskInfo> {
-    return this.call("release", { channel, task, as: agent, ...options }) as Promise<TaskInfo>;
-  }
-
-  fence(channel: string, task: string, token: number): Promise<FenceResult> {
-    return this.call("fence", { channel, task, token }) as Promise<FenceResult>;
-  }
-
-  addPathLease(
-    channel: string,
-    pattern: string,
-    agent: string,
-    options: PathLeaseOptions = {},
-  ): Promise<PathLeaseInfo> {
-    return this.call("lease_add", {
-      channel,
-      pattern,
-      as: agent,
-      ...options,
-    }) as Promise<PathLeaseInfo>;
-  }
-
-  pathLeases(channel: string): Promise<PathLeaseInfo[]> {
-    return this.call("leases", { channel }) as Promise<PathLeaseInfo[]>;
-  }
-
-  renewPathLease(
-    channel: string,
-    lease: string,
-    agent: string,
-    options: RenewOptions = {},
-  ): Promise<PathLeaseInfo> {
-    return this.call("lease_renew", {
-      channel,
-      lease,
-      as: agent,
-      ...options,
-    }) as Promise<PathLeaseInfo>;
-  }
-
-  releasePathLease(
-    channel: string,
-    lease: string,
-    agent: string,
-    options: ReleaseOptions = {},
-  ): Promise<PathLeaseInfo> {
-    return this.call("lease_release", {
-      channel,
-      lease,
-      as: agent,
-      ...options,
-    }) as Promise<PathLeaseInfo>;
-  }
-
-  search(query: string, options: SearchOptions = {}): Promise<SearchResult> {
-    const { channels, ...rest } = options;
-    return this.call("search", {
-      query,
-      ...rest,
-      ...(channels ? { channels: [...channels] } : {}),
-    }) as Promise<SearchResult>;
-  }
-
-  thread(channel: string, seq: number, options: ThreadOptions = {}): Promise<ThreadNode> {
-    return this.call("thread", { channel, seq, ...options }) as Promise<ThreadNode>;
+      options.signal,
+      (line) => (line.event === "presence" ? line.agents || undefined : undefined),
+    );
   }
 
   async close(): Promise<void> {
@@ -484,11 +237,29 @@ export class DaemonClient implements Store {
     });
   }
 
+  static {
+    defineOperations(DaemonClient.prototype, REQUEST_OPERATIONS, function (row, args) {
+      return this.callRow(row, args);
+    });
+  }
+
+  /** A store operation as its row sends it, its answer as the row receives it. */
+  private async callRow(row: RequestRow<StoreOperation>, args: unknown[]): Promise<unknown> {
+    const result = await this.request(row.op, Reflect.apply(row.send, row, args));
+    return row.receive ? row.receive(result) : result;
+  }
+
+  /** A request typed by the daemon's schema of its op, its answer by {@link Answers}. */
   private call<O extends Op>(
     op: O,
     params: RequestParams<O>,
     id: RequestId = this.nextId++,
-  ): Promise<unknown> {
+  ): Promise<O extends keyof Answers ? Answers[O] : unknown> {
+    // What the daemon answers each op (docs/daemon.md, "Requests").
+    return this.request(op, params, id) as Promise<O extends keyof Answers ? Answers[O] : unknown>;
+  }
+
+  private request(op: string, params: object, id: RequestId = this.nextId++): Promise<unknown> {
     if (this.closedError) return Promise.reject(this.closedError);
     const line = JSON.stringify({ id, op, ...params });
     const bytes = Buffer.byteLength(line);
@@ -505,6 +276,61 @@ export class DaemonClient implements Store {
       this.pending.set(id, { resolve, reject });
       this.socket.write(`${line}\n`);
     });
+  }
+
+  /**
+   * The items of a stream: `start` sends its request (with the stream's id) and resolves with
+   * the first items; `take` picks an item out of each event line. Ends when the daemon ends it,
+   * or the signal aborts (we then ask the daemon to cancel it); throws the error it ended with.
+   */
+  private async *stream<T>(
+    start: (id: RequestId) => Promise<readonly T[]>,
+    signal: AbortSignal | undefined,
+    take: (line: WireLine) => T | undefined,
+  ): AsyncIterable<T> {
+    if (signal?.aborted) return;
+    const id = this.nextId++;
+    const queue: T[] = [];
+    let ended = false;
+    let failure: AgentChatError | undefined;
+    let wake: (() => void) | undefined;
+    this.streams.set(id, {
+      event(line) {
+        const item = take(line);
+        if (item === undefined) return;
+        queue.push(item);
+        wake?.();
+      },
+      end(error) {
+        ended = true;
+        failure = error;
+        wake?.();
+      },
+    });
+    const cancel = () => {
+      if (!ended) this.send({ id: this.nextId++, op: "cancel", target: id });
+      wake?.();
+    };
+    signal?.addEventListener("abort", cancel, { once: true });
+    try {
+      queue.unshift(...(await start(id)));
+      for (;;) {
+        while (queue.length > 0) {
+          if (signal?.aborted) return;
+          yield queue.shift()!;
+        }
+        if (failure) throw failure;
+        if (ended || signal?.aborted) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+      if (!ended) cancel();
+      this.streams.delete(id);
+    }
   }
 
   /** Sends a request whose answer nobody waits for (a cancel). */
@@ -556,10 +382,8 @@ export class DaemonClient implements Store {
       return;
     }
     const stream = this.streams.get(id);
-    if (!stream) return;
-    if (value.event === "message" && value.message) stream.message(value.message);
-    else if (value.event === "presence" && value.agents) stream.presence?.(value.agents);
-    else if (value.event === "end") stream.end(value.error && fromWire(value.error));
+    if (value.event === "end") stream?.end(value.error && fromWire(value.error));
+    else stream?.event(value);
   }
 
   private onClose(): void {

@@ -12,6 +12,8 @@
  * - A line without `op` and `id` is a b00t envelope: fire-and-forget, no response unless it is
  *   refused (then `{id: null, ok: false, error}`).
  */
+import { OPERATIONS, type WireOp } from "../store/operations.js";
+
 export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 
 /**
@@ -23,41 +25,18 @@ export const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /** JSON nested deeper than this is refused before it reaches the parser. */
 export const MAX_JSON_DEPTH = 32;
 
-export const OPS = [
-  "info",
-  "hello",
-  "cancel",
-  "init",
-  "channels",
-  "roster",
-  "post",
-  "read",
-  "peek",
-  "cursor",
-  "wait",
-  "subscribe",
-  "envelope",
-  "add_task",
-  "tasks",
-  "claim",
-  "renew",
-  "done",
-  "release",
-  "fence",
-  "lease_add",
-  "leases",
-  "lease_renew",
-  "lease_release",
-  "receipts",
-  "explain",
-  "notify",
-  "who",
-  "presence",
-  "search",
-  "thread",
-] as const;
+/** The daemon's own ops: the store's come from the operation table (src/store/operations.ts). */
+export const DAEMON_OPS = ["info", "hello", "cancel", "envelope", "presence"] as const;
 
-export type Op = (typeof OPS)[number];
+export type DaemonOp = (typeof DAEMON_OPS)[number];
+
+/** Every op a request may name. */
+export const OPS: readonly string[] = [
+  ...DAEMON_OPS,
+  ...OPERATIONS.flatMap((row) => (row.kind === "local" ? [] : [row.op])),
+];
+
+export type Op = DaemonOp | WireOp;
 
 export type RequestId = string | number;
 
@@ -117,16 +96,25 @@ export interface EnvelopeCounts {
  */
 export function nestsDeeperThan(text: string, limit: number): boolean {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > limit) return true;
-    } else if (c === 0x5d || c === 0x7d) depth--;
+    if (c === QUOTE) i = closingQuote(text, i);
+    else if (c === 0x5b || c === 0x7b) depth++;
+    else if (c === 0x5d || c === 0x7d) depth--;
+    if (depth > limit) return true;
   }
   return false;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** Where the string that opens at `start` closes (the text's end if it never does). */
+function closingQuote(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === BACKSLASH) i++;
+    else if (c === QUOTE) return i;
+  }
+  return text.length;
 }

@@ -1,32 +1,21 @@
 import { z } from "zod";
 import { AgentChatError } from "../core/errors.js";
+import { OPERATIONS, type WireRow, wireFields } from "../store/operations.js";
 import { HARNESSES, type Harness } from "../store/types.js";
-import { OPS } from "./protocol.js";
+import { type DaemonOp, OPS, type RequestId } from "./protocol.js";
 
 /**
- * Request shapes, checked field by field so that a client learns exactly which field is wrong.
- * Names are only type-checked here: the store validates them (INVALID_NAME) as it does for
- * every caller. Unknown fields are refused, so a typo (`chanel`) is an error, not a no-op.
+ * Request shapes, checked field by field so that a client learns exactly which field is wrong:
+ * the store operations' from the operation table (src/store/operations.ts), the daemon's own
+ * below. Names are only type-checked here: the store validates them (INVALID_NAME) as it does
+ * for every caller. Unknown fields are refused, so a typo (`chanel`) is an error, not a no-op.
  */
-const id = z.union([z.string().max(200), z.number().refine(Number.isSafeInteger)]);
-const channel = z.string();
-const channels = z.array(z.string()).min(1).max(100);
-const count = z.number().int().positive().max(100_000);
-const ms = z.number().int().nonnegative().max(2_147_483_647);
-/** A fencing token: the store refuses one that is not a positive safe integer. */
-const token = z.number().int();
+const f = wireFields(z);
 
-const base = { id };
-/** Who acts on which task. */
-const holder = { channel, task: z.string(), as: z.string() };
-/** Who acts on which path lease (its token or pattern), with the token they hold. */
-const pathHolder = { channel, lease: z.string(), as: z.string(), token: token.optional() };
-
-export const requestSchema = z.discriminatedUnion("op", [
-  z.strictObject({ ...base, op: z.literal("info") }),
-  z.strictObject({
-    ...base,
-    op: z.literal("hello"),
+/** The operations of the daemon itself rather than of its store. */
+const DAEMON_PARAMS = {
+  info: z.strictObject({}),
+  hello: z.strictObject({
     harness: z.enum(HARNESSES as [Harness, ...Harness[]]),
     // What a presence record accepts: no control characters (docs/delivery.md).
     host: z.string().regex(/^[^\0-\x1f]{1,200}$/),
@@ -36,140 +25,22 @@ export const requestSchema = z.discriminatedUnion("op", [
       .nonnegative()
       .max(2 ** 50 - 1),
   }),
-  z.strictObject({ ...base, op: z.literal("cancel"), target: id }),
-  z.strictObject({
-    ...base,
-    op: z.literal("init"),
-    channel,
-    members: z.array(z.string()).max(1000).optional(),
-    topic: z.string().optional(),
-    extra: z.record(z.string(), z.unknown()).optional(),
-  }),
-  z.strictObject({ ...base, op: z.literal("channels") }),
-  z.strictObject({ ...base, op: z.literal("roster"), channel }),
-  z.strictObject({
-    ...base,
-    op: z.literal("post"),
-    channel,
-    from: z.string(),
-    body: z.string(),
-    title: z.string().optional(),
-    to: z.union([z.string(), z.array(z.string()).max(1000)]).optional(),
-    replyTo: z.number().int().positive().optional(),
-    status: z.string().optional(),
-    extra: z.record(z.string(), z.string()).optional(),
-  }),
-  z.strictObject({
-    ...base,
-    op: z.literal("read"),
-    channel,
-    as: z.string(),
-    all: z.boolean().optional(),
-    everyone: z.boolean().optional(),
-    peek: z.boolean().optional(),
-  }),
-  z.strictObject({
-    ...base,
-    op: z.literal("peek"),
-    channel,
-    count: count.optional(),
-    archived: z.boolean().optional(),
-  }),
-  z.strictObject({ ...base, op: z.literal("cursor"), channel, as: z.string() }),
-  z.strictObject({
-    ...base,
-    op: z.literal("wait"),
-    channels,
-    as: z.string(),
-    timeoutMs: ms.optional(),
-    intervalMs: ms.min(10).optional(),
-  }),
-  z.strictObject({
-    ...base,
-    op: z.literal("subscribe"),
-    channels,
-    after: z.union([z.number().int().nonnegative(), z.record(z.string(), z.number())]).optional(),
-  }),
-  z.strictObject({
-    ...base,
-    op: z.literal("envelope"),
-    envelope: z.record(z.string(), z.unknown()),
-  }),
-  z.strictObject({
-    ...base,
-    op: z.literal("add_task"),
-    channel,
-    from: z.string(),
-    title: z.string(),
-    taskId: z.string().optional(),
-    body: z.string().optional(),
-  }),
-  z.strictObject({ ...base, op: z.literal("tasks"), channel }),
-  z.strictObject({ ...base, op: z.literal("claim"), ...holder, ttlMs: ms.optional() }),
-  z.strictObject({
-    ...base,
-    op: z.literal("renew"),
-    ...holder,
-    token: token.optional(),
-    ttlMs: ms.optional(),
-  }),
-  z.strictObject({
-    ...base,
-    op: z.literal("done"),
-    ...holder,
-    token: token.optional(),
-    note: z.string().max(4096).optional(),
-  }),
-  z.strictObject({ ...base, op: z.literal("release"), ...holder, token: token.optional() }),
-  z.strictObject({ ...base, op: z.literal("fence"), channel, task: z.string(), token }),
-  z.strictObject({
-    ...base,
-    op: z.literal("lease_add"),
-    channel,
-    pattern: z.string(),
-    as: z.string(),
-    ttlMs: ms.optional(),
-    shared: z.boolean().optional(),
-    reason: z.string().max(4096).optional(),
-    force: z.boolean().optional(),
-  }),
-  z.strictObject({ ...base, op: z.literal("leases"), channel }),
-  z.strictObject({ ...base, op: z.literal("lease_renew"), ...pathHolder, ttlMs: ms.optional() }),
-  z.strictObject({ ...base, op: z.literal("lease_release"), ...pathHolder }),
-  z.strictObject({ ...base, op: z.literal("receipts"), channel, seq: z.number().int() }),
-  z.strictObject({ ...base, op: z.literal("explain"), channel, seq: z.number().int() }),
-  z.strictObject({
-    ...base,
-    op: z.literal("notify"),
-    channel,
-    as: z.string(),
-    seq: z.number().int(),
-  }),
-  z.strictObject({ ...base, op: z.literal("who"), channel: channel.optional() }),
-  z.strictObject({ ...base, op: z.literal("presence"), channel: channel.optional() }),
-  z.strictObject({
-    ...base,
-    op: z.literal("search"),
-    query: z.string(),
-    channels: z.array(z.string()).max(1000).optional(),
-    from: z.string().optional(),
-    to: z.string().optional(),
-    status: z.string().optional(),
-    since: z.string().optional(),
-    until: z.string().optional(),
-    limit: z.number().int().optional(),
-    archived: z.boolean().optional(),
-  }),
-  z.strictObject({
-    ...base,
-    op: z.literal("thread"),
-    channel,
-    seq: z.number().int(),
-    archived: z.boolean().optional(),
-  }),
-]);
+  cancel: z.strictObject({ target: f.id }),
+  envelope: z.strictObject({ envelope: z.record(z.string(), z.unknown()) }),
+  /** A presence stream: `who`, then again each time it changed. */
+  presence: z.strictObject({ channel: f.channel.optional() }),
+} satisfies { [O in DaemonOp]: z.ZodObject };
 
-export type Request = z.infer<typeof requestSchema>;
+type Shaped<O, S extends z.ZodType> = { id: RequestId; op: O } & z.output<S>;
+
+type RowRequest<R> = R extends { op: infer O; params(...a: never[]): infer S extends z.ZodType }
+  ? Shaped<O, S>
+  : never;
+
+/** A request as the daemon parsed it: `id`, `op` and that op's fields. */
+export type Request =
+  | { [O in DaemonOp]: Shaped<O, (typeof DAEMON_PARAMS)[O]> }[DaemonOp]
+  | RowRequest<WireRow>;
 
 /**
  * What a client sends for the operation `O` besides `id` and `op`: inferred from the schema the
@@ -177,9 +48,20 @@ export type Request = z.infer<typeof requestSchema>;
  */
 export type RequestParams<O extends Request["op"]> = Omit<Extract<Request, { op: O }>, "id" | "op">;
 
+/** Each op's whole request schema: its fields, with `id` and `op`. */
+const schemas = new Map<string, z.ZodObject>();
+for (const [op, params] of Object.entries(DAEMON_PARAMS)) {
+  schemas.set(op, params.extend({ id: f.id, op: z.literal(op) }));
+}
+for (const row of OPERATIONS) {
+  if (row.kind === "local") continue;
+  schemas.set(row.op, row.params(z, f).extend({ id: f.id, op: z.literal(row.op) }));
+}
+
 /** Parses a request object, or throws INVALID_ARGUMENT naming the first bad field. */
 export function parseRequest(value: Record<string, unknown>): Request {
-  if (typeof value.op !== "string" || !(OPS as readonly string[]).includes(value.op)) {
+  const schema = typeof value.op === "string" ? schemas.get(value.op) : undefined;
+  if (!schema) {
     throw new AgentChatError(
       "INVALID_ARGUMENT",
       value.op === undefined
@@ -187,20 +69,26 @@ export function parseRequest(value: Record<string, unknown>): Request {
         : `unknown op ${JSON.stringify(value.op).slice(0, 60)} (one of ${OPS.join(", ")})`,
     );
   }
-  const parsed = requestSchema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const where = issue.path.length > 0 ? `"${issue.path.join(".")}"` : "request";
-  const detail =
-    issue.code === "unrecognized_keys"
-      ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
-      : issue.code === "invalid_type" &&
-          issue.path.length === 1 &&
-          value[issue.path[0] as string] === undefined
-        ? "is missing"
-        : issue.message.replace(/^Invalid input: /, "");
+  const parsed = schema.safeParse(value);
+  // The schema of this op: its output is that op's member of the union.
+  if (parsed.success) return parsed.data as Request;
   throw new AgentChatError(
     "INVALID_ARGUMENT",
-    `${value.op}: ${issue.code === "unrecognized_keys" ? detail : `${where} ${detail}`}`,
+    `${value.op}: ${describeIssue(parsed.error, value)}`,
   );
+}
+
+/** The first issue zod found, as one short phrase naming the field. */
+function describeIssue(error: z.ZodError, value: Record<string, unknown>): string {
+  const issue = error.issues[0]!;
+  if (issue.code === "unrecognized_keys") {
+    const s = issue.keys.length > 1 ? "s" : "";
+    return `unknown field${s} ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+  }
+  const where = issue.path.length > 0 ? `"${issue.path.join(".")}"` : "request";
+  const missing =
+    issue.code === "invalid_type" &&
+    issue.path.length === 1 &&
+    value[issue.path[0] as string] === undefined;
+  return `${where} ${missing ? "is missing" : issue.message.replace(/^Invalid input: /, "")}`;
 }

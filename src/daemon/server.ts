@@ -8,7 +8,8 @@ import {
 } from "../core/envelope.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import { LineSplitter } from "../core/ndjson.js";
-import { type Actor, actingFor } from "../store/core/index.js";
+import { type Actor, actingFor } from "../features/delivery/index.js";
+import { REQUEST_OPERATIONS } from "../store/operations.js";
 import type { PostResult, Store } from "../store/types.js";
 import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
 import {
@@ -241,6 +242,9 @@ function envelopeNames(value: unknown): { channel?: string; sender?: string } {
   if (typeof sender === "string") names.sender = sender;
   return names;
 }
+
+/** The store operations answered by one line, by op (src/store/operations.ts). */
+const REQUEST_ROWS = new Map(REQUEST_OPERATIONS.map((row) => [row.op, row]));
 
 /** How often a presence stream looks for a change (presence changes at human pace). */
 const PRESENCE_PUSH_MS = 1_000;
@@ -596,101 +600,17 @@ class Connection {
     this.write(error ? { id, event: "end", error } : { id, event: "end" });
   }
 
+  /** A request answered by one line: the daemon's own, or a store operation's row. */
   private async execute(
     request: Exclude<Request, { op: "wait" | "subscribe" | "cancel" | "presence" | "hello" }>,
-  ) {
-    const store = this.daemon.store;
-    switch (request.op) {
-      case "info":
-        return this.daemon.info();
-      case "init": {
-        const { id: _i, op: _o, channel, ...options } = request;
-        return store.init(channel, options);
-      }
-      case "channels":
-        return store.channels();
-      case "roster":
-        return store.roster(request.channel);
-      case "post": {
-        const { id: _i, op: _o, channel, ...input } = request;
-        return store.post(channel, input);
-      }
-      case "read":
-        return store.read(request.channel, {
-          as: request.as,
-          all: request.all === true,
-          everyone: request.everyone === true,
-          peek: request.peek === true,
-        });
-      case "peek":
-        return store.peek(request.channel, request.count, { archived: request.archived === true });
-      case "cursor":
-        return store.cursor(request.channel, request.as);
-      case "envelope":
-        return this.daemon.postEnvelope(request.envelope);
-      case "add_task": {
-        const task: Parameters<Store["addTask"]>[1] = { title: request.title, from: request.from };
-        if (request.taskId !== undefined) task.id = request.taskId;
-        if (request.body !== undefined) task.body = request.body;
-        return store.addTask(request.channel, task);
-      }
-      case "tasks":
-        return store.tasks(request.channel);
-      case "claim":
-        return store.claim(request.channel, request.task, request.as, { ttlMs: request.ttlMs });
-      case "renew":
-        return store.renew(request.channel, request.task, request.as, {
-          token: request.token,
-          ttlMs: request.ttlMs,
-        });
-      case "done":
-        return store.done(request.channel, request.task, request.as, {
-          token: request.token,
-          note: request.note,
-        });
-      case "release":
-        return store.release(request.channel, request.task, request.as, { token: request.token });
-      case "fence":
-        return store.fence(request.channel, request.task, request.token);
-      case "search": {
-        const { id: _i, op: _o, query, ...options } = request;
-        return store.search(query, options);
-      }
-      case "thread":
-        return store.thread(request.channel, request.seq, { archived: request.archived === true });
-      case "receipts":
-        return store.receipts(request.channel, request.seq);
-      case "explain":
-        return store.explain(request.channel, request.seq);
-      case "notify":
-        return store.notify(request.channel, request.as, request.seq).then(() => ({}));
-      case "who":
-        return store.who(request.channel);
-      default:
-        return this.pathLeaseRequest(store, request);
-    }
-  }
-
-  private pathLeaseRequest(store: Store, request: Request): Promise<unknown> {
-    switch (request.op) {
-      case "lease_add": {
-        const { channel, pattern, as, id: _id, op: _op, ...options } = request;
-        return store.addPathLease(channel, pattern, as, options);
-      }
-      case "leases":
-        return store.pathLeases(request.channel);
-      case "lease_renew":
-        return store.renewPathLease(request.channel, request.lease, request.as, {
-          token: request.token,
-          ttlMs: request.ttlMs,
-        });
-      case "lease_release":
-        return store.releasePathLease(request.channel, request.lease, request.as, {
-          token: request.token,
-        });
-      default:
-        throw new AgentChatError("INVALID_ARGUMENT", `unknown op ${request.op}`);
-    }
+  ): Promise<unknown> {
+    if (request.op === "info") return this.daemon.info();
+    if (request.op === "envelope") return this.daemon.postEnvelope(request.envelope);
+    const { id: _id, op, ...params } = request;
+    const row = REQUEST_ROWS.get(op);
+    if (!row) throw new AgentChatError("INVALID_ARGUMENT", `unknown op ${op}`);
+    // An operation that returns nothing (notify) answers an empty object.
+    return (await row.run(this.daemon.store, params)) ?? {};
   }
 
   private async runWait(

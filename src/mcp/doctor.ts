@@ -1,12 +1,13 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { constants, promises as fsp } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, sep } from "node:path";
 import { validateName } from "../core/names.js";
 import { LineSplitter } from "../core/ndjson.js";
 import { createFileExclusive, entryKind, removeFileEntry } from "../fsutil/root-files.js";
 import { canonicalRoot, isNatsUrl, printableRoot, sameRoot } from "../store/roots.js";
 import {
   inspectSetup,
+  PERSONAL_FILES,
   type SetupLocations,
   type SetupState,
   type SetupTool,
@@ -58,6 +59,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [await checkRoot(o.root, root?.from)];
   const agent = checkIdentity(o.agent, namedByTools(found, "agent"), checks);
   checks.push(...checkTools(o, found, agent));
+  checks.push(...(await checkTracked(o, found)));
   checks.push(await checkServer(o, agent));
   checks.push(await checkHook(o, agent));
   return { ok: checks.every((c) => c.status !== "fail"), checks };
@@ -303,6 +305,43 @@ function checkSetUpTool(
   }
   const message = `server in ${state.serverFile}; ${problems.map((p) => p.message).join("; ")}`;
   return bad(state.tool, "warn", message, problems[0]!.fix);
+}
+
+/**
+ * The per-user files of the set-up tools that git tracks: the exclude list setup writes keeps
+ * only untracked files out of a commit, so a file committed before setup is shared again.
+ */
+async function checkTracked(o: DoctorOptions, found: Found[]): Promise<DoctorCheck[]> {
+  const mine = found
+    .filter((f) => "state" in f && f.state.server)
+    .flatMap((f) => PERSONAL_FILES[f.tool].map((path) => ({ tool: f.tool, path })));
+  if (mine.length === 0) return [];
+  const tracked = await gitTracked(
+    o,
+    mine.map((m) => m.path.split(sep).join("/")),
+  );
+  return mine
+    .filter((m) => tracked.has(m.path.split(sep).join("/")))
+    .map((m) =>
+      bad(
+        "git",
+        "warn",
+        `${m.path} (${m.tool}) is tracked by git: it names the agent and the root, and a commit shares them`,
+        `untrack it, keeping your copy: git rm --cached ${shellQuote(m.path)}, then commit`,
+      ),
+    );
+}
+
+/** Which of `paths` (relative to the project folder) git tracks; none outside a repository. */
+function gitTracked(o: DoctorOptions, paths: string[]): Promise<Set<string>> {
+  return new Promise((resolveTracked) => {
+    execFile(
+      "git",
+      ["ls-files", "-z", "--", ...paths],
+      { cwd: o.projectDir, env: o.env, timeout: o.timeoutMs },
+      (err, stdout) => resolveTracked(new Set(err ? [] : stdout.split("\0").filter(Boolean))),
+    );
+  });
 }
 
 /** The longest stdout line read from a child: its answers are a few KiB; a flood is cut short. */

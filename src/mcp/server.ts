@@ -6,6 +6,9 @@ import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
+import { NotifiedRecorder, OwedCounter, presenceLine } from "../features/delivery/mcp.js";
+import { leaseAction } from "../features/leases/mcp.js";
+import { findText } from "../features/search/mcp.js";
 import type { PostInput, ReadResult, Store } from "../store/types.js";
 import {
   CHANNEL_CAPABILITY,
@@ -13,11 +16,8 @@ import {
   pushChannelMessages,
   pushStart,
 } from "./channel-push.js";
-import { NotifiedRecorder, OwedCounter, presenceLine } from "./delivery.js";
-import { findText } from "./find.js";
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
-import { leaseAction } from "./leases.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";
 import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
 import { memberChannels, waitEverywhere } from "./wait-all.js";

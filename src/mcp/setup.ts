@@ -78,7 +78,7 @@ export interface SetupPlan {
  * What each tool's plan says; {@link planSetup} adds where the project is, and keeps the
  * project files in `personal` (relative to projectDir) out of git.
  */
-type ToolPlan = Omit<SetupPlan, "projectDir"> & { personal?: string[] };
+type ToolPlan = Omit<SetupPlan, "projectDir"> & { personal?: readonly string[] };
 
 /** The MCP server's name in every tool's configuration. */
 export const SERVER_NAME = "agent-chat";
@@ -95,6 +95,17 @@ export const UNASKED_TOOLS = [
   "chat_wait",
   "chat_tasks",
 ] as const;
+
+/**
+ * The project files, relative to the project folder, that setup writes for one user (they name
+ * the agent and the root): setup lists them in the repository's exclude file, and doctor warns
+ * when git tracks one all the same.
+ */
+export const PERSONAL_FILES: Readonly<Record<SetupTool, readonly string[]>> = {
+  "claude-code": [join(".claude", "settings.local.json")],
+  codex: [],
+  gemini: [],
+};
 
 /** Claude Code's permission rule for one tool of our server (`mcp__<server>__<tool>`). */
 export const claudeToolRule = (tool: string) => `mcp__${SERVER_NAME}__${tool}`;
@@ -167,7 +178,7 @@ function credentialNote(root: string): string[] {
 }
 
 /** The exclude list with a line for each per-user file that no line names yet. */
-function gitExcludeFile(git: GitExclude, personal: string[]): SetupFile {
+function gitExcludeFile(git: GitExclude, personal: readonly string[]): SetupFile {
   // A leading slash anchors the pattern at the top of the work tree (gitignore(5)).
   const patterns = personal.map((path) => `/${git.prefix}${path.split(sep).join("/")}`);
   const block = `# agent-chat setup: per-user files (identity, root)\n${patterns.join("\n")}\n`;
@@ -487,7 +498,7 @@ function jsonFile(path: string, edit: SettingsEdit): SetupFile {
  */
 function claudePlan(o: SetupOptions): ToolPlan {
   const entry = { type: "stdio", command: o.command, args: ["mcp"], alwaysLoad: true };
-  const local = join(".claude", "settings.local.json");
+  const [local] = PERSONAL_FILES["claude-code"] as [string];
   const hooks = hookGroups(o, "claude", (_event, command) => ({
     type: "command",
     command,
@@ -526,7 +537,7 @@ function claudePlan(o: SetupOptions): ToolPlan {
         : "--wake also wakes an idle session when a message arrives (an async Stop hook that parks until one does); --no-wake takes it out.",
     ],
     todo: [
-      `Claude Code: start \`claude\` in ${o.projectDir} and accept its "trust this folder" question (servers and hooks wait for it); \`claude mcp list\` then shows agent-chat connected. docs/first-run.md lists every question of a first run.`,
+      `Claude Code: start \`claude\` in ${o.projectDir} and answer its "trust this folder" question with "Yes, I trust this folder" (it starts on "No, exit"; servers and hooks wait for it); \`/mcp\` then shows agent-chat connected. docs/first-run.md lists every question of a first run.`,
     ],
   };
 }
@@ -600,7 +611,7 @@ function geminiPlan(o: SetupOptions): ToolPlan {
     todo: o.trust
       ? [`Gemini CLI: start \`gemini\` in ${o.projectDir}; \`gemini mcp list\` shows agent-chat.`]
       : [
-          `Gemini CLI: trust ${o.projectDir} (Gemini runs no server or hook in an untrusted folder): answer its trust question, or run setup again with --trust.`,
+          `Gemini CLI: trust ${o.projectDir} (Gemini runs no server or hook in an untrusted folder): answer its trust question once its banner is drawn (an answer given sooner leaves that session untrusted until gemini is started again), or run setup again with --trust.`,
         ],
   };
 }
@@ -694,7 +705,7 @@ function codexPlan(o: SetupOptions): ToolPlan {
       "--tools-approval approve lets `codex exec` call agent-chat's tools without asking.",
     ],
     todo: [
-      "Codex: start `codex`, open /hooks and trust agent-chat's hooks (Codex runs no hook until you do); `codex mcp get agent-chat` shows the server.",
+      'Codex: start `codex`, open /hooks and trust agent-chat\'s hooks (Codex runs no hook until you do; its first prompt also asks "Trust this folder?" and offers "Trust all and continue" for the hooks); `codex mcp get agent-chat` shows the server.',
     ],
   };
 }

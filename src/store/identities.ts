@@ -1,8 +1,9 @@
 import { AgentChatError } from "../core/errors.js";
-import { META_MAINTAINER } from "../core/governance.js";
 import type { ChannelMeta } from "../core/meta.js";
 import { assertDistinctAgents, identity, sameAgent, validateName } from "../core/names.js";
+import { META_MAINTAINER } from "../features/governance/index.js";
 import { ForwardingStore } from "./forwarding.js";
+import { actingOf, callOperation, defineOperations, OPERATIONS } from "./operations.js";
 import type { InitOptions, Store } from "./types.js";
 
 /** A name a channel declares, and how (for the refusal message). */
@@ -44,70 +45,21 @@ class IdentityGuard extends ForwardingStore {
     return this.inner.init(channel, options);
   }
 
-  override async post(...a: Parameters<Store["post"]>) {
-    await this.admit(a[0], a[1].from);
-    return this.inner.post(...a);
-  }
-
-  override async read(...a: Parameters<Store["read"]>) {
-    await this.admit(a[0], a[1].as);
-    return this.inner.read(...a);
-  }
-
-  override async wait(...a: Parameters<Store["wait"]>) {
-    for (const channel of new Set(a[0])) await this.admit(channel, a[1].as);
-    return this.inner.wait(...a);
-  }
-
-  override async addTask(...a: Parameters<Store["addTask"]>) {
-    await this.admit(a[0], a[1].from);
-    return this.inner.addTask(...a);
-  }
-
-  // Each of these acts as its third argument, the agent.
-  override async claim(...a: Parameters<Store["claim"]>) {
-    await this.admit(a[0], a[2]);
-    return this.inner.claim(...a);
-  }
-
-  override async renew(...a: Parameters<Store["renew"]>) {
-    await this.admit(a[0], a[2]);
-    return this.inner.renew(...a);
-  }
-
-  override async done(...a: Parameters<Store["done"]>) {
-    await this.admit(a[0], a[2]);
-    return this.inner.done(...a);
-  }
-
-  override async release(...a: Parameters<Store["release"]>) {
-    await this.admit(a[0], a[2]);
-    return this.inner.release(...a);
-  }
-
-  override async addPathLease(...a: Parameters<Store["addPathLease"]>) {
-    await this.admit(a[0], a[2]);
-    return this.inner.addPathLease(...a);
-  }
-
-  override async renewPathLease(...a: Parameters<Store["renewPathLease"]>) {
-    await this.admit(a[0], a[2]);
-    return this.inner.renewPathLease(...a);
-  }
-
-  override async releasePathLease(...a: Parameters<Store["releasePathLease"]>) {
-    await this.admit(a[0], a[2]);
-    return this.inner.releasePathLease(...a);
-  }
-
-  override async notify(...a: Parameters<Store["notify"]>) {
-    await this.admit(a[0], a[1]);
-    return this.inner.notify(...a);
-  }
-
   override close(): Promise<void> {
     this.names.clear();
     return this.inner.close();
+  }
+
+  // Every operation that acts as an agent (its row's `actsAs`) admits that name first.
+  static {
+    const acting = OPERATIONS.filter((row) => row.actsAs);
+    defineOperations(IdentityGuard.prototype, acting, async function (row, args) {
+      const [channels, agent] = actingOf(row, args)!;
+      for (const channel of typeof channels === "string" ? [channels] : new Set(channels)) {
+        await this.admit(channel, agent);
+      }
+      return callOperation(this.inner, row.method, args);
+    });
   }
 
   /**

@@ -78,7 +78,8 @@ export function canonicalRoot(root: string | ParsedRoot): string {
     return `${scheme}//${seeds.join(",")}/${nats.namespace}`;
   }
   try {
-    return realpathSync(parsed.path);
+    // The C library's, not a JavaScript walk with an lstat per folder: every command asks.
+    return realpathSync.native(parsed.path);
   } catch {
     return parsed.path;
   }

@@ -11,8 +11,8 @@ import {
   readRootTextSync,
   replaceFile,
 } from "../fsutil/root-files.js";
-import { leaseFileName, MAX_FRONTMATTER_BYTES, TASK_FILE } from "./core/index.js";
 import type { ChannelDump, NatsStore } from "./nats/index.js";
+import { leaseFileName, MAX_FRONTMATTER_BYTES, TASK_FILE } from "./shared/index.js";
 import { DEFAULT_MAX_BODY_BYTES } from "./types.js";
 
 export interface TransferSummary {

@@ -42,6 +42,8 @@ export interface Store {
 
   addTask(channel: string, task: NewTask): Promise<TaskInfo>;
   tasks(channel: string): Promise<TaskInfo[]>;
+  /** One task, as `tasks` lists it (`TASK_NOT_FOUND` when the channel has none by that id). */
+  task(channel: string, task: string): Promise<TaskInfo>;
   /**
    * Grants a lease on an open or expired task: exactly one claimant wins and gets the next
    * fencing token (`token`, 1, 2, … per task, never reused); the others get `CLAIM_LOST`.
@@ -374,7 +376,7 @@ export const DEFAULT_TASK_TTL_MS = 30 * 60_000;
 /** The longest lease: a claim meant to outlive a week is a claim forgotten. */
 export const MAX_TASK_TTL_MS = 7 * 24 * 3_600_000;
 /**
- * How long after its end a lease is still its holder's (src/store/core/skew.ts): the clocks of
+ * How long after its end a lease is still its holder's (src/store/shared/skew.ts): the clocks of
  * hosts sharing a root may differ by this much.
  */
 export const SKEW_GRACE_MS = 5_000;

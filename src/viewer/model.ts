@@ -1,8 +1,9 @@
 import { isAgentChatError } from "../core/errors.js";
 import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
-import { policyOf } from "../core/policy.js";
-import { flattenThread, owedBy } from "../store/core/index.js";
+import { owedBy } from "../features/delivery/index.js";
+import { policyOf } from "../features/governance/index.js";
+import { flattenThread } from "../store/shared/index.js";
 import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
   type ChannelView,

@@ -1,7 +1,6 @@
-import { decide } from "../client/governance.js";
 import { AgentChatError } from "../core/errors.js";
-import { governanceOf, openRequests, type Verdict } from "../core/governance.js";
 import type { Message } from "../core/message.js";
+import { decide, governanceOf, openRequests, type Verdict } from "../features/governance/index.js";
 import type { Store } from "../store/types.js";
 import type { PanelAction, PanelActionResponse, PanelView, RequestItem } from "./api-types.js";
 

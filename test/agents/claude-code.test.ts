@@ -1,5 +1,3 @@
-import { readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ModelStub, startModelStub } from "./model-stub.js";
@@ -33,22 +31,7 @@ const modelEnv = () => ({
   ANTHROPIC_API_KEY: "sk-ant-stand-in",
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
   DISABLE_AUTOUPDATER: "1",
-  // MCP tools are otherwise deferred behind ToolSearch; the stand-in calls chat_post directly.
-  ENABLE_TOOL_SEARCH: "false",
-  // A trusted folder connects servers in the background and the first turn may go without them.
-  MCP_CONNECTION_NONBLOCKING: "false",
 });
-
-/** What answering Claude Code's "trust this folder" question records in ~/.claude.json. */
-function acceptTrustDialog(): void {
-  const path = join(sandbox.home, ".claude.json");
-  const config = JSON.parse(readFileSync(path, "utf8"));
-  config.projects = {
-    ...config.projects,
-    [realpathSync(sandbox.project)]: { hasTrustDialogAccepted: true },
-  };
-  writeFileSync(path, JSON.stringify(config));
-}
 
 /** Every "<event> hook success: <text>" Claude Code put in one request to the model. */
 function hookNotices(body: string): string[] {
@@ -58,7 +41,7 @@ function hookNotices(body: string): string[] {
 }
 
 describe("Claude Code (real binary) after setup claude-code --write", () => {
-  it("connects once the folder is trusted, calls chat_post as the agent, and both hooks reach the model", async () => {
+  it("under claude -p, as set up (no flag, no trust record): calls chat_post as the agent, and both hooks reach the model", async () => {
     await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
     await sandbox.agentChat(["post", "general", "--from", "bob", "--to", "alice", "--body", "hi"]);
     const setup = await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write"]);
@@ -69,27 +52,17 @@ describe("Claude Code (real binary) after setup claude-code --write", () => {
     expect(doctor.stdout).toContain("Claude Code doctor");
     expect(doctor.stdout).not.toMatch(/Invalid settings|did not load/);
 
-    // Until the folder is trusted, a project server waits for approval whatever settings say.
+    // Interactively, a project server waits for the trust question (first-run.test.ts answers
+    // it); `claude -p` asks no question: Claude Code's docs (Security, "Trust verification")
+    // say trust verification is disabled when running non-interactively with -p.
     const before = await runTool(sandbox, claude(), ["mcp", "list"], { env: modelEnv() });
     expect(before.stdout).toMatch(/agent-chat: agent-chat mcp - .*Pending approval/);
-    acceptTrustDialog();
-    const after = await runTool(sandbox, claude(), ["mcp", "list"], { env: modelEnv() });
-    expect(after.stdout).toMatch(/agent-chat: agent-chat mcp - .*Connected/);
 
     // Two prompts in one session: the second comes after bob posted again.
     const child = startTool(
       sandbox,
       claude(),
-      [
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--allowedTools",
-        "mcp__agent-chat__chat_post",
-      ],
+      ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"],
       modelEnv(),
     );
     let stderr = "";

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -32,14 +32,6 @@ const modelEnv = () => ({
   DISABLE_AUTOUPDATER: "1",
   MCP_CONNECTION_NONBLOCKING: "false",
 });
-
-/** What answering Claude Code's "trust this folder" question records in ~/.claude.json. */
-function trustProject(): void {
-  const config = {
-    projects: { [realpathSync(sandbox.project)]: { hasTrustDialogAccepted: true } },
-  };
-  writeFileSync(join(sandbox.home, ".claude.json"), JSON.stringify(config));
-}
 
 /** The parked `hook wait` processes' marks (one per session; gone when the wait ends). */
 const stateDir = () => join(sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
@@ -95,7 +87,6 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
       "--wake",
     ]);
     expect(setup.code, setup.stderr).toBe(0);
-    trustProject();
     // Claude Code's own loader: `claude doctor` lists settings that do not match its schema.
     const doctor = await runTool(sandbox, claude(), ["doctor"], { env: modelEnv() });
     expect(doctor.stdout).toContain("Claude Code doctor");
@@ -212,7 +203,8 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
   it("a one-shot claude -p with the wake hook installed ends as soon as its turn does", async () => {
     await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
     await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write", "--wake"]);
-    trustProject();
+    // No trust question under `claude -p`: Claude Code's docs (Security, "Trust verification")
+    // say it is disabled when running non-interactively with -p; first-run.test.ts answers it.
     const started = Date.now();
     const run = await runTool(sandbox, claude(), ["-p", "Say hi."], { env: modelEnv() });
     const took = Date.now() - started;

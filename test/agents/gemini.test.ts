@@ -7,8 +7,9 @@ import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
 /*
  * The real Gemini CLI (the devDependency @google/gemini-cli) after `agent-chat setup gemini
  * --write`, with a stand-in for the Gemini API on 127.0.0.1 (GOOGLE_GEMINI_BASE_URL): nothing
- * runs in an untrusted folder; once trusted, `gemini -p` calls our tool as the agent and the
- * hooks' notices reach the model and the user.
+ * runs in an untrusted folder; once trusted, `gemini -p` calls our tool as the agent in the
+ * default approval mode (no --approval-mode yolo), and the hooks' notices reach the model and
+ * the user.
  */
 
 let sandbox: Sandbox;
@@ -54,12 +55,8 @@ describe("Gemini CLI (real binary) after setup gemini --write", () => {
     expect(said).toMatch(/agent-chat: agent-chat mcp --as alice \(stdio\) - Disabled/);
 
     expect((await setup("--trust")).code).toBe(0);
-    const run = await runTool(
-      sandbox,
-      gemini(),
-      ["-p", "Say hello in general.", "--approval-mode", "yolo"],
-      { env: env() },
-    );
+    // Default approval mode: the policy file setup wrote allows the chat tools.
+    const run = await runTool(sandbox, gemini(), ["-p", "Say hello in general."], { env: env() });
     expect(run.code, run.stderr).toBe(0);
     // Gemini CLI's loader says nothing of the settings setup wrote.
     expect(run.stderr).not.toMatch(/invalid|error|unknown|deprecated/i);

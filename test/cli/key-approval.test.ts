@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { generateKeyPair, signerFromPem } from "../../src/client/ed25519.js";
 import { approvalText } from "../../src/core/signature.js";
+import { generateKeyPair, signerFromPem } from "../../src/features/trust/ed25519.js";
 import { makeWorld, type World } from "../daemon/harness.js";
 
 let world: World;

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import {
   chmodSync,
+  cpSync,
   existsSync,
   readdirSync,
   readFileSync,
@@ -84,7 +85,7 @@ beforeAll(async () => {
 afterAll(() => tmp.cleanup());
 
 /** Runs the built CLI and returns what it loaded, one module per line. */
-function loadedBy(args: string[], input = "", more: NodeJS.ProcessEnv = {}): string[] {
+function loadedBy(args: string[], input = "", more: NodeJS.ProcessEnv = {}, cli = CLI): string[] {
   const log = join(tmp.dir, `load-${Math.random().toString(36).slice(2)}.log`);
   writeFileSync(log, "");
   const env: NodeJS.ProcessEnv = {
@@ -99,7 +100,7 @@ function loadedBy(args: string[], input = "", more: NodeJS.ProcessEnv = {}): str
     ...more,
   };
   delete env.NODE_OPTIONS;
-  const r = spawnSync(process.execPath, ["--require", recorder, CLI, ...args], {
+  const r = spawnSync(process.execPath, ["--require", recorder, cli, ...args], {
     env,
     input,
     encoding: "utf8",
@@ -156,7 +157,7 @@ describe("start-up: what the commands agents run all the time load", () => {
     const ours = new Set(loaded.filter((m) => m.startsWith(DIST) && m !== CLI));
     expect([...ours].map((m) => m.slice(DIST.length + 1)).sort()).toEqual([
       "hot.cjs",
-      "lazy/client-ed25519.cjs",
+      "lazy/features-trust-ed25519.cjs",
     ]);
   });
 
@@ -284,12 +285,12 @@ describe("the lean entry's command lines", () => {
  * a declaration found in a file is that code bundled into it.
  */
 const COLD: Array<[string, string, string]> = [
-  ["search", "class Searcher", "store-core-search.cjs"],
-  ["search's query parser", "function parseQuery", "store-core-search.cjs"],
-  ["threads", "function findThread", "store-core-thread.cjs"],
+  ["search", "class Searcher", "features-search-search.cjs"],
+  ["search's query parser", "function parseQuery", "features-search-search.cjs"],
+  ["threads", "function findThread", "store-shared-thread.cjs"],
   ["archive and prune", "function archiveChannel", "store-fs-archive.cjs"],
-  ["receipts, explain, who", "class DeliveryQueries", "store-core-delivery-queries.cjs"],
-  ["receipt states", "function receiptFor", "store-core-delivery-queries.cjs"],
+  ["receipts, explain, who", "class DeliveryQueries", "features-delivery-delivery-queries.cjs"],
+  ["receipt states", "function receiptFor", "features-delivery-delivery-queries.cjs"],
   ["the daemon's socket client", "class DaemonClient", "daemon-client.cjs"],
   ["the slash parser (a --json body starting with /)", "function slashOfBody", "core-slash.cjs"],
   ["hook wait", "function runHookWait", "cli-hook-wait.cjs"],
@@ -302,9 +303,9 @@ function declares(text: string, declaration: string): boolean {
 }
 
 /** How each lean file was compiled in that run: "cached", "compiled", or absent (a plain require). */
-function compiledBy(loaded: string[]): Record<string, string> {
+function compiledBy(loaded: string[], dist = DIST): Record<string, string> {
   const lines = loaded.filter((m) => m.startsWith("vm ")).map((m) => m.split(" "));
-  return Object.fromEntries(lines.map(([, file, how]) => [file!.slice(DIST.length + 1), how!]));
+  return Object.fromEntries(lines.map(([, file, how]) => [file!.slice(dist.length + 1), how!]));
 }
 
 const nodeCompileCache = "enableCompileCache" in Module;
@@ -334,12 +335,27 @@ describe.skipIf(nodeCompileCache)(
       // Only the user may read or replace it; nothing is written beside the install.
       expect(statSync(cacheOf(base)).mode & 0o777).toBe(0o700);
       const files = readdirSync(cacheOf(base));
-      expect(files.map((f) => f.replace(/-[0-9a-f]{16}\.v8$/, "")).sort()).toEqual([
+      expect(files.map((f) => f.replace(/(-[0-9a-f]{16}){2}\.v8$/, "")).sort()).toEqual([
         "hook.cjs",
         "hot.cjs",
       ]);
       for (const f of files) expect(statSync(join(cacheOf(base), f)).mode & 0o777).toBe(0o600);
       expect(readdirSync(DIST, { recursive: true }).sort()).toEqual(install);
+    });
+
+    it("two installs side by side each keep their cache (neither removes the other's)", () => {
+      const base = join(tmp.dir, "cache-two");
+      const other = join(tmp.dir, "other-install");
+      cpSync(DIST, join(other, "dist"), { recursive: true });
+      const otherCli = join(other, "dist", "cli.cjs");
+      const how = (cli: string) =>
+        compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }, cli), dirname(cli));
+      expect(how(CLI)).toEqual({ "hot.cjs": "compiled" });
+      expect(how(otherCli)).toEqual({ "hot.cjs": "compiled" });
+      for (let turn = 0; turn < 2; turn++) {
+        expect(how(CLI)).toEqual({ "hot.cjs": "cached" });
+        expect(how(otherCli)).toEqual({ "hot.cjs": "cached" });
+      }
     });
 
     it("ignores a cache it cannot trust and runs as without one", () => {
@@ -411,6 +427,14 @@ describe("start-up: what stays out of the lean files", () => {
     for (const [name, text] of lean) expect(declares(text!, declaration), name).toBe(false);
     expect(declares(readFileSync(join(DIST, "lazy", file), "utf8"), declaration)).toBe(true);
   });
+
+  it.each(["hot.cjs", "hook.cjs", "lazy/daemon-client.cjs"])(
+    "%s bundles no zod: the daemon alone builds the operation table's schemas",
+    (file) => {
+      // zod bundled into a lean file would be read at each start; its module path never loads.
+      expect(readFileSync(join(DIST, file), "utf8")).not.toMatch(/\bZodError\b|\$ZodType/);
+    },
+  );
 });
 
 describe("start-up: a hot command served by a daemon", () => {

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { generateKeyPair, signerFromPem } from "../../src/client/ed25519.js";
 import { openStore } from "../../src/client/open.js";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
-import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
+import { generateKeyPair, signerFromPem } from "../../src/features/trust/ed25519.js";
+import { SKEW_GRACE_MS } from "../../src/store/shared/index.js";
 import type { Store } from "../../src/store/types.js";
 import { waitParked } from "../helpers/parked.js";
 
@@ -558,6 +558,18 @@ export function storeConformance(
       it("claiming a task that does not exist is TASK_NOT_FOUND; bad ids are INVALID_NAME", async () => {
         await expectCode(store.claim("ch", "99", "bob"), "TASK_NOT_FOUND");
         await expectCode(store.claim("ch", "../x", "bob"), "INVALID_NAME");
+      });
+
+      it("task: one task as tasks lists it, by id or file name; TASK_NOT_FOUND, INVALID_NAME", async () => {
+        await store.addTask("ch", { id: "4", title: "one", from: "alice" });
+        await store.addTask("ch", { id: "5", title: "other", from: "alice" });
+        await store.claim("ch", "4", "bob", { ttlMs: 60_000 });
+        const listed = (await store.tasks("ch")).find((t) => t.id === "4");
+        expect(await store.task("ch", "4")).toEqual(listed);
+        expect(await store.task("ch", "task-5.md")).toMatchObject({ id: "5", state: "open" });
+        await expectCode(store.task("ch", "99"), "TASK_NOT_FOUND");
+        await expectCode(store.task("ch", "../x"), "INVALID_NAME");
+        await expectCode(store.task("nowhere", "4"), "CHANNEL_NOT_FOUND");
       });
     });
 

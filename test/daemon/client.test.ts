@@ -181,3 +181,54 @@ describe("DaemonClient requests", () => {
     await expect(call("read", { channel: "c", as: "a", all: true })).resolves.toBeNull();
   });
 });
+
+describe("DaemonClient store operations", () => {
+  /** A fake daemon that answers `info`, and every other request with `answer(request)`. */
+  async function recordingDaemon(answer: (request: Record<string, unknown>) => unknown) {
+    const seen: Array<Record<string, unknown>> = [];
+    const path = await fakeDaemon((socket) =>
+      onRequests(socket, (request) => {
+        seen.push(request);
+        const result = request.op === "info" ? INFO : answer(request);
+        socket.write(`${JSON.stringify({ id: request.id, ok: true, result })}\n`);
+      }),
+    );
+    const client = await DaemonClient.connect(path, { timeoutMs: 5000 });
+    cleanups.push(() => client.close());
+    return { client, seen };
+  }
+
+  it("send each method's arguments as its row's fields, and return the answer", async () => {
+    const { client, seen } = await recordingDaemon((r) => ({ echo: r.op }));
+    await expect(
+      client.renewPathLease("dev", "src/**", "alice", { token: 3, ttlMs: 1000 }),
+    ).resolves.toEqual({ echo: "lease_renew" });
+    await client.addTask("dev", { id: "7", title: "t", from: "bob" });
+    await client.peek("dev", 5, { archived: true });
+    const { id: _a, ...renew } = seen.find((r) => r.op === "lease_renew")!;
+    expect(renew).toEqual({
+      op: "lease_renew",
+      channel: "dev",
+      lease: "src/**",
+      as: "alice",
+      token: 3,
+      ttlMs: 1000,
+    });
+    // The task's id travels as `taskId`: `id` names the request.
+    expect(seen.find((r) => r.op === "add_task")).toMatchObject({ taskId: "7", title: "t" });
+    expect(seen.find((r) => r.op === "peek")).toMatchObject({ count: 5, archived: true });
+    // What the daemon answers for an operation that returns nothing is not passed on.
+    await expect(client.notify("dev", "alice", 4)).resolves.toBeUndefined();
+  });
+
+  it("refuse a signed post instead of sending it without its signature", async () => {
+    const { client, seen } = await recordingDaemon(() => ({ seq: 1 }));
+    const signer = { key: "k", sign: () => "s" };
+    await expect(client.post("dev", { from: "alice", body: "hi", signer })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: /signed post/,
+    });
+    await client.channels();
+    expect(seen.map((r) => r.op)).toEqual(["info", "channels"]);
+  });
+});

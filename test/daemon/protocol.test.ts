@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nestsDeeperThan } from "../../src/daemon/protocol.js";
 import { type Daemon, envelope, makeWorld, RawClient, startDaemon, type World } from "./harness.js";
 
 let world: World;
@@ -470,5 +471,17 @@ describe("the CLI uses the daemon when one runs", () => {
     const bad = await world.cli(["send", "--message", "x", "--metadata", "{nope"]);
     expect(bad.code).toBe(64);
     expect(bad.stderr).toBe("agent-chat: metadata must be valid JSON\n");
+  });
+});
+
+describe("the nesting check before parsing", () => {
+  it("counts brackets outside strings only, escaped quotes included", () => {
+    expect(nestsDeeperThan('{"a":[[1]]}', 3)).toBe(false);
+    expect(nestsDeeperThan('{"a":[[[1]]]}', 3)).toBe(true);
+    expect(nestsDeeperThan('{"a":"[[[[[[{{{{"}', 1)).toBe(false);
+    expect(nestsDeeperThan('{"a":"\\"[[[[","b":1}', 1)).toBe(false);
+    expect(nestsDeeperThan('{"a":"\\\\","b":[[[1]]]}', 3)).toBe(true);
+    // An unclosed string hides what follows it: JSON.parse refuses the line anyway.
+    expect(nestsDeeperThan('{"a":"[[[[[[', 1)).toBe(false);
   });
 });

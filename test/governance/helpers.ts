@@ -1,12 +1,12 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { formatTimestamp, messageFileName, serializeMessage } from "../../src/core/message.js";
 import {
   changeProfile,
   type GovernanceChange,
   profileMetaKeys,
-} from "../../src/core/governance.js";
-import { formatTimestamp, messageFileName, serializeMessage } from "../../src/core/message.js";
+} from "../../src/features/governance/rules.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { collect, startCli } from "../helpers/cli.js";
 

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { govern } from "../../src/client/governance.js";
+import { govern } from "../../src/features/governance/governance.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";

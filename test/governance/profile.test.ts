@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
+import type { Message } from "../../src/core/message.js";
+import { type ChannelMeta, serializeMeta } from "../../src/core/meta.js";
 import {
   changeProfile,
   type GovernanceRequest,
@@ -9,9 +11,7 @@ import {
   openRequests,
   parseBandAssignment,
   withProfile,
-} from "../../src/core/governance.js";
-import type { Message } from "../../src/core/message.js";
-import { type ChannelMeta, serializeMeta } from "../../src/core/meta.js";
+} from "../../src/features/governance/rules.js";
 
 const base: ChannelMeta = {
   channel: "review",

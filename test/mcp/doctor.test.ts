@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -122,6 +123,40 @@ describe("agent-chat doctor", () => {
       `fail  identity: the tools' files name alice (${local}), bob (${join(home, ".codex", "config.toml")}) (pass --as NAME or set AGENT_CHAT_NAME=NAME)`,
     );
     expect((await bare(["doctor", "--as", "bob", "--tool", "codex"])).code).toBe(0);
+  });
+
+  it("warns when a per-user file setup wrote is tracked by git, and says how to untrack it", async () => {
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], {
+        cwd: project,
+        encoding: "utf8",
+      });
+    // Committed before setup: the exclude list setup writes keeps only untracked files out.
+    git("init", "-q");
+    mkdirSync(join(project, ".claude"));
+    writeFileSync(join(project, ".claude", "settings.local.json"), "{}\n");
+    git("add", ".claude/settings.local.json");
+    git("commit", "-q", "-m", "settings");
+    expect((await cli(["setup", "claude-code", "--as", "alice", "--write"])).code).toBe(0);
+
+    const tracked = await cli(["doctor", "--as", "alice"]);
+    // A warning: the setup works, but the next commit shares who the agent is.
+    expect(tracked.code, tracked.stdout).toBe(0);
+    expect(lines(tracked.stdout).git).toBe(
+      "warn  git: .claude/settings.local.json (claude-code) is tracked by git: it names the agent and the root, and a commit shares them (untrack it, keeping your copy: git rm --cached .claude/settings.local.json, then commit)",
+    );
+    const json = await cli(["--json", "doctor", "--as", "alice"]);
+    expect(JSON.parse(json.stdout).checks).toContainEqual(
+      expect.objectContaining({ check: "git", status: "warn" }),
+    );
+
+    // Doing what it says: no warning, and git status no longer offers the file.
+    git("rm", "-q", "--cached", ".claude/settings.local.json");
+    git("commit", "-q", "-m", "untrack");
+    const untracked = await cli(["doctor", "--as", "alice"]);
+    expect(untracked.code).toBe(0);
+    expect(lines(untracked.stdout).git).toBeUndefined();
+    expect(git("status", "--porcelain", "--untracked-files=all")).not.toContain("settings.local");
   });
 
   it("a tool named with --tool that is not set up fails, and the identity comes from the environment", async () => {

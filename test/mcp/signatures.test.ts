@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createIdentity } from "../../src/client/identity.js";
+import { createIdentity } from "../../src/features/trust/identity.js";
 import { tempDir } from "../helpers/tmp.js";
 import { agentFixture } from "./client.js";
 

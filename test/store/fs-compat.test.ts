@@ -5,6 +5,8 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
+  statSync,
   symlinkSync,
   unlinkSync,
   utimesSync,
@@ -125,6 +127,34 @@ describe("posting beside the reference chat.py", () => {
 });
 
 describe("files dropped in by hand", () => {
+  it("a _meta.json edited in place (same size, mtime set back) or replaced is obeyed by a store that read it before", async () => {
+    // A clock past the moment the file was written: the store keeps the text it read.
+    const later = new FsStore(tmp.dir, { now: () => Date.now() + 60_000 });
+    const meta = join(dir, "_meta.json");
+    try {
+      expect((await later.roster("review")).topic).toBe("schema v2");
+      // touch(1) copies the times to the nanosecond (utimes from Node would round them).
+      const stamp = join(tmp.dir, "times");
+      writeFileSync(stamp, "");
+      execFileSync("touch", ["-r", meta, stamp]);
+      const text = readFileSync(meta, "utf8");
+      writeFileSync(meta, text.replace("schema v2", "schema v3"));
+      execFileSync("touch", ["-r", stamp, meta]);
+      expect(statSync(meta, { bigint: true }).mtimeNs).toBe(
+        statSync(stamp, { bigint: true }).mtimeNs,
+      );
+      expect((await later.roster("review")).topic).toBe("schema v3");
+      writeFileSync(join(dir, ".meta.new"), text.replace("schema v2", "schema v4"));
+      execFileSync("touch", ["-r", stamp, join(dir, ".meta.new")]);
+      renameSync(join(dir, ".meta.new"), meta);
+      expect((await later.roster("review")).topic).toBe("schema v4");
+      writeFileSync(meta, readFileSync(meta, "utf8").replace('"alice"', '"carol"'));
+      expect((await later.roster("review")).members).toEqual(["carol", "bob"]);
+    } finally {
+      await later.close();
+    }
+  });
+
   it("a file being written in place by hand is delivered once it is complete, not skipped", async () => {
     const path = join(dir, "0001-human-note.md");
     writeFileSync(path, "---\nseq: 1\nfrom: human\nto: all\ntitle: by hand\n");

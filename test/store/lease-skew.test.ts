@@ -2,8 +2,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { leaseText } from "../../src/cli/commands/hot.js";
 import { AgentChatError } from "../../src/core/errors.js";
-import { SKEW_GRACE_MS } from "../../src/store/core/index.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
+import { SKEW_GRACE_MS } from "../../src/store/shared/index.js";
 import { tempDir } from "../helpers/tmp.js";
 
 /**

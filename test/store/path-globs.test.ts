@@ -3,7 +3,7 @@ import {
   blockedPaths,
   normalizePattern,
   patternsOverlap,
-} from "../../src/store/core/path-globs.js";
+} from "../../src/features/leases/path-globs.js";
 
 describe("path lease patterns", () => {
   it("are put in one form, and refused when they could leave the repository", async () => {

@@ -1,12 +1,16 @@
 import { readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createIdentity } from "../../src/client/identity.js";
 import { openStore } from "../../src/client/open.js";
-import { announcePolicy, setPolicy } from "../../src/client/policy.js";
-import { hasPinnedPolicy, type PinnedPolicyStore } from "../../src/client/signed-store.js";
-import { policyOf } from "../../src/core/policy.js";
-import { POLICY_STATUS, policyChangeExtra, weakenings } from "../../src/core/policy-pin.js";
+import { announcePolicy, setPolicy } from "../../src/features/governance/policy.js";
+import {
+  POLICY_STATUS,
+  policyChangeExtra,
+  weakenings,
+} from "../../src/features/governance/policy-pin.js";
+import { policyOf } from "../../src/features/governance/policy-rules.js";
+import { createIdentity } from "../../src/features/trust/identity.js";
+import { hasPinnedPolicy, type PinnedPolicyStore } from "../../src/features/trust/signed-store.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import type { Store } from "../../src/store/types.js";
 import { tempDir } from "../helpers/tmp.js";

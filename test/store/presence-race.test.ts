@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Delivery, type DeliveryHost, type Note } from "../../src/store/core/delivery.js";
-import { parsePresence } from "../../src/store/core/presence.js";
+import { Delivery, type DeliveryHost, type Note } from "../../src/features/delivery/delivery.js";
+import { parsePresence } from "../../src/features/delivery/presence.js";
 
 /**
  * One agent's presence record, written by revision-checked read-modify-writes that may be slow

@@ -1,8 +1,8 @@
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { generateKeyPair } from "../../src/client/ed25519.js";
-import { readPublishedKey } from "../../src/client/keys.js";
+import { generateKeyPair } from "../../src/features/trust/ed25519.js";
+import { readPublishedKey } from "../../src/features/trust/keys.js";
 import { tempDir } from "../helpers/tmp.js";
 
 describe("published keys in an untrusted root", () => {

@@ -1,12 +1,12 @@
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { decide, requestAction } from "../../src/client/governance.js";
-import { createIdentity } from "../../src/client/identity.js";
-import { unpause } from "../../src/client/loop-guard.js";
 import { openStore } from "../../src/client/open.js";
-import { setPolicy } from "../../src/client/policy.js";
 import { AgentChatError } from "../../src/core/errors.js";
-import { changeProfile, profileMetaKeys } from "../../src/core/governance.js";
+import { decide, requestAction } from "../../src/features/governance/governance.js";
+import { unpause } from "../../src/features/governance/loop-guard.js";
+import { setPolicy } from "../../src/features/governance/policy.js";
+import { changeProfile, profileMetaKeys } from "../../src/features/governance/rules.js";
+import { createIdentity } from "../../src/features/trust/identity.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import type { Store } from "../../src/store/types.js";
 import { referencePost } from "../helpers/reference-writer.js";

@@ -11,16 +11,16 @@ import {
 } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStore } from "../../src/client/open.js";
+import { AgentChatError } from "../../src/core/errors.js";
+import type { Message } from "../../src/core/message.js";
 import {
   createIdentity,
   exportIdentity,
   importIdentity,
   rotateIdentity,
-} from "../../src/client/identity.js";
-import { privateKeyPath, publishedKeyPath } from "../../src/client/keys.js";
-import { openStore } from "../../src/client/open.js";
-import { AgentChatError } from "../../src/core/errors.js";
-import type { Message } from "../../src/core/message.js";
+} from "../../src/features/trust/identity.js";
+import { privateKeyPath, publishedKeyPath } from "../../src/features/trust/keys.js";
 import type { Store } from "../../src/store/types.js";
 import { referencePost } from "../helpers/reference-writer.js";
 import { tempDir } from "../helpers/tmp.js";

@@ -1,7 +1,7 @@
 import { join, resolve } from "node:path";
 import { afterAll } from "vitest";
-import { createIdentity } from "../../src/client/identity.js";
 import { openStore } from "../../src/client/open.js";
+import { createIdentity } from "../../src/features/trust/identity.js";
 import { FsStore } from "../../src/store/fs/index.js";
 import { NatsStore } from "../../src/store/nats/index.js";
 import type { Store } from "../../src/store/types.js";

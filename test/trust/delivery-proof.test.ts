@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { signerFor } from "../../src/client/signing.js";
 import type { AgentChatError } from "../../src/core/errors.js";
 import { formatSigValue, readReceiptText } from "../../src/core/signature.js";
+import { signerFor } from "../../src/features/trust/signing.js";
 import { trustBackends } from "./backends.js";
 
 /**

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { govern } from "../../src/client/governance.js";
+import { govern } from "../../src/features/governance/governance.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { channelWorkspace, recordTurn, runTurn } from "../../src/workspace/index.js";
 import { startCli } from "../helpers/cli.js";

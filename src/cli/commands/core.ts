@@ -1,14 +1,18 @@
 import type { Command } from "commander";
 import { isRelevant } from "../../core/message.js";
-import { policyMetaKeys } from "../../core/policy.js";
+import {
+  addGovernanceOptions,
+  type GovernanceFlags,
+  initGovernanceExtra,
+} from "../../features/governance/cli.js";
+import { type PolicyFlags, policyChange } from "../../features/governance/cli-policy.js";
+import { policyMetaKeys } from "../../features/governance/index.js";
 import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
 import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
-import { addGovernanceOptions, type GovernanceFlags, initGovernanceExtra } from "./governance.js";
 import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText } from "./hot.js";
-import { type PolicyFlags, policyChange } from "./policy.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {

@@ -135,7 +135,11 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         },
       ) => {
         if (tool === "git-hook") {
-          return (await import("./git-guard.js")).setupGitHook(ctx, channels, opts);
+          return (await import("../../features/leases/cli-guard.js")).setupGitHook(
+            ctx,
+            channels,
+            opts,
+          );
         }
         const home = homedir();
         const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");

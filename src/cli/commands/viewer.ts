@@ -62,10 +62,10 @@ async function viewerIdentity(
   ctx: CliContext,
   name: string,
 ): Promise<{ name: string; store: Store }> {
-  const { hasPrivateKey } = await import("../../client/keys.js");
+  const { hasPrivateKey } = await import("../../features/trust/index.js");
   if (!hasPrivateKey(ctx.configDir, name)) {
-    const { createIdentity } = await import("../../client/identity.js");
-    const { place } = await import("./identity.js");
+    const { createIdentity } = await import("../../features/trust/index.js");
+    const { place } = await import("../../features/trust/cli.js");
     await createIdentity(await place(ctx), name);
     ctx.err(`made a key for ${name} (agent-chat id show ${name}); the viewer signs as ${name}\n`);
   }

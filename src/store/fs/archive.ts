@@ -2,6 +2,7 @@ import { lstatSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { type Message, parseMessage, seqOfFileName } from "../../core/message.js";
 import { identity } from "../../core/names.js";
+import { checkArchiveOptions } from "../../features/search/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -9,7 +10,6 @@ import {
   readRootFileSync,
   removeFileEntry,
 } from "../../fsutil/root-files.js";
-import { checkArchiveOptions } from "../core/index.js";
 import type { ArchiveOptions, ArchiveResult, PrunedAgent, PruneOptions } from "../find-types.js";
 
 /**

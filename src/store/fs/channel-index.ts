@@ -2,7 +2,7 @@ import { existsSync, type FSWatcher, promises as fsp, readdirSync, statSync, wat
 import { join } from "node:path";
 import { hasOversizedSeq, seqOfFileName } from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
-import { TASK_FILE } from "../core/index.js";
+import { TASK_FILE } from "../shared/index.js";
 
 /**
  * Which message files a channel folder holds, by seq, without re-reading the folder on every

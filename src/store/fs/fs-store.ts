@@ -11,6 +11,16 @@ import {
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
+import type { Note, NoteKind, PresenceOptions } from "../../features/delivery/index.js";
+import {
+  formatPathLeases,
+  PATH_LEASES_FILE,
+  type PathLease,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
+  parsePathLeases,
+} from "../../features/leases/index.js";
+import { agentsToKeep, checkPruneOptions } from "../../features/search/index.js";
 import {
   abandonedLockLeftover,
   acquireDirLock,
@@ -38,26 +48,14 @@ import {
   replaceFileSync,
   tempName,
 } from "../../fsutil/root-files.js";
+import { FeatureStore, type IndexedFeed } from "../feature-store.js";
 import {
-  agentsToKeep,
-  BackendStore,
-  checkPruneOptions,
-  type Feed,
   formatLease,
-  formatPathLeases,
   type Lease,
   leaseFileName,
   MAX_FRONTMATTER_BYTES,
-  type Note,
-  type NoteKind,
-  PATH_LEASES_FILE,
-  type PathLease,
-  type PathLeaseDoc,
-  type PathLeaseRecord,
   type PostDraft,
-  type PresenceOptions,
   parseLease,
-  parsePathLeases,
   parseTaskFile,
   renderMessage,
   type SafetyNet,
@@ -65,7 +63,7 @@ import {
   TASK_FILE,
   type TaskRecord,
   taskFileName,
-} from "../core/index.js";
+} from "../shared/index.js";
 import {
   type ArchiveOptions,
   type ArchiveResult,
@@ -110,6 +108,21 @@ const HIGH_WATER = ".seq";
  */
 const IN_PROGRESS_MS = 2_000;
 
+/**
+ * A lock refused because the channel folder may not be written, told as the failed write it
+ * stands for (what the message's own file would have said, written before the lock).
+ */
+function notWritable(err: unknown, dir: string): AgentChatError | undefined {
+  const cause = isAgentChatError(err, "IO_ERROR") ? (err as Error).cause : undefined;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== "EACCES" && code !== "EPERM" && code !== "EROFS") return undefined;
+  return wrapIoError(cause, `cannot write message to ${dir}`);
+}
+
+function unreadableNote(name: string, err: unknown): Note {
+  return { name, problem: `cannot be read (${(err as Error).message}); ignored` };
+}
+
 function isChannelName(name: string): boolean {
   try {
     validateName("channel", name);
@@ -140,6 +153,8 @@ const PARSED_CACHE_BYTES = 8 * 1024 * 1024;
 const CLOCK_SLACK_MS = 1_000;
 /** The largest `_meta.json` read (a governance profile included, it is a few KB). */
 const MAX_META_BYTES = 256 * 1024;
+/** How long a `_meta.json` must have been unchanged before its text is kept (coarse clocks). */
+const META_SETTLED_MS = 1_000;
 /** The largest task marker read; a task's text is a title and a short description. */
 const MAX_TASK_BYTES = 1024 * 1024;
 /** The largest lease file read (a token, a holder, times and at most 20 grants: ~2 KB). */
@@ -168,15 +183,24 @@ interface ChannelState {
   parsedBytes: number;
 }
 
+/** A post's temporary file, and the number it was last written under (0: not written yet). */
+interface PendingMessage {
+  tmp: string;
+  render: (seq: number) => string;
+  written: number;
+}
+
 /** A channel as the shared loops see it, with the folder behind it. */
-interface FolderFeed extends Feed {
+interface FolderFeed extends IndexedFeed {
   state: ChannelState;
 }
 
 /** The embedded default: every channel a folder of markdown files, exactly as the SPEC says. */
-export class FsStore extends BackendStore<FolderFeed> {
+export class FsStore extends FeatureStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   private readonly states = new Map<string, ChannelState>();
+  /** Each channel's `_meta.json` as last read, with the lstat it was read under. */
+  private readonly metaTexts = new Map<string, { stamp: string; text: string }>();
   private secret: Promise<string | undefined> | undefined;
 
   constructor(
@@ -232,7 +256,7 @@ export class FsStore extends BackendStore<FolderFeed> {
     let text: string;
     try {
       assertRealDir(dir);
-      text = readRootTextSync(join(dir, META), MAX_META_BYTES);
+      text = this.metaText(join(dir, META));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") {
@@ -245,6 +269,24 @@ export class FsStore extends BackendStore<FolderFeed> {
       throw wrapIoError(err, `cannot read channel ${channel}`);
     }
     return parseMeta(text, channel);
+  }
+
+  /**
+   * A `_meta.json`'s text, read again only when its lstat says it changed: one command asks for
+   * the channel's meta several times (the policy pins, the identity guard, the post itself).
+   * A file that changed within a second of being read is read every time, as a rewrite within
+   * the same coarse clock tick would keep its times (ctime, which no one can set back).
+   */
+  private metaText(path: string): string {
+    const st = lstatSync(path);
+    const stamp = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+    const known = this.metaTexts.get(path);
+    if (known?.stamp === stamp && st.isFile()) return known.text;
+    const readAt = this.now();
+    const text = readRootTextSync(path, MAX_META_BYTES);
+    if (readAt - st.ctimeMs > META_SETTLED_MS) this.metaTexts.set(path, { stamp, text });
+    else this.metaTexts.delete(path);
+    return text;
   }
 
   async updateMeta(
@@ -278,54 +320,40 @@ export class FsStore extends BackendStore<FolderFeed> {
 
   /**
    * Writes the message to a temporary file under the seq this process expects, takes the lock,
-   * allocates the real seq (rewriting the file only if another writer got there first), links it
-   * into place and records the high-water mark. Keeping the write outside the lock keeps the
-   * lock short when many processes post at once.
+   * allocates the real seq (rewriting the file only if another writer got there first, or
+   * writing it only now when this store expects no number yet), links it into place and
+   * records the high-water mark. Keeping the write outside the lock keeps the lock short when
+   * many processes post at once.
    */
   private async postLocked(state: ChannelState, draft: PostDraft): Promise<PostResult> {
     const ts = formatTimestamp();
-    const render = (seq: number) => renderMessage(draft, seq, ts);
-    const tmp = join(state.dir, tempName());
-    let written = Math.max(state.lastSeq, state.index.maxSeq()) + 1;
+    const known = Math.max(state.lastSeq, state.index.maxSeq());
+    const pending: PendingMessage = {
+      tmp: join(state.dir, tempName()),
+      render: (seq) => renderMessage(draft, seq, ts),
+      // A store that has not seen the channel yet (a command's one post) cannot guess its
+      // number: its file is written once, under the lock, not once before and again under it.
+      written: known === 0 ? 0 : known + 1,
+    };
     try {
       // Every time, not once: a long-running daemon or viewer must not follow a channel folder
       // that became a link since (a `git pull` can do that).
       assertRealDir(state.dir);
       // Synchronous file calls from here on: each takes microseconds, and not yielding to the
       // event loop while holding the lock (but for the index's one drain) keeps the lock short.
-      writeFileSync(tmp, render(written), { flag: "wx" });
-      const release = await acquireDirLock(state.dir, this.lockOptions(state));
+      if (pending.written !== 0) {
+        writeFileSync(pending.tmp, pending.render(pending.written), { flag: "wx" });
+      }
+      const release = await acquireDirLock(state.dir, this.lockOptions(state)).catch((err) => {
+        throw notWritable(err, state.dir) ?? err;
+      });
       try {
-        let seq = await this.allocateSeq(state);
-        for (;;) {
-          if (seq > MAX_SEQ) {
-            throw new AgentChatError(
-              "TOO_LARGE",
-              `channel ${draft.channel} has no numbers left: .seq or a message file name holds ` +
-                `${MAX_SEQ}, the largest number; if it was planted, remove it`,
-            );
-          }
-          // A number with any file already at it (a malformed one dropped by hand, say) is
-          // burned, never shared: a reader would otherwise meet two files with one number.
-          if (!state.index.holds(seq)) {
-            if (seq !== written) {
-              writeFileSync(tmp, render(seq));
-              written = seq;
-            }
-            const file = messageFileName(seq, draft.from, draft.title);
-            if (this.publish(tmp, state, file)) {
-              state.lastSeq = seq;
-              this.writeHighWater(state, seq);
-              return { seq, channel: draft.channel, file };
-            }
-          }
-          seq += 1;
-        }
+        return await this.publishNext(state, draft, pending);
       } finally {
         release();
       }
     } catch (err) {
-      rmSync(tmp, { force: true });
+      rmSync(pending.tmp, { force: true });
       if (isAgentChatError(err)) throw err;
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         throw new AgentChatError("CHANNEL_NOT_FOUND", `channel ${draft.channel} is gone`, {
@@ -333,6 +361,37 @@ export class FsStore extends BackendStore<FolderFeed> {
         });
       }
       throw wrapIoError(err, `cannot write message to ${state.dir}`);
+    }
+  }
+
+  /** Under the lock: the message published at the first free number. */
+  private async publishNext(
+    state: ChannelState,
+    draft: PostDraft,
+    pending: PendingMessage,
+  ): Promise<PostResult> {
+    for (let seq = await this.allocateSeq(state); ; seq++) {
+      if (seq > MAX_SEQ) {
+        throw new AgentChatError(
+          "TOO_LARGE",
+          `channel ${draft.channel} has no numbers left: .seq or a message file name holds ` +
+            `${MAX_SEQ}, the largest number; if it was planted, remove it`,
+        );
+      }
+      // A number with any file already at it (a malformed one dropped by hand, say) is
+      // burned, never shared: a reader would otherwise meet two files with one number.
+      if (state.index.holds(seq)) continue;
+      if (seq !== pending.written) {
+        const flag = pending.written === 0 ? "wx" : "w";
+        writeFileSync(pending.tmp, pending.render(seq), { flag });
+        pending.written = seq;
+      }
+      const file = messageFileName(seq, draft.from, draft.title);
+      if (this.publish(pending.tmp, state, file)) {
+        state.lastSeq = seq;
+        this.writeHighWater(state, seq);
+        return { seq, channel: draft.channel, file };
+      }
     }
   }
 
@@ -828,18 +887,26 @@ export class FsStore extends BackendStore<FolderFeed> {
   }
 
   protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
-    const dir = this.notesDir(scope, kind);
-    if (entryKind(join(dir, `${name}${NOTE_SUFFIX}`)) === undefined) return undefined;
-    return this.noteAt(dir, name);
+    // No look before the read (a call more on every post): a missing note is the read's ENOENT.
+    try {
+      return this.noteText(this.notesDir(scope, kind), name);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return code === "ENOENT" || code === "ENOTDIR" ? undefined : unreadableNote(name, err);
+    }
   }
 
   /** A note file; one that is a link, a FIFO, too large or not ours comes back with a problem. */
   private noteAt(dir: string, name: string): Note {
     try {
-      return { name, text: readOwnTextSync(join(dir, `${name}${NOTE_SUFFIX}`), MAX_NOTE_BYTES) };
+      return this.noteText(dir, name);
     } catch (err) {
-      return { name, problem: `cannot be read (${(err as Error).message}); ignored` };
+      return unreadableNote(name, err);
     }
+  }
+
+  private noteText(dir: string, name: string): Note {
+    return { name, text: readOwnTextSync(join(dir, `${name}${NOTE_SUFFIX}`), MAX_NOTE_BYTES) };
   }
 
   /** Replaces the file atomically; the folder has no revisions, so the last writer wins. */

@@ -1,12 +1,12 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
+import type { PresenceEntry } from "../../features/search/index.js";
 import {
   entryKind,
   listRealDir,
   readOwnTextSync,
   removeFileEntry,
 } from "../../fsutil/root-files.js";
-import type { PresenceEntry } from "../core/index.js";
 import type { PrunedPresence, PruneOptions } from "../find-types.js";
 
 const SUFFIX = ".json";
@@ -48,7 +48,7 @@ export function presenceFiles(root: string): PresenceFile[] {
 
 /**
  * Removes the records of agents not seen for `olderThanMs` and not in `keep` (seen lately by
- * their record's own time, or parked: store/core/retention.ts), unless `dryRun`. `who` then
+ * their record's own time, or parked: features/search/retention.ts), unless `dryRun`. `who` then
  * shows such an agent never seen.
  */
 export function prunePresence(

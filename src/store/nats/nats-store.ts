@@ -12,27 +12,28 @@ import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
+import type { Note, NoteKind } from "../../features/delivery/index.js";
 import {
-  BackendStore,
-  type Feed,
-  formatLease,
   formatPathLeases,
-  HOLDER,
-  type Lease,
-  type Note,
-  type NoteKind,
   type PathLeaseDoc,
   type PathLeaseRecord,
+  parsePathLeases,
+} from "../../features/leases/index.js";
+import { FeatureStore } from "../feature-store.js";
+import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
+import { type NatsTarget, parseNatsUrl } from "../roots.js";
+import {
+  type Feed,
+  formatLease,
+  HOLDER,
+  type Lease,
   type PostDraft,
   parseLease,
-  parsePathLeases,
   renderMessage,
   TASK_FILE,
   type TaskRecord,
   taskFileName,
-} from "../core/index.js";
-import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
-import { type NatsTarget, parseNatsUrl } from "../roots.js";
+} from "../shared/index.js";
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
@@ -144,7 +145,7 @@ export interface ChannelDump {
  * - read, wait, peek and watch read through a per-channel ordered consumer that the server
  *   pushes to; after a reconnect it resumes after the last stream seq it delivered.
  */
-export class NatsStore extends BackendStore {
+export class NatsStore extends FeatureStore {
   readonly capabilities: Capabilities = { multiHost: true, specFolder: false };
   readonly location: string;
   readonly namespace: string;

@@ -13,8 +13,12 @@ import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { identity } from "../../core/names.js";
+import {
+  agentsToKeep,
+  checkArchiveOptions,
+  checkPruneOptions,
+} from "../../features/search/index.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
-import { agentsToKeep, checkArchiveOptions, checkPruneOptions } from "../core/index.js";
 import type {
   ArchiveOptions,
   ArchiveResult,
@@ -161,7 +165,7 @@ export interface NatsPruneHost {
 
 /**
  * Prune on NATS: the cursors and presence records not written for `olderThanMs`, except those
- * of agents seen lately or parked (store/core/retention.ts). A KV entry's
+ * of agents seen lately or parked (features/search/retention.ts). A KV entry's
  * own time is when it was last written, as a cursor file's mtime is on a folder (written at each
  * read that moved it; presence at each activity). An entry written after it was listed is kept:
  * each delete is checked against the revision listed.

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { identity } from "../../../core/names.js";
+import { type PathLease, pathLeaseLive, staticBase } from "../../../features/leases/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -8,7 +9,6 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
-import { type PathLease, pathLeaseLive, staticBase } from "../../core/index.js";
 
 /**
  * chat.py 0.7's path locks, `CH/locks/<lock_id>.json`: one record per lock, each naming its

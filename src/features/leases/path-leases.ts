@@ -1,0 +1,446 @@
+import { AgentChatError } from "../../core/errors.js";
+import { oneLine } from "../../core/message.js";
+import { identity, validateName } from "../../core/names.js";
+import { HOLDER, pastGrace } from "../../store/shared/index.js";
+import type {
+  PathLeaseInfo,
+  PathLeaseOptions,
+  ReleaseOptions,
+  RenewOptions,
+} from "../../store/types.js";
+import { MAX_PATTERN_LENGTH, normalizePattern, patternsOverlap } from "./path-globs.js";
+
+/**
+ * Path leases (`lease add CH 'src/**'`): the rules, written once above the backends. A backend
+ * keeps one document per channel (the folder store: `CH/.leases.json`, a name chat.py ignores;
+ * NATS: one KV key) and offers a read and a compare-and-swap write of it ({@link
+ * PathLeaseStorage}); every change here is a read, a decision and a swap, under the channel's
+ * lock where the backend has one, retried when the document changed in between.
+ */
+
+/** One grant, as stored. */
+export interface PathLease {
+  token: number;
+  pattern: string;
+  holder: string;
+  exclusive: boolean;
+  /** Granted at, expires at: ms since the epoch. */
+  at: number;
+  expiresAt: number;
+  ttlMs: number;
+  reason?: string;
+  forced?: string[];
+  /** Not ours but a path lock of chat.py 0.7 (its lock id); token 0, never stored by us. */
+  lock?: string;
+}
+
+/** A channel's path leases. `token` is the last one granted: the next grant gets one more. */
+export interface PathLeaseDoc {
+  token: number;
+  leases: PathLease[];
+}
+
+/** The document as read, with what a swap compares (a file's text, a KV revision). */
+export interface PathLeaseRecord {
+  doc: PathLeaseDoc;
+  version: string | number;
+}
+
+/** What a backend provides. */
+export interface PathLeaseStorage {
+  read(channel: string): Promise<PathLeaseRecord>;
+  /** Stores `doc` unless the document is no longer at `current.version`; false then. */
+  swap(channel: string, current: PathLeaseRecord, doc: PathLeaseDoc): Promise<boolean>;
+  exclusive<T>(channel: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Reservations another implementation keeps in the channel (the folder store: chat.py 0.7's
+   * `locks/*.json`), honoured as exclusive leases of their owners; read under `exclusive`.
+   */
+  foreign(channel: string): Promise<PathLease[]>;
+  /** The channel's default lease (its `task_ttl`, else 30 minutes); validates the channel. */
+  channelTtl(channel: string): Promise<number>;
+  now(): number;
+}
+
+/** A channel holds at most this many path leases (expired ones are dropped first). */
+export const MAX_PATH_LEASES = 1_000;
+/** An expired lease is still listed (who held what, until when) for a day. */
+const KEEP_EXPIRED_MS = 24 * 3_600_000;
+const MAX_REASON = 500;
+const MAX_NUMBER = 2 ** 50;
+/** How often activity looks for leases to renew when none of the holder's is due sooner. */
+const LOOK_MS = 30_000;
+
+export const PATH_LEASES_FILE = ".leases.json";
+
+export function formatPathLeases(doc: PathLeaseDoc): string {
+  return `${JSON.stringify(doc, null, 1)}\n`;
+}
+
+/**
+ * The document as read from storage, which is untrusted: one that is not JSON is empty, a lease
+ * with a bad field is dropped, and the counter never goes below a token still listed.
+ */
+export function parsePathLeases(text: string | undefined): PathLeaseDoc {
+  let value: unknown;
+  try {
+    value = JSON.parse(text ?? "");
+  } catch {
+    return { token: 0, leases: [] };
+  }
+  const v = record(value);
+  const raw = Array.isArray(v.leases) ? v.leases.slice(0, MAX_PATH_LEASES) : [];
+  const leases = raw.map(parseOne).filter((l): l is PathLease => l !== undefined);
+  return { token: Math.max(count(v.token) ?? 0, ...leases.map((l) => l.token)), leases };
+}
+
+function parseOne(value: unknown): PathLease | undefined {
+  const r = record(value);
+  const token = count(r.token);
+  const at = count(r.at);
+  const expiresAt = count(r.expiresAt);
+  const ttlMs = count(r.ttlMs);
+  if (token === undefined || at === undefined || expiresAt === undefined || !ttlMs) return;
+  if (typeof r.holder !== "string" || !HOLDER.test(r.holder)) return;
+  if (typeof r.pattern !== "string" || typeof r.exclusive !== "boolean") return;
+  // Written by anyone with access to the root: a pattern is matched by the guard, so it is
+  // bounded as one given on the command line is (control characters, length).
+  if (r.pattern.length > MAX_PATTERN_LENGTH || /[\u0000-\u001f]/.test(r.pattern)) return;
+  const lease: PathLease = {
+    token,
+    pattern: r.pattern,
+    holder: r.holder,
+    exclusive: r.exclusive,
+    at,
+    expiresAt,
+    ttlMs,
+  };
+  if (typeof r.reason === "string") lease.reason = oneLine(r.reason).slice(0, MAX_REASON);
+  if (Array.isArray(r.forced)) {
+    lease.forced = r.forced.filter((f): f is string => typeof f === "string").slice(0, 20);
+  }
+  return lease;
+}
+
+function record(value: unknown): Record<string, unknown> {
+  return (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
+}
+
+function count(value: unknown): number | undefined {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) < MAX_NUMBER
+    ? (value as number)
+    : undefined;
+}
+
+/** Whether the lease still reserves its paths at `now`: until its end and the skew grace. */
+export function pathLeaseLive(lease: PathLease, now: number): boolean {
+  return !pastGrace(lease.expiresAt, now);
+}
+
+export function pathLeaseInfo(channel: string, lease: PathLease, now: number): PathLeaseInfo {
+  const info: PathLeaseInfo = {
+    token: lease.token,
+    channel,
+    pattern: lease.pattern,
+    holder: lease.holder,
+    exclusive: lease.exclusive,
+    state: pathLeaseLive(lease, now) ? "live" : "expired",
+    grantedAt: new Date(lease.at).toISOString(),
+    expiresAt: new Date(lease.expiresAt).toISOString(),
+  };
+  if (lease.reason !== undefined) info.reason = lease.reason;
+  if (lease.forced !== undefined) info.forced = lease.forced;
+  if (lease.lock !== undefined) info.lock = lease.lock;
+  return info;
+}
+
+/** `bob holds src/** (exclusive, token 3, until 2026-…)`. */
+export function describePathLease(lease: PathLease | PathLeaseInfo): string {
+  const until =
+    typeof lease.expiresAt === "number" ? new Date(lease.expiresAt).toISOString() : lease.expiresAt;
+  if (lease.lock !== undefined) {
+    return `${lease.holder} holds ${lease.pattern} (chat.py path lock ${lease.lock}, until ${until})`;
+  }
+  return (
+    `${lease.holder} holds ${lease.pattern} (${lease.exclusive ? "exclusive" : "shared"}, ` +
+    `token ${lease.token}, until ${until}${lease.reason ? `: ${lease.reason}` : ""})`
+  );
+}
+
+/** The leases of `doc` worth keeping at `now`: expired ones go after a day, oldest first past the cap. */
+function pruned(doc: PathLeaseDoc, now: number): PathLease[] {
+  return doc.leases.filter((l) => now - l.expiresAt < KEEP_EXPIRED_MS);
+}
+
+/** The rules of path leases over a backend's {@link PathLeaseStorage}. */
+export class PathLeaseBook {
+  /** When activity should next look at a holder's leases in a channel (`channel\nholder`). */
+  private readonly nextLook = new Map<string, number>();
+
+  constructor(private readonly storage: PathLeaseStorage) {}
+
+  async list(channel: string): Promise<PathLeaseInfo[]> {
+    await this.storage.channelTtl(channel);
+    const { doc } = await this.storage.read(channel);
+    const foreign = await this.storage.foreign(channel);
+    const now = this.storage.now();
+    return [...pruned(doc, now).sort((a, b) => a.token - b.token), ...foreign].map((l) =>
+      pathLeaseInfo(channel, l, now),
+    );
+  }
+
+  async add(
+    channel: string,
+    given: string,
+    agent: string,
+    options: PathLeaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    validateName("agent", agent);
+    const pattern = await normalizePattern(given);
+    const channelTtl = await this.storage.channelTtl(channel);
+    const ttlMs = options.ttlMs ?? channelTtl;
+    const holder = identity(agent);
+    const exclusive = options.shared !== true;
+    this.nextLook.delete(`${channel}\n${holder}`);
+    return this.changeOne(channel, async (doc, now) => {
+      const leases = pruned(doc, now);
+      const mine = leases.find(
+        (l) => l.holder === holder && l.pattern === pattern && pathLeaseLive(l, now),
+      );
+      const theirs = await this.storage.foreign(channel);
+      const conflicts = await this.conflicts(
+        [...leases, ...theirs],
+        pattern,
+        holder,
+        exclusive,
+        now,
+      );
+      if (conflicts.length > 0 && options.force !== true) {
+        throw new AgentChatError(
+          "CLAIM_LOST",
+          `cannot lease ${pattern}: ${conflicts.map(describePathLease).join("; ")} ` +
+            "(wait for it, ask its holder, or add --force to record yours anyway)",
+        );
+      }
+      const others = leases.filter((l) => l !== mine);
+      if (others.length >= MAX_PATH_LEASES) {
+        throw new AgentChatError(
+          "INVALID_ARGUMENT",
+          `${channel} holds ${MAX_PATH_LEASES} path leases already; release some first`,
+        );
+      }
+      const token = mine?.token ?? doc.token + 1;
+      const lease: PathLease = {
+        token,
+        pattern,
+        holder,
+        exclusive,
+        at: mine?.at ?? now,
+        expiresAt: now + ttlMs,
+        ttlMs,
+      };
+      if (options.reason !== undefined) lease.reason = oneLine(options.reason).slice(0, MAX_REASON);
+      if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
+      return { doc: { token: Math.max(doc.token, token), leases: [...others, lease] }, lease };
+    });
+  }
+
+  async renew(
+    channel: string,
+    target: string,
+    agent: string,
+    options: RenewOptions = {},
+  ): Promise<PathLeaseInfo> {
+    const fallback = await this.storage.channelTtl(channel);
+    return this.asHolder(channel, target, agent, "renew", options.token, (doc, lease, now) => {
+      const ttlMs = options.ttlMs ?? lease.ttlMs ?? fallback;
+      const next = { ...lease, expiresAt: now + ttlMs, ttlMs };
+      return {
+        doc: { ...doc, leases: doc.leases.map((l) => (l === lease ? next : l)) },
+        lease: next,
+      };
+    });
+  }
+
+  async release(
+    channel: string,
+    target: string,
+    agent: string,
+    options: ReleaseOptions = {},
+  ): Promise<PathLeaseInfo> {
+    await this.storage.channelTtl(channel);
+    return this.asHolder(
+      channel,
+      target,
+      agent,
+      "release",
+      options.token,
+      (doc, lease) => ({ doc: { ...doc, leases: doc.leases.filter((l) => l !== lease) }, lease }),
+      "released",
+    );
+  }
+
+  /**
+   * Renewal by activity: the holder's post, read or wait in the channel extends each of its
+   * live path leases with less than two thirds of its length left, by that length from now.
+   * It looks at most every 30 s (sooner when one of its leases is due sooner) and never fails
+   * the operation it rides on.
+   */
+  async keepAlive(channel: string, agent: string): Promise<void> {
+    try {
+      const holder = identity(agent);
+      const key = `${channel}\n${holder}`;
+      const now = this.storage.now();
+      if (now < (this.nextLook.get(key) ?? Number.NEGATIVE_INFINITY)) return;
+      const { doc } = await this.storage.read(channel);
+      const mine = doc.leases.filter((l) => l.holder === holder && pathLeaseLive(l, now));
+      this.nextLook.set(key, Math.min(now + LOOK_MS, ...mine.map(dueAt)));
+      if (!mine.some((l) => now >= dueAt(l))) return;
+      await this.change(channel, async (current, at) => {
+        const leases = current.leases.map((l) =>
+          l.holder === holder && pathLeaseLive(l, at) && at >= dueAt(l)
+            ? { ...l, expiresAt: at + l.ttlMs }
+            : l,
+        );
+        return { doc: { ...current, leases } };
+      });
+      this.nextLook.delete(key);
+    } catch {
+      // A courtesy of activity: the post, read or wait it rode on has succeeded.
+    }
+  }
+
+  /** Live leases of others that a new lease of `holder` on `pattern` would overlap. */
+  private async conflicts(
+    leases: PathLease[],
+    pattern: string,
+    holder: string,
+    exclusive: boolean,
+    now: number,
+  ): Promise<PathLease[]> {
+    const out: PathLease[] = [];
+    for (const l of leases) {
+      if (l.holder === holder || !pathLeaseLive(l, now)) continue;
+      if (!exclusive && !l.exclusive) continue;
+      if (await patternsOverlap(pattern, l.pattern)) out.push(l);
+    }
+    return out;
+  }
+
+  /**
+   * Finds the lease `target` names (its token, or a pattern the agent holds) and applies a
+   * change only its holder may make, while it is live and (given a token) with that token.
+   */
+  private async asHolder(
+    channel: string,
+    target: string,
+    agent: string,
+    verb: string,
+    token: number | undefined,
+    change: (doc: PathLeaseDoc, lease: PathLease, now: number) => Outcome,
+    state?: PathLeaseInfo["state"],
+  ): Promise<PathLeaseInfo> {
+    validateName("agent", agent);
+    if (token !== undefined && (!Number.isSafeInteger(token) || token <= 0)) {
+      throw new AgentChatError("INVALID_ARGUMENT", `a token is a positive integer (got ${token})`);
+    }
+    const me = identity(agent);
+    const pattern = /^\d+$/.test(target) ? undefined : await normalizePattern(target);
+    return this.changeOne(
+      channel,
+      async (doc, now) => {
+        const lease = findLease(doc, target, pattern, me, now);
+        refuseUnlessHolder(lease, me, verb, token, now);
+        return change(doc, lease, now);
+      },
+      state,
+    );
+  }
+
+  /** Read, decide, swap; again when another writer changed the document in between. */
+  private change(
+    channel: string,
+    decide: (doc: PathLeaseDoc, now: number) => Promise<Outcome>,
+  ): Promise<{ lease?: PathLease; now: number }> {
+    return this.storage.exclusive(channel, async () => {
+      for (;;) {
+        const current = await this.storage.read(channel);
+        const now = this.storage.now();
+        const { doc, lease } = await decide(current.doc, now);
+        if (await this.storage.swap(channel, current, doc)) {
+          return lease === undefined ? { now } : { lease, now };
+        }
+      }
+    });
+  }
+
+  /** {@link change} for one lease, described as callers see it. */
+  private async changeOne(
+    channel: string,
+    decide: (doc: PathLeaseDoc, now: number) => Promise<Outcome>,
+    state?: PathLeaseInfo["state"],
+  ): Promise<PathLeaseInfo> {
+    const { lease, now } = await this.change(channel, decide);
+    const info = pathLeaseInfo(channel, lease as PathLease, now);
+    if (state !== undefined) info.state = state;
+    return info;
+  }
+}
+
+interface Outcome {
+  doc: PathLeaseDoc;
+  lease?: PathLease;
+}
+
+/** When a live lease is due for renewal by activity: a third of its length has passed. */
+function dueAt(lease: PathLease): number {
+  return lease.expiresAt - (lease.ttlMs * 2) / 3;
+}
+
+/**
+ * The lease `target` names: by token, any lease; by pattern, the agent's own (live first),
+ * else another agent's live one (so that the refusal names its holder).
+ */
+function findLease(
+  doc: PathLeaseDoc,
+  target: string,
+  pattern: string | undefined,
+  me: string,
+  now: number,
+): PathLease {
+  const found =
+    pattern === undefined
+      ? doc.leases.find((l) => l.token === Number(target))
+      : (doc.leases.find(
+          (l) => l.pattern === pattern && l.holder === me && pathLeaseLive(l, now),
+        ) ??
+        doc.leases.find((l) => l.pattern === pattern && l.holder === me) ??
+        doc.leases.find((l) => l.pattern === pattern && pathLeaseLive(l, now)));
+  if (!found) {
+    throw new AgentChatError(
+      "NOT_FOUND",
+      `no path lease ${pattern === undefined ? `with token ${target}` : `on ${pattern}`}`,
+    );
+  }
+  return found;
+}
+
+function refuseUnlessHolder(
+  lease: PathLease,
+  me: string,
+  verb: string,
+  token: number | undefined,
+  now: number,
+): void {
+  const refuse = (why: string) => {
+    throw new AgentChatError("NOT_HOLDER", `path lease ${lease.token} on ${lease.pattern} ${why}`);
+  };
+  if (lease.holder !== me)
+    refuse(`is not yours: ${describePathLease(lease)}; only its holder can ${verb} it`);
+  if (!pathLeaseLive(lease, now)) {
+    refuse(`expired at ${new Date(lease.expiresAt).toISOString()}; lease the paths again`);
+  }
+  if (token !== undefined && token !== lease.token) {
+    refuse(`is held with token ${lease.token}; token ${token} is stale`);
+  }
+}
