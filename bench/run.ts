@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
+import agentWakeBench from "./agent-wake.js";
 import clusterBench from "./cluster.js";
 import daemonBench from "./daemon.js";
 import deliveryBench from "./delivery.js";
@@ -21,7 +22,7 @@ if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
   --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, cluster, leases,
-                   mcp, wake, delivery, search)
+                   mcp, wake, agent wake, delivery, search)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
@@ -41,6 +42,7 @@ const modules: BenchModule[] = [
   clusterBench,
   mcpBench,
   wakeBench,
+  agentWakeBench,
   deliveryBench,
   searchBench,
 ];

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, watch } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
 import type { IPty } from "@lydell/node-pty";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
 import { UnreadCounter } from "../mcp/unread.js";
@@ -5,6 +8,7 @@ import { memberChannels } from "../mcp/wait-all.js";
 import { waitForNews } from "../mcp/wake.js";
 import type { Store } from "../store/types.js";
 import { lastSeqs } from "./hook-wait.js";
+import type { TurnState } from "./turn-mark.js";
 
 /** The one line typed into an idle session: ours alone, never a message's text. */
 export function runNotice(agent: string): string {
@@ -19,36 +23,109 @@ export function runNotice(agent: string): string {
  * for a paste, in which Enter is a new line, not a submit.
  */
 const ENTER_AFTER_MS = 200;
+/** How long after Enter the prompt hook may take to mark the turn started, and how often. */
+const TURN_START_WAIT_MS = 1_500;
+const ENTER_TRIES = 3;
+/** The longest wait for the tool to draw a typed line before its Enter goes anyway. */
+const ECHO_WAIT_MS = 2_000;
 
 /** How long a round of `waitForNews` lasts before it starts over (it never needs to end). */
 const NEWS_ROUND_MS = 3_600_000;
 
 /**
- * When the session may be typed into: nothing came out of the agent and nothing was typed for
- * `quietMs`, and the user's line is empty (the last key was Enter or Ctrl-C, or none yet).
+ * When the session may be typed into: the user's line is empty (the last key was Enter or
+ * Ctrl-C, or none yet), and either the tool's own stop hook marked its turn ended since the
+ * last prompt was sent (`turn`, under setup's hooks), or nothing came out of the agent and
+ * nothing was typed for `quietMs` (any tool: a screen that keeps redrawing is slower to count).
  */
 export class IdleGate {
   private lastActivity = Date.now();
   private lineDirty = false;
+  private lastSubmit = 0;
+  private turnEnded = -1;
+  private turnStarted = 0;
 
   constructor(private readonly quietMs: number) {}
 
-  output(): void {
+  /** When the agent last printed, on the `performance.now()` clock. */
+  outputAt = 0;
+
+  /** Whether the tool has turned on bracketed paste (it reads a marked paste as one). */
+  bracketedPaste = false;
+
+  output(data = ""): void {
     this.lastActivity = Date.now();
+    this.outputAt = performance.now();
+    const on = data.lastIndexOf("\x1b[?2004h");
+    const off = data.lastIndexOf("\x1b[?2004l");
+    if (on !== off) this.bracketedPaste = on > off;
   }
 
   keys(data: string): void {
     this.lastActivity = Date.now();
     // An escape sequence (an arrow, a function key) leaves the line as it was.
     if (data.startsWith("\x1b")) return;
+    if (this.lineDirty && /\r$/.test(data)) this.lastSubmit = Date.now();
     this.lineDirty = !/[\r\n\x03\x04]$/.test(data);
+  }
+
+  /** A line of ours was sent as a prompt: the tool is at work until its hook says otherwise. */
+  submitted(): void {
+    this.lastSubmit = Date.now();
+    this.lastActivity = Date.now();
+  }
+
+  /** The tool's hook marked its turn started or ended. */
+  turn(state: TurnState): void {
+    if (state === "idle") this.turnEnded = Date.now();
+    else this.turnStarted = Date.now();
+  }
+
+  /** Whether the tool's hooks mark its turns (then a turn started since `since` is seen). */
+  get marksTurns(): boolean {
+    return this.turnEnded >= 0;
+  }
+
+  startedSince(since: number): boolean {
+    return this.turnStarted >= since;
   }
 
   /** Milliseconds until it is idle if nothing happens meanwhile; undefined while a line is half typed. */
   idleIn(): number | undefined {
     if (this.lineDirty) return undefined;
+    if (this.turnEnded >= this.lastSubmit && this.turnEnded >= this.turnStarted) return 0;
     return Math.max(0, this.lastActivity + this.quietMs - Date.now());
   }
+}
+
+/**
+ * A private folder for the turn marks of the agent's hooks (see turn-mark.ts): `path` goes in
+ * the agent's environment; each new mark in it reaches the gate; `close` removes the folder.
+ */
+export function watchTurnMarks(gate: IdleGate): { path: string; close(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "agent-chat-run-"));
+  const path = join(dir, "turn");
+  let last = "";
+  // A mark lands by a rename onto `turn`; the events of its temporary file are not news.
+  const watcher = watch(dir, (_event, name) => {
+    if (name !== basename(path)) return;
+    let state: string;
+    try {
+      state = readFileSync(path, "utf8");
+    } catch {
+      return;
+    }
+    if (state === last || (state !== "busy" && state !== "idle")) return;
+    last = state;
+    gate.turn(state);
+  });
+  return {
+    path,
+    close: () => {
+      watcher.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export interface AgentRunIo {
@@ -87,6 +164,9 @@ export async function runUnderPty(
   }
 }
 
+/** The signals that end a terminal program from outside; run hands them to the agent. */
+const PASSED_SIGNALS: readonly NodeJS.Signals[] = ["SIGTERM", "SIGHUP"];
+
 /** The user's terminal and the pseudo-terminal joined; returns what undoes it. */
 function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void {
   const { stdin, stdout } = io;
@@ -101,9 +181,13 @@ function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void 
   const onEnd = () => pty.write("\x04");
   const onResize = () => pty.resize(stdout.columns, stdout.rows);
   const output = pty.onData((data) => {
-    gate.output();
+    gate.output(data);
     stdout.write(data);
   });
+  // Ended from outside (kill, a closed terminal), run ends the agent the same way and still
+  // waits for it, so that nothing it started outlives the session unseen.
+  const onSignal = (signal: NodeJS.Signals) => pty.kill(signal);
+  for (const signal of PASSED_SIGNALS) process.on(signal, onSignal);
   stdin.on("data", onKeys);
   stdin.on("end", onEnd);
   stdout.on("resize", onResize);
@@ -113,6 +197,7 @@ function connectTerminal(pty: IPty, gate: IdleGate, io: AgentRunIo): () => void 
     stdin.off("data", onKeys);
     stdin.off("end", onEnd);
     stdout.off("resize", onResize);
+    for (const signal of PASSED_SIGNALS) process.off(signal, onSignal);
     if (raw) stdin.setRawMode(false);
     stdin.pause();
   };
@@ -143,7 +228,8 @@ async function wakeLoop(
     told = await lastSeqs(store, await memberChannels(store, agent));
     const { channel, seq } = result.message;
     told[channel] = Math.max(told[channel] ?? 0, seq);
-    await typeLine(pty, runNotice(agent));
+    await typeLine(pty, gate, runNotice(agent));
+    gate.submitted();
     await new NotifiedRecorder(store, agent).told(counter.upTo);
   }
 }
@@ -152,13 +238,44 @@ async function whenIdle(gate: IdleGate, alive: () => boolean): Promise<void> {
   for (;;) {
     const wait = gate.idleIn();
     if (wait === 0 || !alive()) return;
-    // A half-typed line is looked at again every 100 ms until the user sends or clears it.
-    await new Promise((resolve) => setTimeout(resolve, wait ?? 100));
+    // Looked at again at least every 100 ms: a half-typed line may be sent or cleared, and the
+    // tool's hook may mark its turn ended before the quiet period is over.
+    await new Promise((resolve) => setTimeout(resolve, Math.min(wait ?? 100, 100)));
   }
 }
 
-async function typeLine(pty: IPty, line: string): Promise<void> {
-  pty.write(line);
+/**
+ * The line, then Enter once the tool has drawn it (or `ECHO_WAIT_MS` passed). A TUI that takes
+ * a burst of keys for a paste may count an Enter soon after it as part of it, a new line (seen
+ * in Codex on a loaded machine: the notice left unsent in its input box): where the tool has
+ * turned bracketed paste on, the line goes as a marked paste, so that its end is certain.
+ */
+async function typeLine(pty: IPty, gate: IdleGate, line: string): Promise<void> {
+  const typed = performance.now();
+  pty.write(gate.bracketedPaste ? `\x1b[200~${line}\x1b[201~` : line);
+  const deadline = typed + ECHO_WAIT_MS;
+  while (gate.outputAt <= typed && performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   await new Promise((resolve) => setTimeout(resolve, ENTER_AFTER_MS));
-  pty.write("\r");
+  await pressEnter(pty, gate);
+}
+
+/**
+ * Enter, again while the tool's prompt hook does not mark a turn started: a TUI may still take
+ * an Enter soon after a paste for a new line (seen in Gemini CLI on a loaded machine, the
+ * notice left in its input box). An Enter too many meets an empty input box, which sends
+ * nothing. A tool without turn marks gets one Enter.
+ */
+async function pressEnter(pty: IPty, gate: IdleGate): Promise<void> {
+  const since = Date.now();
+  for (let tries = 1; ; tries++) {
+    pty.write("\r");
+    if (!gate.marksTurns || tries === ENTER_TRIES) return;
+    const deadline = performance.now() + TURN_START_WAIT_MS;
+    while (!gate.startedSince(since) && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    if (gate.startedSince(since)) return;
+  }
 }

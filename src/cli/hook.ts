@@ -18,6 +18,7 @@ import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Harness, Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
 import { readStdinReady } from "./stdio.js";
+import { markTurn, TURN_MARK_ENV } from "./turn-mark.js";
 import { oneOf, UsageError } from "./usage.js";
 
 /** The host tool a hook runs in, by the form of its output, for presence. */
@@ -92,6 +93,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     }
     const format = args.format ? oneOf(args.format, HOOK_FORMATS, "--format") : detectFormat(input);
     const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
+    markRunTurn(io, event);
     // The session started a turn: a parked `hook wait` must no longer wake it.
     if (event === "prompt" && input.session_id !== undefined) {
       await clearWaiter(io.stateDir, agent, input.session_id);
@@ -113,6 +115,18 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     io.err(`agent-chat hook: ${(err as Error).message}\n`);
   }
   return 0;
+}
+
+/** Under `agent-chat run`: the turn starts at the prompt hook and ends at the stop hook. */
+function markRunTurn(io: HookIo, event: HookEvent): void {
+  const path = io.env[TURN_MARK_ENV];
+  if (!path || event === "session-start") return;
+  try {
+    markTurn(path, event === "prompt" ? "busy" : "idle");
+  } catch (err) {
+    // run is gone (its folder with it) or the file is not ours to write: the notice still counts.
+    io.err(`agent-chat hook: cannot mark the turn for agent-chat run: ${(err as Error).message}\n`);
+  }
 }
 
 async function printNotice(

@@ -287,6 +287,10 @@ function checkTools(o: DoctorOptions, found: Found[], agent: string | undefined)
     }
     return checkSetUpTool(o, f.state, agent, setupCommand(f.tool));
   });
+  // Which path wakes each set-up tool's idle session, read from the files setup wrote.
+  for (const f of found) {
+    if ("state" in f && f.state.server) checks.push(ok(`${f.tool} wake`, f.state.wake));
+  }
   const setUp = found.some((f) => "state" in f && f.state.server);
   if (!setUp && !o.toolsChosen) {
     checks.push(

@@ -116,12 +116,6 @@ const HOOK_TIMEOUT_SECONDS = 10;
 
 export function planSetup(options: SetupOptions): SetupPlan {
   validateName("agent", options.agent);
-  if (options.wake && options.tool !== "claude-code") {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      `--wake is for claude-code: ${options.tool === "codex" ? "Codex" : "Gemini CLI"} has no supported way to wake an idle session; its next prompt's hook notice tells what arrived meanwhile (docs/mcp.md, "Waking an idle agent")`,
-    );
-  }
   const plan = (() => {
     switch (options.tool) {
       case "claude-code":
@@ -139,8 +133,35 @@ export function planSetup(options: SetupOptions): SetupPlan {
       `Kept out of git: ${personal.join(", ")} (it names you), listed in ${options.git.excludeFile}, the repository's own ignore file that is never committed.`,
     );
   }
-  const notes = [...rest.notes, ...credentialNote(options.root)];
-  return { ...rest, notes, projectDir: resolve(options.projectDir) };
+  const wake = options.wake && options.tool !== "claude-code" ? runWakeSteps(options) : undefined;
+  const notes = [...rest.notes, ...(wake ? [wake.note] : []), ...credentialNote(options.root)];
+  const todo = wake ? [...rest.todo, wake.todo] : rest.todo;
+  return { ...rest, notes, todo, projectDir: resolve(options.projectDir) };
+}
+
+/** The command line that starts `tool` under `agent-chat run` as the agent, for the user to use. */
+export function runWakeCommand(
+  o: Pick<SetupOptions, "command" | "root" | "agent">,
+  tool: string,
+): string {
+  return [o.command, "--root", o.root, "run", "--as", o.agent, "--", tool]
+    .map(shellQuote)
+    .join(" ");
+}
+
+/**
+ * Codex and Gemini CLI start a turn only on input (docs/delivery.md, "Waking an idle session,
+ * per harness"): their wake path is `agent-chat run`, which types a fixed notice into the idle
+ * session. The prompt and stop hooks setup writes anyway mark where each turn starts and ends,
+ * so run knows the session is idle the moment its turn ends.
+ */
+function runWakeSteps(o: SetupOptions): { note: string; todo: string } {
+  const [name, command, stop] =
+    o.tool === "codex" ? ["Codex", "codex", "Stop"] : ["Gemini CLI", "gemini", "AfterAgent"];
+  return {
+    note: `Wake: ${name} starts a turn only on input, so started under \`agent-chat run\` it is woken by one fixed notice line (never a message's text) typed when a message for ${o.agent} arrives while it is idle; its ${stop} hook marks the end of each turn.`,
+    todo: `${name}: start it as \`${runWakeCommand(o, command)}\` (add ${command}'s own arguments after it) so that a message wakes it when idle.`,
+  };
 }
 
 /**
@@ -771,6 +792,8 @@ export interface SetupState {
   pending?: string;
   /** What else setup writes that the files lack, said as what the user will meet. */
   gaps: string[];
+  /** How the tool's idle session is woken by a message, as its files set it up. */
+  wake: string;
 }
 
 /**
@@ -859,11 +882,26 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
     server: entry != null,
     hooksFile,
     missingHooks,
+    wake: wakePath(tool, hooks, missingHooks),
     ...(agent !== undefined && { agent }),
     ...(root !== undefined && { root }),
     ...(pending !== undefined && { pending }),
     gaps,
   };
+}
+
+/** The wake path the hooks setup wrote give a tool (docs/delivery.md, per harness). */
+function wakePath(tool: SetupTool, hooks: Json, missingHooks: string[]): string {
+  if (tool === "claude-code") {
+    return hasWakeHook(hooks)
+      ? "native: the rewake Stop hook (hook wait) wakes the idle session"
+      : "none: setup claude-code --wake adds the rewake hook (or start it under agent-chat run)";
+  }
+  const [command, stop] = tool === "codex" ? ["codex", "Stop"] : ["gemini", "AfterAgent"];
+  const idle = missingHooks.includes(stop)
+    ? `idle after a quiet screen (no ${stop} hook)`
+    : `idle when its ${stop} hook ends a turn`;
+  return `the agent-chat run wrapper, when started as \`agent-chat run --as NAME -- ${command}\` (${idle})`;
 }
 
 /** What Claude Code's files lack for the agent to see and call the tools unasked. */

@@ -1,11 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
+import { stopCodexDaemon } from "./wake-session.js";
 
 /*
  * The first run a user meets, in each real tool: a fresh HOME and a fresh git repository,
@@ -194,7 +195,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
           "1 unread agent-chat message for alice (general: 1). Read them with the chat_read tool",
         );
       } finally {
-        await stopCodexDaemon(env);
+        await stopCodexDaemon(sandbox, env);
       }
     },
     FIRST_RUN_MS,
@@ -272,21 +273,4 @@ async function codexUserConfig(): Promise<Record<string, string>> {
     ].join("\n"),
   );
   return { CODEX_HOME: codexHome };
-}
-
-/**
- * Codex's TUI starts a shared background server from CODEX_HOME that outlives it: stopped the
- * way Codex says, then any process of it still running from this sandbox's CODEX_HOME.
- */
-async function stopCodexDaemon(env: Record<string, string>): Promise<void> {
-  await runTool(sandbox, toolBinary("codex"), ["app-server", "daemon", "stop"], { env });
-  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
-    let command: string;
-    try {
-      command = readFileSync(join("/proc", pid, "cmdline"), "utf8");
-    } catch {
-      continue;
-    }
-    if (command.startsWith(join(env.CODEX_HOME!, "packages"))) process.kill(Number(pid));
-  }
 }

@@ -8,9 +8,16 @@ import type { AddressInfo } from "node:net";
  * only if the request offers that tool), then answers with plain text. Every request is kept, so
  * a test can look for what hooks added to it and what the tools gave back.
  */
+export interface StubRequest {
+  path: string;
+  body: string;
+  /** When it arrived whole, on this process's `performance.now()` clock. */
+  at: number;
+}
+
 export interface ModelStub {
   url: string;
-  requests: { path: string; body: string }[];
+  requests: StubRequest[];
   close(): Promise<void>;
 }
 
@@ -18,6 +25,8 @@ export interface StubCall {
   /** The end of the tool's name as the host lists it (hosts prefix MCP tools with the server). */
   toolSuffix: string;
   args: Record<string, unknown>;
+  /** Made only in a conversation whose request holds this text (e.g. a notice typed into it). */
+  onlyIf?: string;
 }
 
 export interface StubScript {
@@ -33,7 +42,7 @@ function nextCall(script: StubScript, results: number): StubCall | undefined {
 }
 
 export async function startModelStub(script: StubScript): Promise<ModelStub> {
-  const requests: { path: string; body: string }[] = [];
+  const requests: StubRequest[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
     req.setEncoding("utf8");
@@ -41,9 +50,10 @@ export async function startModelStub(script: StubScript): Promise<ModelStub> {
       body += d;
     });
     req.on("end", () => {
-      requests.push({ path: req.url ?? "", body });
+      requests.push({ path: req.url ?? "", body, at: performance.now() });
       try {
-        route(req, res, body, script);
+        const calls = script.calls.filter((c) => c.onlyIf === undefined || body.includes(c.onlyIf));
+        route(req, res, body, { ...script, calls });
       } catch (err) {
         res.writeHead(500, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: String(err) } }));

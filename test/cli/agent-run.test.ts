@@ -38,7 +38,7 @@ interface Session {
   exit: Promise<number | null>;
 }
 
-function startRun(): Session {
+function startRun(idleAfter = IDLE_AFTER): Session {
   const child = spawn(
     process.execPath,
     [
@@ -49,12 +49,20 @@ function startRun(): Session {
       "--as",
       "alice",
       "--idle-after",
-      IDLE_AFTER,
+      idleAfter,
       "--",
       "node",
       FAKE_AGENT,
     ],
-    { stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, AGENT_CHAT_NAME: undefined } },
+    {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: {
+        ...process.env,
+        AGENT_CHAT_NAME: undefined,
+        AGENT_CHAT_ROOT: root,
+        FAKE_AGENT_CLI: CLI,
+      },
+    },
   );
   children.push(child);
   let out = "";
@@ -143,6 +151,30 @@ describe("agent-chat run", () => {
     run.child.stdin!.write("ne\r");
     await run.until(gotNotice);
     expect(given(run.output())).toEqual(["half a line", NOTICE]);
+    run.child.stdin!.write("quit\r");
+    expect(await run.exit).toBe(7);
+  });
+
+  it("counts the session idle once the agent's own stop hook marks its turn ended, however its screen keeps redrawing", async () => {
+    // A quiet period that never passes in this test: only the hooks' mark can make it idle.
+    const run = startRun("600");
+    await run.until(/> /);
+    run.child.stdin!.write("hooked\r");
+    await run.until(/turn ended/);
+    await post("after the turn");
+    await run.until(gotNotice);
+    expect(given(run.output())).toEqual(["hooked", NOTICE]);
+    run.child.stdin!.write("quit\r");
+    expect(await run.exit).toBe(7);
+  });
+
+  it("types the notice as a marked paste into a tool that turned bracketed paste on, so its Enter sends it", async () => {
+    const run = startRun();
+    await run.until(/> /);
+    run.child.stdin!.write("paste-mode\r");
+    await run.until(/got: paste-mode/);
+    await post("pasted");
+    await run.until(new RegExp(`got: \x1b\\[200~${escaped(NOTICE)}\x1b\\[201~`));
     run.child.stdin!.write("quit\r");
     expect(await run.exit).toBe(7);
   });

@@ -1,6 +1,10 @@
 // A stand-in for an agent's interactive CLI, run under `agent-chat run`: it prints a prompt,
 // answers each line it is given with `got: LINE`, "works" (prints for a while) on `work`, exits
-// 7 on `quit`, and 130 on Ctrl-C (SIGINT from the terminal).
+// 7 on `quit`, and 130 on Ctrl-C (SIGINT from the terminal). On `hooked` it takes a turn as a
+// tool with agent-chat's hooks does: `hook prompt`, then `hook stop` (of the CLI named by
+// FAKE_AGENT_CLI), and from then on redraws its screen forever, as a TUI's status line does,
+// and runs both hooks around every line it is given (an empty one, as a TUI, it ignores).
+import { execFileSync } from "node:child_process";
 import { createInterface } from "node:readline";
 
 process.on("SIGINT", () => {
@@ -11,7 +15,11 @@ const prompt = () => process.stdout.write("> ");
 const lines = createInterface({ input: process.stdin, terminal: false });
 lines.on("line", (line) => {
   if (line === "quit") process.exit(7);
+  if (hooked && line === "") return;
   process.stdout.write(`got: ${line}\n`);
+  if (line === "hooked" || hooked) return hookedTurn();
+  // A TUI that reads a marked paste as one (bracketed paste mode on).
+  if (line === "paste-mode") process.stdout.write("\x1b[?2004h");
   if (line !== "work") return prompt();
   let ticks = 0;
   const timer = setInterval(() => {
@@ -23,3 +31,19 @@ lines.on("line", (line) => {
   }, 50);
 });
 prompt();
+
+function hook(event) {
+  const args = [process.env.FAKE_AGENT_CLI, "hook", event, "--as", "alice", "--format", "codex"];
+  execFileSync(process.execPath, args, { input: "{}", stdio: ["pipe", "ignore", "inherit"] });
+}
+
+let hooked = false;
+
+function hookedTurn() {
+  hook("prompt");
+  if (!hooked) setInterval(() => process.stdout.write("\x1b[s~\x1b[u"), 20);
+  hooked = true;
+  hook("stop");
+  process.stdout.write("turn ended\n");
+  prompt();
+}

@@ -316,6 +316,7 @@ describe("agent-chat doctor", () => {
       "claude-code",
       "codex",
       "gemini",
+      "claude-code wake",
       "server",
       "hook",
     ]);
@@ -390,6 +391,28 @@ describe("agent-chat doctor", () => {
       "fail  server: no answer to tools/list within 1 ms (run it yourself to see why: agent-chat mcp --as alice)",
     );
     expect(l.hook).toMatch(/^fail {2}hook: did not finish within 1 ms \(run it yourself/);
+  });
+
+  it("says which path wakes each set-up tool's idle session, from the files setup wrote", async () => {
+    mkdirSync(root);
+    const wakeLine = (stdout: string, tool: string) =>
+      stdout.split("\n").find((line) => line.startsWith(`ok    ${tool} wake: `));
+    await cli(["setup", "claude-code", "--as", "alice", "--write"]);
+    const plain = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
+    expect(wakeLine(plain.stdout, "claude-code")).toContain("none: setup claude-code --wake adds");
+    await cli(["setup", "claude-code", "--as", "alice", "--write", "--wake"]);
+    const woken = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
+    expect(wakeLine(woken.stdout, "claude-code")).toContain("native: the rewake Stop hook");
+    await cli(["setup", "codex", "--as", "alice", "--write", "--wake"]);
+    const codex = await cli(["doctor", "--as", "alice", "--tool", "codex"]);
+    expect(wakeLine(codex.stdout, "codex")).toBe(
+      "ok    codex wake: the agent-chat run wrapper, when started as `agent-chat run --as NAME -- codex` (idle when its Stop hook ends a turn)",
+    );
+    await cli(["setup", "gemini", "--as", "alice", "--write", "--wake"]);
+    const gemini = await cli(["doctor", "--as", "alice", "--tool", "gemini"]);
+    expect(wakeLine(gemini.stdout, "gemini")).toContain(
+      "idle when its AfterAgent hook ends a turn",
+    );
   });
 
   it("--help has examples", async () => {

@@ -279,12 +279,26 @@ describe("agent-chat setup", () => {
     expect(printed.stdout).toContain('"asyncRewake": true');
   });
 
-  it("--wake is refused for Codex and Gemini CLI, which have no supported wake", async () => {
-    for (const tool of ["codex", "gemini"]) {
+  it("codex and gemini --wake: the hooks that mark turns, and the exact `agent-chat run` line to start the tool with", async () => {
+    for (const [tool, binary, stop] of [
+      ["codex", "codex", "Stop"],
+      ["gemini", "gemini", "AfterAgent"],
+    ] as const) {
       const r = await setup([tool, "--as", "alice", "--dir", project, "--write", "--wake"]);
-      expect(r.code, tool).toBe(64);
-      expect(r.stderr).toContain("has no supported way to wake an idle session");
-      expect(existsSync(join(dir, "home", tool === "codex" ? ".codex" : ".gemini"))).toBe(false);
+      expect(r.code, r.stderr).toBe(0);
+      const line = `agent-chat --root '${root}' run --as alice -- ${binary}`;
+      const todo = r.stdout.slice(r.stdout.indexOf("Left for you to do:"));
+      expect(todo).toContain(`start it as \`${line}\``);
+      expect(r.stdout).toContain(`its ${stop} hook marks the end of each turn`);
+      const hooksFile =
+        tool === "codex"
+          ? join(codexHome, "hooks.json")
+          : join(geminiHome, ".gemini", "settings.json");
+      const hooks = readJson(hooksFile).hooks;
+      expect(JSON.stringify(hooks[stop])).toContain("hook stop --as alice");
+      // Without --wake no line is offered.
+      const plain = await setup([tool, "--as", "alice", "--dir", project, "--write"]);
+      expect(plain.stdout).not.toContain(" run --as alice");
     }
   });
 

@@ -18,7 +18,7 @@ export function registerAgentRunCommands(program: Command, ctx: CliContext): voi
     .option("--as <name>", "the agent whose messages wake it (default: $AGENT_CHAT_NAME)")
     .option(
       "--idle-after <seconds>",
-      "idle once neither the agent printed nor you typed for this long",
+      "idle once neither the agent printed nor you typed for this long (sooner when the tool's stop hook from setup marks its turn ended)",
       DEFAULT_IDLE_AFTER_S,
     )
     .addHelpText(
@@ -34,26 +34,34 @@ export function registerAgentRunCommands(program: Command, ctx: CliContext): voi
       if (quietMs <= 0) throw new UsageError("--idle-after must be more than 0 seconds");
       const store = await ctx.open();
       // Loaded here only: the native module stays off every other command's start-up.
-      const [{ spawn }, { IdleGate, runUnderPty }] = await Promise.all([
-        import("@lydell/node-pty"),
-        import("../agent-run.js"),
-      ]);
+      const [{ spawn }, { IdleGate, runUnderPty, watchTurnMarks }, { TURN_MARK_ENV }] =
+        await Promise.all([
+          import("@lydell/node-pty"),
+          import("../agent-run.js"),
+          import("../turn-mark.js"),
+        ]);
       const [name, ...args] = command as [string, ...string[]];
       const file = executable(name, process.env.PATH ?? "");
       const { stdout } = process;
-      const pty = spawnChecked(() =>
-        spawn(file, args, {
-          name: process.env.TERM ?? "xterm-256color",
-          cols: stdout.columns || 80,
-          rows: stdout.rows || 24,
-          cwd: process.cwd(),
-          env: process.env,
-        }),
-      );
-      ctx.exitCode = await runUnderPty(store, agent, pty, new IdleGate(quietMs), {
-        stdin: process.stdin,
-        stdout,
-      });
+      const gate = new IdleGate(quietMs);
+      const marks = watchTurnMarks(gate);
+      try {
+        const pty = spawnChecked(() =>
+          spawn(file, args, {
+            name: process.env.TERM ?? "xterm-256color",
+            cols: stdout.columns || 80,
+            rows: stdout.rows || 24,
+            cwd: process.cwd(),
+            env: { ...process.env, [TURN_MARK_ENV]: marks.path },
+          }),
+        );
+        ctx.exitCode = await runUnderPty(store, agent, pty, gate, {
+          stdin: process.stdin,
+          stdout,
+        });
+      } finally {
+        marks.close();
+      }
     });
 }
 

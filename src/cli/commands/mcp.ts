@@ -103,7 +103,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     .option("--trust", "gemini: also add the project folder to Gemini CLI's trusted folders")
     .option(
       "--wake",
-      "claude-code: also an async Stop hook (hook wait) that wakes an idle session when a message arrives",
+      "wake an idle session when a message arrives: claude-code an async Stop hook (hook wait); codex, gemini the `agent-chat run` line to start the tool with",
     )
     .option("--no-wake", "claude-code: take that hook out (by default an earlier one is kept)")
     .option(

@@ -1,0 +1,241 @@
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { FsStore } from "../src/store/fs/fs-store.js";
+import { type ModelStub, startModelStub } from "../test/agents/model-stub.js";
+import {
+  makeSandbox,
+  runTool,
+  type Sandbox,
+  startTool,
+  toolBinary,
+} from "../test/agents/sandbox.js";
+import { claudeStandIn, codexStandIn, geminiStandIn } from "../test/agents/stand-in-config.js";
+import { startTerminal } from "../test/agents/terminal.js";
+import { type BenchModule, type Row, stats } from "./lib.js";
+
+/**
+ * Each real agent CLI idle against the stand-in model on 127.0.0.1, woken by a message: the
+ * time from the start of a post (in this process) to the stand-in's receipt of the idle
+ * session's next model request, which carries the wake notice. Claude Code by its native
+ * rewake hook (`setup claude-code --wake`, a stream-json session); Codex and Gemini CLI
+ * interactive in a tmux terminal under `agent-chat run`, their stop hooks marking turn ends.
+ */
+
+/** Both wake notices (Claude Code's hook, `agent-chat run`'s line) say this. */
+const NOTICE_MARK = "arrived while you were idle";
+const POLL_MS = 5;
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(what: string, ok: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`agent wake: timed out waiting for ${what}`);
+    await pause(POLL_MS);
+  }
+}
+
+/** No request reached the stand-in for `ms`: the turn (and its side requests) is over. */
+async function quiet(stub: ModelStub, ms = 1_500): Promise<void> {
+  await until("the stand-in to go quiet", () => {
+    const last = stub.requests.at(-1)?.at ?? 0;
+    return performance.now() - last >= ms;
+  });
+}
+
+interface Session {
+  /** Resolves once the session is idle and ready to be woken again. */
+  idle(): Promise<void>;
+  /** What the session shows, for an error. */
+  screen(): string;
+  close(): Promise<void>;
+}
+
+interface Harness {
+  name: string;
+  path: string;
+  start(sandbox: Sandbox, stub: ModelStub): Promise<Session>;
+}
+
+const claude: Harness = {
+  name: "Claude Code",
+  path: "native: async Stop hook `hook wait` (setup claude-code --wake), claude -p --input-format stream-json",
+  async start(sandbox, stub) {
+    const setup = await sandbox.agentChat([
+      "setup",
+      "claude-code",
+      "--as",
+      "bob",
+      "--write",
+      "--wake",
+    ]);
+    if (setup.code !== 0) throw new Error(setup.stderr);
+    const env = claudeStandIn(sandbox, stub.url);
+    const args = [
+      "-p",
+      "--input-format",
+      "stream-json",
+      "--output-format",
+      "stream-json",
+      "--verbose",
+    ];
+    const child = startTool(sandbox, toolBinary("claude"), args, env);
+    let turns = 0;
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      if (line.includes('"type":"result"')) turns++;
+    });
+    const user = { type: "user", message: { role: "user", content: "Say hi." } };
+    child.stdin!.write(`${JSON.stringify(user)}\n`);
+    const sessions = join(sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
+    const parked = () =>
+      existsSync(sessions) && readdirSync(sessions).some((name) => name.endsWith(".waiter"));
+    let woken = 0;
+    return {
+      async idle() {
+        // Each turn ends in a result event; then its Stop hook parks a `hook wait`.
+        await until("Claude Code's turn to end", () => turns > woken);
+        woken = turns;
+        await until("the parked hook wait", parked);
+      },
+      screen: () => `${turns} turns`,
+      async close() {
+        const exited = new Promise((resolve) => child.on("close", resolve));
+        child.kill("SIGTERM");
+        await exited;
+      },
+    };
+  },
+};
+
+/** Codex or Gemini CLI interactive in tmux, under `agent-chat run --as bob`. */
+function underRun(
+  name: string,
+  setupTool: string,
+  command: (sandbox: Sandbox) => string[],
+  standIn: (sandbox: Sandbox, url: string) => Record<string, string>,
+  setupFlags: string[] = [],
+): Harness {
+  return {
+    name,
+    path: "`agent-chat run` (setup --wake), idleness marked by the stop hook; interactive in tmux",
+    async start(sandbox, stub) {
+      const env = standIn(sandbox, stub.url);
+      const setup = await runTool(
+        sandbox,
+        "agent-chat",
+        [
+          "--root",
+          sandbox.root,
+          "setup",
+          setupTool,
+          "--as",
+          "bob",
+          "--write",
+          "--wake",
+          ...setupFlags,
+        ],
+        { env },
+      );
+      if (setup.code !== 0) throw new Error(setup.stderr);
+      const run = [
+        join(sandbox.dir, "bin", "agent-chat"),
+        "--root",
+        sandbox.root,
+        "run",
+        "--as",
+        "bob",
+        "--",
+      ];
+      const term = startTerminal(sandbox, [...run, ...command(sandbox)], env);
+      await until(`${name}'s first turn`, () => stub.requests.length > 0, 90_000);
+      return {
+        idle: () => quiet(stub),
+        screen: () => term.screen(),
+        async close() {
+          await term.close();
+          if (setupTool === "codex") {
+            await runTool(sandbox, toolBinary("codex"), ["app-server", "daemon", "stop"], { env });
+          }
+        },
+      };
+    },
+  };
+}
+
+const codex = underRun(
+  "Codex",
+  "codex",
+  () => [toolBinary("codex"), "--dangerously-bypass-hook-trust", "Say hi."],
+  codexStandIn,
+);
+const gemini = underRun(
+  "Gemini CLI",
+  "gemini",
+  () => [toolBinary("gemini"), "-i", "Say hi."],
+  geminiStandIn,
+  ["--trust"],
+);
+
+/** `n` wakes of one harness after a warm-up one; milliseconds from post to the woken request. */
+async function wakes(harness: Harness, n: number): Promise<number[]> {
+  const sandbox = makeSandbox("agent-chat-bench-wake-");
+  const stub = await startModelStub({ calls: [], text: "Done." });
+  const init = await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
+  if (init.code !== 0) throw new Error(init.stderr);
+  const store = new FsStore(sandbox.root);
+  let session: Session | undefined;
+  try {
+    session = await harness.start(sandbox, stub);
+    const samples: number[] = [];
+    for (let i = 0; i <= n; i++) {
+      await session.idle();
+      const before = stub.requests.length;
+      const t0 = performance.now();
+      await store.post("general", { from: "alice", to: "bob", body: `wake ${i}` });
+      const current = session;
+      const woken = () => stub.requests.slice(before).find((r) => r.body.includes(NOTICE_MARK));
+      await until(`${harness.name} to take a turn`, () => woken() !== undefined, 30_000).catch(
+        (err: Error) => {
+          throw new Error(`${err.message}; it shows:\n${current.screen()}`);
+        },
+      );
+      if (i > 0) samples.push(woken()!.at - t0);
+    }
+    return samples;
+  } finally {
+    await session?.close();
+    await store.close();
+    await stub.close();
+    sandbox.cleanup();
+  }
+}
+
+export const agentWakeBench: BenchModule = {
+  name: "agent wake",
+  async run(ctx) {
+    const n = ctx.quick ? 5 : 10;
+    const rows: Row[] = [];
+    // One harness at a time: each is a heavy process tree on a shared machine.
+    for (const harness of [claude, codex, gemini]) {
+      // A harness that fails is a row that says so; the others are still measured.
+      const measured = await wakes(harness, n).then(
+        (samples) => ({ samples, error: undefined }),
+        (err: Error) => ({ samples: [], error: err.message }),
+      );
+      const s = stats(measured.samples);
+      rows.push({
+        group: "agent wake",
+        figure: `post → idle agent's next model turn, ${harness.name}`,
+        unit: "ms",
+        stats: s,
+        goal: "p50 ≤ 1 s (issue 30)",
+        met: s.median <= 1000,
+        note: measured.error ? `${harness.path}; failed: ${measured.error}` : harness.path,
+      });
+    }
+    return rows;
+  },
+};
+
+export default agentWakeBench;

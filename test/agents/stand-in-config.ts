@@ -1,0 +1,62 @@
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Sandbox } from "./sandbox.js";
+
+/*
+ * Each tool's own configuration, as its user has it, pointed at the stand-in model on
+ * 127.0.0.1 and with the project folder already trusted (what answering the tool's "trust this
+ * folder" question records). Returns the environment to start the tool with.
+ */
+
+/** Codex: the stand-in as the user's model provider in $CODEX_HOME/config.toml. */
+export function codexStandIn(sandbox: Sandbox, url: string): Record<string, string> {
+  const codexHome = join(sandbox.home, ".codex");
+  mkdirSync(codexHome, { recursive: true });
+  writeFileSync(
+    join(codexHome, "config.toml"),
+    [
+      'model = "gpt-5.1-codex"',
+      'model_provider = "stand-in"',
+      "",
+      "[model_providers.stand-in]",
+      'name = "stand-in"',
+      `base_url = "${url}/v1"`,
+      'wire_api = "responses"',
+      "",
+      `[projects."${realpathSync(sandbox.project)}"]`,
+      'trust_level = "trusted"',
+      "",
+    ].join("\n"),
+  );
+  return { CODEX_HOME: codexHome };
+}
+
+/** Gemini CLI: an API key in the user's settings, the stand-in as its base URL. */
+export function geminiStandIn(sandbox: Sandbox, url: string): Record<string, string> {
+  mkdirSync(join(sandbox.home, ".gemini"), { recursive: true });
+  writeFileSync(
+    join(sandbox.home, ".gemini", "settings.json"),
+    JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }),
+  );
+  return {
+    GOOGLE_GEMINI_BASE_URL: url,
+    GEMINI_API_KEY: "stand-in",
+    // One process: the relaunch with a larger heap only costs time here.
+    GEMINI_CLI_NO_RELAUNCH: "true",
+  };
+}
+
+/** Claude Code: the stand-in as ANTHROPIC_BASE_URL, the folder trusted in ~/.claude.json. */
+export function claudeStandIn(sandbox: Sandbox, url: string): Record<string, string> {
+  const config = {
+    projects: { [realpathSync(sandbox.project)]: { hasTrustDialogAccepted: true } },
+  };
+  writeFileSync(join(sandbox.home, ".claude.json"), JSON.stringify(config));
+  return {
+    ANTHROPIC_BASE_URL: url,
+    ANTHROPIC_API_KEY: "sk-ant-stand-in",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_AUTOUPDATER: "1",
+    MCP_CONNECTION_NONBLOCKING: "false",
+  };
+}
