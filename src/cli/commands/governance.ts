@@ -101,6 +101,13 @@ async function changeTaskTtl(
 }
 
 export function registerGovernanceCommands(program: Command, ctx: CliContext): void {
+  registerGovern(program, ctx);
+  registerRequest(program, ctx);
+  registerApprove(program, ctx);
+  registerPending(program, ctx);
+}
+
+function registerGovern(program: Command, ctx: CliContext): void {
   addGovernanceOptions(
     program
       .command("govern")
@@ -160,7 +167,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         ctx.out(formatProfile(channel, profile));
       },
     );
+}
 
+function registerRequest(program: Command, ctx: CliContext): void {
   program
     .command("request")
     .description("ask to do an action; waits for the maintainer when its band says so")
@@ -222,7 +231,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         );
       }
     });
+}
 
+function registerApprove(program: Command, ctx: CliContext): void {
   program
     .command("approve")
     .description("the maintainer's verdict on a request: approved (default), --reject or --veto")
@@ -259,7 +270,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         );
       },
     );
+}
 
+function registerPending(program: Command, ctx: CliContext): void {
   program
     .command("pending")
     .description("list the requests that still wait for the maintainer's verdict")

@@ -25,6 +25,13 @@ const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
 /** `mcp` (the server), `setup` (configuration for agent tools) and `hook` (their hooks). */
 export function registerMcpCommands(program: Command, ctx: CliContext): void {
+  registerMcp(program, ctx);
+  registerSetup(program, ctx);
+  registerDoctor(program, ctx);
+  registerHook(program, ctx);
+}
+
+function registerMcp(program: Command, ctx: CliContext): void {
   program
     .command("mcp")
     .description("run the MCP server over stdio for one agent identity")
@@ -87,7 +94,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         channelPush: opts.channelPush === true,
       });
     });
+}
 
+function registerSetup(program: Command, ctx: CliContext): void {
   program
     .command("setup")
     .description("print (or --write) the MCP server and hook configuration for an agent tool")
@@ -197,7 +206,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         ctx.out("# --write merges this into the files above.\n");
       },
     );
+}
 
+function registerDoctor(program: Command, ctx: CliContext): void {
   program
     .command("doctor")
     .description("check this machine end to end: root, identity, each tool's setup, server, hook")
@@ -243,7 +254,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         ctx.out(`${c.status.padEnd(4)}  ${c.check}: ${c.message}${c.fix ? ` (${c.fix})` : ""}\n`);
       }
     });
+}
 
+function registerHook(program: Command, ctx: CliContext): void {
   program
     .command("hook")
     .description("print the unread notice an agent tool's hook shows (never moves a cursor)")

@@ -55,7 +55,14 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
         `  agent-chat ws turn --channel review --as alice "Focus on the blog folder and summarize the protocol"\n` +
         "  agent-chat ws tree --workspace ./ws",
     );
+  registerWsTurn(ws, ctx);
+  registerWsApply(ws, ctx);
+  registerWsTree(ws, ctx);
+  registerWsFocus(ws, ctx);
+  registerWsShow(ws, ctx);
+}
 
+function registerWsTurn(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("turn")
@@ -86,7 +93,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
       if (normalizer) input.normalizer = normalizer;
       await turn(ctx, opts, input);
     });
+}
 
+function registerWsApply(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("apply")
@@ -116,7 +125,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
           : await readText(opts.kfile!, "K-file");
       await turn(ctx, opts, { kfile: text });
     });
+}
 
+function registerWsTree(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("tree")
@@ -142,7 +153,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
       }
       ctx.out(tree);
     });
+}
 
+function registerWsFocus(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("focus")
@@ -169,7 +182,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
       };
       await turn(ctx, opts, { kfile });
     });
+}
 
+function registerWsShow(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("show")
