@@ -430,21 +430,23 @@ function registerChatWait(
           : await waitEverywhere(store, agent, { timeoutMs, signal: extra.signal, ...interval });
         return withWarnings(formatMessages(result.messages), result.warnings);
       } catch (err) {
-        if (isAgentChatError(err, "TIMEOUT")) {
-          const names = given ?? (await memberChannels(store, agent));
-          const where = names.length > 0 ? ` in ${names.join(", ")}` : "";
-          const none =
-            names.length > 0
-              ? ""
-              : " You belong to no channel yet: create one with chat_create_channel, or wait for someone to add you.";
-          return `TIMEOUT: no message for you${where} within ${seconds} s.${none} Call chat_wait again, or carry on with other work.`;
-        }
-        throw err;
+        if (!isAgentChatError(err, "TIMEOUT")) throw err;
+        return timeoutText(given ?? (await memberChannels(store, agent)), seconds);
       } finally {
         stopProgress();
       }
     },
   );
+}
+
+/** A wait that timed out is an answer, not an error: where it waited, and what to do next. */
+function timeoutText(names: readonly string[], seconds: number): string {
+  const where = names.length > 0 ? ` in ${names.join(", ")}` : "";
+  const none =
+    names.length > 0
+      ? ""
+      : " You belong to no channel yet: create one with chat_create_channel, or wait for someone to add you.";
+  return `TIMEOUT: no message for you${where} within ${seconds} s.${none} Call chat_wait again, or carry on with other work.`;
 }
 
 function registerChatTasks(tool: ToolRegistrar, store: Store, agent: string): void {

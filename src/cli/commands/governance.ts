@@ -5,6 +5,7 @@ import {
   govern,
   pendingRequests,
   type RequestInput,
+  type RequestOutcome,
   requestAction,
 } from "../../client/governance.js";
 import { hasPrivateKey } from "../../client/keys.js";
@@ -212,25 +213,29 @@ function registerRequest(program: Command, ctx: CliContext): void {
       const outcome = await requestAction(store, channel, input);
       if (outcome.band !== "auto" && !outcome.proceed) {
         // Exit 4; the message (and the JSON error document) say who decided and why.
-        const note = outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
         throw new AgentChatError(
           "REJECTED",
           `request #${outcome.seq} (${outcome.action}) was ${outcome.result} by ${outcome.by} ` +
-            `in #${outcome.decisionSeq}${note}`,
+            `in #${outcome.decisionSeq}${verdictNote(outcome)}`,
         );
       }
       if (ctx.json) return ctx.printJson({ channel, ...outcome, warnings });
-      if (outcome.band === "auto") {
-        ctx.out(`${outcome.action} is auto in ${channel}: go ahead\n`);
-      } else if (outcome.result === "no-veto") {
-        ctx.out(`no veto on #${outcome.seq} (${outcome.action}) within the window: go ahead\n`);
-      } else {
-        const note = outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
-        ctx.out(
-          `#${outcome.seq} (${outcome.action}) approved by ${outcome.by} in #${outcome.decisionSeq}${note}\n`,
-        );
-      }
+      ctx.out(`${goAheadText(channel, outcome)}\n`);
     });
+}
+
+/** The first line of the maintainer's note, when there is one. */
+function verdictNote(outcome: { note?: string }): string {
+  return outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
+}
+
+/** Why a request may go ahead: its band is auto, no veto came, or the maintainer approved. */
+function goAheadText(channel: string, outcome: RequestOutcome): string {
+  if (outcome.band === "auto") return `${outcome.action} is auto in ${channel}: go ahead`;
+  if (outcome.result === "no-veto") {
+    return `no veto on #${outcome.seq} (${outcome.action}) within the window: go ahead`;
+  }
+  return `#${outcome.seq} (${outcome.action}) approved by ${outcome.by} in #${outcome.decisionSeq}${verdictNote(outcome)}`;
 }
 
 function registerApprove(program: Command, ctx: CliContext): void {
