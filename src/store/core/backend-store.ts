@@ -47,6 +47,7 @@ import {
 } from "../types.js";
 import { Delivery, type Note, type NoteKind } from "./delivery.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
+import { refuseNotHolder } from "./holder.js";
 import {
   type PathLease,
   PathLeaseBook,
@@ -1122,29 +1123,22 @@ function refuseUnlessHolder(
   token: number | undefined,
   now: number,
 ): void {
-  const refuse = (why: string) => {
-    throw new AgentChatError("NOT_HOLDER", `task ${id} ${why}`);
-  };
-  if (status.state === "open") refuse(`is not claimed${lastToken(status)}`);
-  if (status.state === "done") refuse(`is done (finished by ${status.holder})`);
-  if (status.holder !== me) {
-    refuse(
-      `is ${status.state === "expired" ? "no longer held: the lease of" : "claimed by"} ` +
+  const expired = status.state === "expired";
+  refuseNotHolder(`task ${id}`, [
+    status.state === "open" && `is not claimed${lastToken(status)}`,
+    status.state === "done" && `is done (finished by ${status.holder})`,
+    status.holder !== me &&
+      `is ${expired ? "no longer held: the lease of" : "claimed by"} ` +
         `${status.holder}${describeGrant(status, now)}; only the holder can ${verb} it`,
-    );
-  }
-  if (status.state === "expired") {
-    refuse(`is no longer yours: your lease${describeGrant(status, now)}; claim it again`);
-  }
-  if (token !== undefined && token !== status.token) {
-    refuse(
+    expired && `is no longer yours: your lease${describeGrant(status, now)}; claim it again`,
+    token !== undefined &&
+      token !== status.token &&
       `is held by ${status.holder} ` +
         (status.token === undefined
           ? "without a lease (claimed by chat.py)"
           : `with token ${status.token}`) +
         `; token ${token} is stale`,
-    );
-  }
+  ]);
 }
 
 function lastToken(status: LeaseStatus): string {
