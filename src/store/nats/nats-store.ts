@@ -1037,6 +1037,31 @@ export class NatsStore extends BackendStore {
     return this.leaving;
   }
 
+  /** The namespace deleted or JetStream silent, said as such; undefined for any other error. */
+  private async unavailable(err: unknown, what: string): Promise<AgentChatError | undefined> {
+    const e = err as Error;
+    if (e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "")) {
+      return new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
+        { cause: err },
+      );
+    }
+    if (e?.name === "JetStreamNotEnabled" || /no responders/i.test(e?.message ?? "")) {
+      const streamThere = await exists(() => this.jsm.streams.info(this.streamName)).catch(
+        () => true,
+      );
+      return new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        streamThere
+          ? `${what}: JetStream did not answer on ${this.target.server}`
+          : `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
+        { cause: err },
+      );
+    }
+    return undefined;
+  }
+
   private async guardOnce<T>(fn: () => Promise<T>, what: string): Promise<T> {
     this.check();
     try {
@@ -1044,27 +1069,7 @@ export class NatsStore extends BackendStore {
     } catch (err) {
       if (isWrongLastSequence(err)) throw err;
       if (this.gone) throw this.gone;
-      const e = err as Error;
-      if (e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "")) {
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
-          { cause: err },
-        );
-      }
-      if (e?.name === "JetStreamNotEnabled" || /no responders/i.test(e?.message ?? "")) {
-        const streamThere = await exists(() => this.jsm.streams.info(this.streamName)).catch(
-          () => true,
-        );
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          streamThere
-            ? `${what}: JetStream did not answer on ${this.target.server}`
-            : `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
-          { cause: err },
-        );
-      }
-      throw toBackendError(err, what);
+      throw (await this.unavailable(err, what)) ?? toBackendError(err, what);
     }
   }
 }
