@@ -300,20 +300,7 @@ function usageError(spec: ChatSpec, problem: string): AgentChatError {
 }
 
 function parseChat(line: string, tokens: Token[]): ChatCommand {
-  const name = tokens[0]?.text;
-  if (name === undefined) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      `/chat needs a sub-command: ${CHAT_SPECS.map((s) => s.sub).join(", ")}`,
-    );
-  }
-  const spec = BY_NAME.get(name.toLowerCase());
-  if (!spec) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      `unknown /chat sub-command ${JSON.stringify(name)}: known are ${CHAT_SPECS.map((s) => s.sub).join(", ")}`,
-    );
-  }
+  const spec = chatSpec(tokens[0]?.text);
   const command: ChatCommand = { verb: "chat", sub: spec.sub, args: [] };
   let i = 1;
   const first = tokens[i]?.text;
@@ -327,25 +314,51 @@ function parseChat(line: string, tokens: Token[]): ChatCommand {
     i += 1;
   }
   if (command.args.length < required) throw usageError(spec, `/chat ${spec.sub} needs more`);
-  if (spec.recipients) {
-    const to: string[] = [];
-    while (i < tokens.length && /^@./.test(tokens[i]!.text)) {
-      to.push(validateName("agent", tokens[i]!.text.slice(1)));
-      i += 1;
-    }
-    if (to.length > 0) command.to = to;
-  }
-  if (spec.text) {
-    const text = i < tokens.length ? line.slice(tokens[i]!.start).trim() : "";
-    if (text === "" && spec.text === "required") {
-      throw usageError(spec, `/chat ${spec.sub} needs text`);
-    }
-    if (text !== "") command.text = text;
-  } else if (i < tokens.length) {
-    throw usageError(spec, `/chat ${spec.sub} takes no ${JSON.stringify(tokens[i]!.text)}`);
-  }
+  if (spec.recipients) i = takeRecipients(tokens, i, command);
+  takeText(spec, line, tokens.slice(i), command);
   checkArgs(spec, command.args);
   return command;
+}
+
+function chatSpec(name: string | undefined): ChatSpec {
+  const known = CHAT_SPECS.map((s) => s.sub).join(", ");
+  if (name === undefined) {
+    throw new AgentChatError("INVALID_ARGUMENT", `/chat needs a sub-command: ${known}`);
+  }
+  const spec = BY_NAME.get(name.toLowerCase());
+  if (!spec) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `unknown /chat sub-command ${JSON.stringify(name)}: known are ${known}`,
+    );
+  }
+  return spec;
+}
+
+/** The `@name`s from token `i` on, into `command.to`; returns the index after them. */
+function takeRecipients(tokens: Token[], i: number, command: ChatCommand): number {
+  const to: string[] = [];
+  while (i < tokens.length && /^@./.test(tokens[i]!.text)) {
+    to.push(validateName("agent", tokens[i]!.text.slice(1)));
+    i += 1;
+  }
+  if (to.length > 0) command.to = to;
+  return i;
+}
+
+/** The rest of the line is the command's text, for a sub-command that takes one. */
+function takeText(spec: ChatSpec, line: string, rest: Token[], command: ChatCommand): void {
+  if (!spec.text) {
+    if (rest.length > 0) {
+      throw usageError(spec, `/chat ${spec.sub} takes no ${JSON.stringify(rest[0]!.text)}`);
+    }
+    return;
+  }
+  const text = rest.length > 0 ? line.slice(rest[0]!.start).trim() : "";
+  if (text === "" && spec.text === "required") {
+    throw usageError(spec, `/chat ${spec.sub} needs text`);
+  }
+  if (text !== "") command.text = text;
 }
 
 function checkArgs(spec: ChatSpec, args: string[]): void {
@@ -410,6 +423,14 @@ export function toCliArgs(command: SlashCommand, context: SlashContext = {}): st
   return chatArgs(command, context);
 }
 
+/** `approve` takes the verdict as a flag (none for approval) and the text as its note. */
+function verdictFlags(sub: "approve" | "reject" | "veto", note: string | undefined): string[] {
+  return [
+    ...(sub === "approve" ? [] : [`--${sub}`]),
+    ...(note === undefined ? [] : ["--note", note]),
+  ];
+}
+
 function chatArgs(command: ChatCommand, context: SlashContext): string[] {
   const channel = command.channel ?? context.channel;
   const needChannel = (): string => {
@@ -453,11 +474,8 @@ function chatArgs(command: ChatCommand, context: SlashContext): string[] {
       return ["ws", "focus", arg!, ...(channel === undefined ? [] : ["--channel", channel])];
     case "approve":
     case "reject":
-    case "veto": {
-      const flag = command.sub === "approve" ? [] : [`--${command.sub}`];
-      const note = text === undefined ? [] : ["--note", text];
-      return ["approve", needChannel(), arg!, ...as(), ...flag, ...note];
-    }
+    case "veto":
+      return ["approve", needChannel(), arg!, ...as(), ...verdictFlags(command.sub, text)];
     case "request":
       return ["request", needChannel(), ...as(), "--action", arg!, "--title", text!];
   }

@@ -200,16 +200,19 @@ function isFind(args: { search?: string | undefined; thread?: number | undefined
   return args.search !== undefined || args.thread !== undefined;
 }
 
-function registerTools(
-  server: McpServer,
-  store: Store,
-  agent: string,
-  counter: UnreadCounter,
-  extraTools: readonly McpTool[],
-  problem: string | undefined,
-  waitIntervalMs: number | undefined,
-): void {
-  const tool = <S extends z.ZodRawShape>(
+/** Registers one tool: refused without an identity, its errors told as a tool error. */
+type ToolRegistrar = <S extends z.ZodRawShape>(
+  name: string,
+  description: string,
+  inputSchema: S,
+  annotations: ToolAnnotations,
+  handler: Handler<z.infer<z.ZodObject<S>>>,
+) => void;
+
+const channel = z.string().describe("Channel name, e.g. review");
+
+function toolRegistrar(server: McpServer, problem: string | undefined): ToolRegistrar {
+  return <S extends z.ZodRawShape>(
     name: string,
     description: string,
     inputSchema: S,
@@ -232,9 +235,37 @@ function registerTools(
       // does not resolve, although the value matches it for every S.
     }) as never);
   };
+}
 
-  const channel = z.string().describe("Channel name, e.g. review");
+function registerTools(
+  server: McpServer,
+  store: Store,
+  agent: string,
+  counter: UnreadCounter,
+  extraTools: readonly McpTool[],
+  problem: string | undefined,
+  waitIntervalMs: number | undefined,
+): void {
+  const tool = toolRegistrar(server, problem);
+  registerChatChannels(tool, store, agent, counter);
+  registerChatCreateChannel(tool, store);
+  registerChatPost(tool, store, agent);
+  registerChatRead(tool, store, agent);
+  registerChatWait(tool, store, agent, waitIntervalMs);
+  registerChatTasks(tool, store, agent);
+  for (const extra of extraTools) {
+    tool(extra.name, extra.description, extra.inputSchema, extra.annotations, (args, { signal }) =>
+      extra.run(args, { store, agent, signal }),
+    );
+  }
+}
 
+function registerChatChannels(
+  tool: ToolRegistrar,
+  store: Store,
+  agent: string,
+  counter: UnreadCounter,
+): void {
   tool(
     "chat_channels",
     "List the channels with your unread count in each, their members (waiting, active, gone) and topic, and what you owe an answer.",
@@ -261,7 +292,9 @@ function registerTools(
       return lines.join("\n");
     },
   );
+}
 
+function registerChatCreateChannel(tool: ToolRegistrar, store: Store): void {
   tool(
     "chat_create_channel",
     "Create a channel for one topic. Fails with CHANNEL_EXISTS if it is already there.",
@@ -281,7 +314,9 @@ function registerTools(
       return `Created channel ${name} (open to ${who}).`;
     },
   );
+}
 
+function registerChatPost(tool: ToolRegistrar, store: Store, agent: string): void {
   tool(
     "chat_post",
     "Post a message to a channel. Returns its number (seq).",
@@ -308,7 +343,9 @@ function registerTools(
       return `Posted #${result.seq} to ${result.channel}.`;
     },
   );
+}
 
+function registerChatRead(tool: ToolRegistrar, store: Store, agent: string): void {
   tool(
     "chat_read",
     "Read the messages for you since your cursor, then advance it. " +
@@ -355,7 +392,14 @@ function registerTools(
       return withWarnings(text, warnings);
     },
   );
+}
 
+function registerChatWait(
+  tool: ToolRegistrar,
+  store: Store,
+  agent: string,
+  waitIntervalMs: number | undefined,
+): void {
   tool(
     "chat_wait",
     "Block until a message for you arrives (costs no tokens while waiting), then read it. " +
@@ -386,22 +430,26 @@ function registerTools(
           : await waitEverywhere(store, agent, { timeoutMs, signal: extra.signal, ...interval });
         return withWarnings(formatMessages(result.messages), result.warnings);
       } catch (err) {
-        if (isAgentChatError(err, "TIMEOUT")) {
-          const names = given ?? (await memberChannels(store, agent));
-          const where = names.length > 0 ? ` in ${names.join(", ")}` : "";
-          const none =
-            names.length > 0
-              ? ""
-              : " You belong to no channel yet: create one with chat_create_channel, or wait for someone to add you.";
-          return `TIMEOUT: no message for you${where} within ${seconds} s.${none} Call chat_wait again, or carry on with other work.`;
-        }
-        throw err;
+        if (!isAgentChatError(err, "TIMEOUT")) throw err;
+        return timeoutText(given ?? (await memberChannels(store, agent)), seconds);
       } finally {
         stopProgress();
       }
     },
   );
+}
 
+/** A wait that timed out is an answer, not an error: where it waited, and what to do next. */
+function timeoutText(names: readonly string[], seconds: number): string {
+  const where = names.length > 0 ? ` in ${names.join(", ")}` : "";
+  const none =
+    names.length > 0
+      ? ""
+      : " You belong to no channel yet: create one with chat_create_channel, or wait for someone to add you.";
+  return `TIMEOUT: no message for you${where} within ${seconds} s.${none} Call chat_wait again, or carry on with other work.`;
+}
+
+function registerChatTasks(tool: ToolRegistrar, store: Store, agent: string): void {
   tool(
     "chat_tasks",
     "Task markers of a channel. list: all tasks; add: create one (title); " +
@@ -471,12 +519,6 @@ function registerTools(
       }
     },
   );
-
-  for (const extra of extraTools) {
-    tool(extra.name, extra.description, extra.inputSchema, extra.annotations, (args, { signal }) =>
-      extra.run(args, { store, agent, signal }),
-    );
-  }
 }
 
 /** Files that look like messages but do not parse are never delivered; the agent hears of them. */

@@ -211,22 +211,30 @@ function assertNoLinksBelow(projectDir: string, path: string, create: boolean): 
   let at = projectDir;
   for (const [i, part] of parts.entries()) {
     at = join(at, part);
-    const kind = entryKind(at);
-    const last = i === parts.length - 1;
-    if (kind === undefined) {
-      if (!last && create) ensureRealDir(at);
-      if (!last && !create) return;
-      continue;
-    }
-    if (kind !== (last ? "file" : "dir")) {
-      throw new AgentChatError(
-        "UNSAFE_FILE",
-        `${at} is ${kind === "link" ? "a symbolic link" : `not a plain ${last ? "file" : "folder"}`}; ` +
-          "setup never reads or writes through it in a project folder (a clone can plant one). " +
-          "Remove it, or move it aside, and run setup again",
-      );
-    }
+    if (!checkEntry(at, i === parts.length - 1, create)) return;
   }
+}
+
+/** One step of the walk: refuses a link or a wrong kind; false when the rest does not exist. */
+function checkEntry(at: string, last: boolean, create: boolean): boolean {
+  const kind = entryKind(at);
+  if (kind === undefined) {
+    if (last) return true;
+    if (create) ensureRealDir(at);
+    return create;
+  }
+  if (kind !== (last ? "file" : "dir")) throw unsafeEntry(at, kind, last);
+  return true;
+}
+
+function unsafeEntry(at: string, kind: string, last: boolean): AgentChatError {
+  const what = kind === "link" ? "a symbolic link" : `not a plain ${last ? "file" : "folder"}`;
+  return new AgentChatError(
+    "UNSAFE_FILE",
+    `${at} is ${what}; ` +
+      "setup never reads or writes through it in a project folder (a clone can plant one). " +
+      "Remove it, or move it aside, and run setup again",
+  );
 }
 
 /**
@@ -430,26 +438,31 @@ function sharedFileCleanup(path: string, serverKey: string | undefined): SetupFi
     onlyIfExists: true,
     merge: (existing) => {
       const doc = parseJsonFile(path, existing);
-      let changed = false;
-      const servers = serverKey ? doc[serverKey] : undefined;
-      if (serverKey && typeof servers === "object" && servers !== null) {
-        const entry = (servers as Json)[SERVER_NAME];
-        if (entry !== undefined && namesSomeone(entry)) {
-          const { [SERVER_NAME]: _ours, ...others } = servers as Json;
-          doc[serverKey] = others;
-          changed = true;
-        }
-      }
-      if (typeof doc.hooks === "object" && doc.hooks !== null && !Array.isArray(doc.hooks)) {
-        const next = withoutOurHooks(doc.hooks as Json, true);
-        if (JSON.stringify(next) !== JSON.stringify(doc.hooks)) {
-          doc.hooks = next;
-          changed = true;
-        }
-      }
-      return changed ? `${JSON.stringify(doc, null, 2)}\n` : (existing as string);
+      const dropped = serverKey !== undefined && dropNamingServer(doc, serverKey);
+      const unhooked = dropOurHooks(doc);
+      return dropped || unhooked ? `${JSON.stringify(doc, null, 2)}\n` : (existing as string);
     },
   };
+}
+
+/** Takes out our server entry when it names someone; true when it did. */
+function dropNamingServer(doc: Json, serverKey: string): boolean {
+  const servers = doc[serverKey];
+  if (typeof servers !== "object" || servers === null) return false;
+  const entry = (servers as Json)[SERVER_NAME];
+  if (entry === undefined || !namesSomeone(entry)) return false;
+  const { [SERVER_NAME]: _ours, ...others } = servers as Json;
+  doc[serverKey] = others;
+  return true;
+}
+
+/** Takes out our hooks; true when there were any. */
+function dropOurHooks(doc: Json): boolean {
+  if (typeof doc.hooks !== "object" || doc.hooks === null || Array.isArray(doc.hooks)) return false;
+  const next = withoutOurHooks(doc.hooks as Json, true);
+  if (JSON.stringify(next) === JSON.stringify(doc.hooks)) return false;
+  doc.hooks = next;
+  return true;
 }
 
 function hookGroups(
@@ -758,16 +771,20 @@ export function mergeCodexToml(existing: string, table: string, path = "config.t
     if (inFeatures && /^\s*codex_hooks\s*=\s*true\s*(#.*)?$/.test(line)) continue;
     if (!skipping) out.push(line);
   }
-  const block = table.split("\n");
-  if (insertAt >= 0) {
-    out.splice(insertAt, 0, ...block, "");
-  } else {
-    if (out.length > 0 && out[out.length - 1]!.trim() !== "") out.push("");
-    out.push(...block);
-  }
+  insertTable(out, insertAt, table.split("\n"));
   const text = `${out.join("\n").replace(/\n+$/, "")}\n`;
   checkToml(path, text, `already defines ${SERVER_NAME} in a form setup cannot replace`);
   return text;
+}
+
+/** Our table where the old one stood, else at the end after a blank line. */
+function insertTable(lines: string[], at: number, block: string[]): void {
+  if (at >= 0) {
+    lines.splice(at, 0, ...block, "");
+    return;
+  }
+  if (lines.length > 0 && lines[lines.length - 1]!.trim() !== "") lines.push("");
+  lines.push(...block);
 }
 
 /** Where each tool keeps the files setup writes (the paths of {@link SetupOptions}). */

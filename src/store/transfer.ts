@@ -27,6 +27,57 @@ export interface TransferSummary {
 /** The largest file an import reads: a message at the default body limit with its frontmatter. */
 const MAX_IMPORTED_FILE = DEFAULT_MAX_BODY_BYTES + MAX_FRONTMATTER_BYTES;
 
+type ReadText = (path: string) => string;
+
+/** The well-formed messages, sorted by seq, and the task markers of a channel folder. */
+function readEntries(
+  chDir: string,
+  name: string,
+  files: string[],
+  read: ReadText,
+  warnings: string[],
+): Pick<ChannelDump, "messages" | "tasks"> {
+  const messages: ChannelDump["messages"] = [];
+  const tasks: ChannelDump["tasks"] = [];
+  const skip = (file: string, why: string) =>
+    warnings.push(`${name}/${file}: ${why}, not imported`);
+  for (const file of files) {
+    const seq = seqOfFileName(file);
+    if (seq === undefined && !TASK_FILE.test(file)) continue;
+    let text: string;
+    try {
+      text = read(join(chDir, file));
+      if (seq === undefined) tasks.push({ file, text, ...readLease(chDir, file, read) });
+    } catch (err) {
+      skip(file, (err as Error).message);
+      continue;
+    }
+    if (seq === undefined) continue;
+    const parsed = parseMessage(text, file, name);
+    if (parsed.ok) messages.push({ seq, file, text });
+    else skip(file, parsed.reason);
+  }
+  messages.sort((a, b) => a.seq - b.seq || (a.file < b.file ? -1 : 1));
+  return { messages, tasks };
+}
+
+/** `.cursors/<agent>.txt`: a plain file holding a message number, else passed over. */
+async function readCursors(cursorDir: string, read: ReadText): Promise<Record<string, number>> {
+  const cursors: Record<string, number> = {};
+  const files = entryKind(cursorDir) === "dir" ? await fsp.readdir(cursorDir) : [];
+  for (const file of files) {
+    if (!file.endsWith(".txt") || file.startsWith(".")) continue;
+    let n = 0;
+    try {
+      n = Number.parseInt(read(join(cursorDir, file)), 10);
+    } catch {
+      continue; // not a plain file
+    }
+    if (Number.isSafeInteger(n) && n > 0 && n <= MAX_SEQ) cursors[file.slice(0, -4)] = n;
+  }
+  return cursors;
+}
+
 function emptySummary(): TransferSummary {
   return { channels: 0, messages: 0, cursors: 0, tasks: 0, warnings: [] };
 }
@@ -48,35 +99,9 @@ export async function exportNamespace(
     validateName("channel", name);
     const dump = checkDump(await store.dump(name));
     const chDir = join(dir, name);
+    await createChannelDir(dir, chDir, dump.metaText);
     try {
-      await fsp.mkdir(dir, { recursive: true });
-      ensureRealDir(chDir); // never written through a link
-      await createFileExclusive(chDir, "_meta.json", dump.metaText);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") {
-        throw new AgentChatError(
-          "CHANNEL_EXISTS",
-          `${join(chDir, "_meta.json")} already exists; export into an empty folder`,
-          { cause: err },
-        );
-      }
-      throw wrapIoError(err, `cannot write ${chDir}`);
-    }
-    try {
-      for (const m of dump.messages) await replaceFile(chDir, m.file, m.text);
-      const last = dump.messages.at(-1)?.seq;
-      // The folder store's high-water mark, so that the folder continues the same numbering.
-      if (last !== undefined) await replaceFile(chDir, ".seq", String(last));
-      const cursors = Object.entries(dump.cursors);
-      if (cursors.length > 0) ensureRealDir(join(chDir, ".cursors"));
-      for (const [agent, seq] of cursors) {
-        await replaceFile(join(chDir, ".cursors"), `${agent}.txt`, String(seq));
-      }
-      for (const t of dump.tasks) {
-        await replaceFile(chDir, t.file, t.text);
-        const id = TASK_FILE.exec(t.file)![1]!;
-        if (t.lease !== undefined) await replaceFile(chDir, leaseFileName(id), t.lease);
-      }
+      await writeDump(chDir, dump);
     } catch (err) {
       throw wrapIoError(err, `cannot write ${chDir}`);
     }
@@ -86,6 +111,42 @@ export async function exportNamespace(
     summary.tasks += dump.tasks.length;
   }
   return summary;
+}
+
+/** The channel's folder with its `_meta.json`, created exclusively: an export never overwrites. */
+async function createChannelDir(dir: string, chDir: string, metaText: string): Promise<void> {
+  try {
+    await fsp.mkdir(dir, { recursive: true });
+    ensureRealDir(chDir); // never written through a link
+    await createFileExclusive(chDir, "_meta.json", metaText);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") {
+      throw new AgentChatError(
+        "CHANNEL_EXISTS",
+        `${join(chDir, "_meta.json")} already exists; export into an empty folder`,
+        { cause: err },
+      );
+    }
+    throw wrapIoError(err, `cannot write ${chDir}`);
+  }
+}
+
+/** The messages, the high-water mark, the cursors and the task markers with their leases. */
+async function writeDump(chDir: string, dump: ChannelDump): Promise<void> {
+  for (const m of dump.messages) await replaceFile(chDir, m.file, m.text);
+  const last = dump.messages.at(-1)?.seq;
+  // The folder store's high-water mark, so that the folder continues the same numbering.
+  if (last !== undefined) await replaceFile(chDir, ".seq", String(last));
+  const cursors = Object.entries(dump.cursors);
+  if (cursors.length > 0) ensureRealDir(join(chDir, ".cursors"));
+  for (const [agent, seq] of cursors) {
+    await replaceFile(join(chDir, ".cursors"), `${agent}.txt`, String(seq));
+  }
+  for (const t of dump.tasks) {
+    await replaceFile(chDir, t.file, t.text);
+    const id = TASK_FILE.exec(t.file)![1]!;
+    if (t.lease !== undefined) await replaceFile(chDir, leaseFileName(id), t.lease);
+  }
 }
 
 /**
@@ -185,49 +246,12 @@ async function readChannel(
     return undefined; // not a channel
   }
   parseMeta(metaText, name);
-  const files = await fsp.readdir(chDir);
-  const messages: ChannelDump["messages"] = [];
-  const tasks: ChannelDump["tasks"] = [];
-  for (const file of files) {
-    const seq = seqOfFileName(file);
-    if (seq !== undefined) {
-      let text: string;
-      try {
-        text = read(join(chDir, file));
-      } catch (err) {
-        warnings.push(`${name}/${file}: ${(err as Error).message}, not imported`);
-        continue;
-      }
-      const parsed = parseMessage(text, file, name);
-      if (parsed.ok) messages.push({ seq, file, text });
-      else warnings.push(`${name}/${file}: ${parsed.reason}, not imported`);
-    } else if (TASK_FILE.test(file)) {
-      try {
-        tasks.push({ file, text: read(join(chDir, file)), ...readLease(chDir, file, read) });
-      } catch (err) {
-        warnings.push(`${name}/${file}: ${(err as Error).message}, not imported`);
-      }
-    }
-  }
-  messages.sort((a, b) => a.seq - b.seq || (a.file < b.file ? -1 : 1));
+  const { messages, tasks } = readEntries(chDir, name, await fsp.readdir(chDir), read, warnings);
   const unique = messages.filter((m, i) => {
     const duplicate = i > 0 && messages[i - 1]!.seq === m.seq;
     if (duplicate) warnings.push(`${name}/${m.file}: a second message #${m.seq}, not imported`);
     return !duplicate;
   });
-  const cursors: Record<string, number> = {};
-  const cursorDir = join(chDir, ".cursors");
-  const cursorFiles =
-    entryKind(cursorDir) === "dir" ? await fsp.readdir(cursorDir) : ([] as string[]);
-  for (const file of cursorFiles) {
-    if (!file.endsWith(".txt") || file.startsWith(".")) continue;
-    let n = 0;
-    try {
-      n = Number.parseInt(read(join(cursorDir, file)), 10);
-    } catch {
-      continue; // not a plain file
-    }
-    if (Number.isSafeInteger(n) && n > 0 && n <= MAX_SEQ) cursors[file.slice(0, -4)] = n;
-  }
+  const cursors = await readCursors(join(chDir, ".cursors"), read);
   return { name, metaText, messages: unique, cursors, tasks };
 }

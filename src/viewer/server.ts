@@ -3,6 +3,7 @@ import {
   createServer,
   type IncomingMessage,
   type OutgoingHttpHeaders,
+  type Server,
   type ServerResponse,
 } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -88,207 +89,22 @@ const ASSETS: Record<string, string> = {
  */
 export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   const { host, requestedPort, token } = checkedOptions(options);
-  const assets = locateAssets();
   const panels = options.panels ?? defaultPanels;
   const model = new ViewerModel(options.store, panels, options.as?.name);
-  const postStore = options.as?.store ?? options.store;
   await model.start();
-
-  const streams = new EventStreams({ ...DEFAULT_STREAM_LIMITS, ...options.streamLimits });
-  let hostPolicy: HostPolicy | undefined;
-  let cookie = "";
-
+  const routes = new ViewerRoutes(options, panels, model, token);
+  const { streams } = routes;
   const server = createServer((req, res) => {
-    handle(req, res).catch((err) => {
+    routes.handle(req, res).catch((err) => {
       if (!res.headersSent) sendError(res, err);
       else res.destroy();
     });
   });
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!hostPolicy?.allows(req.headers.host)) {
-      return sendText(res, 403, "agent-chat viewer: unexpected Host header (refused)");
-    }
-    const url = new URL(req.url ?? "/", "http://viewer.invalid");
-    const viaHeader = sameToken(bearer(req), token);
-    const authorised = viaHeader || sameToken(readCookie(req, cookie), token);
-
-    if (req.method === "GET" && url.pathname === "/" && url.searchParams.has("token")) {
-      return tradeToken(res, url.searchParams.get("token") ?? undefined);
-    }
-    if (!authorised) return sendText(res, 401, refusal);
-    if (req.method === "GET" || req.method === "HEAD") return serveRead(res, url);
-    if (req.method === "POST") return serveWrite(req, res, url.pathname, viaHeader);
-    res.setHeader("Allow", "GET, HEAD, POST");
-    return sendText(res, 405, "method not allowed");
-  }
-
-  /**
-   * Trades the token in the address for a cookie that scripts cannot read and other sites
-   * cannot send, and takes the token out of the address bar and history.
-   */
-  function tradeToken(res: ServerResponse, given: string | undefined): void {
-    if (!sameToken(given, token)) {
-      sendText(res, 401, refusal);
-      return;
-    }
-    res.writeHead(303, {
-      ...SECURITY_HEADERS,
-      "Set-Cookie": `${cookie}=${token}; HttpOnly; SameSite=Strict; Path=/`,
-      Location: "/",
-    });
-    res.end();
-  }
-
-  /** GET and HEAD, for a caller holding the token: the page's files, the state, the stream. */
-  async function serveRead(res: ServerResponse, url: URL): Promise<void> {
-    const path = url.pathname;
-    if (path === "/" || path === "/index.html") {
-      return sendFile(res, assets, "index.html", "text/html; charset=utf-8");
-    }
-    const type = ASSETS[path];
-    if (type) return sendFile(res, assets, path.slice(1), type);
-    if (path === "/api/state") return sendJson(res, 200, await model.state());
-    if (path === "/api/events") return openStream(res);
-    if (path === "/api/search") return sendJson(res, 200, await searchRequest(options.store, url));
-    const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
-    if (m) {
-      const channel = channelParam(m[1]!);
-      return sendJson(res, 200, await model.messages(channel, pageParams(url.searchParams)));
-    }
-    const thread = /^\/api\/channels\/([^/]+)\/thread\/([^/]+)$/.exec(path);
-    if (thread) {
-      const seq = wholeNumber(
-        thread[2]!,
-        "message",
-        1,
-        Number.MAX_SAFE_INTEGER,
-        "a message number",
-      );
-      return sendJson(res, 200, await model.thread(channelParam(thread[1]!), seq));
-    }
-    return sendText(res, 404, "not found");
-  }
-
-  /** POST, for a caller holding the token: same origin (or the token in a header), JSON only. */
-  async function serveWrite(
-    req: IncomingMessage,
-    res: ServerResponse,
-    path: string,
-    viaHeader: boolean,
-  ): Promise<void> {
-    if (!originAllowed(req, viaHeader)) {
-      return sendJson(res, 403, {
-        error: { code: "FORBIDDEN", message: "cross-site request refused (Origin)" },
-      });
-    }
-    const type = String(req.headers["content-type"] ?? "");
-    if (!/^application\/json\b/i.test(type)) {
-      return sendJson(res, 415, {
-        error: { code: "UNSUPPORTED_MEDIA_TYPE", message: "send application/json" },
-      });
-    }
-    const body = await readJson(req);
-    const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
-    if (post) return postMessage(res, channelParam(post[1]!), body);
-    const notified = /^\/api\/channels\/([^/]+)\/notified$/.exec(path);
-    if (notified) {
-      const { as, seq } = parseNotifiedRequest(body);
-      await options.store.notify(channelParam(notified[1]!), as, seq);
-      return sendJson(res, 200, {});
-    }
-    const act =
-      /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject|veto)$/.exec(
-        path,
-      );
-    if (act) return panelAction(res, act, body);
-    return sendText(res, 404, "not found");
-  }
-
-  async function postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
-    const input = parsePostRequest(body);
-    onlyAsOpener(input.from);
-    const result = await postStore.post(channel, input);
-    const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
-    if (written) model.noteMessage(written);
-    sendJson(res, 201, result);
-  }
-
-  async function panelAction(
-    res: ServerResponse,
-    [, rawChannel, rawPanel, rawItem, action]: RegExpExecArray,
-    body: unknown,
-  ): Promise<void> {
-    const channel = channelParam(rawChannel!);
-    const panelId = pathPart(rawPanel!, "panel");
-    const provider = panels.find((p) => p.id === panelId);
-    if (!provider?.act) {
-      throw new AgentChatError("NOT_FOUND", `there is no panel ${panelId} to act on`);
-    }
-    const input = parsePanelActionRequest(body);
-    validateName("agent", input.as);
-    onlyAsOpener(input.as);
-    const result = await provider.act(
-      postStore,
-      channel,
-      pathPart(rawItem!, "item"),
-      action as PanelAction,
-      input,
-    );
-    const [written] = (await options.store.peek(channel, 1)).filter((m) => m.seq === result.seq);
-    if (written) model.noteMessage(written);
-    sendJson(res, 200, result);
-  }
-
-  /** A viewer opened `--as A` speaks for A alone: its key must not sign anyone else's words. */
-  function onlyAsOpener(name: string): void {
-    const as = options.as?.name;
-    if (as !== undefined && !sameAgent(name, as)) {
-      throw new AgentChatError("NOT_ALLOWED", `this viewer posts as ${as} only, not as ${name}`);
-    }
-  }
-
-  function openStream(res: ServerResponse): void {
-    if (!streams.add(res)) {
-      // The page tries again on its own (src/viewer/page/live.ts).
-      res.setHeader("Retry-After", "5");
-      sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
-      return;
-    }
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      "Content-Type": "text/event-stream; charset=utf-8",
-      Connection: "keep-alive",
-    });
-    res.write("retry: 1000\n\n");
-    model.state().then(
-      (state) => streams.send(res, eventChunk("state", state)),
-      () => {},
-    );
-  }
-
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(requestedPort, host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
+    await listen(server, host, requestedPort);
   } catch (err) {
     await model.close();
-    const code = (err as NodeJS.ErrnoException).code;
-    const where = `${urlHost(host)}:${requestedPort}`;
-    if (code === "EADDRINUSE") {
-      throw new AgentChatError(
-        "IO_ERROR",
-        `${where} is already in use; choose another port (e.g. --http ${host}:0 for any free one)`,
-        { cause: err },
-      );
-    }
-    throw new AgentChatError("IO_ERROR", `cannot listen on ${where}: ${code ?? err}`, {
-      cause: err,
-    });
+    throw err;
   }
   // Each event is serialised once, whoever is listening.
   const unsubscribe = model.subscribe((event) => {
@@ -300,8 +116,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   });
   const heartbeat = setInterval(() => streams.broadcast(KEEP_ALIVE), HEARTBEAT_MS);
   const port = (server.address() as AddressInfo).port;
-  hostPolicy = new HostPolicy(host, port);
-  cookie = cookieName(port);
+  routes.listening(host, port);
   const shownHost = isWildcardHost(host) ? (host === "::" ? "::1" : "127.0.0.1") : host;
   const url = `http://${urlHost(shownHost)}:${port}/?token=${token}`;
 
@@ -324,6 +139,225 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
       return closing;
     },
   };
+}
+
+/** The viewer's requests: who may ask, and what each address answers. */
+class ViewerRoutes {
+  private readonly assets = locateAssets();
+  private readonly postStore: Store;
+  readonly streams: EventStreams;
+  /** Set once the server listens: both depend on the port it got. */
+  private hostPolicy: HostPolicy | undefined;
+  private cookie = "";
+
+  constructor(
+    private readonly options: ViewerOptions,
+    private readonly panels: readonly PanelProvider[],
+    private readonly model: ViewerModel,
+    private readonly token: string,
+  ) {
+    this.postStore = options.as?.store ?? options.store;
+    this.streams = new EventStreams({ ...DEFAULT_STREAM_LIMITS, ...options.streamLimits });
+  }
+
+  /** The address the server listens on: the Host headers allowed and the cookie's name. */
+  listening(host: string, port: number): void {
+    this.hostPolicy = new HostPolicy(host, port);
+    this.cookie = cookieName(port);
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!this.hostPolicy?.allows(req.headers.host)) {
+      return sendText(res, 403, "agent-chat viewer: unexpected Host header (refused)");
+    }
+    const url = new URL(req.url ?? "/", "http://viewer.invalid");
+    const viaHeader = sameToken(bearer(req), this.token);
+    const authorised = viaHeader || sameToken(readCookie(req, this.cookie), this.token);
+
+    if (req.method === "GET" && url.pathname === "/" && url.searchParams.has("token")) {
+      return this.tradeToken(res, url.searchParams.get("token") ?? undefined);
+    }
+    if (!authorised) return sendText(res, 401, refusal);
+    if (req.method === "GET" || req.method === "HEAD") return this.serveRead(res, url);
+    if (req.method === "POST") return this.serveWrite(req, res, url.pathname, viaHeader);
+    res.setHeader("Allow", "GET, HEAD, POST");
+    return sendText(res, 405, "method not allowed");
+  }
+
+  /**
+   * Trades the token in the address for a cookie that scripts cannot read and other sites
+   * cannot send, and takes the token out of the address bar and history.
+   */
+  private tradeToken(res: ServerResponse, given: string | undefined): void {
+    if (!sameToken(given, this.token)) {
+      sendText(res, 401, refusal);
+      return;
+    }
+    res.writeHead(303, {
+      ...SECURITY_HEADERS,
+      "Set-Cookie": `${this.cookie}=${this.token}; HttpOnly; SameSite=Strict; Path=/`,
+      Location: "/",
+    });
+    res.end();
+  }
+
+  /** GET and HEAD, for a caller holding the token: the page's files, the state, the stream. */
+  private async serveRead(res: ServerResponse, url: URL): Promise<void> {
+    const path = url.pathname;
+    if (path === "/" || path === "/index.html") {
+      return sendFile(res, this.assets, "index.html", "text/html; charset=utf-8");
+    }
+    const type = ASSETS[path];
+    if (type) return sendFile(res, this.assets, path.slice(1), type);
+    if (path === "/api/state") return sendJson(res, 200, await this.model.state());
+    if (path === "/api/events") return this.openStream(res);
+    if (path === "/api/search")
+      return sendJson(res, 200, await searchRequest(this.options.store, url));
+    const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
+    if (m) {
+      const channel = channelParam(m[1]!);
+      return sendJson(res, 200, await this.model.messages(channel, pageParams(url.searchParams)));
+    }
+    const thread = /^\/api\/channels\/([^/]+)\/thread\/([^/]+)$/.exec(path);
+    if (thread) {
+      const seq = wholeNumber(
+        thread[2]!,
+        "message",
+        1,
+        Number.MAX_SAFE_INTEGER,
+        "a message number",
+      );
+      return sendJson(res, 200, await this.model.thread(channelParam(thread[1]!), seq));
+    }
+    return sendText(res, 404, "not found");
+  }
+
+  /** POST, for a caller holding the token: same origin (or the token in a header), JSON only. */
+  private async serveWrite(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    viaHeader: boolean,
+  ): Promise<void> {
+    if (!originAllowed(req, viaHeader)) {
+      return sendJson(res, 403, {
+        error: { code: "FORBIDDEN", message: "cross-site request refused (Origin)" },
+      });
+    }
+    const type = String(req.headers["content-type"] ?? "");
+    if (!/^application\/json\b/i.test(type)) {
+      return sendJson(res, 415, {
+        error: { code: "UNSUPPORTED_MEDIA_TYPE", message: "send application/json" },
+      });
+    }
+    const body = await readJson(req);
+    const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
+    if (post) return this.postMessage(res, channelParam(post[1]!), body);
+    const notified = /^\/api\/channels\/([^/]+)\/notified$/.exec(path);
+    if (notified) {
+      const { as, seq } = parseNotifiedRequest(body);
+      await this.options.store.notify(channelParam(notified[1]!), as, seq);
+      return sendJson(res, 200, {});
+    }
+    const act =
+      /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject|veto)$/.exec(
+        path,
+      );
+    if (act) return this.panelAction(res, act, body);
+    return sendText(res, 404, "not found");
+  }
+
+  private async postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
+    const input = parsePostRequest(body);
+    this.onlyAsOpener(input.from);
+    const result = await this.postStore.post(channel, input);
+    const [written] = (await this.options.store.peek(channel, 1)).filter(
+      (m) => m.seq === result.seq,
+    );
+    if (written) this.model.noteMessage(written);
+    sendJson(res, 201, result);
+  }
+
+  private async panelAction(
+    res: ServerResponse,
+    [, rawChannel, rawPanel, rawItem, action]: RegExpExecArray,
+    body: unknown,
+  ): Promise<void> {
+    const channel = channelParam(rawChannel!);
+    const panelId = pathPart(rawPanel!, "panel");
+    const provider = this.panels.find((p) => p.id === panelId);
+    if (!provider?.act) {
+      throw new AgentChatError("NOT_FOUND", `there is no panel ${panelId} to act on`);
+    }
+    const input = parsePanelActionRequest(body);
+    validateName("agent", input.as);
+    this.onlyAsOpener(input.as);
+    const result = await provider.act(
+      this.postStore,
+      channel,
+      pathPart(rawItem!, "item"),
+      action as PanelAction,
+      input,
+    );
+    const [written] = (await this.options.store.peek(channel, 1)).filter(
+      (m) => m.seq === result.seq,
+    );
+    if (written) this.model.noteMessage(written);
+    sendJson(res, 200, result);
+  }
+
+  /** A viewer opened `--as A` speaks for A alone: its key must not sign anyone else's words. */
+  private onlyAsOpener(name: string): void {
+    const as = this.options.as?.name;
+    if (as !== undefined && !sameAgent(name, as)) {
+      throw new AgentChatError("NOT_ALLOWED", `this viewer posts as ${as} only, not as ${name}`);
+    }
+  }
+
+  private openStream(res: ServerResponse): void {
+    if (!this.streams.add(res)) {
+      // The page tries again on its own (src/viewer/page/live.ts).
+      res.setHeader("Retry-After", "5");
+      sendText(res, 503, "agent-chat viewer: too many open event streams; try again later");
+      return;
+    }
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      "Content-Type": "text/event-stream; charset=utf-8",
+      Connection: "keep-alive",
+    });
+    res.write("retry: 1000\n\n");
+    this.model.state().then(
+      (state) => this.streams.send(res, eventChunk("state", state)),
+      () => {},
+    );
+  }
+}
+
+/** Listens on `host:port`; a port in use is told as such, with what to do instead. */
+async function listen(server: Server, host: string, port: number): Promise<void> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const where = `${urlHost(host)}:${port}`;
+    if (code === "EADDRINUSE") {
+      throw new AgentChatError(
+        "IO_ERROR",
+        `${where} is already in use; choose another port (e.g. --http ${host}:0 for any free one)`,
+        { cause: err },
+      );
+    }
+    throw new AgentChatError("IO_ERROR", `cannot listen on ${where}: ${code ?? err}`, {
+      cause: err,
+    });
+  }
 }
 
 /** Where to listen and the token; refuses a bad port, a remote host not allowed, a weak token. */

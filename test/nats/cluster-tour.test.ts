@@ -5,7 +5,6 @@ import { type CliResult, collect, runCli, startCli } from "../helpers/cli.js";
 import { describeCluster } from "../helpers/describe-cluster.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { tempDir } from "../helpers/tmp.js";
-import { skipName } from "../helpers/tools.js";
 
 interface Step {
   args: string[];

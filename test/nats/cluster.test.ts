@@ -10,7 +10,6 @@ import { describeCluster } from "../helpers/describe-cluster.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
 import { NatsServer } from "../helpers/nats-server.js";
 import { tempDir } from "../helpers/tmp.js";
-import { skipName } from "../helpers/tools.js";
 
 let cluster: NatsCluster;
 let single: NatsServer;

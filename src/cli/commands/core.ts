@@ -17,6 +17,24 @@ import { registerStructuredTaskCommands } from "./structured-tasks.js";
 
 /** The reference's commands (same flags, output and exit codes) and ours beside them. */
 export function registerCoreCommands(program: Command, ctx: CliContext): void {
+  registerInit(program, ctx);
+  registerChannels(program, ctx);
+  registerRoster(program, ctx);
+  registerPost(program, ctx);
+  registerRead(program, ctx);
+  registerWait(program, ctx);
+  registerPeek(program, ctx);
+  registerTail(program, ctx);
+  registerClaim(program, ctx);
+  registerRenew(program, ctx);
+  registerDone(program, ctx);
+  registerRelease(program, ctx);
+  registerFence(program, ctx);
+  registerTasks(program, ctx);
+  registerTask(program, ctx);
+}
+
+function registerInit(program: Command, ctx: CliContext): void {
   addGovernanceOptions(
     program
       .command("init")
@@ -57,13 +75,17 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         ctx.out(`created channel ${channel} in ${locate(store.location, channel)} (${who})\n`);
       },
     );
+}
 
+function registerChannels(program: Command, ctx: CliContext): void {
   program
     .command("channels")
     .description("list the channels of the root")
     .addHelpText("after", "\nExamples:\n  agent-chat channels\n  agent-chat --json channels")
     .action(() => HOT_ACTIONS.channels(ctx, [], {}));
+}
 
+function registerRoster(program: Command, ctx: CliContext): void {
   program
     .command("roster")
     .description("show a channel's members, topic and creation time")
@@ -77,7 +99,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         `channel: ${meta.channel}\ntopic: ${meta.topic}\nmembers: ${members}\ncreated: ${meta.created}\n`,
       );
     });
+}
 
+function registerPost(program: Command, ctx: CliContext): void {
   program
     .command("post")
     .description("post a message (body from --body, --body-file or stdin)")
@@ -105,7 +129,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
     )
     .action((channel: string, opts: HotOptions) => HOT_ACTIONS.post(ctx, [channel], opts));
+}
 
+function registerRead(program: Command, ctx: CliContext): void {
   program
     .command("read")
     .description("print the messages for you since your cursor, then advance it")
@@ -125,7 +151,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "  agent-chat read review --thread 12",
     )
     .action((channel: string, opts: HotOptions) => HOT_ACTIONS.read(ctx, [channel], opts));
+}
 
+function registerWait(program: Command, ctx: CliContext): void {
   program
     .command("wait")
     .description("block, without spending tokens, until a message for you arrives; then read it")
@@ -139,7 +167,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat wait review,deploy --as bob",
     )
     .action((channels: string, opts: HotOptions) => HOT_ACTIONS.wait(ctx, [channels], opts));
+}
 
+function registerPeek(program: Command, ctx: CliContext): void {
   program
     .command("peek")
     .description("print the last messages of a channel, whoever they were for (no cursor moves)")
@@ -148,7 +178,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .option("--archived", "reach back into archived messages when the channel has fewer")
     .addHelpText("after", "\nExample:\n  agent-chat peek review -n 5")
     .action((channel: string, opts: HotOptions) => HOT_ACTIONS.peek(ctx, [channel], opts));
+}
 
+function registerTail(program: Command, ctx: CliContext): void {
   program
     .command("tail")
     .description("print new messages as they arrive, until Ctrl-C (NDJSON with --json)")
@@ -163,7 +195,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       "\nExamples:\n  agent-chat tail review\n  agent-chat --json tail review,deploy",
     )
     .action((channels: string, opts: TailFlags) => tail(ctx, channels, opts));
+}
 
+function registerClaim(program: Command, ctx: CliContext): void {
   program
     .command("claim")
     .description("atomically take a task for a lease; prints its fencing token (losers exit 3)")
@@ -181,7 +215,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
     .action((channel: string, task: string, opts: HotOptions) =>
       HOT_ACTIONS.claim(ctx, [channel, task], opts),
     );
+}
 
+function registerRenew(program: Command, ctx: CliContext): void {
   program
     .command("renew")
     .description("extend your lease on a task (only its holder, with a live lease)")
@@ -204,7 +240,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`renewed ${taskName(info)} in ${channel} (${leaseText(info)})\n`);
     });
+}
 
+function registerDone(program: Command, ctx: CliContext): void {
   program
     .command("done")
     .description("finish a task (only its holder, with a live lease); the task stays taken")
@@ -230,7 +268,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`done: ${taskName(info)} in ${channel} by ${info.holder}\n`);
     });
+}
 
+function registerRelease(program: Command, ctx: CliContext): void {
   program
     .command("release")
     .description("give a claimed task back (only its holder can)")
@@ -248,7 +288,9 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`released ${taskName(info)} in ${channel}\n`);
     });
+}
 
+function registerFence(program: Command, ctx: CliContext): void {
   program
     .command("fence")
     .description("exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder")
@@ -276,14 +318,18 @@ export function registerCoreCommands(program: Command, ctx: CliContext): void {
       }
       ctx.exitCode = EXIT.CLAIM_LOST;
     });
+}
 
+function registerTasks(program: Command, ctx: CliContext): void {
   program
     .command("tasks")
     .description("list a channel's tasks: state, holder, title, token and time left")
     .argument("<channel>")
     .addHelpText("after", "\nExample:\n  agent-chat tasks review")
     .action((channel: string) => HOT_ACTIONS.tasks(ctx, [channel], {}));
+}
 
+function registerTask(program: Command, ctx: CliContext): void {
   const task = program
     .command("task")
     .description("manage tasks: our markers (task add) and chat.py 0.7's records (create, …)");

@@ -14,6 +14,12 @@ const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
 /** `serve` (the daemon), `send` and `info` (after b00t-cli's `chat send` / `chat info`). */
 export function registerDaemonCommands(program: Command, ctx: CliContext): void {
+  registerServe(program, ctx);
+  registerSend(program, ctx);
+  registerInfo(program, ctx);
+}
+
+function registerServe(program: Command, ctx: CliContext): void {
   program
     .command("serve")
     .description(
@@ -49,7 +55,9 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
         '    | nc -UN "$(agent-chat --json info | jq -r .socket)"',
     )
     .action((opts: ServeFlags) => runServe(ctx, opts, program.version() ?? "0.0.0-dev"));
+}
 
+function registerSend(program: Command, ctx: CliContext): void {
   program
     .command("send")
     .description("send a b00t chat envelope through the daemon (or NATS), like b00t-cli chat send")
@@ -98,7 +106,9 @@ export function registerDaemonCommands(program: Command, ctx: CliContext): void 
         await client.close();
       }
     });
+}
 
+function registerInfo(program: Command, ctx: CliContext): void {
   program
     .command("info")
     .description("show the root, the daemon socket(s) and whether a daemon is live, the transports")

@@ -10,6 +10,8 @@ import {
   type GitExclude,
   planSetup,
   SETUP_TOOLS,
+  type SetupOptions,
+  type SetupPlan,
   type SetupTool,
 } from "../../mcp/setup.js";
 import { FOOTER_STYLES } from "../../mcp/unread.js";
@@ -25,6 +27,13 @@ const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
 /** `mcp` (the server), `setup` (configuration for agent tools) and `hook` (their hooks). */
 export function registerMcpCommands(program: Command, ctx: CliContext): void {
+  registerMcp(program, ctx);
+  registerSetup(program, ctx);
+  registerDoctor(program, ctx);
+  registerHook(program, ctx);
+}
+
+function registerMcp(program: Command, ctx: CliContext): void {
   program
     .command("mcp")
     .description("run the MCP server over stdio for one agent identity")
@@ -87,7 +96,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         channelPush: opts.channelPush === true,
       });
     });
+}
 
+function registerSetup(program: Command, ctx: CliContext): void {
   program
     .command("setup")
     .description("print (or --write) the MCP server and hook configuration for an agent tool")
@@ -123,88 +134,111 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         "  agent-chat setup git-hook review   (pre-commit: `agent-chat guard review`)\n" +
         "  agent-chat --root ~/team-chat setup gemini --as carol --write --dir ~/src/app",
     )
-    .action(
-      async (
-        tool: string,
-        channels: string | undefined,
-        opts: {
-          as?: string;
-          write?: boolean;
-          dir?: string;
-          command?: string;
-          trust?: boolean;
-          wake?: boolean;
-          toolsApproval?: string;
-        },
-      ) => {
-        if (tool === "git-hook") {
-          return (await import("../../features/leases/cli-guard.js")).setupGitHook(
-            ctx,
-            channels,
-            opts,
-          );
-        }
-        const home = homedir();
-        const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
-        const projectDir = resolve(opts.dir ?? ".");
-        const git = gitExcludeOf(projectDir);
-        const plan = planSetup({
-          tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
-          agent: ctx.agent(opts.as),
-          root: ctx.rootArg,
-          command: opts.command ?? (await ourCommand(ctx)),
-          projectDir,
-          codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
-          geminiDir,
-          geminiTrustedFolders:
-            ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
-          trust: opts.trust === true,
-          ...(git && { git }),
-          ...(opts.wake !== undefined && { wake: opts.wake }),
-          ...(opts.toolsApproval !== undefined && {
-            toolsApproval: oneOf(
-              opts.toolsApproval,
-              CODEX_TOOLS_APPROVALS,
-              "--tools-approval",
-            ) as CodexToolsApproval,
-          }),
-        });
-        if (opts.write) {
-          const written = await applySetup(plan);
-          if (ctx.json) {
-            return ctx.printJson({ tool: plan.tool, written, notes: plan.notes, todo: plan.todo });
-          }
-          for (const path of written) ctx.out(`updated ${path}\n`);
-          for (const file of plan.files) {
-            if (!written.includes(file.path) && !file.onlyIfExists) {
-              ctx.out(`unchanged ${file.path}\n`);
-            }
-          }
-          for (const note of plan.notes) ctx.out(`note: ${note}\n`);
-          ctx.out("Left for you to do:\n");
-          for (const step of plan.todo) ctx.out(`  - ${step}\n`);
-          return;
-        }
-        if (ctx.json) {
-          return ctx.printJson({
-            tool: plan.tool,
-            files: plan.files
-              .filter((f) => !f.onlyIfExists)
-              .map((f) => ({ path: f.path, format: f.format, snippet: f.snippet })),
-            oneCommand: plan.oneCommand,
-            notes: plan.notes,
-            todo: plan.todo,
-          });
-        }
-        for (const file of plan.files) {
-          if (file.snippet !== "") ctx.out(`# ${file.path}\n${file.snippet}\n`);
-        }
-        ctx.out(`# or add the server in one command:\n${plan.oneCommand}\n\n`);
-        for (const note of plan.notes) ctx.out(`# ${note}\n`);
-        ctx.out("# --write merges this into the files above.\n");
-      },
-    );
+    .action(setupAction(ctx));
+}
 
+interface SetupFlags {
+  as?: string;
+  write?: boolean;
+  dir?: string;
+  command?: string;
+  trust?: boolean;
+  wake?: boolean;
+  toolsApproval?: string;
+}
+
+function setupAction(ctx: CliContext) {
+  return async (tool: string, channels: string | undefined, opts: SetupFlags) => {
+    if (tool === "git-hook") {
+      return (await import("../../features/leases/cli-guard.js")).setupGitHook(ctx, channels, opts);
+    }
+    const plan = planSetup(await setupOptions(ctx, tool, opts));
+    if (opts.write) return printWritten(ctx, plan, await applySetup(plan));
+    printPlan(ctx, plan);
+  };
+}
+
+async function setupOptions(
+  ctx: CliContext,
+  tool: string,
+  opts: SetupFlags,
+): Promise<SetupOptions> {
+  const projectDir = resolve(opts.dir ?? ".");
+  const git = gitExcludeOf(projectDir);
+  return {
+    tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
+    agent: ctx.agent(opts.as),
+    root: ctx.rootArg,
+    command: opts.command ?? (await ourCommand(ctx)),
+    projectDir,
+    ...toolHomes(ctx),
+    trust: opts.trust === true,
+    ...(git && { git }),
+    ...(opts.wake !== undefined && { wake: opts.wake }),
+    ...(opts.toolsApproval !== undefined && {
+      toolsApproval: oneOf(
+        opts.toolsApproval,
+        CODEX_TOOLS_APPROVALS,
+        "--tools-approval",
+      ) as CodexToolsApproval,
+    }),
+  };
+}
+
+/** Where Codex and Gemini CLI keep their configuration, as each tool itself finds it. */
+function toolHomes(
+  ctx: CliContext,
+): Pick<SetupOptions, "codexHome" | "geminiDir" | "geminiTrustedFolders"> {
+  const home = homedir();
+  const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
+  return {
+    codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
+    geminiDir,
+    geminiTrustedFolders:
+      ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
+  };
+}
+
+/** `setup --write`: what changed, what did not, and what is left for the user to do. */
+function printWritten(ctx: CliContext, plan: SetupPlan, written: string[]): void {
+  if (ctx.json) {
+    ctx.printJson({ tool: plan.tool, written, notes: plan.notes, todo: plan.todo });
+    return;
+  }
+  for (const path of written) ctx.out(`updated ${path}\n`);
+  for (const file of plan.files) {
+    if (!written.includes(file.path) && !file.onlyIfExists) {
+      ctx.out(`unchanged ${file.path}\n`);
+    }
+  }
+  for (const note of plan.notes) ctx.out(`note: ${note}\n`);
+  ctx.out("Left for you to do:\n");
+  for (const step of plan.todo) ctx.out(`  - ${step}\n`);
+}
+
+/** `setup` without --write: the snippets to paste, or the one command that adds the server. */
+function printPlan(ctx: CliContext, plan: SetupPlan): void {
+  if (ctx.json) {
+    ctx.printJson({
+      tool: plan.tool,
+      files: plan.files
+        .filter((f) => !f.onlyIfExists)
+        .map((f) => ({ path: f.path, format: f.format, snippet: f.snippet })),
+      oneCommand: plan.oneCommand,
+      notes: plan.notes,
+      todo: plan.todo,
+    });
+    return;
+  }
+  for (const file of plan.files) {
+    if (file.snippet !== "") ctx.out(`# ${file.path}\n${file.snippet}\n`);
+  }
+  ctx.out(`# or add the server in one command:\n${plan.oneCommand}\n\n`);
+  for (const note of plan.notes) ctx.out(`# ${note}\n`);
+  ctx.out("# --write merges this into the files above.\n");
+}
+
+function registerDoctor(program: Command, ctx: CliContext): void {
   program
     .command("doctor")
     .description("check this machine end to end: root, identity, each tool's setup, server, hook")
@@ -222,8 +256,6 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
     )
     .action(async (opts: { as?: string; tool?: string; dir?: string; timeout: string }) => {
       const { runDoctor } = await import("../../mcp/doctor.js");
-      const home = homedir();
-      const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
       const tools =
         opts.tool === undefined
           ? SETUP_TOOLS
@@ -235,10 +267,7 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         tools,
         toolsChosen: opts.tool !== undefined,
         projectDir: resolve(opts.dir ?? "."),
-        codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
-        geminiDir,
-        geminiTrustedFolders:
-          ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
+        ...toolHomes(ctx),
         // The CLI that is running: the one the user is checking, whatever PATH holds.
         command: [process.execPath, process.argv[1]!],
         env: ctx.env,
@@ -250,7 +279,9 @@ export function registerMcpCommands(program: Command, ctx: CliContext): void {
         ctx.out(`${c.status.padEnd(4)}  ${c.check}: ${c.message}${c.fix ? ` (${c.fix})` : ""}\n`);
       }
     });
+}
 
+function registerHook(program: Command, ctx: CliContext): void {
   program
     .command("hook")
     .description("print the unread notice an agent tool's hook shows (never moves a cursor)")

@@ -5,6 +5,12 @@ import { type CliContext, splitList, UsageError } from "../context.js";
 
 /** export / import between a NATS namespace and the SPEC folder, and the b00t envelope bridge. */
 export function registerNatsCommands(program: Command, ctx: CliContext): void {
+  registerExport(program, ctx);
+  registerImport(program, ctx);
+  registerBridge(program, ctx);
+}
+
+function registerExport(program: Command, ctx: CliContext): void {
   program
     .command("export")
     .description("write a NATS namespace out as the SPEC folder (for chat.py, git, backups)")
@@ -28,7 +34,9 @@ export function registerNatsCommands(program: Command, ctx: CliContext): void {
         await store.close();
       }
     });
+}
 
+function registerImport(program: Command, ctx: CliContext): void {
   program
     .command("import")
     .description("read a SPEC folder into a NATS namespace, keeping sequence numbers")
@@ -51,7 +59,9 @@ export function registerNatsCommands(program: Command, ctx: CliContext): void {
         await store.close();
       }
     });
+}
 
+function registerBridge(program: Command, ctx: CliContext): void {
   program
     .command("bridge")
     .description("turn b00t envelopes published on chat.<channel> into messages of a namespace")

@@ -55,7 +55,14 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
         `  agent-chat ws turn --channel review --as alice "Focus on the blog folder and summarize the protocol"\n` +
         "  agent-chat ws tree --workspace ./ws",
     );
+  registerWsTurn(ws, ctx);
+  registerWsApply(ws, ctx);
+  registerWsTree(ws, ctx);
+  registerWsFocus(ws, ctx);
+  registerWsShow(ws, ctx);
+}
 
+function registerWsTurn(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("turn")
@@ -86,7 +93,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
       if (normalizer) input.normalizer = normalizer;
       await turn(ctx, opts, input);
     });
+}
 
+function registerWsApply(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("apply")
@@ -116,7 +125,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
           : await readText(opts.kfile!, "K-file");
       await turn(ctx, opts, { kfile: text });
     });
+}
 
+function registerWsTree(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("tree")
@@ -142,7 +153,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
       }
       ctx.out(tree);
     });
+}
 
+function registerWsFocus(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("focus")
@@ -169,7 +182,9 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
       };
       await turn(ctx, opts, { kfile });
     });
+}
 
+function registerWsShow(ws: Command, ctx: CliContext): void {
   withTarget(
     ws
       .command("show")
@@ -185,31 +200,10 @@ export function registerWorkspaceCommands(program: Command, ctx: CliContext): vo
       const snapshot = await snapshotOf(ctx, kf);
       const slash = file.lastIndexOf("/");
       const name = file.slice(slash + 1);
-      let folder: Folder;
-      if (slash >= 0) {
-        const r = resolveFolder(snapshot.root, parseFolderArg(file.slice(0, slash)));
-        if (r.kind !== "found") throw new AgentChatError("NOT_FOUND", r.reason);
-        folder = r.folder;
-      } else {
-        const all: Folder[] = [];
-        const walk = (f: Folder) => {
-          if (f.files.includes(name)) all.push(f);
-          f.children.forEach(walk);
-        };
-        walk(snapshot.root);
-        const inFocus = all.find((f) => f.path.join("/") === snapshot.focus.join("/"));
-        if (inFocus) folder = inFocus;
-        else if (all.length === 1) folder = all[0]!;
-        else if (all.length === 0) {
-          kf.filePath([], name); // refuses a name that could leave the workspace
-          throw new AgentChatError("NOT_FOUND", `no file ${name} in the workspace`);
-        } else {
-          throw new AgentChatError(
-            "INVALID_ARGUMENT",
-            `${all.length} folders hold ${name} (${all.map((f) => displayPath(f.path)).join(", ")}); give FOLDER/${name}`,
-          );
-        }
-      }
+      const folder =
+        slash >= 0
+          ? namedFolder(snapshot.root, file.slice(0, slash))
+          : folderHolding(kf, snapshot, name);
       const content = await kf.readFile(folder.path, name);
       if (ctx.json) {
         return ctx.printJson({
@@ -228,6 +222,34 @@ async function snapshotOf(ctx: CliContext, kf: KFolder): Promise<Snapshot> {
   const snapshot = await kf.snapshot();
   for (const w of skippedWarnings(snapshot)) ctx.warn(w);
   return snapshot;
+}
+
+/** The folder a `FOLDER/file` argument names. */
+function namedFolder(root: Folder, arg: string): Folder {
+  const r = resolveFolder(root, parseFolderArg(arg));
+  if (r.kind !== "found") throw new AgentChatError("NOT_FOUND", r.reason);
+  return r.folder;
+}
+
+/** The folder holding a bare file name: the focus when it has one, else the only one. */
+function folderHolding(kf: KFolder, snapshot: Snapshot, name: string): Folder {
+  const all: Folder[] = [];
+  const walk = (f: Folder) => {
+    if (f.files.includes(name)) all.push(f);
+    f.children.forEach(walk);
+  };
+  walk(snapshot.root);
+  const inFocus = all.find((f) => f.path.join("/") === snapshot.focus.join("/"));
+  if (inFocus) return inFocus;
+  if (all.length === 1) return all[0]!;
+  if (all.length === 0) {
+    kf.filePath([], name); // refuses a name that could leave the workspace
+    throw new AgentChatError("NOT_FOUND", `no file ${name} in the workspace`);
+  }
+  throw new AgentChatError(
+    "INVALID_ARGUMENT",
+    `${all.length} folders hold ${name} (${all.map((f) => displayPath(f.path)).join(", ")}); give FOLDER/${name}`,
+  );
 }
 
 function withTarget(cmd: Command): Command {

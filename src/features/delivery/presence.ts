@@ -1,3 +1,4 @@
+import { storedCount, storedJson } from "../../store/shared/index.js";
 import type { Harness, PresenceInfo } from "../../store/types.js";
 import { HARNESSES } from "../../store/types.js";
 
@@ -51,15 +52,8 @@ export const ACTIVE_MS = 5 * 60_000;
 /** Silent for this long: gone. */
 export const SILENT_GONE_MS = 24 * 3_600_000;
 
-const MAX_NUMBER = 2 ** 50;
 const NAME = /^[^\0-\x1f]{1,200}$/;
 const CHANNEL = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
-
-function count(value: unknown): number | undefined {
-  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) < MAX_NUMBER
-    ? (value as number)
-    : undefined;
-}
 
 function text(value: unknown): string | undefined {
   return typeof value === "string" && NAME.test(value) ? value : undefined;
@@ -72,12 +66,9 @@ export function formatPresence(record: PresenceRecord): string {
 
 /** A stored record, or why it is ignored. */
 export function parsePresence(raw: string): { record?: PresenceRecord; problem?: string } {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return { problem: "is not JSON; ignored" };
-  }
+  const parsed = storedJson(raw);
+  if (!parsed) return { problem: "is not JSON; ignored" };
+  const { value } = parsed;
   if (typeof value !== "object" || value === null) return { problem: "is not a record; ignored" };
   const v = value as Record<string, unknown>;
   if (typeof v.v === "number" && v.v > PRESENCE_VERSION) {
@@ -85,8 +76,8 @@ export function parsePresence(raw: string): { record?: PresenceRecord; problem?:
   }
   const agent = text(v.agent);
   const host = text(v.host);
-  const pid = count(v.pid);
-  const at = count(v.at);
+  const pid = storedCount(v.pid);
+  const at = storedCount(v.at);
   const harness = HARNESSES.find((h) => h === v.harness);
   if (v.v !== PRESENCE_VERSION || !agent || !host || pid === undefined || at === undefined) {
     return { problem: "is not a presence record of ours (written by hand?); ignored" };
@@ -109,8 +100,8 @@ export function parsePresence(raw: string): { record?: PresenceRecord; problem?:
 function parseParked(value: unknown): Parked | undefined {
   if (typeof value !== "object" || value === null) return undefined;
   const p = value as Record<string, unknown>;
-  const since = count(p.since);
-  const pid = count(p.pid);
+  const since = storedCount(p.since);
+  const pid = storedCount(p.pid);
   const host = text(p.host);
   const channels = Array.isArray(p.channels) ? p.channels : [];
   if (since === undefined || pid === undefined || !host || channels.length > 100) return undefined;

@@ -1,6 +1,7 @@
 import { type Message, parseTo } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity } from "../../core/names.js";
+import { isStoredCount, storedJson } from "../../store/shared/index.js";
 import type { DeliveryState, PresenceInfo, Receipt, SignedReadReceipt } from "../../store/types.js";
 
 /**
@@ -17,7 +18,6 @@ export interface ReceiptNote {
 export const RECEIPT_VERSION = 1;
 /** Steps kept per kind: enough for the messages an agent has not yet answered. */
 const MAX_STEPS = 64;
-const MAX_NUMBER = 2 ** 50;
 /** `ed25519:` and a key and a signature in base64url are 139 characters. */
 const MAX_SIG_CHARS = 200;
 
@@ -49,19 +49,16 @@ export function parseSignedReceipt(raw: string | undefined): SignedReadReceipt |
     return undefined;
   }
   const { v, seq, at, sig } = r;
-  if (v !== RECEIPT_VERSION || !isCount(seq) || !isCount(at)) return undefined;
+  if (v !== RECEIPT_VERSION || !isStoredCount(seq) || !isStoredCount(at)) return undefined;
   if (typeof sig !== "string" || sig.length > MAX_SIG_CHARS) return undefined;
   return { seq, at, sig };
 }
 
 /** A stored note, or why it is ignored (a stored note is untrusted input). */
 export function parseReceiptNote(raw: string): { note?: ReceiptNote; problem?: string } {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return { problem: "is not JSON; ignored" };
-  }
+  const parsed = storedJson(raw);
+  if (!parsed) return { problem: "is not JSON; ignored" };
+  const { value } = parsed;
   const v = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
   if (typeof v.v === "number" && v.v > RECEIPT_VERSION) {
     return { problem: `was written by a newer version (v${v.v}); ignored` };
@@ -76,14 +73,10 @@ function steps(value: unknown): Array<[number, number]> {
   for (const step of value.slice(-MAX_STEPS)) {
     if (!Array.isArray(step)) continue;
     const [seq, at] = step as unknown[];
-    if (!isCount(seq) || !isCount(at)) continue;
+    if (!isStoredCount(seq) || !isStoredCount(at)) continue;
     if (out.length === 0 || seq > out[out.length - 1]![0]) out.push([seq, at]);
   }
   return out;
-}
-
-function isCount(value: unknown): value is number {
-  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) < MAX_NUMBER;
 }
 
 /** Adds a step when it goes further than the last one; false when it changes nothing. */

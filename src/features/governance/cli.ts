@@ -19,6 +19,7 @@ import {
   govern,
   pendingRequests,
   type RequestInput,
+  type RequestOutcome,
   requestAction,
 } from "./governance.js";
 import { announcePolicy } from "./policy.js";
@@ -101,6 +102,13 @@ async function changeTaskTtl(
 }
 
 export function registerGovernanceCommands(program: Command, ctx: CliContext): void {
+  registerGovern(program, ctx);
+  registerRequest(program, ctx);
+  registerApprove(program, ctx);
+  registerPending(program, ctx);
+}
+
+function registerGovern(program: Command, ctx: CliContext): void {
   addGovernanceOptions(
     program
       .command("govern")
@@ -160,7 +168,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         ctx.out(formatProfile(channel, profile));
       },
     );
+}
 
+function registerRequest(program: Command, ctx: CliContext): void {
   program
     .command("request")
     .description("ask to do an action; waits for the maintainer when its band says so")
@@ -203,26 +213,32 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
       const outcome = await requestAction(store, channel, input);
       if (outcome.band !== "auto" && !outcome.proceed) {
         // Exit 4; the message (and the JSON error document) say who decided and why.
-        const note = outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
         throw new AgentChatError(
           "REJECTED",
           `request #${outcome.seq} (${outcome.action}) was ${outcome.result} by ${outcome.by} ` +
-            `in #${outcome.decisionSeq}${note}`,
+            `in #${outcome.decisionSeq}${verdictNote(outcome)}`,
         );
       }
       if (ctx.json) return ctx.printJson({ channel, ...outcome, warnings });
-      if (outcome.band === "auto") {
-        ctx.out(`${outcome.action} is auto in ${channel}: go ahead\n`);
-      } else if (outcome.result === "no-veto") {
-        ctx.out(`no veto on #${outcome.seq} (${outcome.action}) within the window: go ahead\n`);
-      } else {
-        const note = outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
-        ctx.out(
-          `#${outcome.seq} (${outcome.action}) approved by ${outcome.by} in #${outcome.decisionSeq}${note}\n`,
-        );
-      }
+      ctx.out(`${goAheadText(channel, outcome)}\n`);
     });
+}
 
+/** The first line of the maintainer's note, when there is one. */
+function verdictNote(outcome: { note?: string }): string {
+  return outcome.note ? `: ${outcome.note.split("\n")[0]}` : "";
+}
+
+/** Why a request may go ahead: its band is auto, no veto came, or the maintainer approved. */
+function goAheadText(channel: string, outcome: RequestOutcome): string {
+  if (outcome.band === "auto") return `${outcome.action} is auto in ${channel}: go ahead`;
+  if (outcome.result === "no-veto") {
+    return `no veto on #${outcome.seq} (${outcome.action}) within the window: go ahead`;
+  }
+  return `#${outcome.seq} (${outcome.action}) approved by ${outcome.by} in #${outcome.decisionSeq}${verdictNote(outcome)}`;
+}
+
+function registerApprove(program: Command, ctx: CliContext): void {
   program
     .command("approve")
     .description("the maintainer's verdict on a request: approved (default), --reject or --veto")
@@ -259,7 +275,9 @@ export function registerGovernanceCommands(program: Command, ctx: CliContext): v
         );
       },
     );
+}
 
+function registerPending(program: Command, ctx: CliContext): void {
   program
     .command("pending")
     .description("list the requests that still wait for the maintainer's verdict")

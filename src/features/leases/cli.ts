@@ -6,10 +6,14 @@ import { registerGuardCommand } from "./cli-guard.js";
 /** `lease add|renew|release`, `leases` and the git `guard`: path reservations (docs/leases.md). */
 export function registerLeaseCommands(program: Command, ctx: CliContext): void {
   registerGuardCommand(program, ctx);
+  registerLease(program, ctx);
+  registerLeases(program, ctx);
+}
+
+function registerLease(program: Command, ctx: CliContext): void {
   const lease = program
     .command("lease")
     .description("reserve paths of the repository for a while (add, renew, release)");
-
   lease
     .command("add")
     .description("reserve the paths a glob covers; refused (exit 3) over another agent's lease")
@@ -43,7 +47,6 @@ export function registerLeaseCommands(program: Command, ctx: CliContext): void {
       ctx.out(`leased ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
       for (const over of info.forced ?? []) ctx.warn(`forced over: ${over}`);
     });
-
   lease
     .command("renew")
     .description("extend your path lease (by its token or its pattern)")
@@ -63,7 +66,6 @@ export function registerLeaseCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`renewed ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
     });
-
   lease
     .command("release")
     .description("give a path lease back (only its holder, while it is live)")
@@ -79,7 +81,9 @@ export function registerLeaseCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`released ${info.pattern} in ${channel} (token ${info.token})\n`);
     });
+}
 
+function registerLeases(program: Command, ctx: CliContext): void {
   program
     .command("leases")
     .description("list a channel's path leases: pattern, holder, token, time left")

@@ -1,7 +1,13 @@
 import { AgentChatError } from "../../core/errors.js";
 import { oneLine } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
-import { HOLDER, pastGrace } from "../../store/shared/index.js";
+import {
+  HOLDER,
+  pastGrace,
+  refuseNotHolder,
+  storedCount,
+  storedRecord,
+} from "../../store/shared/index.js";
 import type {
   PathLeaseInfo,
   PathLeaseOptions,
@@ -67,7 +73,6 @@ export const MAX_PATH_LEASES = 1_000;
 /** An expired lease is still listed (who held what, until when) for a day. */
 const KEEP_EXPIRED_MS = 24 * 3_600_000;
 const MAX_REASON = 500;
-const MAX_NUMBER = 2 ** 50;
 /** How often activity looks for leases to renew when none of the holder's is due sooner. */
 const LOOK_MS = 30_000;
 
@@ -88,18 +93,18 @@ export function parsePathLeases(text: string | undefined): PathLeaseDoc {
   } catch {
     return { token: 0, leases: [] };
   }
-  const v = record(value);
+  const v = storedRecord(value);
   const raw = Array.isArray(v.leases) ? v.leases.slice(0, MAX_PATH_LEASES) : [];
   const leases = raw.map(parseOne).filter((l): l is PathLease => l !== undefined);
-  return { token: Math.max(count(v.token) ?? 0, ...leases.map((l) => l.token)), leases };
+  return { token: Math.max(storedCount(v.token) ?? 0, ...leases.map((l) => l.token)), leases };
 }
 
 function parseOne(value: unknown): PathLease | undefined {
-  const r = record(value);
-  const token = count(r.token);
-  const at = count(r.at);
-  const expiresAt = count(r.expiresAt);
-  const ttlMs = count(r.ttlMs);
+  const r = storedRecord(value);
+  const token = storedCount(r.token);
+  const at = storedCount(r.at);
+  const expiresAt = storedCount(r.expiresAt);
+  const ttlMs = storedCount(r.ttlMs);
   if (token === undefined || at === undefined || expiresAt === undefined || !ttlMs) return;
   if (typeof r.holder !== "string" || !HOLDER.test(r.holder)) return;
   if (typeof r.pattern !== "string" || typeof r.exclusive !== "boolean") return;
@@ -120,16 +125,6 @@ function parseOne(value: unknown): PathLease | undefined {
     lease.forced = r.forced.filter((f): f is string => typeof f === "string").slice(0, 20);
   }
   return lease;
-}
-
-function record(value: unknown): Record<string, unknown> {
-  return (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
-}
-
-function count(value: unknown): number | undefined {
-  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) < MAX_NUMBER
-    ? (value as number)
-    : undefined;
 }
 
 /** Whether the lease still reserves its paths at `now`: until its end and the skew grace. */
@@ -432,15 +427,13 @@ function refuseUnlessHolder(
   token: number | undefined,
   now: number,
 ): void {
-  const refuse = (why: string) => {
-    throw new AgentChatError("NOT_HOLDER", `path lease ${lease.token} on ${lease.pattern} ${why}`);
-  };
-  if (lease.holder !== me)
-    refuse(`is not yours: ${describePathLease(lease)}; only its holder can ${verb} it`);
-  if (!pathLeaseLive(lease, now)) {
-    refuse(`expired at ${new Date(lease.expiresAt).toISOString()}; lease the paths again`);
-  }
-  if (token !== undefined && token !== lease.token) {
-    refuse(`is held with token ${lease.token}; token ${token} is stale`);
-  }
+  refuseNotHolder(`path lease ${lease.token} on ${lease.pattern}`, [
+    lease.holder !== me &&
+      `is not yours: ${describePathLease(lease)}; only its holder can ${verb} it`,
+    !pathLeaseLive(lease, now) &&
+      `expired at ${new Date(lease.expiresAt).toISOString()}; lease the paths again`,
+    token !== undefined &&
+      token !== lease.token &&
+      `is held with token ${lease.token}; token ${token} is stale`,
+  ]);
 }

@@ -11,6 +11,13 @@ import { parseAge } from "./index.js";
 
 /** search, thread, archive and prune (docs/search.md). */
 export function registerFindCommands(program: Command, ctx: CliContext): void {
+  registerSearch(program, ctx);
+  registerThread(program, ctx);
+  registerArchive(program, ctx);
+  registerPrune(program, ctx);
+}
+
+function registerSearch(program: Command, ctx: CliContext): void {
   program
     .command("search")
     .description("find messages by words in their titles and bodies, newest first")
@@ -42,7 +49,9 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson({ query: query.join(" "), ...result });
       printHits(ctx, result);
     });
+}
 
+function registerThread(program: Command, ctx: CliContext): void {
   program
     .command("thread")
     .description("print the thread a message belongs to: its root and every reply, indented")
@@ -61,7 +70,9 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson({ channel, thread: treeJson(tree) });
       for (const { message, depth } of flattenThread(tree)) ctx.out(formatIndented(message, depth));
     });
+}
 
+function registerArchive(program: Command, ctx: CliContext): void {
   program
     .command("archive")
     .description("move old messages out of the channel folder, where chat.py does not look")
@@ -101,7 +112,9 @@ export function registerFindCommands(program: Command, ctx: CliContext): void {
           `${result.kept === undefined ? "" : `; #${result.kept}, the newest, stays`}\n`,
       );
     });
+}
 
+function registerPrune(program: Command, ctx: CliContext): void {
   program
     .command("prune")
     .description(

@@ -39,7 +39,18 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
         "\nTrust lives here, not in the root: a key becomes a name's on first sight, by a rotation\n" +
         "the pinned key signed, by an approval of an authority you chose, or by id trust.",
     );
+  registerIdNew(id, ctx);
+  registerIdApprove(id, ctx);
+  registerIdTrust(id, ctx);
+  registerIdAuthority(id, ctx);
+  registerIdList(id, ctx);
+  registerIdShow(id, ctx);
+  registerIdRotate(id, ctx);
+  registerIdExport(id, ctx);
+  registerIdImport(id, ctx);
+}
 
+function registerIdNew(id: Command, ctx: CliContext): void {
   id.command("new")
     .description("make a key pair for an agent; posts by it are signed from now on")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
@@ -61,7 +72,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
         );
       }
     });
+}
 
+function registerIdApprove(id: Command, ctx: CliContext): void {
   id.command("approve")
     .argument("<channel>", "a channel whose maintainer you are")
     .argument("<name>", "whose key")
@@ -78,7 +91,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       const request = { channel, name, key, as, maintainer };
       print(ctx, await approveKey(await place(ctx), request), "approved the key of");
     });
+}
 
+function registerIdTrust(id: Command, ctx: CliContext): void {
   id.command("trust")
     .argument("<name>", "whose key")
     .argument("<key>", "the key, as agent-chat id show prints it on the owner's machine")
@@ -97,10 +112,18 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
         "pinned the key of",
       );
     });
+}
 
+function registerIdAuthority(id: Command, ctx: CliContext): void {
   const authority = id
     .command("authority")
     .description("names whose key approvals you accept in this root (a team or maintainer key)");
+  registerIdAuthorityAdd(authority, ctx);
+  registerIdAuthorityRemove(authority, ctx);
+  registerIdAuthorityList(authority, ctx);
+}
+
+function registerIdAuthorityAdd(authority: Command, ctx: CliContext): void {
   authority
     .command("add")
     .argument("<name>", "the authority")
@@ -109,6 +132,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
     .action(async (name: string, key: string | undefined) => {
       print(ctx, await addAuthority(await place(ctx), name, key), "chose as an authority");
     });
+}
+
+function registerIdAuthorityRemove(authority: Command, ctx: CliContext): void {
   authority
     .command("remove")
     .argument("<name>", "the authority")
@@ -118,6 +144,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       if (ctx.json) return ctx.printJson({ name, removed });
       ctx.out(removed ? `${name} is no longer an authority here\n` : `${name} was no authority\n`);
     });
+}
+
+function registerIdAuthorityList(authority: Command, ctx: CliContext): void {
   authority
     .command("list")
     .description("the authorities chosen for this root")
@@ -127,7 +156,9 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       if (Object.keys(all).length === 0) ctx.err("no authorities chosen for this root\n");
       for (const [name, keys] of Object.entries(all)) ctx.out(`${name}\t${keys.join(" ")}\n`);
     });
+}
 
+function registerIdList(id: Command, ctx: CliContext): void {
   id.command("list")
     .description("the agents this user holds keys for")
     .action(async () => {
@@ -136,26 +167,34 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
       if (list.length === 0) ctx.err("no keys here (make one with: agent-chat id new --as NAME)\n");
       for (const info of list) ctx.out(`${info.name}\t${info.key ?? "(not published)"}\n`);
     });
+}
 
+function registerIdShow(id: Command, ctx: CliContext): void {
   id.command("show")
     .argument("<name>")
     .description("an agent's key: published in the root, pinned here, held here")
     .action(async (name: string) => print(ctx, await showIdentity(await place(ctx), name)));
+}
 
+function registerIdRotate(id: Command, ctx: CliContext): void {
   id.command("rotate")
     .description("replace an agent's key with a new one that the old key vouches for")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
     .action(async (opts: { as?: string }) => {
       print(ctx, await rotateIdentity(await place(ctx), ctx.agent(opts.as)), "rotated the key of");
     });
+}
 
+function registerIdExport(id: Command, ctx: CliContext): void {
   id.command("export")
     .description("print an agent's key pair as JSON, for id import on its second machine")
     .option("--as <name>", "the agent (default $AGENT_CHAT_NAME)")
     .action(async (opts: { as?: string }) => {
       ctx.printJson(await exportIdentity(await place(ctx), ctx.agent(opts.as)));
     });
+}
 
+function registerIdImport(id: Command, ctx: CliContext): void {
   id.command("import")
     .description("install a key pair printed by id export (from --file or stdin)")
     .option("--file <path>", "the exported JSON (default: stdin)")

@@ -57,6 +57,34 @@ export interface IngestOptions {
   onRejected?: (subject: string, error: AgentChatError) => void;
 }
 
+/** One envelope, checked (JSON, a valid envelope, on its own channel's subject) and posted. */
+async function ingestOne(
+  store: NatsStore,
+  msg: { string(): string; subject: string },
+  createChannels: boolean,
+): Promise<PostResult> {
+  let value: unknown;
+  try {
+    value = JSON.parse(msg.string());
+  } catch {
+    throw new AgentChatError("INVALID_ARGUMENT", "envelope is not JSON");
+  }
+  const envelope = validateEnvelope(value);
+  if (envelopeSubject(envelopeChannel(envelope.channel)) !== msg.subject) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `envelope for channel ${JSON.stringify(envelope.channel)} arrived on ${msg.subject}`,
+    );
+  }
+  const { channel, ...post } = envelopeToPost(envelope, "b00t-nats");
+  if (createChannels) {
+    await store.init(channel).catch((err: unknown) => {
+      if (!isAgentChatError(err, "CHANNEL_EXISTS")) throw err;
+    });
+  }
+  return store.post(channel, post);
+}
+
 /**
  * Turns envelopes that other clients publish on `chat.>` into ordinary messages of the store's
  * namespace, until the signal aborts. All ingesters of one namespace form one queue group, so
@@ -76,27 +104,8 @@ export async function ingestEnvelopes(
   try {
     for await (const msg of sub) {
       try {
-        let value: unknown;
-        try {
-          value = JSON.parse(msg.string());
-        } catch {
-          throw new AgentChatError("INVALID_ARGUMENT", "envelope is not JSON");
-        }
-        const envelope = validateEnvelope(value);
-        if (envelopeSubject(envelopeChannel(envelope.channel)) !== msg.subject) {
-          throw new AgentChatError(
-            "INVALID_ARGUMENT",
-            `envelope for channel ${JSON.stringify(envelope.channel)} arrived on ${msg.subject}`,
-          );
-        }
-        const { channel, ...post } = envelopeToPost(envelope, "b00t-nats");
-        if (createChannels) {
-          await store.init(channel).catch((err: unknown) => {
-            if (!isAgentChatError(err, "CHANNEL_EXISTS")) throw err;
-          });
-        }
         // Posted first: an optional call would skip evaluating its argument without a callback.
-        const result = await store.post(channel, post);
+        const result = await ingestOne(store, msg, createChannels);
         options.onPosted?.(result);
       } catch (err) {
         const error = isAgentChatError(err)

@@ -1050,6 +1050,22 @@ export class NatsStore extends FeatureStore {
     return this.leaving;
   }
 
+  /** The namespace deleted or JetStream silent, said as such; undefined for any other error. */
+  private async unavailable(err: unknown, what: string): Promise<AgentChatError | undefined> {
+    const e = err as Error;
+    if (e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "")) {
+      return new AgentChatError(
+        "BACKEND_UNAVAILABLE",
+        `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
+        { cause: err },
+      );
+    }
+    if (e?.name === "JetStreamNotEnabled" || /no responders/i.test(e?.message ?? "")) {
+      return await this.unheard(err, what);
+    }
+    return undefined;
+  }
+
   private async guardOnce<T>(fn: () => Promise<T>, what: string): Promise<T> {
     this.check();
     try {
@@ -1057,18 +1073,7 @@ export class NatsStore extends FeatureStore {
     } catch (err) {
       if (isWrongLastSequence(err)) throw err;
       if (this.gone) throw this.gone;
-      const e = err as Error;
-      if (e?.name === "StreamNotFoundError" || /stream not found/i.test(e?.message ?? "")) {
-        throw new AgentChatError(
-          "BACKEND_UNAVAILABLE",
-          `${what}: namespace ${this.namespace} was deleted on ${this.target.server}`,
-          { cause: err },
-        );
-      }
-      if (e?.name === "JetStreamNotEnabled" || /no responders/i.test(e?.message ?? "")) {
-        throw await this.unheard(err, what);
-      }
-      throw toBackendError(err, what);
+      throw (await this.unavailable(err, what)) ?? toBackendError(err, what);
     }
   }
 

@@ -40,6 +40,7 @@ import {
   type StoreExtension,
   type WaitHooks,
 } from "./extension.js";
+import { refuseNotHolder } from "./holder.js";
 import { LateWork } from "./late-work.js";
 import {
   channelTtl,
@@ -937,29 +938,22 @@ function refuseUnlessHolder(
   token: number | undefined,
   now: number,
 ): void {
-  const refuse = (why: string) => {
-    throw new AgentChatError("NOT_HOLDER", `task ${id} ${why}`);
-  };
-  if (status.state === "open") refuse(`is not claimed${lastToken(status)}`);
-  if (status.state === "done") refuse(`is done (finished by ${status.holder})`);
-  if (status.holder !== me) {
-    refuse(
-      `is ${status.state === "expired" ? "no longer held: the lease of" : "claimed by"} ` +
+  const expired = status.state === "expired";
+  refuseNotHolder(`task ${id}`, [
+    status.state === "open" && `is not claimed${lastToken(status)}`,
+    status.state === "done" && `is done (finished by ${status.holder})`,
+    status.holder !== me &&
+      `is ${expired ? "no longer held: the lease of" : "claimed by"} ` +
         `${status.holder}${describeGrant(status, now)}; only the holder can ${verb} it`,
-    );
-  }
-  if (status.state === "expired") {
-    refuse(`is no longer yours: your lease${describeGrant(status, now)}; claim it again`);
-  }
-  if (token !== undefined && token !== status.token) {
-    refuse(
+    expired && `is no longer yours: your lease${describeGrant(status, now)}; claim it again`,
+    token !== undefined &&
+      token !== status.token &&
       `is held by ${status.holder} ` +
         (status.token === undefined
           ? "without a lease (claimed by chat.py)"
           : `with token ${status.token}`) +
         `; token ${token} is stale`,
-    );
-  }
+  ]);
 }
 
 function lastToken(status: LeaseStatus): string {

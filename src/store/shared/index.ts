@@ -11,7 +11,14 @@ export {
   type WaitEnd,
   type WaitHooks,
 } from "./extension.js";
+export { refuseNotHolder } from "./holder.js";
 export { pastGrace, SKEW_GRACE_MS } from "./skew.js";
+export {
+  isStoredCount,
+  storedCount,
+  storedJson,
+  storedRecord,
+} from "./stored.js";
 export {
   channelTtl,
   checkTtl,

@@ -9,6 +9,7 @@ import {
   type TaskState,
 } from "../types.js";
 import { pastGrace } from "./skew.js";
+import { storedCount, storedJson, storedRecord } from "./stored.js";
 
 /**
  * Task markers: `task-<id>.md` while open, `task-<id>.CLAIMED-<holder>.md` once claimed, as the
@@ -98,23 +99,11 @@ export function formatLease(lease: Lease): string {
   const { token, holder, expiresAt, ttlMs, done, history } = lease;
   return `${JSON.stringify({ token, holder, expiresAt, ttlMs, done, history })}\n`;
 }
-/** Tokens and times read from storage are safe integers below this (docs/design.md §10). */
-const MAX_NUMBER = 2 ** 50;
 /** What a holder looks like in a marker's name and a lease (an identity). */
 export const HOLDER = /^[a-z0-9-]{1,100}$/;
 
-function count(value: unknown): number | undefined {
-  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) < MAX_NUMBER
-    ? (value as number)
-    : undefined;
-}
-
 function holderName(value: unknown): string | undefined {
   return typeof value === "string" && HOLDER.test(value) ? value : undefined;
-}
-
-function record(value: unknown): Record<string, unknown> {
-  return (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
 }
 
 /**
@@ -123,18 +112,15 @@ function record(value: unknown): Record<string, unknown> {
  * drops the grant: such a task is claimed without a lease, or claimable once released.
  */
 export function parseLease(text: string): { lease?: Lease; problem?: string } {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { problem: "its lease is not JSON; ignored" };
-  }
-  const v = record(value);
-  const token = count(v.token);
+  const parsed = storedJson(text);
+  if (!parsed) return { problem: "its lease is not JSON; ignored" };
+  const { value } = parsed;
+  const v = storedRecord(value);
+  const token = storedCount(v.token);
   if (token === undefined) return { problem: "its lease has no valid token; ignored" };
   const lease: Lease = { token, history: parseHistory(v.history) };
   const grantOk = parseGrant(v, lease);
-  const doneOk = v.done === undefined || parseDone(record(v.done), lease);
+  const doneOk = v.done === undefined || parseDone(storedRecord(v.done), lease);
   return grantOk && doneOk
     ? { lease }
     : { lease, problem: "its lease has invalid fields; only its token is kept" };
@@ -143,11 +129,11 @@ export function parseLease(text: string): { lease?: Lease; problem?: string } {
 /** The live grant (holder and expiry), kept only when both are sound; false when one is bad. */
 function parseGrant(v: Record<string, unknown>, lease: Lease): boolean {
   const holder = holderName(v.holder);
-  const expiresAt = count(v.expiresAt);
+  const expiresAt = storedCount(v.expiresAt);
   if (holder && expiresAt !== undefined) {
     lease.holder = holder;
     lease.expiresAt = expiresAt;
-    const ttlMs = count(v.ttlMs);
+    const ttlMs = storedCount(v.ttlMs);
     if (ttlMs !== undefined && ttlMs > 0) lease.ttlMs = ttlMs;
   }
   return (
@@ -158,7 +144,7 @@ function parseGrant(v: Record<string, unknown>, lease: Lease): boolean {
 
 function parseDone(d: Record<string, unknown>, lease: Lease): boolean {
   const by = holderName(d.by);
-  const at = count(d.at);
+  const at = storedCount(d.at);
   if (!by || at === undefined) return false;
   lease.done = { by, at };
   if (typeof d.note === "string") lease.done.note = oneLine(d.note).slice(0, MAX_NOTE);
@@ -170,10 +156,10 @@ function parseHistory(value: unknown): Grant[] {
   if (!Array.isArray(value)) return [];
   const out: Grant[] = [];
   for (const g of value.slice(-MAX_HISTORY)) {
-    const r = record(g);
-    const token = count(r.token);
+    const r = storedRecord(g);
+    const token = storedCount(r.token);
     const holder = holderName(r.holder);
-    const at = count(r.at);
+    const at = storedCount(r.at);
     if (token !== undefined && holder && at !== undefined) out.push({ token, holder, at });
   }
   return out;

@@ -67,108 +67,139 @@ function parseBlocks(source: string, depth: number): Block[] {
   const blocks: Block[] = [];
   let i = 0;
   while (i < lines.length) {
-    const line = lines[i]!;
-    if (line.trim() === "") {
+    if (lines[i]!.trim() === "") {
       i += 1;
       continue;
     }
-    const fence = FENCE.exec(line);
-    if (fence) {
-      const marker = fence[1]!;
-      const body: string[] = [];
-      i += 1;
-      while (i < lines.length && !lines[i]!.trimStart().startsWith(marker)) {
-        body.push(lines[i]!);
-        i += 1;
-      }
-      i += 1; // the closing fence (or the end of the text)
-      blocks.push({ type: "code", lang: fence[2] ?? "", text: body.join("\n") });
-      continue;
-    }
-    const heading = HEADING.exec(line);
-    if (heading) {
-      blocks.push({
-        type: "heading",
-        level: heading[1]!.length,
-        children: parseInline(headingText(heading[2]!), depth),
-      });
-      i += 1;
-      continue;
-    }
-    if (RULE.test(line)) {
-      blocks.push({ type: "rule" });
-      i += 1;
-      continue;
-    }
-    if (QUOTE.test(line)) {
-      const inner: string[] = [];
-      while (i < lines.length && QUOTE.test(lines[i]!)) {
-        inner.push(QUOTE.exec(lines[i]!)![1]!);
-        i += 1;
-      }
-      const text = inner.join("\n");
-      blocks.push({
-        type: "quote",
-        children:
-          depth + 1 < MAX_DEPTH
-            ? parseBlocks(text, depth + 1)
-            : [{ type: "paragraph", children: parseInline(text, MAX_DEPTH) }],
-      });
-      continue;
-    }
-    const bullet = BULLET.exec(line);
-    const ordered = ORDERED.exec(line);
-    if (bullet || ordered) {
-      const pattern = bullet ? BULLET : ORDERED;
-      const items: string[][] = [];
-      while (i < lines.length) {
-        const current = lines[i]!;
-        const m = pattern.exec(current);
-        if (m) {
-          items.push([bullet ? m[1]! : m[2]!]);
-        } else if (current.trim() !== "" && /^\s/.test(current) && items.length > 0) {
-          items.at(-1)!.push(current.trim()); // a continuation line of the item
-        } else {
-          break;
-        }
-        i += 1;
-      }
-      blocks.push({
-        type: "list",
-        ordered: !bullet,
-        start: ordered ? Number(ordered[1]) : 1,
-        items: items.map((item) => parseInline(item.join("\n"), depth)),
-      });
-      continue;
-    }
-    if (INDENTED.test(line)) {
-      const body: string[] = [];
-      while (i < lines.length && (INDENTED.test(lines[i]!) || lines[i]!.trim() === "")) {
-        body.push(lines[i]!.replace(/^( {4}|\t)/, ""));
-        i += 1;
-      }
-      while (body.length > 0 && body.at(-1) === "") body.pop();
-      blocks.push({ type: "code", lang: "", text: body.join("\n") });
-      continue;
-    }
-    const para: string[] = [];
-    while (i < lines.length) {
-      const current = lines[i]!;
-      if (
-        current.trim() === "" ||
-        FENCE.test(current) ||
-        HEADING.test(current) ||
-        QUOTE.test(current) ||
-        (para.length > 0 && (BULLET.test(current) || RULE.test(current)))
-      ) {
-        break;
-      }
-      para.push(current);
-      i += 1;
-    }
-    blocks.push({ type: "paragraph", children: parseInline(para.join("\n"), depth) });
+    const parsed = parseBlock(lines, i, depth);
+    blocks.push(parsed.block);
+    i = parsed.next;
   }
   return blocks;
+}
+
+/** One block starting at the non-blank line `i`, and the line after it. */
+interface Parsed {
+  block: Block;
+  next: number;
+}
+
+type BlockParser = (lines: string[], i: number, depth: number) => Parsed | undefined;
+
+/** Tried in this order at the start of each block; a line none claims starts a paragraph. */
+const BLOCK_PARSERS: readonly BlockParser[] = [
+  fencedCode,
+  heading,
+  rule,
+  quote,
+  list,
+  indentedCode,
+];
+
+function parseBlock(lines: string[], i: number, depth: number): Parsed {
+  for (const parser of BLOCK_PARSERS) {
+    const parsed = parser(lines, i, depth);
+    if (parsed) return parsed;
+  }
+  return paragraph(lines, i, depth);
+}
+
+function fencedCode(lines: string[], start: number): Parsed | undefined {
+  const fence = FENCE.exec(lines[start]!);
+  if (!fence) return undefined;
+  const marker = fence[1]!;
+  const body: string[] = [];
+  let i = start + 1;
+  while (i < lines.length && !lines[i]!.trimStart().startsWith(marker)) {
+    body.push(lines[i]!);
+    i += 1;
+  }
+  // Past the closing fence (or the end of the text).
+  return { block: { type: "code", lang: fence[2] ?? "", text: body.join("\n") }, next: i + 1 };
+}
+
+function heading(lines: string[], i: number, depth: number): Parsed | undefined {
+  const m = HEADING.exec(lines[i]!);
+  if (!m) return undefined;
+  const children = parseInline(headingText(m[2]!), depth);
+  return { block: { type: "heading", level: m[1]!.length, children }, next: i + 1 };
+}
+
+function rule(lines: string[], i: number): Parsed | undefined {
+  return RULE.test(lines[i]!) ? { block: { type: "rule" }, next: i + 1 } : undefined;
+}
+
+function quote(lines: string[], start: number, depth: number): Parsed | undefined {
+  if (!QUOTE.test(lines[start]!)) return undefined;
+  const inner: string[] = [];
+  let i = start;
+  while (i < lines.length && QUOTE.test(lines[i]!)) {
+    inner.push(QUOTE.exec(lines[i]!)![1]!);
+    i += 1;
+  }
+  const text = inner.join("\n");
+  const children: Block[] =
+    depth + 1 < MAX_DEPTH
+      ? parseBlocks(text, depth + 1)
+      : [{ type: "paragraph", children: parseInline(text, MAX_DEPTH) }];
+  return { block: { type: "quote", children }, next: i };
+}
+
+function list(lines: string[], start: number, depth: number): Parsed | undefined {
+  const bullet = BULLET.exec(lines[start]!);
+  const ordered = ORDERED.exec(lines[start]!);
+  if (!bullet && !ordered) return undefined;
+  const pattern = bullet ? BULLET : ORDERED;
+  const items: string[][] = [];
+  let i = start;
+  for (; i < lines.length; i += 1) {
+    const current = lines[i]!;
+    const m = pattern.exec(current);
+    if (m) {
+      items.push([bullet ? m[1]! : m[2]!]);
+    } else if (current.trim() !== "" && /^\s/.test(current) && items.length > 0) {
+      items.at(-1)!.push(current.trim()); // a continuation line of the item
+    } else {
+      break;
+    }
+  }
+  const block: Block = {
+    type: "list",
+    ordered: !bullet,
+    start: ordered ? Number(ordered[1]) : 1,
+    items: items.map((item) => parseInline(item.join("\n"), depth)),
+  };
+  return { block, next: i };
+}
+
+function indentedCode(lines: string[], start: number): Parsed | undefined {
+  if (!INDENTED.test(lines[start]!)) return undefined;
+  const body: string[] = [];
+  let i = start;
+  while (i < lines.length && (INDENTED.test(lines[i]!) || lines[i]!.trim() === "")) {
+    body.push(lines[i]!.replace(/^( {4}|\t)/, ""));
+    i += 1;
+  }
+  while (body.length > 0 && body.at(-1) === "") body.pop();
+  return { block: { type: "code", lang: "", text: body.join("\n") }, next: i };
+}
+
+/** Lines up to a blank one or one that starts another block (a list or rule only after one). */
+function paragraph(lines: string[], start: number, depth: number): Parsed {
+  const para: string[] = [];
+  let i = start;
+  for (; i < lines.length; i += 1) {
+    const current = lines[i]!;
+    const interrupts =
+      current.trim() === "" ||
+      FENCE.test(current) ||
+      HEADING.test(current) ||
+      QUOTE.test(current) ||
+      (para.length > 0 && (BULLET.test(current) || RULE.test(current)));
+    if (interrupts) break;
+    para.push(current);
+  }
+  return { block: { type: "paragraph", children: parseInline(para.join("\n"), depth) }, next: i };
 }
 
 /** A heading's text without its optional closing `#`s (`## Title ##`). */
