@@ -308,10 +308,17 @@ describe.skipIf(skip !== undefined)(
     async function killedClaim(posted: boolean): Promise<void> {
       const journal = join(root.dir, "dev", "claims", ".lease-transaction.json");
       const args = ["--import", "tsx", STUCK, root.dir, "T1", "bob", ...(posted ? ["posted"] : [])];
-      const child = spawn(process.execPath, args, { stdio: "ignore" });
+      const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "ignore"] });
       const exited = new Promise((r) => child.once("exit", r));
+      let said = "";
+      child.stdout.on("data", (chunk: Buffer) => {
+        said += chunk.toString();
+      });
       await until(
-        async () => existsSync(journal) && readFileSync(journal, "utf8").includes('"applied"'),
+        async () =>
+          existsSync(journal) &&
+          readFileSync(journal, "utf8").includes('"applied"') &&
+          (!posted || said.includes("posted\n")),
       );
       child.kill("SIGKILL");
       await exited;
