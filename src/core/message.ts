@@ -219,50 +219,69 @@ export function parseMessage(text: string, file: string, channel: string): Parse
   if (firstEnd < 0 || src.slice(0, firstEnd).trimEnd() !== FENCE) {
     return { ok: false, reason: "no frontmatter" };
   }
+  const front = readFrontmatter(src, firstEnd + 1);
+  if (front === undefined) return { ok: false, reason: "unclosed frontmatter" };
+  const from = front.fields.get("from");
+  if (!from) return { ok: false, reason: "frontmatter has no 'from'" };
+  const message = messageOf(front, { seq, from, channel, file }, src);
+  if (front.fields.has("sig")) {
+    const defect = front.duplicateSig ? "two signature lines" : notAsWritten(message, src);
+    if (defect !== undefined) message.sigDefect = defect;
+  }
+  return { ok: true, message };
+}
+
+interface Frontmatter {
+  /** The first value of each key, trimmed, in file order. */
+  fields: Map<string, string>;
+  duplicateSig: boolean;
+  /** Where the body starts: just after the closing fence. */
+  bodyStart: number;
+}
+
+/** The frontmatter lines from `pos` up to the closing fence; undefined when it never closes. */
+function readFrontmatter(src: string, pos: number): Frontmatter | undefined {
   const fields = new Map<string, string>();
   let duplicateSig = false;
-  let pos = firstEnd + 1;
-  let bodyStart = -1;
   while (pos < src.length) {
     let end = src.indexOf("\n", pos);
     if (end < 0) end = src.length;
     const line = src.slice(pos, end);
     pos = end + 1;
-    if (line.trim() === FENCE) {
-      bodyStart = Math.min(pos, src.length);
-      break;
-    }
+    if (line.trim() === FENCE)
+      return { fields, duplicateSig, bodyStart: Math.min(pos, src.length) };
     const colon = line.indexOf(":");
     if (colon < 0) continue;
     const key = line.slice(0, colon).trim();
     if (key === "sig" && fields.has(key)) duplicateSig = true;
     if (key !== "" && !fields.has(key)) fields.set(key, line.slice(colon + 1).trim());
   }
-  if (bodyStart < 0) return { ok: false, reason: "unclosed frontmatter" };
-  const from = fields.get("from");
-  if (!from) return { ok: false, reason: "frontmatter has no 'from'" };
+  return undefined;
+}
+
+function messageOf(
+  { fields, bodyStart }: Frontmatter,
+  known: Pick<Message, "seq" | "from" | "channel" | "file">,
+  src: string,
+): Message {
   const extra: Record<string, string> = {};
   for (const [key, value] of fields) if (!SPEC_KEYS.has(key)) extra[key] = value;
   const message: Message = {
-    seq,
-    from,
+    seq: known.seq,
+    from: known.from,
     to: fields.get("to") ?? BROADCAST,
     // The folder a message lives in is its channel, whatever a copied file claims.
-    channel,
+    channel: known.channel,
     ts: fields.get("ts") ?? "",
     status: fields.get("status") || DEFAULT_STATUS,
     title: fields.get("title") ?? "",
     body: src.slice(bodyStart).trimEnd(),
     extra,
-    file,
+    file: known.file,
   };
   const replyTo = parseReplyTo(fields.get("reply_to"));
   if (replyTo !== undefined) message.replyTo = replyTo;
-  if (fields.has("sig")) {
-    const defect = duplicateSig ? "two signature lines" : notAsWritten(message, src);
-    if (defect !== undefined) message.sigDefect = defect;
-  }
-  return { ok: true, message };
+  return message;
 }
 
 /**

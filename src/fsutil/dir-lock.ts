@@ -88,7 +88,7 @@ export async function acquireDirLock(
   const ownerDir = join(channelDir, ownerName);
   makeOwnerDir(ownerDir, channelDir);
   const deadline = Date.now() + timeoutMs;
-  let delay = 1;
+  const backOff = backOffPauses(options.pause ?? sleep);
   let nextInspection = 0;
   for (;;) {
     if (tryTake(lockPath, ownerName, ownerDir)) {
@@ -99,8 +99,7 @@ export async function acquireDirLock(
     // many waiters woken by one release each cost a single symlink, not three calls.
     const now = Date.now();
     if (now < nextInspection && now < deadline) {
-      await (options.pause ?? sleep)(delay * (0.5 + Math.random()));
-      delay = Math.min(delay * 2, 25);
+      await backOff();
       continue;
     }
     nextInspection = now + INSPECT_EVERY_MS;
@@ -108,17 +107,32 @@ export async function acquireDirLock(
     if (seen && isStale(seen, staleMs) && steal(lockPath, seen)) continue;
     if (Date.now() >= deadline) {
       removeOwnerDir(ownerDir);
-      const age = seen ? `, taken ${(seen.ageMs / 1000).toFixed(1)} s ago` : "";
-      throw new AgentChatError(
-        "LOCK_TIMEOUT",
-        `${lockPath} is held by ${describeOwner(seen?.owner)}${age}; waited ${timeoutMs / 1000} s. ` +
-          `If no poster is running, remove it`,
-      );
+      throw lockTimeout(lockPath, seen, timeoutMs);
     }
-    // Short, growing, jittered pauses: a post holds the lock for well under a millisecond.
-    await (options.pause ?? sleep)(delay * (0.5 + Math.random()));
-    delay = Math.min(delay * 2, 25);
+    await backOff();
   }
+}
+
+/** Short, growing, jittered pauses: a post holds the lock for well under a millisecond. */
+function backOffPauses(pause: (ms: number) => Promise<void>): () => Promise<void> {
+  let delay = 1;
+  return async () => {
+    await pause(delay * (0.5 + Math.random()));
+    delay = Math.min(delay * 2, 25);
+  };
+}
+
+function lockTimeout(
+  lockPath: string,
+  seen: ReturnType<typeof inspectLock>,
+  timeoutMs: number,
+): AgentChatError {
+  const age = seen ? `, taken ${(seen.ageMs / 1000).toFixed(1)} s ago` : "";
+  return new AgentChatError(
+    "LOCK_TIMEOUT",
+    `${lockPath} is held by ${describeOwner(seen?.owner)}${age}; waited ${timeoutMs / 1000} s. ` +
+      `If no poster is running, remove it`,
+  );
 }
 
 function makeOwnerDir(ownerDir: string, channelDir: string): void {

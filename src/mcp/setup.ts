@@ -819,6 +819,39 @@ export interface SetupState {
  */
 export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise<SetupState> {
   const projectDir = resolve(at.projectDir);
+  const files = setupFileReader(projectDir);
+  const found = await TOOL_FILES[tool](files, at, projectDir);
+  const entry =
+    typeof found.servers === "object" && found.servers !== null
+      ? (found.servers as Json)[SERVER_NAME]
+      : undefined;
+  const e = (entry ?? {}) as { args?: unknown; env?: unknown };
+  const { agent, root } = namedIdentity(e.args, tool === "claude-code" ? found.env : e.env);
+  const hooks = objectAt(await files.json(found.hooksFile), "hooks", found.hooksFile);
+  const missingHooks = HOOK_EVENTS.map((event) => hostEventName(found.format, event)).filter(
+    (name, i) => !hasOurHook(hooks[name], HOOK_EVENTS[i]!),
+  );
+  return {
+    tool,
+    serverFile: found.serverFile,
+    server: entry != null,
+    hooksFile: found.hooksFile,
+    missingHooks,
+    wake: wakePath(tool, hooks, missingHooks),
+    ...(agent !== undefined && { agent }),
+    ...(root !== undefined && { root }),
+    ...(found.pending !== undefined && { pending: found.pending }),
+    gaps: found.gaps,
+  };
+}
+
+interface SetupFileReader {
+  read(path: string): Promise<string | undefined>;
+  json(path: string): Promise<Json>;
+}
+
+/** Reads below the project folder, never through a link; a missing file reads as undefined. */
+function setupFileReader(projectDir: string): SetupFileReader {
   const read = async (path: string): Promise<string | undefined> => {
     assertNoLinksBelow(projectDir, path, false);
     try {
@@ -828,83 +861,91 @@ export async function inspectSetup(tool: SetupTool, at: SetupLocations): Promise
       throw wrapIoError(err, `cannot read ${path}`);
     }
   };
-  const json = async (path: string) => parseJsonFile(path, await read(path));
-  let serverFile: string;
-  let servers: unknown;
-  let hooksFile: string;
-  let format: HookFormat;
-  let pending: string | undefined;
-  let env: unknown;
-  const gaps: string[] = [];
-  switch (tool) {
-    case "claude-code": {
-      serverFile = join(projectDir, ".mcp.json");
-      servers = (await json(serverFile)).mcpServers;
-      hooksFile = join(projectDir, ".claude", "settings.local.json");
-      format = "claude";
-      const local = await json(hooksFile);
-      env = local.env;
-      gaps.push(...claudeGaps((await json(serverFile)).mcpServers, local, hooksFile));
-      const approved = local.enabledMcpjsonServers;
-      if (!Array.isArray(approved) || !approved.includes(SERVER_NAME)) {
-        pending = `Claude Code shows the server "Pending approval": ${SERVER_NAME} is not in enabledMcpjsonServers of ${hooksFile}`;
-      }
-      break;
+  return { read, json: async (path) => parseJsonFile(path, await read(path)) };
+}
+
+/** What one tool's files say: where its server and hooks are, and what it still lacks. */
+interface ToolFiles {
+  serverFile: string;
+  servers: unknown;
+  hooksFile: string;
+  format: HookFormat;
+  pending?: string;
+  /** Claude Code keeps agent-chat's environment in its settings, not in the server entry. */
+  env?: unknown;
+  gaps: string[];
+}
+
+type ToolFilesReader = (
+  files: SetupFileReader,
+  at: SetupLocations,
+  projectDir: string,
+) => Promise<ToolFiles>;
+
+const TOOL_FILES: Record<SetupTool, ToolFilesReader> = {
+  "claude-code": async (files, _at, projectDir) => {
+    const serverFile = join(projectDir, ".mcp.json");
+    const servers = (await files.json(serverFile)).mcpServers;
+    const hooksFile = join(projectDir, ".claude", "settings.local.json");
+    const local = await files.json(hooksFile);
+    const approved = local.enabledMcpjsonServers;
+    const pending =
+      Array.isArray(approved) && approved.includes(SERVER_NAME)
+        ? undefined
+        : `Claude Code shows the server "Pending approval": ${SERVER_NAME} is not in enabledMcpjsonServers of ${hooksFile}`;
+    const gaps = claudeGaps((await files.json(serverFile)).mcpServers, local, hooksFile);
+    return {
+      serverFile,
+      servers,
+      hooksFile,
+      format: "claude",
+      env: local.env,
+      gaps,
+      ...(pending !== undefined && { pending }),
+    };
+  },
+  codex: async (files, at) => {
+    const serverFile = join(at.codexHome, "config.toml");
+    const text = (await files.read(serverFile)) ?? "";
+    checkToml(serverFile, text, "is not valid TOML", "Codex cannot start with it");
+    const servers = (parseToml(text) as Json).mcp_servers;
+    return {
+      serverFile,
+      servers,
+      hooksFile: join(at.codexHome, "hooks.json"),
+      format: "codex",
+      gaps: [],
+    };
+  },
+  gemini: async (files, at, projectDir) => {
+    const serverFile = join(at.geminiDir, "settings.json");
+    const servers = (await files.json(serverFile)).mcpServers;
+    const gaps: string[] = [];
+    const policy = join(at.geminiDir, "policies", `${SERVER_NAME}.toml`);
+    if ((await files.read(policy)) === undefined) {
+      gaps.push(`Gemini CLI asks before each chat tool call (no ${policy})`);
     }
-    case "codex": {
-      serverFile = join(at.codexHome, "config.toml");
-      const text = (await read(serverFile)) ?? "";
-      checkToml(serverFile, text, "is not valid TOML", "Codex cannot start with it");
-      servers = (parseToml(text) as Json).mcp_servers;
-      hooksFile = join(at.codexHome, "hooks.json");
-      format = "codex";
-      break;
+    const trusted = await files.json(at.geminiTrustedFolders);
+    const found: ToolFiles = { serverFile, servers, hooksFile: serverFile, format: "gemini", gaps };
+    if (!geminiTrusts(trusted, projectDir)) {
+      found.pending = `Gemini CLI runs no server or hook in ${projectDir}: it is not in ${at.geminiTrustedFolders}`;
     }
-    case "gemini": {
-      serverFile = join(at.geminiDir, "settings.json");
-      servers = (await json(serverFile)).mcpServers;
-      hooksFile = serverFile;
-      format = "gemini";
-      const policy = join(at.geminiDir, "policies", `${SERVER_NAME}.toml`);
-      if ((await read(policy)) === undefined) {
-        gaps.push(`Gemini CLI asks before each chat tool call (no ${policy})`);
-      }
-      const trusted = await json(at.geminiTrustedFolders);
-      if (!geminiTrusts(trusted, projectDir)) {
-        pending = `Gemini CLI runs no server or hook in ${projectDir}: it is not in ${at.geminiTrustedFolders}`;
-      }
-      break;
-    }
-  }
-  const entry =
-    typeof servers === "object" && servers !== null ? (servers as Json)[SERVER_NAME] : undefined;
-  const e = (entry ?? {}) as { args?: unknown; env?: unknown };
-  if (tool !== "claude-code") env = e.env;
+    return found;
+  },
+};
+
+/** The identity (`--as`, else AGENT_CHAT_NAME) and the root the server entry gives agent-chat. */
+function namedIdentity(args: unknown, env: unknown): { agent?: string; root?: string } {
   const envOf = (key: string) => {
     const value = typeof env === "object" && env !== null ? (env as Json)[key] : undefined;
     return typeof value === "string" ? value : undefined;
   };
-  const args = Array.isArray(e.args) ? e.args : [];
-  const as = args.indexOf("--as");
-  const named = as >= 0 ? args[as + 1] : undefined;
+  const list = Array.isArray(args) ? args : [];
+  const as = list.indexOf("--as");
+  const named = as >= 0 ? list[as + 1] : undefined;
   const agent = typeof named === "string" ? named : envOf("AGENT_CHAT_NAME");
   const root = envOf("AGENT_CHAT_ROOT");
-  const hooks = objectAt(await json(hooksFile), "hooks", hooksFile);
-  const missingHooks = HOOK_EVENTS.map((event) => hostEventName(format, event)).filter(
-    (name, i) => !hasOurHook(hooks[name], HOOK_EVENTS[i]!),
-  );
-  return {
-    tool,
-    serverFile,
-    server: entry != null,
-    hooksFile,
-    missingHooks,
-    wake: wakePath(tool, hooks, missingHooks),
-    ...(agent !== undefined && { agent }),
-    ...(root !== undefined && { root }),
-    ...(pending !== undefined && { pending }),
-    gaps,
-  };
+  return { ...(agent !== undefined && { agent }), ...(root !== undefined && { root }) };
 }
 
 /** The wake path the hooks setup wrote give a tool (docs/delivery.md, per harness). */

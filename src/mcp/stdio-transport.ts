@@ -112,19 +112,31 @@ export class BoundedStdioTransport implements Transport {
 export function topLevelId(head: string): string | number | null {
   let depth = 0;
   for (let i = 0; i < head.length; i++) {
-    const c = head[i];
+    const c = head[i]!;
     if (c === '"') {
-      let j = i + 1;
-      while (j < head.length && head[j] !== '"') j += head[j] === "\\" ? 2 : 1;
-      if (j >= head.length) return null;
-      const isIdKey = depth === 1 && head.slice(i, j + 1) === '"id"';
-      i = j;
-      if (isIdKey) {
-        const m = /^\s*:\s*(-?\d{1,15}|"(?:[^"\\]|\\.){0,200}")\s*[,}]/.exec(head.slice(i + 1));
-        if (m) return JSON.parse(m[1]!) as string | number;
-      }
-    } else if (c === "{" || c === "[") depth++;
-    else if (c === "}" || c === "]") depth--;
+      const end = stringEnd(head, i);
+      if (end < 0) return null;
+      const id =
+        depth === 1 && head.slice(i, end + 1) === '"id"' ? idValueAfter(head, end + 1) : undefined;
+      if (id !== undefined) return id;
+      i = end;
+    } else depth += NESTING[c] ?? 0;
   }
   return null;
+}
+
+/** How each bracket changes the nesting depth outside strings. */
+const NESTING: Readonly<Record<string, number>> = { "{": 1, "[": 1, "}": -1, "]": -1 };
+
+/** The index of the quote closing the JSON string opened at `open`; -1 when the head cuts it. */
+function stringEnd(head: string, open: number): number {
+  let j = open + 1;
+  while (j < head.length && head[j] !== '"') j += head[j] === "\\" ? 2 : 1;
+  return j < head.length ? j : -1;
+}
+
+/** The number or short string after an `"id"` key ending just before `from`, if it is whole. */
+function idValueAfter(head: string, from: number): string | number | undefined {
+  const m = /^\s*:\s*(-?\d{1,15}|"(?:[^"\\]|\\.){0,200}")\s*[,}]/.exec(head.slice(from));
+  return m ? (JSON.parse(m[1]!) as string | number) : undefined;
 }

@@ -35,7 +35,6 @@ export async function waitEverywhere(
   options: WaitEverywhereOptions,
 ): Promise<WaitResult> {
   const deadline = Date.now() + options.timeoutMs;
-  const pollMs = options.pollMs ?? CHANNEL_POLL_MS;
   for (;;) {
     if (options.signal.aborted) throw new AgentChatError("ABORTED", "wait was cancelled");
     const names = await memberChannels(store, agent);
@@ -46,54 +45,93 @@ export async function waitEverywhere(
         `no relevant message within ${options.timeoutMs / 1000} s`,
       );
     }
-    // Ends this round's wait and poll: on a change of the list, on return, on the caller's abort.
-    const round = new AbortController();
-    const onAbort = () => round.abort();
-    options.signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      const changed = listChanges(store, agent, names, pollMs, round.signal);
-      if (names.length === 0) {
-        // Nothing to wait on yet: wait for the first channel, or for the deadline (checked above).
-        await Promise.race([changed, sleep(remaining, undefined, { signal: round.signal })]);
-        continue;
-      }
-      const waiting = store.wait(names, {
-        as: agent,
-        timeoutMs: remaining,
-        signal: round.signal,
-        ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
-      });
-      const first = await Promise.race([
-        waiting.then(
-          (result) => ({ result }),
-          (error: unknown) => ({ error }),
-        ),
-        changed.then(() => ({ changed: true as const })),
-      ]);
-      if ("result" in first) return first.result;
-      if ("error" in first) {
-        // A channel deleted under the wait: wait again over the channels that are left.
-        if (isAgentChatError(first.error, "CHANNEL_NOT_FOUND")) continue;
-        throw first.error;
-      }
-      round.abort();
-      try {
-        // The wait may have read messages (and moved cursors) just before it was stopped:
-        // those are delivered, never dropped.
-        return await waiting;
-      } catch (err) {
-        if (options.signal.aborted || !isAgentChatError(err, "ABORTED")) throw err;
-      }
-    } catch (err) {
-      // The sleep of a round with no channel, stopped by the caller's abort.
-      if ((err as Error).name === "AbortError") {
-        throw new AgentChatError("ABORTED", "wait was cancelled", { cause: err });
-      }
-      throw err;
-    } finally {
-      round.abort();
-      options.signal.removeEventListener("abort", onAbort);
+    const round = { store, agent, names, remaining, options };
+    const result = await inRound(options.signal, (controller) => waitRound(round, controller));
+    if (result !== undefined) return result;
+  }
+}
+
+/** One round of {@link waitEverywhere}: a wait over the channel list of the moment. */
+interface Round {
+  store: Store;
+  agent: string;
+  names: string[];
+  remaining: number;
+  options: WaitEverywhereOptions;
+}
+
+/**
+ * Runs a round under its own controller, which ends this round's wait and poll: on a change of
+ * the list, on return, on the caller's abort.
+ */
+async function inRound<T>(
+  outer: AbortSignal,
+  run: (round: AbortController) => Promise<T>,
+): Promise<T> {
+  const round = new AbortController();
+  const onAbort = () => round.abort();
+  outer.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await run(round);
+  } catch (err) {
+    // The sleep of a round with no channel, stopped by the caller's abort.
+    if ((err as Error).name === "AbortError") {
+      throw new AgentChatError("ABORTED", "wait was cancelled", { cause: err });
     }
+    throw err;
+  } finally {
+    round.abort();
+    outer.removeEventListener("abort", onAbort);
+  }
+}
+
+/** The round's result; undefined when the list changed and the next round should begin. */
+async function waitRound(
+  { store, agent, names, remaining, options }: Round,
+  round: AbortController,
+): Promise<WaitResult | undefined> {
+  const changed = listChanges(store, agent, names, options.pollMs ?? CHANNEL_POLL_MS, round.signal);
+  if (names.length === 0) {
+    // Nothing to wait on yet: wait for the first channel, or for the deadline (checked above).
+    await Promise.race([changed, sleep(remaining, undefined, { signal: round.signal })]);
+    return undefined;
+  }
+  const waiting = store.wait(names, {
+    as: agent,
+    timeoutMs: remaining,
+    signal: round.signal,
+    ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
+  });
+  const first = await Promise.race([
+    waiting.then(
+      (result) => ({ result }),
+      (error: unknown) => ({ error }),
+    ),
+    changed.then(() => ({ changed: true as const })),
+  ]);
+  if ("result" in first) return first.result;
+  if ("error" in first) {
+    // A channel deleted under the wait: wait again over the channels that are left.
+    if (isAgentChatError(first.error, "CHANNEL_NOT_FOUND")) return undefined;
+    throw first.error;
+  }
+  round.abort();
+  return stoppedWait(waiting, options.signal);
+}
+
+/**
+ * The wait may have read messages (and moved cursors) just before it was stopped: those are
+ * delivered, never dropped. Undefined when it stopped with nothing.
+ */
+async function stoppedWait(
+  waiting: Promise<WaitResult>,
+  caller: AbortSignal,
+): Promise<WaitResult | undefined> {
+  try {
+    return await waiting;
+  } catch (err) {
+    if (caller.aborted || !isAgentChatError(err, "ABORTED")) throw err;
+    return undefined;
   }
 }
 

@@ -82,18 +82,26 @@ export function registerEventCommands(program: Command, ctx: CliContext): void {
         (await store.roster(channel)) && Number.MAX_SAFE_INTEGER,
       );
       for (const message of messages) {
-        let value: Record<string, unknown> | undefined;
-        try {
-          value = readReferenceEvent(message.status, message.body);
-        } catch (err) {
-          // chat.py's `event read` fails for the whole channel here; ours names it and goes on.
-          if (!isAgentChatError(err)) throw err;
-          ctx.err(`agent-chat: #${message.seq} is no valid event: ${err.message}\n`);
-        }
+        const value = eventOf(message, ctx);
         if (value === undefined || (opts.type !== undefined && value.event !== opts.type)) continue;
         ctx.out(`${pythonJson(value)}\n`);
       }
     });
+}
+
+/** The message's event, or undefined when it is none; an invalid one is named on stderr. */
+function eventOf(
+  message: { seq: number; status: string; body: string },
+  ctx: CliContext,
+): Record<string, unknown> | undefined {
+  try {
+    return readReferenceEvent(message.status, message.body);
+  } catch (err) {
+    // chat.py's `event read` fails for the whole channel here; ours names it and goes on.
+    if (!isAgentChatError(err)) throw err;
+    ctx.err(`agent-chat: #${message.seq} is no valid event: ${err.message}\n`);
+    return undefined;
+  }
 }
 
 /** JSON as chat.py prints it (Python's `json.dumps(…, sort_keys=True)`: `", "` and `": "`). */

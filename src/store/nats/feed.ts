@@ -91,23 +91,9 @@ export class ChannelFeed {
     let pause = 100;
     while (!this.stopped && !this.failure) {
       try {
-        const consumer = await this.source.feedJs.consumers.get(this.source.streamName, {
-          filter_subjects: this.source.subject(this.channel),
-          deliver_policy: "by_start_sequence" as DeliverPolicy,
-          opt_start_seq: this.delivered + 1,
-        });
-        this.consumer = consumer;
-        const messages = await consumer.consume({ max_messages: 512, expires: PULL_EXPIRES_MS });
-        this.messages = messages;
-        this.consumerSince = Date.now();
-        if (this.stopped) {
-          messages.stop();
-          break;
-        }
-        for await (const m of messages) {
-          this.accept(m.seq, m.headers, m.string());
+        await this.consumeOnce(() => {
           pause = 100;
-        }
+        });
       } catch (err) {
         if (this.stopped || this.failed(err)) break;
         // A consumer placed on a node that is down: ask again at once.
@@ -117,6 +103,27 @@ export class ChannelFeed {
       // The consumer ended (connection lost, server restarted): resume after a short pause.
       await new Promise((r) => setTimeout(r, pause));
       pause = Math.min(Math.max(pause * 2, 100), MAX_PAUSE_MS);
+    }
+  }
+
+  /** Follows the channel from the first undelivered message until this consumer ends. */
+  private async consumeOnce(onMessage: () => void): Promise<void> {
+    const consumer = await this.source.feedJs.consumers.get(this.source.streamName, {
+      filter_subjects: this.source.subject(this.channel),
+      deliver_policy: "by_start_sequence" as DeliverPolicy,
+      opt_start_seq: this.delivered + 1,
+    });
+    this.consumer = consumer;
+    const messages = await consumer.consume({ max_messages: 512, expires: PULL_EXPIRES_MS });
+    this.messages = messages;
+    this.consumerSince = Date.now();
+    if (this.stopped) {
+      messages.stop();
+      return;
+    }
+    for await (const m of messages) {
+      this.accept(m.seq, m.headers, m.string());
+      onMessage();
     }
   }
 

@@ -220,102 +220,152 @@ const URL_START = /https?:\/\/[^\s<>"]+/y;
  */
 export function parseInline(text: string, depth = 0): Inline[] {
   if (depth >= MAX_DEPTH) return plainInline(text);
-  let finder: Finder | undefined; // made on first use: most nested texts need none
-  const find = () => (finder ??= new Finder(text));
-  const out: Inline[] = [];
-  let buffer = "";
-  const flush = () => {
-    if (buffer !== "") out.push({ type: "text", text: buffer });
-    buffer = "";
-  };
+  const scan = new InlineScan(text, depth);
   let i = 0;
   while (i < text.length) {
     const c = text[i]!;
-    if (c === "\\" && i + 1 < text.length && /[!-/:-@[-`{-~]/.test(text[i + 1]!)) {
-      buffer += text[i + 1];
-      i += 2;
-      continue;
-    }
-    if (c === "\n") {
-      flush();
-      out.push({ type: "br" });
+    const next = INLINE_RULES[c]?.(scan, i);
+    if (next === undefined) {
+      scan.buffer += c;
       i += 1;
-      continue;
-    }
-    if (c === "`") {
-      let run = 1;
-      while (text[i + run] === "`") run += 1;
-      const close = find().backticks(i + run, run);
-      if (close > 0) {
-        flush();
-        out.push({ type: "code", text: text.slice(i + run, close).trim() || " " });
-        i = close + run;
-        continue;
-      }
-      buffer += text.slice(i, i + run);
-      i += run;
-      continue;
-    }
-    const pair = text.slice(i, i + 2);
-    if (pair === "**" || pair === "__" || pair === "~~") {
-      const close = find().pair(pair, i + 2);
-      if (close > i + 2) {
-        flush();
-        const type = pair === "~~" ? "del" : "strong";
-        out.push({ type, children: parseInline(text.slice(i + 2, close), depth + 1) });
-        i = close + 2;
-        continue;
-      }
-      buffer += pair;
-      i += 2;
-      continue;
-    }
-    if ((c === "*" || c === "_") && text[i + 1] !== undefined && !/\s/.test(text[i + 1]!)) {
-      const wordBefore = i > 0 && /\w/.test(text[i - 1]!);
-      const close = c === "_" && wordBefore ? -1 : find().emphasisEnd(i + 1, c);
-      if (close > 0) {
-        flush();
-        out.push({ type: "em", children: parseInline(text.slice(i + 1, close), depth + 1) });
-        i = close + 1;
-        continue;
-      }
-    }
-    if (c === "[" || (c === "!" && text[i + 1] === "[")) {
-      const image = c === "!";
-      const link = parseLink(text, image ? i + 1 : i, find());
-      if (link) {
-        flush();
-        const href = safeHref(link.href);
-        if (image) {
-          out.push(
-            href ? { type: "image", href, alt: link.label } : { type: "text", text: link.label },
-          );
-        } else if (href) {
-          out.push({ type: "link", href, children: parseInline(link.label, depth + 1) });
-        } else {
-          out.push(...parseInline(link.label, depth + 1));
-        }
-        i = link.end;
-        continue;
-      }
-    }
-    if ((c === "h" || c === "H") && (i === 0 || /[\s(]/.test(text[i - 1]!))) {
-      URL_START.lastIndex = i;
-      const m = URL_START.exec(text);
-      if (m) {
-        const url = trimUrlEnd(m[0]);
-        flush();
-        out.push({ type: "link", href: url, children: [{ type: "text", text: url }] });
-        i += url.length;
-        continue;
-      }
-    }
-    buffer += c;
-    i += 1;
+    } else i = next;
   }
-  flush();
-  return out;
+  scan.flush();
+  return scan.out;
 }
+
+/** One `parseInline` call's state: what it has emitted and the plain text not yet emitted. */
+class InlineScan {
+  readonly out: Inline[] = [];
+  buffer = "";
+  private finder: Finder | undefined; // made on first use: most nested texts need none
+
+  constructor(
+    readonly text: string,
+    readonly depth: number,
+  ) {}
+
+  get find(): Finder {
+    this.finder ??= new Finder(this.text);
+    return this.finder;
+  }
+
+  flush(): void {
+    if (this.buffer !== "") this.out.push({ type: "text", text: this.buffer });
+    this.buffer = "";
+  }
+
+  emit(...items: Inline[]): void {
+    this.flush();
+    this.out.push(...items);
+  }
+
+  /** The markup of `text` one level deeper. */
+  nested(text: string): Inline[] {
+    return parseInline(text, this.depth + 1);
+  }
+}
+
+/**
+ * The markup starting at `i`, emitted or kept as plain text: the position after it, or
+ * undefined when `i` starts none (the character is then plain text).
+ */
+type InlineRule = (scan: InlineScan, i: number) => number | undefined;
+
+const escaped: InlineRule = (scan, i) => {
+  const next = scan.text[i + 1];
+  if (next === undefined || !/[!-/:-@[-`{-~]/.test(next)) return undefined;
+  scan.buffer += next;
+  return i + 2;
+};
+
+const lineBreak: InlineRule = (scan, i) => {
+  scan.emit({ type: "br" });
+  return i + 1;
+};
+
+const codeSpan: InlineRule = (scan, i) => {
+  const { text } = scan;
+  let run = 1;
+  while (text[i + run] === "`") run += 1;
+  const close = scan.find.backticks(i + run, run);
+  if (close > 0) {
+    scan.emit({ type: "code", text: text.slice(i + run, close).trim() || " " });
+    return close + run;
+  }
+  scan.buffer += text.slice(i, i + run);
+  return i + run;
+};
+
+/** `**strong**`, `__strong__` or `~~deleted~~`; an unclosed pair stays plain text. */
+const pairSpan: InlineRule = (scan, i) => {
+  const pair = scan.text.slice(i, i + 2);
+  if (pair !== "**" && pair !== "__" && pair !== "~~") return undefined;
+  const close = scan.find.pair(pair, i + 2);
+  if (close > i + 2) {
+    const type = pair === "~~" ? "del" : "strong";
+    scan.emit({ type, children: scan.nested(scan.text.slice(i + 2, close)) });
+    return close + 2;
+  }
+  scan.buffer += pair;
+  return i + 2;
+};
+
+/** `*em*` or `_em_` (not inside a word: `snake_case` stays as it is). */
+const emphasis: InlineRule = (scan, i) => {
+  const { text } = scan;
+  const marker = text[i]!;
+  if (text[i + 1] === undefined || /\s/.test(text[i + 1]!)) return undefined;
+  const wordBefore = i > 0 && /\w/.test(text[i - 1]!);
+  const close = marker === "_" && wordBefore ? -1 : scan.find.emphasisEnd(i + 1, marker);
+  if (close <= 0) return undefined;
+  scan.emit({ type: "em", children: scan.nested(text.slice(i + 1, close)) });
+  return close + 1;
+};
+
+const strongOrEmphasis: InlineRule = (scan, i) => pairSpan(scan, i) ?? emphasis(scan, i);
+
+/** `[label](href)` or `![alt](src)`; an unsafe href leaves the label as text. */
+const linkOrImage: InlineRule = (scan, i) => {
+  const image = scan.text[i] === "!";
+  if (image && scan.text[i + 1] !== "[") return undefined;
+  const link = parseLink(scan.text, image ? i + 1 : i, scan.find);
+  if (!link) return undefined;
+  const href = safeHref(link.href);
+  if (image) {
+    scan.emit(href ? { type: "image", href, alt: link.label } : { type: "text", text: link.label });
+  } else if (href) {
+    scan.emit({ type: "link", href, children: scan.nested(link.label) });
+  } else {
+    scan.emit(...scan.nested(link.label));
+  }
+  return link.end;
+};
+
+/** A bare `http(s)://` URL at the start of a word or after `(`. */
+const bareUrl: InlineRule = (scan, i) => {
+  if (i > 0 && !/[\s(]/.test(scan.text[i - 1]!)) return undefined;
+  URL_START.lastIndex = i;
+  const m = URL_START.exec(scan.text);
+  if (!m) return undefined;
+  const url = trimUrlEnd(m[0]);
+  scan.emit({ type: "link", href: url, children: [{ type: "text", text: url }] });
+  return i + url.length;
+};
+
+/** The rule for each character that can start inline markup; every other one is plain text. */
+const INLINE_RULES: Readonly<Record<string, InlineRule>> = {
+  "\\": escaped,
+  "\n": lineBreak,
+  "`": codeSpan,
+  "*": strongOrEmphasis,
+  _: strongOrEmphasis,
+  "~": pairSpan,
+  "[": linkOrImage,
+  "!": linkOrImage,
+  h: bareUrl,
+  H: bareUrl,
+};
 
 /** Text too deeply nested to parse further: shown as it is, line breaks kept. */
 function plainInline(text: string): Inline[] {
@@ -383,24 +433,27 @@ class Finder {
 
   /** The `]` matching the `[` at `open` on its line, or the `)` matching a `(`; -1 if none. */
   matching(open: number): number {
-    const text = this.text;
     // Positions only grow within a call, so each line is matched once.
-    if (open < this.lineStart || open >= this.lineEnd) {
-      this.matches.clear();
-      this.lineStart = text.lastIndexOf("\n", open) + 1;
-      const brackets: number[] = [];
-      const parens: number[] = [];
-      let j = this.lineStart;
-      for (; j < text.length && text[j] !== "\n"; j += 1) {
-        const ch = text[j];
-        if (ch === "[") brackets.push(j);
-        else if (ch === "(") parens.push(j);
-        else if (ch === "]" && brackets.length > 0) this.matches.set(brackets.pop()!, j);
-        else if (ch === ")" && parens.length > 0) this.matches.set(parens.pop()!, j);
-      }
-      this.lineEnd = j;
-    }
+    if (open < this.lineStart || open >= this.lineEnd) this.matchLine(open);
     return this.matches.get(open) ?? -1;
+  }
+
+  /** Pairs the brackets and the parentheses of the line that holds `at`. */
+  private matchLine(at: number): void {
+    const text = this.text;
+    this.matches.clear();
+    this.lineStart = text.lastIndexOf("\n", at) + 1;
+    const brackets: number[] = [];
+    const parens: number[] = [];
+    let j = this.lineStart;
+    for (; j < text.length && text[j] !== "\n"; j += 1) {
+      const ch = text[j];
+      if (ch === "[") brackets.push(j);
+      else if (ch === "(") parens.push(j);
+      else if (ch === "]" && brackets.length > 0) this.matches.set(brackets.pop()!, j);
+      else if (ch === ")" && parens.length > 0) this.matches.set(parens.pop()!, j);
+    }
+    this.lineEnd = j;
   }
 }
 
