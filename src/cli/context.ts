@@ -297,6 +297,22 @@ export function parsePositiveInt(value: string, flag: string): number {
   return n;
 }
 
+/** A holder's `--token`, as the store's option (absent: the holder's current token). */
+export function tokenOption(token: string | undefined): { token?: number } {
+  return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
+}
+
+/** A renewal's `--token` and `--ttl`, as the store's options (a task's and a path lease's alike). */
+export function renewOptions(flags: { token?: string; ttl?: string }): {
+  token?: number;
+  ttlMs?: number;
+} {
+  return {
+    ...tokenOption(flags.token),
+    ...(flags.ttl === undefined ? {} : { ttlMs: parseTtl(flags.ttl) }),
+  };
+}
+
 /** `a,b` or repeated flags, as one list. */
 export function splitList(value: string | string[] | undefined): string[] {
   const items = Array.isArray(value) ? value : value === undefined ? [] : [value];

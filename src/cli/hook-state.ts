@@ -85,11 +85,7 @@ export async function saveSeen(
   sessionId: string,
   seen: SessionSeen,
 ): Promise<void> {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = sessionFile(dir, agent, sessionId);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(seen), { mode: 0o600 });
-  renameSync(tmp, file);
+  writePrivately(dir, sessionFile(dir, agent, sessionId), JSON.stringify(seen));
   const names = readdirSync(dir);
   if (names.length <= MAX_SESSIONS) return;
   const dated = names.map((name) => ({ name, mtime: mtimeOf(join(dir, name)) }));
@@ -97,6 +93,17 @@ export async function saveSeen(
   // Best effort: the session's own file is saved already, and an entry that cannot go (a folder
   // someone put there) must not cost the notice this run is about to show.
   for (const { name } of dated.slice(MAX_SESSIONS)) unlinkQuietly(join(dir, name));
+}
+
+/**
+ * Writes `file` in the private folder `dir` whole or not at all (temporary file, then rename):
+ * two hooks of one session run at once, and neither may read the other's half-written file.
+ */
+function writePrivately(dir: string, file: string, text: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text, { mode: 0o600 });
+  renameSync(tmp, file);
 }
 
 /** When the entry last changed; 0 when it is gone already. */
@@ -132,11 +139,7 @@ export async function setWaiter(
   sessionId: string,
   id: string,
 ): Promise<void> {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = waiterFile(dir, agent, sessionId);
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, id, { mode: 0o600 });
-  renameSync(tmp, file);
+  writePrivately(dir, waiterFile(dir, agent, sessionId), id);
 }
 
 export async function currentWaiter(

@@ -302,16 +302,16 @@ export function publishExclusiveSync(tmp: string, dir: string, name: string): vo
 export function removeOwnDir(path: string, children: readonly string[] = []): boolean {
   if (entryKind(path) !== "dir") return false;
   for (const child of children) {
-    if (entryKind(join(path, child)) === "dir") {
-      try {
-        rmdirSync(join(path, child));
-      } catch {
-        return false;
-      }
-    }
+    const sub = join(path, child);
+    if (entryKind(sub) === "dir" && !succeeds(() => rmdirSync(sub))) return false;
   }
+  return succeeds(() => rmdirSync(path));
+}
+
+/** Whether `remove` ran without throwing: a removal refused (not empty, gone, not ours) is false. */
+function succeeds(remove: () => void): boolean {
   try {
-    rmdirSync(path);
+    remove();
     return true;
   } catch {
     return false;
@@ -322,12 +322,7 @@ export function removeOwnDir(path: string, children: readonly string[] = []): bo
 export function removeFileEntry(path: string): boolean {
   const kind = entryKind(path);
   if (kind === undefined || kind === "dir") return false;
-  try {
-    unlinkSync(path);
-    return true;
-  } catch {
-    return false;
-  }
+  return succeeds(() => unlinkSync(path));
 }
 
 /**

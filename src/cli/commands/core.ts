@@ -9,7 +9,15 @@ import { type PolicyFlags, policyChange } from "../../features/governance/cli-po
 import { policyMetaKeys } from "../../features/governance/index.js";
 import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/types.js";
 import { readBody } from "../body.js";
-import { type CliContext, parsePositiveInt, parseTtl, splitList, UsageError } from "../context.js";
+import {
+  type CliContext,
+  parsePositiveInt,
+  parseTtl,
+  renewOptions,
+  splitList,
+  tokenOption,
+  UsageError,
+} from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
 import { HOT_ACTIONS, type HotOptions, leaseText, locate, stateText, taskName } from "./hot.js";
@@ -232,10 +240,7 @@ function registerRenew(program: Command, ctx: CliContext): void {
     .addHelpText("after", "\nExample:\n  agent-chat renew review 12 --as bob --token 3")
     .action(async (channel: string, task: string, opts: HolderFlags & { ttl?: string }) => {
       const as = ctx.agent(opts.as);
-      const options = {
-        ...tokenOption(opts.token),
-        ...(opts.ttl === undefined ? {} : { ttlMs: parseTtl(opts.ttl) }),
-      };
+      const options = renewOptions(opts);
       const info = await (await ctx.open()).renew(channel, task, as, options);
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`renewed ${taskName(info)} in ${channel} (${leaseText(info)})\n`);
@@ -379,10 +384,6 @@ function bodyLimitExtra(bytes: number | undefined): Record<string, number> {
 interface HolderFlags {
   as?: string;
   token?: string;
-}
-
-function tokenOption(token: string | undefined): { token?: number } {
-  return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
 }
 
 interface TailFlags {

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type { NatsStore } from "../../store/nats/index.js";
 import { isNatsUrl } from "../../store/roots.js";
 import type { TransferSummary } from "../../store/transfer.js";
 import { type CliContext, splitList, UsageError } from "../context.js";
@@ -24,16 +25,13 @@ function registerExport(program: Command, ctx: CliContext): void {
         "\nExamples:\n  agent-chat export nats://127.0.0.1:4222/team-a ./team-a\n" +
         "  agent-chat --json export nats://nats.lan:4222/team-a ./backup --channel review",
     )
-    .action(async (source: string, dir: string, opts: { channel?: string }) => {
-      const store = await openNats(ctx, source);
-      try {
+    .action((source: string, dir: string, opts: { channel?: string }) =>
+      onNamespace(ctx, source, async (store) => {
         const { exportNamespace } = await import("../../store/transfer.js");
-        const only = opts.channel === undefined ? undefined : splitList(opts.channel);
-        report(ctx, "exported", store.location, dir, await exportNamespace(store, dir, only));
-      } finally {
-        await store.close();
-      }
-    });
+        const summary = await exportNamespace(store, dir, onlyChannels(opts));
+        report(ctx, "exported", store.location, dir, summary);
+      }),
+    );
 }
 
 function registerImport(program: Command, ctx: CliContext): void {
@@ -49,16 +47,13 @@ function registerImport(program: Command, ctx: CliContext): void {
         "\nExamples:\n  agent-chat import ~/agent-chat nats://127.0.0.1:4222/team-a\n" +
         "  agent-chat import ./team-a nats://nats.lan:4222/team-a --channel review,deploy",
     )
-    .action(async (dir: string, target: string, opts: { channel?: string }) => {
-      const store = await openNats(ctx, target);
-      try {
+    .action((dir: string, target: string, opts: { channel?: string }) =>
+      onNamespace(ctx, target, async (store) => {
         const { importFolder } = await import("../../store/transfer.js");
-        const only = opts.channel === undefined ? undefined : splitList(opts.channel);
-        report(ctx, "imported", dir, store.location, await importFolder(dir, store, only));
-      } finally {
-        await store.close();
-      }
-    });
+        const summary = await importFolder(dir, store, onlyChannels(opts));
+        report(ctx, "imported", dir, store.location, summary);
+      }),
+    );
 }
 
 function registerBridge(program: Command, ctx: CliContext): void {
@@ -74,9 +69,8 @@ function registerBridge(program: Command, ctx: CliContext): void {
         "\nExamples:\n  agent-chat bridge nats://127.0.0.1:4222/team-a\n" +
         "  AGENT_CHAT_ROOT=nats://nats.lan:4222/team-a agent-chat --json bridge",
     )
-    .action(async (target: string | undefined, opts: { create: boolean }) => {
-      const store = await openNats(ctx, target ?? ctx.root);
-      try {
+    .action((target: string | undefined, opts: { create: boolean }) =>
+      onNamespace(ctx, target ?? ctx.root, async (store) => {
         const { ingestEnvelopes } = await import("../../store/nats/index.js");
         if (!ctx.json) ctx.err(`bridging chat.> into ${store.location} (Ctrl-C to stop)\n`);
         await ingestEnvelopes(store, {
@@ -88,10 +82,27 @@ function registerBridge(program: Command, ctx: CliContext): void {
           },
           onRejected: (subject, err) => ctx.warn(`envelope on ${subject} rejected: ${err.message}`),
         });
-      } finally {
-        await store.close();
-      }
-    });
+      }),
+    );
+}
+
+/** Opens the namespace at `url` for one command's `use`, and closes it however that ends. */
+async function onNamespace(
+  ctx: CliContext,
+  url: string,
+  use: (store: NatsStore) => Promise<void>,
+): Promise<void> {
+  const store = await openNats(ctx, url);
+  try {
+    await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `--channel a,b` as the list a transfer is limited to; absent: every channel. */
+function onlyChannels(opts: { channel?: string }): string[] | undefined {
+  return opts.channel === undefined ? undefined : splitList(opts.channel);
 }
 
 async function openNats(ctx: CliContext, url: string) {

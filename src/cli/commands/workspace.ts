@@ -76,23 +76,19 @@ function registerWsTurn(ws: Command, ctx: CliContext): void {
       )
       .option("--content <text>", "the turn's content (what store/edit write; the answer shown)")
       .option("--content-file <file>", "read the content from a file ('-' for stdin)"),
-  )
-    .addHelpText(
-      "after",
-      `${TARGET_HELP}\nExamples:\n` +
-        `  agent-chat ws turn --workspace ./ws "create a folder protocol for protocol design"\n` +
-        `  agent-chat ws turn --workspace ./ws "Focus on the blog folder and summarize the protocol"\n` +
-        `  agent-chat ws turn --workspace ./ws "save notes.md: the protocol has three steps"\n` +
-        `  agent-chat ws turn --workspace ./ws "delete the protocol folder"   # asks for confirmation\n` +
-        `  agent-chat ws turn --workspace ./ws yes                           # confirms it\n` +
-        `  agent-chat ws turn --workspace ./ws --normalizer ./my-llm-normalizer "…"`,
-    )
-    .action(async (words: string[], opts: TurnFlags) => {
-      const input: TurnInput = { request: words.join(" ") };
-      const normalizer = opts.normalizer ?? ctx.env.AGENT_CHAT_NORMALIZER;
-      if (normalizer) input.normalizer = normalizer;
-      await turn(ctx, opts, input);
-    });
+    `\nExamples:\n` +
+      `  agent-chat ws turn --workspace ./ws "create a folder protocol for protocol design"\n` +
+      `  agent-chat ws turn --workspace ./ws "Focus on the blog folder and summarize the protocol"\n` +
+      `  agent-chat ws turn --workspace ./ws "save notes.md: the protocol has three steps"\n` +
+      `  agent-chat ws turn --workspace ./ws "delete the protocol folder"   # asks for confirmation\n` +
+      `  agent-chat ws turn --workspace ./ws yes                           # confirms it\n` +
+      `  agent-chat ws turn --workspace ./ws --normalizer ./my-llm-normalizer "…"`,
+  ).action(async (words: string[], opts: TurnFlags) => {
+    const input: TurnInput = { request: words.join(" ") };
+    const normalizer = opts.normalizer ?? ctx.env.AGENT_CHAT_NORMALIZER;
+    if (normalizer) input.normalizer = normalizer;
+    await turn(ctx, opts, input);
+  });
 }
 
 function registerWsApply(ws: Command, ctx: CliContext): void {
@@ -103,28 +99,24 @@ function registerWsApply(ws: Command, ctx: CliContext): void {
       .requiredOption("--kfile <file>", "the K-file ('-' for stdin)")
       .option("--content <text>", "the turn's content (what store/edit write; the answer shown)")
       .option("--content-file <file>", "read the content from a file"),
-  )
-    .addHelpText(
-      "after",
-      `${TARGET_HELP}\nA K-file has three lines; UpdateAction arguments (docs/workspace.md):\n` +
-        `  create-folder([parent]/[name], "description")   focus-folder([folder])\n` +
-        `  rename-folder([folder], [new-name], "description")   move-folder([folder], [new-parent])\n` +
-        `  delete-folder([folder])   store-file([folder], "name.md")   edit-file([folder], "name.md", append|replace)\n` +
-        `  rename-file([folder], "old.md", "new.md")   move-file([folder], "name.md", [folder])   delete-file([folder], "name.md")\n` +
-        "\nExamples:\n" +
-        `  printf 'ResponseAction: acknowledge\\nUpdateAction: focus-folder([blog])\\nClarifyAction: none\\n' | agent-chat ws apply --workspace ./ws --kfile -\n` +
-        `  agent-chat ws apply --workspace ./ws --kfile turn.k --content-file answer.md`,
-    )
-    .action(async (opts: TurnFlags) => {
-      if (opts.kfile === "-" && opts.contentFile === "-") {
-        throw new UsageError("--kfile and --content-file cannot both read stdin");
-      }
-      const text =
-        opts.kfile === "-"
-          ? await readBody({ bodyFile: "-" })
-          : await readText(opts.kfile!, "K-file");
-      await turn(ctx, opts, { kfile: text });
-    });
+    `\nA K-file has three lines; UpdateAction arguments (docs/workspace.md):\n` +
+      `  create-folder([parent]/[name], "description")   focus-folder([folder])\n` +
+      `  rename-folder([folder], [new-name], "description")   move-folder([folder], [new-parent])\n` +
+      `  delete-folder([folder])   store-file([folder], "name.md")   edit-file([folder], "name.md", append|replace)\n` +
+      `  rename-file([folder], "old.md", "new.md")   move-file([folder], "name.md", [folder])   delete-file([folder], "name.md")\n` +
+      "\nExamples:\n" +
+      `  printf 'ResponseAction: acknowledge\\nUpdateAction: focus-folder([blog])\\nClarifyAction: none\\n' | agent-chat ws apply --workspace ./ws --kfile -\n` +
+      `  agent-chat ws apply --workspace ./ws --kfile turn.k --content-file answer.md`,
+  ).action(async (opts: TurnFlags) => {
+    if (opts.kfile === "-" && opts.contentFile === "-") {
+      throw new UsageError("--kfile and --content-file cannot both read stdin");
+    }
+    const text =
+      opts.kfile === "-"
+        ? await readBody({ bodyFile: "-" })
+        : await readText(opts.kfile!, "K-file");
+    await turn(ctx, opts, { kfile: text });
+  });
 }
 
 function registerWsTree(ws: Command, ctx: CliContext): void {
@@ -133,26 +125,22 @@ function registerWsTree(ws: Command, ctx: CliContext): void {
       .command("tree")
       .description("print the K-folder in the seed's form")
       .option("--files", "also list each folder's files"),
-  )
-    .addHelpText(
-      "after",
-      `${TARGET_HELP}\nExamples:\n  agent-chat ws tree --workspace ./ws\n  agent-chat ws tree --channel review --files`,
-    )
-    .action(async (opts: TargetFlags & { files?: boolean }) => {
-      const kf = new KFolder(await workspaceDir(ctx, opts));
-      const snapshot = await snapshotOf(ctx, kf);
-      const tree = renderTree(toTree(snapshot), { files: opts.files === true });
-      if (ctx.json) {
-        return ctx.printJson({
-          workspace: kf.dir,
-          focus: displayPath(snapshot.focus),
-          tree,
-          root: folderJson(snapshot.root),
-          skipped: snapshot.skipped,
-        });
-      }
-      ctx.out(tree);
-    });
+    `\nExamples:\n  agent-chat ws tree --workspace ./ws\n  agent-chat ws tree --channel review --files`,
+  ).action(async (opts: TargetFlags & { files?: boolean }) => {
+    const kf = new KFolder(await workspaceDir(ctx, opts));
+    const snapshot = await snapshotOf(ctx, kf);
+    const tree = renderTree(toTree(snapshot), { files: opts.files === true });
+    if (ctx.json) {
+      return ctx.printJson({
+        workspace: kf.dir,
+        focus: displayPath(snapshot.focus),
+        tree,
+        root: folderJson(snapshot.root),
+        skipped: snapshot.skipped,
+      });
+    }
+    ctx.out(tree);
+  });
 }
 
 function registerWsFocus(ws: Command, ctx: CliContext): void {
@@ -161,27 +149,23 @@ function registerWsFocus(ws: Command, ctx: CliContext): void {
       .command("focus")
       .description("show the focused folder, or move the focus (same as a focus-folder K-file)")
       .argument("[folder]", "blog, protocol/blog, [root]/[protocol]/[blog] or root"),
-  )
-    .addHelpText(
-      "after",
-      `${TARGET_HELP}\nExamples:\n  agent-chat ws focus --workspace ./ws\n  agent-chat ws focus blog --workspace ./ws\n  agent-chat ws focus root --workspace ./ws`,
-    )
-    .action(async (folder: string | undefined, opts: TargetFlags) => {
-      if (folder === undefined) {
-        const kf = new KFolder(await workspaceDir(ctx, opts));
-        const snapshot = await snapshotOf(ctx, kf);
-        const path = displayPath(snapshot.focus);
-        if (ctx.json) return ctx.printJson({ workspace: kf.dir, focus: path });
-        ctx.out(`${path}\n`);
-        return;
-      }
-      const kfile: KFile = {
-        response: "acknowledge",
-        update: { action: "focus-folder", args: { folder: parseFolderArg(folder) } },
-        clarify: "none",
-      };
-      await turn(ctx, opts, { kfile });
-    });
+    `\nExamples:\n  agent-chat ws focus --workspace ./ws\n  agent-chat ws focus blog --workspace ./ws\n  agent-chat ws focus root --workspace ./ws`,
+  ).action(async (folder: string | undefined, opts: TargetFlags) => {
+    if (folder === undefined) {
+      const kf = new KFolder(await workspaceDir(ctx, opts));
+      const snapshot = await snapshotOf(ctx, kf);
+      const path = displayPath(snapshot.focus);
+      if (ctx.json) return ctx.printJson({ workspace: kf.dir, focus: path });
+      ctx.out(`${path}\n`);
+      return;
+    }
+    const kfile: KFile = {
+      response: "acknowledge",
+      update: { action: "focus-folder", args: { folder: parseFolderArg(folder) } },
+      clarify: "none",
+    };
+    await turn(ctx, opts, { kfile });
+  });
 }
 
 function registerWsShow(ws: Command, ctx: CliContext): void {
@@ -190,31 +174,27 @@ function registerWsShow(ws: Command, ctx: CliContext): void {
       .command("show")
       .description("print a stored file")
       .argument("<file>", "notes.md (in the focus, else the one in the tree), or blog/notes.md"),
-  )
-    .addHelpText(
-      "after",
-      `${TARGET_HELP}\nExamples:\n  agent-chat ws show notes.md --workspace ./ws\n  agent-chat ws show protocol/blog/notes.md --channel review`,
-    )
-    .action(async (file: string, opts: TargetFlags) => {
-      const kf = new KFolder(await workspaceDir(ctx, opts));
-      const snapshot = await snapshotOf(ctx, kf);
-      const slash = file.lastIndexOf("/");
-      const name = file.slice(slash + 1);
-      const folder =
-        slash >= 0
-          ? namedFolder(snapshot.root, file.slice(0, slash))
-          : folderHolding(kf, snapshot, name);
-      const content = await kf.readFile(folder.path, name);
-      if (ctx.json) {
-        return ctx.printJson({
-          folder: displayPath(folder.path),
-          file: name,
-          path: kf.filePath(folder.path, name),
-          content,
-        });
-      }
-      ctx.out(content);
-    });
+    `\nExamples:\n  agent-chat ws show notes.md --workspace ./ws\n  agent-chat ws show protocol/blog/notes.md --channel review`,
+  ).action(async (file: string, opts: TargetFlags) => {
+    const kf = new KFolder(await workspaceDir(ctx, opts));
+    const snapshot = await snapshotOf(ctx, kf);
+    const slash = file.lastIndexOf("/");
+    const name = file.slice(slash + 1);
+    const folder =
+      slash >= 0
+        ? namedFolder(snapshot.root, file.slice(0, slash))
+        : folderHolding(kf, snapshot, name);
+    const content = await kf.readFile(folder.path, name);
+    if (ctx.json) {
+      return ctx.printJson({
+        folder: displayPath(folder.path),
+        file: name,
+        path: kf.filePath(folder.path, name),
+        content,
+      });
+    }
+    ctx.out(content);
+  });
 }
 
 /** The workspace as it is now; what the tree cannot hold is said once, on stderr. */
@@ -252,11 +232,13 @@ function folderHolding(kf: KFolder, snapshot: Snapshot, name: string): Folder {
   );
 }
 
-function withTarget(cmd: Command): Command {
+/** A `ws` subcommand's target options, and its help after the paragraph that explains them. */
+function withTarget(cmd: Command, help: string): Command {
   return cmd
     .option("--workspace <dir>", "the workspace folder")
     .option("--channel <name>", "the workspace of this channel (turns are posted to it)")
-    .option("--as <name>", "who makes the request (default: $AGENT_CHAT_NAME, else user)");
+    .option("--as <name>", "who makes the request (default: $AGENT_CHAT_NAME, else user)")
+    .addHelpText("after", `${TARGET_HELP}${help}`);
 }
 
 async function workspaceDir(ctx: CliContext, opts: TargetFlags): Promise<string> {

@@ -90,6 +90,12 @@ class ArgReader {
 }
 
 /** How each UpdateAction's arguments are read: a label without a reader does not compile. */
+/** The `[folder] "file"` the file actions start with, once the line has `count` arguments. */
+function folderAndFile(r: ArgReader, count: number): { folder: FolderRef; file: string } {
+  r.count(count);
+  return { folder: r.ref(0), file: r.file(1) };
+}
+
 const PARSE_ARGS: { [K in ArgLabel]: (r: ArgReader) => UpdateArgs[K] } = {
   "create-folder": (r) => {
     r.count(1, 2);
@@ -119,35 +125,21 @@ const PARSE_ARGS: { [K in ArgLabel]: (r: ArgReader) => UpdateArgs[K] } = {
     r.count(1);
     return { folder: r.ref(0) };
   },
-  "store-file": (r) => {
-    r.count(2);
-    return { folder: r.ref(0), file: r.file(1) };
-  },
+  "store-file": (r) => folderAndFile(r, 2),
   "edit-file": (r) => {
     r.count(3);
     const mode = r.mode(2);
     return { folder: r.ref(0), file: r.file(1), mode };
   },
   "rename-file": (r) => {
-    r.count(3);
-    return {
-      folder: r.ref(0),
-      file: r.file(1),
-      newFile: r.file(2, 'the new quoted file name like "final.md"'),
-    };
+    const target = folderAndFile(r, 3);
+    return { ...target, newFile: r.file(2, 'the new quoted file name like "final.md"') };
   },
   "move-file": (r) => {
-    r.count(3);
-    return {
-      folder: r.ref(0),
-      file: r.file(1),
-      to: r.ref(2, "the destination folder like [blog]"),
-    };
+    const target = folderAndFile(r, 3);
+    return { ...target, to: r.ref(2, "the destination folder like [blog]") };
   },
-  "delete-file": (r) => {
-    r.count(2);
-    return { folder: r.ref(0), file: r.file(1) };
-  },
+  "delete-file": (r) => folderAndFile(r, 2),
 };
 
 /** The UpdateAction `action` with its arguments read from `tokens`. */

@@ -1,5 +1,11 @@
 import type { Command } from "commander";
-import { type CliContext, formatDuration, parsePositiveInt, parseTtl } from "../../cli/context.js";
+import {
+  type CliContext,
+  formatDuration,
+  parseTtl,
+  renewOptions,
+  tokenOption,
+} from "../../cli/context.js";
 import type { PathLeaseInfo } from "../../store/types.js";
 import { registerGuardCommand } from "./cli-guard.js";
 
@@ -58,10 +64,7 @@ function registerLease(program: Command, ctx: CliContext): void {
     .addHelpText("after", "\nExample:\n  agent-chat lease renew review 'src/store/**' --as bob")
     .action(async (channel: string, target: string, opts: HolderFlags & { ttl?: string }) => {
       const as = ctx.agent(opts.as);
-      const options = {
-        ...tokenOption(opts.token),
-        ...(opts.ttl === undefined ? {} : { ttlMs: parseTtl(opts.ttl) }),
-      };
+      const options = renewOptions(opts);
       const info = await (await ctx.open()).renewPathLease(channel, target, as, options);
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`renewed ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
@@ -113,10 +116,6 @@ interface AddFlags {
 interface HolderFlags {
   as?: string;
   token?: string;
-}
-
-function tokenOption(token: string | undefined): { token?: number } {
-  return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
 }
 
 /** `exclusive, token 3, 1h 59m left`, `shared, token 4, expired 2m ago`, `chat.py path lock 9f…, 4m left`. */

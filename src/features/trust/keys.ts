@@ -1,6 +1,7 @@
 import { lstatSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
+import { parseUntrustedJson } from "../../core/json.js";
 import { identity, validateName } from "../../core/names.js";
 import { isKeyText, isSignatureText } from "../../core/signature.js";
 import {
@@ -180,12 +181,7 @@ export function publishedKeyOf(
 }
 
 function parsePublished(text: string): PublishedKey | undefined {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  const data = parseUntrustedJson(text);
   if (typeof data !== "object" || data === null) return undefined;
   const { name, keys, rotations, approvals } = data as Record<string, unknown>;
   if (typeof name !== "string" || !Array.isArray(keys) || !Array.isArray(rotations)) {

@@ -9,6 +9,7 @@ import type {
 import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
+import { parseUntrustedJson } from "../../core/json.js";
 import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
@@ -1294,12 +1295,8 @@ function taskKey(channel: string, id: string): string {
 
 /** A task value as read from KV, which any client of the server may have written. */
 function storedTask(text: string): StoredTask | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  const value = parseUntrustedJson(text);
+  if (value === undefined) return undefined;
   const v = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>;
   if (typeof v.text !== "string") return undefined;
   if (v.holder !== undefined && (typeof v.holder !== "string" || !HOLDER.test(v.holder))) {

@@ -790,11 +790,10 @@ export abstract class BackendStore<F extends Feed = Feed> {
   ): Promise<TaskInfo> {
     await this.roster(channel);
     return this.asHolder(channel, task, agent, "finish", options.token, (current, now) => {
-      const { holder: _h, expiresAt: _e, ...rest } = current.lease ?? { token: 0, history: [] };
       const by = current.holder as string;
       const done: NonNullable<Lease["done"]> = { by, at: now };
       if (options.note !== undefined) done.note = oneLine(options.note).slice(0, MAX_NOTE);
-      return { holder: by, lease: { ...rest, done } };
+      return { holder: by, lease: { ...endedLease(current.lease), done } };
     });
   }
 
@@ -805,10 +804,10 @@ export abstract class BackendStore<F extends Feed = Feed> {
     options: ReleaseOptions = {},
   ): Promise<TaskInfo> {
     await this.roster(channel);
-    return this.asHolder(channel, task, agent, "release", options.token, (current) => {
-      const { holder: _h, expiresAt: _e, ...rest } = current.lease ?? { token: 0, history: [] };
-      return { holder: undefined, lease: rest };
-    });
+    return this.asHolder(channel, task, agent, "release", options.token, (current) => ({
+      holder: undefined,
+      lease: endedLease(current.lease),
+    }));
   }
 
   /** Whether `token` is the task's current grant with a lease that has not expired. */
@@ -916,6 +915,12 @@ export abstract class BackendStore<F extends Feed = Feed> {
  * Whether a held task may be due, before the lock: a lease that records its length is judged by
  * it; an older one (no length) is looked at under the lock with the channel's.
  */
+/** A lease without its holder and expiry, as a task leaves it when it ends (done or released). */
+function endedLease(lease: Lease | undefined): Omit<Lease, "holder" | "expiresAt"> {
+  const { holder: _h, expiresAt: _e, ...rest } = lease ?? { token: 0, history: [] };
+  return rest;
+}
+
 function isDue(record: TaskRecord, holder: string, now: number): boolean {
   const ttlMs = record.lease?.ttlMs;
   if (ttlMs === undefined) return record.lease?.holder === holder;

@@ -34,8 +34,13 @@ export function append(parent: Node, children: Child[]): void {
 }
 
 export function renderBlocks(blocks: Block[]): DocumentFragment {
+  return fragmentOf(blocks, renderBlock);
+}
+
+/** One fragment of every item rendered, in order (one DOM insertion for the caller). */
+function fragmentOf<T>(items: readonly T[], render: (item: T) => Node): DocumentFragment {
   const frag = document.createDocumentFragment();
-  for (const block of blocks) frag.appendChild(renderBlock(block));
+  for (const item of items) frag.appendChild(render(item));
   return frag;
 }
 
@@ -66,9 +71,7 @@ function renderBlock(block: Block): Node {
 }
 
 function renderInlines(inlines: Inline[]): DocumentFragment {
-  const frag = document.createDocumentFragment();
-  for (const inline of inlines) frag.appendChild(renderInline(inline));
-  return frag;
+  return fragmentOf(inlines, renderInline);
 }
 
 function renderInline(inline: Inline): Node {

@@ -1,5 +1,6 @@
 import type {
   ChannelView,
+  MemberView,
   PanelAction,
   PanelView,
   PathLeaseView,
@@ -210,67 +211,41 @@ function folderNode(node: TreeNode): HTMLElement {
 }
 
 function membersNode(c: ChannelView): HTMLElement {
-  return h(
-    "section",
-    { class: "panel", id: "members" },
-    h("h2", {}, "Members, presence & read cursors"),
-    c.members.length === 0
-      ? h("p", { class: "empty" }, "Nobody yet.")
-      : h(
-          "ul",
-          { class: "members" },
-          ...c.members.map((m) =>
-            h(
-              "li",
-              { "data-member": m.name, "data-presence": m.presence },
-              h("span", {
-                class: "presence-dot",
-                title: m.presence.replace("-", " "),
-                "aria-label": m.presence.replace("-", " "),
-              }),
-              h("span", { class: "who" }, m.name),
-              h(
-                "span",
-                { class: "cursor" },
-                m.cursor > 0 ? `read to #${m.cursor}` : "has not read",
-              ),
-              m.unread > 0
-                ? h("span", { class: "badge unread" }, `${m.unread} unread`)
-                : h("span", { class: "badge done" }, "up to date"),
-              m.owes.length > 0
-                ? h(
-                    "span",
-                    { class: "badge owes", title: m.owes.map((seq) => `#${seq}`).join(", ") },
-                    `owes ${m.owes.length} answer${m.owes.length === 1 ? "" : "s"}`,
-                  )
-                : null,
-            ),
-          ),
-        ),
-  );
+  const row = (m: MemberView) =>
+    h(
+      "li",
+      { "data-member": m.name, "data-presence": m.presence },
+      h("span", {
+        class: "presence-dot",
+        title: m.presence.replace("-", " "),
+        "aria-label": m.presence.replace("-", " "),
+      }),
+      h("span", { class: "who" }, m.name),
+      h("span", { class: "cursor" }, m.cursor > 0 ? `read to #${m.cursor}` : "has not read"),
+      m.unread > 0
+        ? h("span", { class: "badge unread" }, `${m.unread} unread`)
+        : h("span", { class: "badge done" }, "up to date"),
+      m.owes.length > 0
+        ? h(
+            "span",
+            { class: "badge owes", title: m.owes.map((seq) => `#${seq}`).join(", ") },
+            `owes ${m.owes.length} answer${m.owes.length === 1 ? "" : "s"}`,
+          )
+        : null,
+    );
+  return listPanel("members", "Members, presence & read cursors", "Nobody yet.", c.members, row);
 }
 
 function tasksNode(c: ChannelView): HTMLElement {
-  return h(
-    "section",
-    { class: "panel", id: "tasks" },
-    h("h2", {}, "Tasks & claims"),
-    c.tasks.length === 0
-      ? h("p", { class: "empty" }, "No task markers.")
-      : h(
-          "ul",
-          { class: "tasks" },
-          ...c.tasks.map((t) =>
-            h(
-              "li",
-              { "data-task": t.id },
-              h("span", { class: "task-id" }, `task-${t.id}`),
-              h("span", { class: "task-title" }, t.title),
-              taskBadge(t),
-            ),
-          ),
-        ),
-  );
+  const row = (t: TaskView) =>
+    h(
+      "li",
+      { "data-task": t.id },
+      h("span", { class: "task-id" }, `task-${t.id}`),
+      h("span", { class: "task-title" }, t.title),
+      taskBadge(t),
+    );
+  return listPanel("tasks", "Tasks & claims", "No task markers.", c.tasks, row, "tasks");
 }
 
 function taskBadge(t: TaskView): HTMLElement {
@@ -294,13 +269,25 @@ function leasesNode(c: ChannelView): HTMLElement {
       ),
       l.reason ? h("span", { class: "task-title" }, l.reason) : "",
     );
+  return listPanel("leases", "Path leases", "No path leases.", c.leases, row, "tasks");
+}
+
+/** A channel panel: its heading, then one list item per entry, or `empty` when there are none. */
+function listPanel<T>(
+  id: string,
+  title: string,
+  empty: string,
+  items: readonly T[],
+  row: (item: T) => HTMLElement,
+  listClass = id,
+): HTMLElement {
   return h(
     "section",
-    { class: "panel", id: "leases" },
-    h("h2", {}, "Path leases"),
-    c.leases.length === 0
-      ? h("p", { class: "empty" }, "No path leases.")
-      : h("ul", { class: "tasks" }, ...c.leases.map(row)),
+    { class: "panel", id },
+    h("h2", {}, title),
+    items.length === 0
+      ? h("p", { class: "empty" }, empty)
+      : h("ul", { class: listClass }, ...items.map(row)),
   );
 }
 

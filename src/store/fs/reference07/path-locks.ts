@@ -9,6 +9,7 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
+import { sortedJson } from "./records.js";
 
 /**
  * chat.py 0.7's path locks, `CH/locks/<lock_id>.json`: one record per lock, each naming its
@@ -175,15 +176,5 @@ function iso(ms: number): string {
 
 /** As chat.py writes one: keys sorted, two spaces, a final newline. */
 function formatRecord(record: LockRecord): string {
-  const sorted = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(sorted)
-      : v !== null && typeof v === "object"
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort()
-              .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
-          )
-        : v;
-  return `${JSON.stringify(sorted(record), null, 2)}\n`;
+  return `${sortedJson(record)}\n`;
 }
