@@ -61,6 +61,9 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     expect(check.code).toBe(0);
     expect(check.stdout).toMatch(new RegExp(`^locked ${id} owner=alice expires=\\S+\\+00:00\\n$`));
     expect((await cli("check", "dev", "src")).stdout).toBe("available\n");
+    const outside = await cli("check", "dev", "../etc");
+    expect(outside.code).toBe(64);
+    expect(outside.stderr).toMatch(/^agent-chat: PATH_LOCK_INVALID_PATH: /);
     const json = JSON.parse((await cli("--json", "check", "dev", "lib")).stdout);
     expect(json).toMatchObject({ available: false, locks: [{ lock: id, holder: "alice" }] });
 

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import { patternsOverlap } from "../../features/leases/index.js";
+import { normalizePattern, patternsOverlap } from "../../features/leases/index.js";
 import type { PathLeaseInfo, Store } from "../../store/types.js";
 import { type CliContext, parseTtl } from "../context.js";
 
@@ -139,7 +139,11 @@ function registerCheck(program: Command, ctx: CliContext): void {
     )
     .action(async (channel: string, paths: string[]) => {
       const store = await ctx.open();
-      const locks = await asPathLock(() => overlapping(store, channel, paths.map(pattern)));
+      const locks = await asPathLock(async () => {
+        // chat.py refuses a path outside the workspace here too, rather than call it free.
+        const patterns = await Promise.all(paths.map((p) => normalizePattern(pattern(p))));
+        return overlapping(store, channel, patterns);
+      });
       if (ctx.json) return ctx.printJson({ channel, available: locks.length === 0, locks });
       if (locks.length === 0) return ctx.out("available\n");
       for (const l of locks) {
