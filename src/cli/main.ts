@@ -51,6 +51,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("../features/governance/cli-policy.js")).registerPolicyCommands,
   },
   {
+    commands: ["lock", "check", "unlock", "recover"],
+    load: async () => (await import("./commands/path-locks.js")).registerPathLockCommands,
+  },
+  {
     commands: ["event"],
     load: async () => (await import("./commands/events.js")).registerEventCommands,
   },

@@ -6,7 +6,13 @@
  * (cli.ts, cli-guard.ts) and the MCP tool (mcp.ts). A backend only stores the lease document.
  */
 export { pathLeaseExtension } from "./extension.js";
-export { type Blocked, blockedPaths, staticBase } from "./path-globs.js";
+export {
+  type Blocked,
+  blockedPaths,
+  normalizePattern,
+  patternsOverlap,
+  staticBase,
+} from "./path-globs.js";
 export {
   formatPathLeases,
   PATH_LEASES_FILE,

@@ -1,0 +1,290 @@
+import type { Command } from "commander";
+import { AgentChatError, isAgentChatError } from "../../core/errors.js";
+import { normalizePattern, patternsOverlap } from "../../features/leases/index.js";
+import type { PathLeaseInfo, Store } from "../../store/types.js";
+import { type CliContext, parseTtl } from "../context.js";
+
+/**
+ * chat.py 0.7's path-lock grammar (`lock|check|unlock|recover`, docs/leases.md) on our path
+ * leases: each locked path is an exclusive lease of ours, which the folder store also writes as
+ * chat.py's `locks/agent-chat-<token>.json`, and chat.py's own locks are honoured as leases of
+ * their owners. Its error code leads each refusal; our exit codes stay ours.
+ */
+export function registerPathLockCommands(program: Command, ctx: CliContext): void {
+  registerLock(program, ctx);
+  registerCheck(program, ctx);
+  registerUnlock(program, ctx);
+  registerRecover(program, ctx);
+}
+
+interface OwnerFlags {
+  as?: string;
+  from?: string;
+  owner?: string;
+  ttl?: string;
+  leaseSeconds?: string;
+  lease?: string;
+  reason?: string;
+}
+
+/** `--as`, and chat.py's `--from` and `--owner` for it. */
+function withOwner(command: Command, what: string): Command {
+  return command
+    .option("--as <name>", `${what} (default: $AGENT_CHAT_NAME)`)
+    .option("--from <name>", "chat.py's name for --as")
+    .option("--owner <name>", "chat.py's other name for --as");
+}
+
+/** `--ttl`, and chat.py's `--lease-seconds` and `--lease` (default 300 s, as chat.py's). */
+function withTtl(command: Command): Command {
+  return command
+    .option("--ttl <duration>", "the lock: seconds (300, 0.5) or 90s, 30m, 2h (default 300 s)")
+    .option("--lease-seconds <seconds>", "chat.py's name for --ttl")
+    .option("--lease <seconds>", "chat.py's other name for --ttl");
+}
+
+function ttlMs(o: OwnerFlags): number {
+  const value = o.ttl ?? o.leaseSeconds ?? o.lease ?? "300";
+  if (/^\d*\.\d+$/.test(value)) return Math.max(1, Math.round(Number(value) * 1000));
+  return parseTtl(value);
+}
+
+/** chat.py's spelling of a path (`./src/` is `src`; `.` the whole channel) as a lease pattern. */
+function pattern(path: string): string {
+  let p = path.trim();
+  while (p.startsWith("./")) p = p.slice(2);
+  while (p.endsWith("/") && p.length > 1) p = p.slice(0, -1);
+  return p === "." || p === "" ? "**" : p;
+}
+
+/** The id chat.py knows a lease by: its lock id, or the record we keep for it. */
+export function lockId(l: PathLeaseInfo): string {
+  return l.lock ?? `agent-chat-${l.token}`;
+}
+
+/** chat.py's code for each refusal of ours a path-lock command can meet. */
+const REFERENCE_CODE: Partial<Record<string, string>> = {
+  CLAIM_LOST: "PATH_LOCK_CONFLICT",
+  NOT_HOLDER: "PATH_LOCK_OWNER_MISMATCH",
+  INVALID_ARGUMENT: "PATH_LOCK_INVALID_PATH",
+  NOT_FOUND: "PATH_LOCK_NOT_FOUND",
+};
+
+/** Runs `fn`, leading a refusal's message with chat.py's code for it. */
+async function asPathLock<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (!isAgentChatError(err) || err.message.startsWith("PATH_LOCK_")) throw err;
+    const code = REFERENCE_CODE[err.code] ?? "PATH_LOCK_STORAGE_ERROR";
+    throw new AgentChatError(err.code, `${code}: ${err.message}`);
+  }
+}
+
+function registerLock(program: Command, ctx: CliContext): void {
+  const command = program
+    .command("lock")
+    .description("lock paths as chat.py 0.7 does: exclusive leases both CLIs honour")
+    .argument("<channel>")
+    .argument("<paths...>", "workspace-relative paths (a folder covers what is under it)");
+  withTtl(withOwner(command, "who locks"))
+    .addHelpText(
+      "after",
+      "\nAll paths or none: refused (exit 3, PATH_LOCK_CONFLICT) over another's lock or lease.\n" +
+        "\nExample:\n  agent-chat lock review src/store docs/leases.md --as bob --lease-seconds 600",
+    )
+    .action(async (channel: string, paths: string[], opts: OwnerFlags) => {
+      const owner = ctx.agent(opts.as ?? opts.from ?? opts.owner);
+      const store = await ctx.open();
+      const locks = await asPathLock(() => lockAll(store, channel, paths, owner, ttlMs(opts)));
+      if (ctx.json) return ctx.printJson({ channel, owner, locks });
+      const ids = locks.map(lockId).join(", ");
+      ctx.out(`locked ${ids} -> ${channel}/${locks.map((l) => l.pattern).join(", ")}\n`);
+    });
+}
+
+/** One lease per path; when one is refused, those granted before it are given back. */
+async function lockAll(
+  store: Store,
+  channel: string,
+  paths: string[],
+  owner: string,
+  ms: number,
+): Promise<PathLeaseInfo[]> {
+  const granted: PathLeaseInfo[] = [];
+  try {
+    for (const path of paths) {
+      granted.push(await store.addPathLease(channel, pattern(path), owner, { ttlMs: ms }));
+    }
+    return granted;
+  } catch (err) {
+    for (const l of granted) {
+      await store.releasePathLease(channel, String(l.token), owner, { token: l.token });
+    }
+    throw err;
+  }
+}
+
+function registerCheck(program: Command, ctx: CliContext): void {
+  const command = program
+    .command("check")
+    .description("list the locks and leases over paths, as chat.py's check (exit 0 either way)")
+    .argument("<channel>")
+    .argument("<paths...>", "workspace-relative paths");
+  withOwner(command, "who asks (accepted, as chat.py's; every holder is listed)")
+    .addHelpText(
+      "after",
+      "\nPrints `available`, or one `locked <id> owner=<who> expires=<when>` line per lock.\n" +
+        "\nExample:\n  agent-chat check review src/store --as carol",
+    )
+    .action(async (channel: string, paths: string[]) => {
+      const store = await ctx.open();
+      const locks = await asPathLock(async () => {
+        // chat.py refuses a path outside the workspace here too, rather than call it free.
+        const patterns = await Promise.all(paths.map((p) => normalizePattern(pattern(p))));
+        return overlapping(store, channel, patterns);
+      });
+      if (ctx.json) return ctx.printJson({ channel, available: locks.length === 0, locks });
+      if (locks.length === 0) return ctx.out("available\n");
+      for (const l of locks) {
+        ctx.out(`locked ${lockId(l)} owner=${l.holder} expires=${referenceTime(l.expiresAt)}\n`);
+      }
+    });
+}
+
+/** chat.py's spelling of a time: an offset, microseconds. */
+function referenceTime(iso: string): string {
+  return iso.replace(/\.(\d{3})Z$/, ".$1000+00:00");
+}
+
+/** The channel's leases over any of `patterns`, one per lock id (a chat.py lock has many paths). */
+async function overlapping(
+  store: Store,
+  channel: string,
+  patterns: string[],
+): Promise<PathLeaseInfo[]> {
+  const byId = new Map<string, PathLeaseInfo>();
+  for (const l of await leasesByLock(store, channel)) {
+    if (byId.has(lockId(l))) continue;
+    for (const p of patterns) {
+      if (await patternsOverlap(p, l.pattern)) {
+        byId.set(lockId(l), l);
+        break;
+      }
+    }
+  }
+  return [...byId.values()];
+}
+
+/**
+ * The channel's leases, chat.py's locks first: a record of ours that chat.py took over with its
+ * `recover` keeps our id, and is then chat.py's lock, not the expired lease we had.
+ */
+async function leasesByLock(store: Store, channel: string): Promise<PathLeaseInfo[]> {
+  const leases = await store.pathLeases(channel);
+  return [...leases.filter((l) => l.lock), ...leases.filter((l) => !l.lock)];
+}
+
+/** The lease `target` names: a lock id, one of our tokens, or its exact path. */
+async function find(store: Store, channel: string, target: string): Promise<PathLeaseInfo> {
+  const leases = await leasesByLock(store, channel);
+  const want = pattern(target);
+  const hits = leases.filter(
+    (l) => lockId(l) === target || String(l.token) === target || l.pattern === want,
+  );
+  const ids = new Set(hits.map(lockId));
+  if (ids.size > 1) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `PATH_LOCK_CONFLICT: ${target} matches several locks: ${[...ids].join(", ")}`,
+    );
+  }
+  const hit = hits[0];
+  if (!hit) throw new AgentChatError("NOT_FOUND", `PATH_LOCK_NOT_FOUND: no lock ${target}`);
+  return hit;
+}
+
+/** chat.py's own locks are changed by chat.py only (its audit trail and journal are its own). */
+function refuseReferenceLock(l: PathLeaseInfo, owner: string, verb: string): void {
+  if (!l.lock) return;
+  const code = l.holder === owner ? "PATH_LOCK_FOREIGN" : "PATH_LOCK_OWNER_MISMATCH";
+  throw new AgentChatError(
+    "NOT_HOLDER",
+    `${code}: lock ${l.lock} of ${l.holder} is chat.py's: ${verb} it with chat.py`,
+  );
+}
+
+function registerUnlock(program: Command, ctx: CliContext): void {
+  const command = program
+    .command("unlock")
+    .description("release your lock (its id, its token or its exact path)")
+    .argument("<channel>")
+    .argument("<target>", "lock id (agent-chat-4), token (4) or the exact locked path");
+  withOwner(command, "the holder")
+    .addHelpText("after", "\nExample:\n  agent-chat unlock review src/store --as bob")
+    .action(async (channel: string, target: string, opts: OwnerFlags) => {
+      const owner = ctx.agent(opts.as ?? opts.from ?? opts.owner);
+      const store = await ctx.open();
+      const released = await asPathLock(async () => {
+        const l = await find(store, channel, target);
+        refuseReferenceLock(l, owner, "unlock");
+        return store.releasePathLease(channel, String(l.token), owner, { token: l.token });
+      });
+      if (ctx.json) return ctx.printJson(released);
+      ctx.out(`unlocked ${lockId(released)} from ${channel}\n`);
+    });
+}
+
+function registerRecover(program: Command, ctx: CliContext): void {
+  const command = program
+    .command("recover")
+    .description("take over an expired lock, saying why (refused while it is live)")
+    .argument("<channel>")
+    .argument("<target>", "lock id (agent-chat-4), token (4) or the exact locked path")
+    .requiredOption("--reason <text>", "why it is taken over (kept with the new lease)");
+  withTtl(withOwner(command, "who takes it over"))
+    .addHelpText(
+      "after",
+      "\nThe lock is yours once the 5 s clock-skew grace past its end is over.\n" +
+        "\nExample:\n  agent-chat recover review src/store --as carol --reason 'bob is gone'",
+    )
+    .action(async (channel: string, target: string, opts: OwnerFlags) => {
+      const owner = ctx.agent(opts.as ?? opts.from ?? opts.owner);
+      const reason = (opts.reason ?? "").trim();
+      if (!reason) {
+        throw new AgentChatError("INVALID_ARGUMENT", "PATH_LOCK_INVALID_REASON: --reason is empty");
+      }
+      const store = await ctx.open();
+      const { previous, taken } = await asPathLock(() =>
+        recoverLock(store, channel, target, owner, reason, ttlMs(opts)),
+      );
+      if (ctx.json) return ctx.printJson({ ...taken, previous });
+      ctx.out(
+        `recovered ${lockId(taken)} for ${owner} previous_owner=${previous.holder} reason=${reason}\n`,
+      );
+    });
+}
+
+async function recoverLock(
+  store: Store,
+  channel: string,
+  target: string,
+  owner: string,
+  reason: string,
+  ms: number,
+): Promise<{ previous: PathLeaseInfo; taken: PathLeaseInfo }> {
+  const previous = await find(store, channel, target);
+  if (previous.state === "live") {
+    throw new AgentChatError(
+      "CLAIM_LOST",
+      `PATH_LOCK_NOT_STALE: lock ${lockId(previous)} of ${previous.holder} is live until ${previous.expiresAt}`,
+    );
+  }
+  refuseReferenceLock(previous, owner, "recover");
+  const why = `recovered from ${previous.holder} (lease ended ${previous.expiresAt}): ${reason}`;
+  const taken = await store.addPathLease(channel, previous.pattern, owner, {
+    ttlMs: ms,
+    reason: why,
+  });
+  return { previous, taken };
+}

@@ -1,0 +1,126 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { referenceSkipReason, runReference } from "../helpers/reference.js";
+import { tempDir } from "../helpers/tmp.js";
+
+// chat.py 0.7.5's path-lock grammar (`lock|check|unlock|recover`) spoken by ours, against the
+// real reference on one root: each side's locks refuse the other's, in both directions.
+const skip = referenceSkipReason("0.7");
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("condition never met");
+}
+
+describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})` : ""}`, () => {
+  let root: ReturnType<typeof tempDir>;
+  const cli = (...args: string[]) => runCli(args, { root: root.dir });
+  const ref = (...args: string[]) => runReference("0.7", root.dir, args);
+  const locks = () =>
+    readdirSync(join(root.dir, "dev", "locks")).filter((n) => n.endsWith(".json"));
+
+  beforeEach(async () => {
+    root = tempDir();
+    expect((await cli("init", "dev")).code).toBe(0);
+  });
+  afterEach(() => root.cleanup());
+
+  it("our lock is chat.py's: its check lists it and its lock refuses, until we unlock", async () => {
+    const locked = await cli("lock", "dev", "./src/a.ts", "docs/", "--from", "bob");
+    expect(locked.code, locked.stderr).toBe(0);
+    expect(locked.stdout).toBe("locked agent-chat-1, agent-chat-2 -> dev/src/a.ts, docs\n");
+
+    const check = ref("check", "dev", "src", "--as", "carol");
+    expect(check.status).toBe(0);
+    expect(check.stdout).toMatch(/^locked agent-chat-1 owner=bob expires=\S+\+00:00\n$/);
+    const refused = ref("lock", "dev", "docs/x.md", "--as", "carol");
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain("PATH_LOCK_CONFLICT");
+
+    const notYours = await cli("unlock", "dev", "src/a.ts", "--as", "carol");
+    expect(notYours.code).toBe(3);
+    expect(notYours.stderr).toMatch(/^agent-chat: PATH_LOCK_OWNER_MISMATCH: /);
+    const unlocked = await cli("unlock", "dev", "agent-chat-1", "--owner", "bob");
+    expect(unlocked.code, unlocked.stderr).toBe(0);
+    expect(unlocked.stdout).toBe("unlocked agent-chat-1 from dev\n");
+    expect(ref("check", "dev", "src").stdout).toBe("available\n");
+    expect(ref("lock", "dev", "src/a.ts", "--as", "carol").status).toBe(0);
+  });
+
+  it("chat.py's lock: our check lists it as chat.py's does, our lock refuses it (all or none)", async () => {
+    const theirs = ref("lock", "dev", "lib", "--as", "alice");
+    expect(theirs.status, theirs.stderr).toBe(0);
+    const id = /locked (\w+)/.exec(theirs.stdout)?.[1] as string;
+
+    const check = await cli("check", "dev", "lib/x.ts", "src");
+    expect(check.code).toBe(0);
+    expect(check.stdout).toMatch(new RegExp(`^locked ${id} owner=alice expires=\\S+\\+00:00\\n$`));
+    expect((await cli("check", "dev", "src")).stdout).toBe("available\n");
+    const outside = await cli("check", "dev", "../etc");
+    expect(outside.code).toBe(64);
+    expect(outside.stderr).toMatch(/^agent-chat: PATH_LOCK_INVALID_PATH: /);
+    const json = JSON.parse((await cli("--json", "check", "dev", "lib")).stdout);
+    expect(json).toMatchObject({ available: false, locks: [{ lock: id, holder: "alice" }] });
+
+    const refused = await cli("lock", "dev", "src/a.ts", "lib/deep/b.ts", "--as", "bob");
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/^agent-chat: PATH_LOCK_CONFLICT: .*alice holds lib/);
+    // The path granted before the refusal was given back: nothing of bob's is left.
+    expect(locks()).toEqual([`${id}.json`]);
+    expect(ref("lock", "dev", "src/a.ts", "--as", "carol").status).toBe(0);
+
+    const foreign = await cli("unlock", "dev", id, "--as", "alice");
+    expect(foreign.code).toBe(3);
+    expect(foreign.stderr).toContain("PATH_LOCK_FOREIGN");
+    expect(ref("unlock", "dev", id, "--as", "alice").status).toBe(0);
+  });
+
+  it("recover takes over only an expired lock, with its reason; chat.py sees the new owner", async () => {
+    expect((await cli("lock", "dev", "src", "--as", "bob", "--lease-seconds", "0.2")).code).toBe(0);
+    const early = await cli("recover", "dev", "src", "--as", "carol", "--reason", "bob left");
+    expect(early.code).toBe(3);
+    expect(early.stderr).toMatch(/^agent-chat: PATH_LOCK_NOT_STALE: lock agent-chat-1 of bob/);
+    expect((await cli("recover", "dev", "src", "--as", "carol")).code).toBe(64);
+
+    let taken = early;
+    await until(async () => {
+      taken = await cli("recover", "dev", "src", "--as", "carol", "--reason", "bob left");
+      return taken.code === 0;
+    });
+    expect(taken.stdout).toBe(
+      "recovered agent-chat-2 for carol previous_owner=bob reason=bob left\n",
+    );
+    expect(ref("check", "dev", "src/a.ts").stdout).toMatch(/^locked agent-chat-2 owner=carol /);
+    expect(ref("lock", "dev", "src/a.ts", "--as", "bob").stderr).toContain("PATH_LOCK_CONFLICT");
+    const leases = JSON.parse((await cli("--json", "leases", "dev")).stdout).leases;
+    expect(leases).toContainEqual(
+      expect.objectContaining({ holder: "carol", reason: expect.stringContaining("bob left") }),
+    );
+  });
+
+  it("chat.py recovers our expired lock, and from then on ours honours it as chat.py's", async () => {
+    expect((await cli("lock", "dev", "src", "--as", "bob", "--lease-seconds", "0.2")).code).toBe(0);
+    let recovered = ref("recover", "dev", "agent-chat-1", "--as", "carol", "--reason", "gone");
+    await until(async () => {
+      recovered = ref("recover", "dev", "agent-chat-1", "--as", "carol", "--reason", "gone");
+      return recovered.status === 0;
+    });
+    expect(recovered.stdout).toContain("previous_owner=bob reason=gone");
+    const record = JSON.parse(
+      readFileSync(join(root.dir, "dev", "locks", "agent-chat-1.json"), "utf8"),
+    );
+    expect(record).toMatchObject({ owner: "carol", previous_owner: "bob" });
+
+    expect((await cli("check", "dev", "src/a.ts")).stdout).toMatch(
+      /^locked agent-chat-1 owner=carol /,
+    );
+    const refused = await cli("lock", "dev", "src/a.ts", "--as", "bob");
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain("PATH_LOCK_CONFLICT");
+  });
+});
