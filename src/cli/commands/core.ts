@@ -11,12 +11,14 @@ import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/
 import { readBody } from "../body.js";
 import {
   type CliContext,
+  type HolderFlags,
   parsePositiveInt,
   parseTtl,
   renewOptions,
   splitList,
   tokenOption,
   UsageError,
+  withHolder,
 } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
@@ -228,15 +230,24 @@ function registerTail(program: Command, ctx: CliContext): void {
     .action((channels: string, opts: TailFlags) => tail(ctx, channels, opts));
 }
 
-function registerClaim(program: Command, ctx: CliContext): void {
-  program
-    .command("claim")
-    .description("atomically take a task for a lease; prints its fencing token (losers exit 3)")
+/** `<channel> <task>`: the head of every command on one task. */
+function taskCommand(program: Command, name: string, description: string): Command {
+  return program
+    .command(name)
+    .description(description)
     .argument("<channel>")
     .argument(
       "<task>",
       "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
+    );
+}
+
+function registerClaim(program: Command, ctx: CliContext): void {
+  taskCommand(
+    program,
+    "claim",
+    "atomically take a task for a lease; prints its fencing token (losers exit 3)",
+  )
     .option("--as <name>", "claimant (default: $AGENT_CHAT_NAME)")
     .option(
       "--ttl <duration>",
@@ -249,16 +260,13 @@ function registerClaim(program: Command, ctx: CliContext): void {
 }
 
 function registerRenew(program: Command, ctx: CliContext): void {
-  program
-    .command("renew")
-    .description("extend your lease on a task (only its holder, with a live lease)")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(
+    taskCommand(
+      program,
+      "renew",
+      "extend your lease on a task (only its holder, with a live lease)",
+    ),
+  )
     .option("--ttl <duration>", "the new lease from now (default: the channel's, else 30m)")
     .addHelpText("after", "\nExample:\n  agent-chat renew review 12 --as bob --token 3")
     .action(async (channel: string, task: string, opts: HolderFlags & { ttl?: string }) => {
@@ -271,16 +279,13 @@ function registerRenew(program: Command, ctx: CliContext): void {
 }
 
 function registerDone(program: Command, ctx: CliContext): void {
-  program
-    .command("done")
-    .description("finish a task (only its holder, with a live lease); the task stays taken")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(
+    taskCommand(
+      program,
+      "done",
+      "finish a task (only its holder, with a live lease); the task stays taken",
+    ),
+  )
     .option("--note <text>", "one line on how it ended")
     .addHelpText(
       "after",
@@ -299,16 +304,7 @@ function registerDone(program: Command, ctx: CliContext): void {
 }
 
 function registerRelease(program: Command, ctx: CliContext): void {
-  program
-    .command("release")
-    .description("give a claimed task back (only its holder can)")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(taskCommand(program, "release", "give a claimed task back (only its holder can)"))
     .addHelpText("after", "\nExample:\n  agent-chat release review 12 --as bob")
     .action(async (channel: string, task: string, opts: HolderFlags) => {
       const as = ctx.agent(opts.as);
@@ -319,14 +315,11 @@ function registerRelease(program: Command, ctx: CliContext): void {
 }
 
 function registerFence(program: Command, ctx: CliContext): void {
-  program
-    .command("fence")
-    .description("exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
+  taskCommand(
+    program,
+    "fence",
+    "exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder",
+  )
     .requiredOption("--token <n>", "the fencing token to check")
     .addHelpText(
       "after",
@@ -402,11 +395,6 @@ function bodyLimitExtra(bytes: number | undefined): Record<string, number> {
     throw new UsageError(`--max-body is at most ${MAX_CHANNEL_BODY_BYTES} for a channel (64 MiB)`);
   }
   return { [MAX_BODY_KEY]: bytes };
-}
-
-interface HolderFlags {
-  as?: string;
-  token?: string;
 }
 
 interface TailFlags {
