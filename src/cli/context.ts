@@ -1,5 +1,6 @@
 import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
+import type { Command } from "commander";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
@@ -300,6 +301,19 @@ export function parsePositiveInt(value: string, flag: string): number {
 /** A holder's `--token`, as the store's option (absent: the holder's current token). */
 export function tokenOption(token: string | undefined): { token?: number } {
   return token === undefined ? {} : { token: parsePositiveInt(token, "--token") };
+}
+
+/** The flags of a command only a lease's holder may run: who they are, and the token they hold. */
+export interface HolderFlags {
+  as?: string;
+  token?: string;
+}
+
+/** `--as` the holder and `--token`, as every holder-only command of tasks and path leases has. */
+export function withHolder(command: Command): Command {
+  return command
+    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
+    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale");
 }
 
 /** A renewal's `--token` and `--ttl`, as the store's options (a task's and a path lease's alike). */

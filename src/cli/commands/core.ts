@@ -11,12 +11,14 @@ import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/
 import { readBody } from "../body.js";
 import {
   type CliContext,
+  type HolderFlags,
   parsePositiveInt,
   parseTtl,
   renewOptions,
   splitList,
   tokenOption,
   UsageError,
+  withHolder,
 } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { formatMessageHuman, messageJson } from "../output.js";
@@ -109,83 +111,106 @@ function registerRoster(program: Command, ctx: CliContext): void {
     });
 }
 
+/** A hot command whose one argument goes as is to its `HOT_ACTIONS` entry. */
+interface HotCommand {
+  name: "post" | "read" | "wait" | "peek";
+  description: string;
+  argument: [string, string?];
+  /** Its flags, in the order `--help` lists them. */
+  options: (command: Command) => Command;
+  help: string;
+}
+
+function registerHot(program: Command, ctx: CliContext, spec: HotCommand): void {
+  const head = program.command(spec.name).description(spec.description);
+  spec
+    .options(head.argument(...spec.argument))
+    .addHelpText("after", spec.help)
+    .action((first: string, opts: HotOptions) => HOT_ACTIONS[spec.name](ctx, [first], opts));
+}
+
+/** `--as`, for the commands that read as someone (their cursor, their addressed messages). */
+function asReader(command: Command): Command {
+  return command.option("--as <name>", "reader (default: $AGENT_CHAT_NAME)");
+}
+
 function registerPost(program: Command, ctx: CliContext): void {
-  program
-    .command("post")
-    .description("post a message (body from --body, --body-file or stdin)")
-    .argument("<channel>")
-    .option("--from <name>", "sender (default: $AGENT_CHAT_NAME)")
-    .option("--title <text>", "title (default: the body's first line)")
-    .option("--to <list>", "recipients, comma-separated; default all (broadcast)")
-    .option("--reply <seq>", "the message number this answers")
-    .option("--status <label>", "discussion | proposal | ack | done | …", "discussion")
-    .option("--body <text>", "message body (markdown)")
-    .option("--body-file <file>", "read the body from a file ('-' for stdin)")
-    .option(
-      "--wait-for <state>",
-      "then park until every addressee has: notified | read | answered (exit 2 on timeout)",
-    )
-    .option(
-      "--timeout <duration>",
-      "with --wait-for: give up after this long (30s, 5m; default 15m)",
-    )
-    .addHelpText(
-      "after",
+  registerHot(program, ctx, {
+    name: "post",
+    description: "post a message (body from --body, --body-file or stdin)",
+    argument: ["<channel>"],
+    options: (c) =>
+      c
+        .option("--from <name>", "sender (default: $AGENT_CHAT_NAME)")
+        .option("--title <text>", "title (default: the body's first line)")
+        .option("--to <list>", "recipients, comma-separated; default all (broadcast)")
+        .option("--reply <seq>", "the message number this answers")
+        .option("--status <label>", "discussion | proposal | ack | done | …", "discussion")
+        .option("--body <text>", "message body (markdown)")
+        .option("--body-file <file>", "read the body from a file ('-' for stdin)")
+        .option(
+          "--wait-for <state>",
+          "then park until every addressee has: notified | read | answered (exit 2 on timeout)",
+        )
+        .option(
+          "--timeout <duration>",
+          "with --wait-for: give up after this long (30s, 5m; default 15m)",
+        ),
+    help:
       "\nExamples:\n  agent-chat post review --from alice --to bob --title 'Draft ready' --body 'See PR 12.'\n" +
-        "  agent-chat post review --from alice --to bob --body 'Ready?' --wait-for read --timeout 30s\n" +
-        "  git diff | agent-chat post review --from alice --title 'Patch' --status proposal\n" +
-        "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
-    )
-    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.post(ctx, [channel], opts));
+      "  agent-chat post review --from alice --to bob --body 'Ready?' --wait-for read --timeout 30s\n" +
+      "  git diff | agent-chat post review --from alice --title 'Patch' --status proposal\n" +
+      "  agent-chat post review --from bob --reply 3 --status ack --body 'Looks good'",
+  });
 }
 
 function registerRead(program: Command, ctx: CliContext): void {
-  program
-    .command("read")
-    .description("print the messages for you since your cursor, then advance it")
-    .argument("<channel>")
-    .option("--as <name>", "reader (default: $AGENT_CHAT_NAME)")
-    .option("--all", "the whole channel from the start, every message whoever it is for")
-    .option("--peek", "do not advance the cursor")
-    .option(
-      "--thread <seq>",
-      "only the thread of this message, whoever it is for (no cursor moves)",
-    )
-    .addHelpText(
-      "after",
+  registerHot(program, ctx, {
+    name: "read",
+    description: "print the messages for you since your cursor, then advance it",
+    argument: ["<channel>"],
+    options: (c) =>
+      asReader(c)
+        .option("--all", "the whole channel from the start, every message whoever it is for")
+        .option("--peek", "do not advance the cursor")
+        .option(
+          "--thread <seq>",
+          "only the thread of this message, whoever it is for (no cursor moves)",
+        ),
+    help:
       "\n--all is the reference chat.py's: every message from #1, not only those for you; the\n" +
-        "cursor still moves to the end unless --peek.\n" +
-        "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek\n" +
-        "  agent-chat read review --thread 12",
-    )
-    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.read(ctx, [channel], opts));
+      "cursor still moves to the end unless --peek.\n" +
+      "\nExamples:\n  agent-chat read review --as bob\n  agent-chat read review --as bob --all --peek\n" +
+      "  agent-chat read review --thread 12",
+  });
 }
 
 function registerWait(program: Command, ctx: CliContext): void {
-  program
-    .command("wait")
-    .description("block, without spending tokens, until a message for you arrives; then read it")
-    .argument("<channels>", "one channel, or several separated by commas")
-    .option("--as <name>", "reader (default: $AGENT_CHAT_NAME)")
-    .option("--timeout <seconds>", "give up after this long (exit 2)", "900")
-    .option("--interval <seconds>", "safety-net poll behind the file watch", "2")
-    .addHelpText(
-      "after",
+  registerHot(program, ctx, {
+    name: "wait",
+    description: "block, without spending tokens, until a message for you arrives; then read it",
+    argument: ["<channels>", "one channel, or several separated by commas"],
+    options: (c) =>
+      asReader(c)
+        .option("--timeout <seconds>", "give up after this long (exit 2)", "900")
+        .option("--interval <seconds>", "safety-net poll behind the file watch", "2"),
+    help:
       "\nExits 0 with the messages, 2 on timeout, 130 on Ctrl-C.\n\nExamples:\n" +
-        "  agent-chat wait review --as bob --timeout 600\n  agent-chat wait review,deploy --as bob",
-    )
-    .action((channels: string, opts: HotOptions) => HOT_ACTIONS.wait(ctx, [channels], opts));
+      "  agent-chat wait review --as bob --timeout 600\n  agent-chat wait review,deploy --as bob",
+  });
 }
 
 function registerPeek(program: Command, ctx: CliContext): void {
-  program
-    .command("peek")
-    .description("print the last messages of a channel, whoever they were for (no cursor moves)")
-    .argument("<channel>")
-    .option("-n, --count <n>", "how many", "3")
-    .option("--archived", "reach back into archived messages when the channel has fewer")
-    .addHelpText("after", "\nExample:\n  agent-chat peek review -n 5")
-    .action((channel: string, opts: HotOptions) => HOT_ACTIONS.peek(ctx, [channel], opts));
+  registerHot(program, ctx, {
+    name: "peek",
+    description: "print the last messages of a channel, whoever they were for (no cursor moves)",
+    argument: ["<channel>"],
+    options: (c) =>
+      c
+        .option("-n, --count <n>", "how many", "3")
+        .option("--archived", "reach back into archived messages when the channel has fewer"),
+    help: "\nExample:\n  agent-chat peek review -n 5",
+  });
 }
 
 function registerTail(program: Command, ctx: CliContext): void {
@@ -205,15 +230,24 @@ function registerTail(program: Command, ctx: CliContext): void {
     .action((channels: string, opts: TailFlags) => tail(ctx, channels, opts));
 }
 
-function registerClaim(program: Command, ctx: CliContext): void {
-  program
-    .command("claim")
-    .description("atomically take a task for a lease; prints its fencing token (losers exit 3)")
+/** `<channel> <task>`: the head of every command on one task. */
+function taskCommand(program: Command, name: string, description: string): Command {
+  return program
+    .command(name)
+    .description(description)
     .argument("<channel>")
     .argument(
       "<task>",
       "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
+    );
+}
+
+function registerClaim(program: Command, ctx: CliContext): void {
+  taskCommand(
+    program,
+    "claim",
+    "atomically take a task for a lease; prints its fencing token (losers exit 3)",
+  )
     .option("--as <name>", "claimant (default: $AGENT_CHAT_NAME)")
     .option(
       "--ttl <duration>",
@@ -226,16 +260,13 @@ function registerClaim(program: Command, ctx: CliContext): void {
 }
 
 function registerRenew(program: Command, ctx: CliContext): void {
-  program
-    .command("renew")
-    .description("extend your lease on a task (only its holder, with a live lease)")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(
+    taskCommand(
+      program,
+      "renew",
+      "extend your lease on a task (only its holder, with a live lease)",
+    ),
+  )
     .option("--ttl <duration>", "the new lease from now (default: the channel's, else 30m)")
     .addHelpText("after", "\nExample:\n  agent-chat renew review 12 --as bob --token 3")
     .action(async (channel: string, task: string, opts: HolderFlags & { ttl?: string }) => {
@@ -248,16 +279,13 @@ function registerRenew(program: Command, ctx: CliContext): void {
 }
 
 function registerDone(program: Command, ctx: CliContext): void {
-  program
-    .command("done")
-    .description("finish a task (only its holder, with a live lease); the task stays taken")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(
+    taskCommand(
+      program,
+      "done",
+      "finish a task (only its holder, with a live lease); the task stays taken",
+    ),
+  )
     .option("--note <text>", "one line on how it ended")
     .addHelpText(
       "after",
@@ -276,16 +304,7 @@ function registerDone(program: Command, ctx: CliContext): void {
 }
 
 function registerRelease(program: Command, ctx: CliContext): void {
-  program
-    .command("release")
-    .description("give a claimed task back (only its holder can)")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(taskCommand(program, "release", "give a claimed task back (only its holder can)"))
     .addHelpText("after", "\nExample:\n  agent-chat release review 12 --as bob")
     .action(async (channel: string, task: string, opts: HolderFlags) => {
       const as = ctx.agent(opts.as);
@@ -296,14 +315,11 @@ function registerRelease(program: Command, ctx: CliContext): void {
 }
 
 function registerFence(program: Command, ctx: CliContext): void {
-  program
-    .command("fence")
-    .description("exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder")
-    .argument("<channel>")
-    .argument(
-      "<task>",
-      "task-12.md, task-12 or 12; or the id of a chat.py 0.7 task, tasks/<id>.json",
-    )
+  taskCommand(
+    program,
+    "fence",
+    "exit 0 only while TOKEN is the task's live grant, else exit 3 naming the holder",
+  )
     .requiredOption("--token <n>", "the fencing token to check")
     .addHelpText(
       "after",
@@ -379,11 +395,6 @@ function bodyLimitExtra(bytes: number | undefined): Record<string, number> {
     throw new UsageError(`--max-body is at most ${MAX_CHANNEL_BODY_BYTES} for a channel (64 MiB)`);
   }
   return { [MAX_BODY_KEY]: bytes };
-}
-
-interface HolderFlags {
-  as?: string;
-  token?: string;
 }
 
 interface TailFlags {

@@ -6,54 +6,76 @@ import { type CliContext, splitList, UsageError } from "../context.js";
 
 /** export / import between a NATS namespace and the SPEC folder, and the b00t envelope bridge. */
 export function registerNatsCommands(program: Command, ctx: CliContext): void {
-  registerExport(program, ctx);
-  registerImport(program, ctx);
+  registerTransfer(program, ctx, EXPORT);
+  registerTransfer(program, ctx, IMPORT);
   registerBridge(program, ctx);
 }
 
-function registerExport(program: Command, ctx: CliContext): void {
-  program
-    .command("export")
-    .description("write a NATS namespace out as the SPEC folder (for chat.py, git, backups)")
-    .argument("<source>", "nats://host:port/namespace")
-    .argument("<dir>", "folder to write; channels already in it are never overwritten")
-    .option("--channel <list>", "only these channels (comma-separated)")
-    .addHelpText(
-      "after",
-      "\nCredentials come from AGENT_CHAT_NATS_USER/PASS, _TOKEN, _CREDS, _CA/_CERT/_KEY or\n" +
-        "AGENT_CHAT_NATS_CONFIG (see docs/nats.md), never from the command line.\n" +
-        "\nExamples:\n  agent-chat export nats://127.0.0.1:4222/team-a ./team-a\n" +
-        "  agent-chat --json export nats://nats.lan:4222/team-a ./backup --channel review",
-    )
-    .action((source: string, dir: string, opts: { channel?: string }) =>
-      onNamespace(ctx, source, async (store) => {
-        const { exportNamespace } = await import("../../store/transfer.js");
-        const summary = await exportNamespace(store, dir, onlyChannels(opts));
-        report(ctx, "exported", store.location, dir, summary);
-      }),
-    );
+/** What tells export from import: the way round, the words and the transfer that runs. */
+interface TransferCommand {
+  name: "export" | "import";
+  description: string;
+  /** The two arguments, in order: the NATS URL is `<source>` of export, `<target>` of import. */
+  args: readonly [[string, string], [string, string]];
+  help: string;
+  run: (
+    transfer: TransferModule,
+    store: NatsStore,
+    dir: string,
+    only?: string[],
+  ) => Promise<TransferSummary>;
 }
 
-function registerImport(program: Command, ctx: CliContext): void {
+type TransferModule = typeof import("../../store/transfer.js");
+
+const EXPORT: TransferCommand = {
+  name: "export",
+  description: "write a NATS namespace out as the SPEC folder (for chat.py, git, backups)",
+  args: [
+    ["<source>", "nats://host:port/namespace"],
+    ["<dir>", "folder to write; channels already in it are never overwritten"],
+  ],
+  help:
+    "\nCredentials come from AGENT_CHAT_NATS_USER/PASS, _TOKEN, _CREDS, _CA/_CERT/_KEY or\n" +
+    "AGENT_CHAT_NATS_CONFIG (see docs/nats.md), never from the command line.\n" +
+    "\nExamples:\n  agent-chat export nats://127.0.0.1:4222/team-a ./team-a\n" +
+    "  agent-chat --json export nats://nats.lan:4222/team-a ./backup --channel review",
+  run: (transfer, store, dir, only) => transfer.exportNamespace(store, dir, only),
+};
+
+const IMPORT: TransferCommand = {
+  name: "import",
+  description: "read a SPEC folder into a NATS namespace, keeping sequence numbers",
+  args: [
+    ["<dir>", "the SPEC folder (a root holding channel folders)"],
+    ["<target>", "nats://host:port/namespace"],
+  ],
+  help:
+    "\nChannels that already exist in the namespace are refused (CHANNEL_EXISTS).\n" +
+    "\nExamples:\n  agent-chat import ~/agent-chat nats://127.0.0.1:4222/team-a\n" +
+    "  agent-chat import ./team-a nats://nats.lan:4222/team-a --channel review,deploy",
+  run: (transfer, store, dir, only) => transfer.importFolder(dir, store, only),
+};
+
+function registerTransfer(program: Command, ctx: CliContext, spec: TransferCommand): void {
+  const [first, second] = spec.args;
   program
-    .command("import")
-    .description("read a SPEC folder into a NATS namespace, keeping sequence numbers")
-    .argument("<dir>", "the SPEC folder (a root holding channel folders)")
-    .argument("<target>", "nats://host:port/namespace")
+    .command(spec.name)
+    .description(spec.description)
+    .argument(...first)
+    .argument(...second)
     .option("--channel <list>", "only these channels (comma-separated)")
-    .addHelpText(
-      "after",
-      "\nChannels that already exist in the namespace are refused (CHANNEL_EXISTS).\n" +
-        "\nExamples:\n  agent-chat import ~/agent-chat nats://127.0.0.1:4222/team-a\n" +
-        "  agent-chat import ./team-a nats://nats.lan:4222/team-a --channel review,deploy",
-    )
-    .action((dir: string, target: string, opts: { channel?: string }) =>
-      onNamespace(ctx, target, async (store) => {
-        const { importFolder } = await import("../../store/transfer.js");
-        const summary = await importFolder(dir, store, onlyChannels(opts));
-        report(ctx, "imported", dir, store.location, summary);
-      }),
-    );
+    .addHelpText("after", spec.help)
+    .action((a: string, b: string, opts: { channel?: string }) => {
+      const exporting = spec.name === "export";
+      const [url, dir] = exporting ? [a, b] : [b, a];
+      return onNamespace(ctx, url, async (store) => {
+        const transfer = await import("../../store/transfer.js");
+        const summary = await spec.run(transfer, store, dir, onlyChannels(opts));
+        const [from, to] = exporting ? [store.location, dir] : [dir, store.location];
+        report(ctx, `${spec.name}ed`, from, to, summary);
+      });
+    });
 }
 
 function registerBridge(program: Command, ctx: CliContext): void {

@@ -43,6 +43,39 @@ function withTtl(command: Command): Command {
     .option("--lease <seconds>", "chat.py's other name for --ttl");
 }
 
+/** What tells one path-lock command's registration from another's. */
+interface LockCommand {
+  name: string;
+  description: string;
+  /** The argument after `<channel>`: the paths, or the lock a command acts on. */
+  subject: [string, string];
+  /** How `--as` is described: the part this name plays. */
+  owner: string;
+  /** A required `--reason`, described so. */
+  reason?: string;
+  /** Whether the command takes a lease length (`--ttl` and chat.py's names for it). */
+  ttl?: boolean;
+  help: string;
+}
+
+/** `<channel> <subject>`, the owner flags, a ttl when it has one, and its help: the shared part. */
+function lockCommand(program: Command, spec: LockCommand): Command {
+  let command = program
+    .command(spec.name)
+    .description(spec.description)
+    .argument("<channel>")
+    .argument(...spec.subject);
+  if (spec.reason !== undefined) command = command.requiredOption("--reason <text>", spec.reason);
+  command = withOwner(command, spec.owner);
+  if (spec.ttl) command = withTtl(command);
+  return command.addHelpText("after", spec.help);
+}
+
+/** The acting name: `--as`, chat.py's `--from` or `--owner`, else $AGENT_CHAT_NAME. */
+function ownerOf(ctx: CliContext, o: OwnerFlags): string {
+  return ctx.agent(o.as ?? o.from ?? o.owner);
+}
+
 function ttlMs(o: OwnerFlags): number {
   const value = o.ttl ?? o.leaseSeconds ?? o.lease ?? "300";
   if (/^\d*\.\d+$/.test(value)) return Math.max(1, Math.round(Number(value) * 1000));
@@ -82,25 +115,23 @@ async function asPathLock<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 function registerLock(program: Command, ctx: CliContext): void {
-  const command = program
-    .command("lock")
-    .description("lock paths as chat.py 0.7 does: exclusive leases both CLIs honour")
-    .argument("<channel>")
-    .argument("<paths...>", "workspace-relative paths (a folder covers what is under it)");
-  withTtl(withOwner(command, "who locks"))
-    .addHelpText(
-      "after",
+  lockCommand(program, {
+    name: "lock",
+    description: "lock paths as chat.py 0.7 does: exclusive leases both CLIs honour",
+    subject: ["<paths...>", "workspace-relative paths (a folder covers what is under it)"],
+    owner: "who locks",
+    ttl: true,
+    help:
       "\nAll paths or none: refused (exit 3, PATH_LOCK_CONFLICT) over another's lock or lease.\n" +
-        "\nExample:\n  agent-chat lock review src/store docs/leases.md --as bob --lease-seconds 600",
-    )
-    .action(async (channel: string, paths: string[], opts: OwnerFlags) => {
-      const owner = ctx.agent(opts.as ?? opts.from ?? opts.owner);
-      const store = await ctx.open();
-      const locks = await asPathLock(() => lockAll(store, channel, paths, owner, ttlMs(opts)));
-      if (ctx.json) return ctx.printJson({ channel, owner, locks });
-      const ids = locks.map(lockId).join(", ");
-      ctx.out(`locked ${ids} -> ${channel}/${locks.map((l) => l.pattern).join(", ")}\n`);
-    });
+      "\nExample:\n  agent-chat lock review src/store docs/leases.md --as bob --lease-seconds 600",
+  }).action(async (channel: string, paths: string[], opts: OwnerFlags) => {
+    const owner = ownerOf(ctx, opts);
+    const store = await ctx.open();
+    const locks = await asPathLock(() => lockAll(store, channel, paths, owner, ttlMs(opts)));
+    if (ctx.json) return ctx.printJson({ channel, owner, locks });
+    const ids = locks.map(lockId).join(", ");
+    ctx.out(`locked ${ids} -> ${channel}/${locks.map((l) => l.pattern).join(", ")}\n`);
+  });
 }
 
 /** One lease per path; when one is refused, those granted before it are given back. */
@@ -126,30 +157,27 @@ async function lockAll(
 }
 
 function registerCheck(program: Command, ctx: CliContext): void {
-  const command = program
-    .command("check")
-    .description("list the locks and leases over paths, as chat.py's check (exit 0 either way)")
-    .argument("<channel>")
-    .argument("<paths...>", "workspace-relative paths");
-  withOwner(command, "who asks (accepted, as chat.py's; every holder is listed)")
-    .addHelpText(
-      "after",
+  lockCommand(program, {
+    name: "check",
+    description: "list the locks and leases over paths, as chat.py's check (exit 0 either way)",
+    subject: ["<paths...>", "workspace-relative paths"],
+    owner: "who asks (accepted, as chat.py's; every holder is listed)",
+    help:
       "\nPrints `available`, or one `locked <id> owner=<who> expires=<when>` line per lock.\n" +
-        "\nExample:\n  agent-chat check review src/store --as carol",
-    )
-    .action(async (channel: string, paths: string[]) => {
-      const store = await ctx.open();
-      const locks = await asPathLock(async () => {
-        // chat.py refuses a path outside the workspace here too, rather than call it free.
-        const patterns = await Promise.all(paths.map((p) => normalizePattern(pattern(p))));
-        return overlapping(store, channel, patterns);
-      });
-      if (ctx.json) return ctx.printJson({ channel, available: locks.length === 0, locks });
-      if (locks.length === 0) return ctx.out("available\n");
-      for (const l of locks) {
-        ctx.out(`locked ${lockId(l)} owner=${l.holder} expires=${referenceTime(l.expiresAt)}\n`);
-      }
+      "\nExample:\n  agent-chat check review src/store --as carol",
+  }).action(async (channel: string, paths: string[]) => {
+    const store = await ctx.open();
+    const locks = await asPathLock(async () => {
+      // chat.py refuses a path outside the workspace here too, rather than call it free.
+      const patterns = await Promise.all(paths.map((p) => normalizePattern(pattern(p))));
+      return overlapping(store, channel, patterns);
     });
+    if (ctx.json) return ctx.printJson({ channel, available: locks.length === 0, locks });
+    if (locks.length === 0) return ctx.out("available\n");
+    for (const l of locks) {
+      ctx.out(`locked ${lockId(l)} owner=${l.holder} expires=${referenceTime(l.expiresAt)}\n`);
+    }
+  });
 }
 
 /** chat.py's spelling of a time: an offset, microseconds. */
@@ -214,55 +242,58 @@ function refuseReferenceLock(l: PathLeaseInfo, owner: string, verb: string): voi
   );
 }
 
+/** The lock unlock and recover act on. */
+const LOCK_TARGET: [string, string] = [
+  "<target>",
+  "lock id (agent-chat-4), token (4) or the exact locked path",
+];
+
 function registerUnlock(program: Command, ctx: CliContext): void {
-  const command = program
-    .command("unlock")
-    .description("release your lock (its id, its token or its exact path)")
-    .argument("<channel>")
-    .argument("<target>", "lock id (agent-chat-4), token (4) or the exact locked path");
-  withOwner(command, "the holder")
-    .addHelpText("after", "\nExample:\n  agent-chat unlock review src/store --as bob")
-    .action(async (channel: string, target: string, opts: OwnerFlags) => {
-      const owner = ctx.agent(opts.as ?? opts.from ?? opts.owner);
-      const store = await ctx.open();
-      const released = await asPathLock(async () => {
-        const l = await find(store, channel, target);
-        refuseReferenceLock(l, owner, "unlock");
-        return store.releasePathLease(channel, String(l.token), owner, { token: l.token });
-      });
-      if (ctx.json) return ctx.printJson(released);
-      ctx.out(`unlocked ${lockId(released)} from ${channel}\n`);
+  lockCommand(program, {
+    name: "unlock",
+    description: "release your lock (its id, its token or its exact path)",
+    subject: LOCK_TARGET,
+    owner: "the holder",
+    help: "\nExample:\n  agent-chat unlock review src/store --as bob",
+  }).action(async (channel: string, target: string, opts: OwnerFlags) => {
+    const owner = ownerOf(ctx, opts);
+    const store = await ctx.open();
+    const released = await asPathLock(async () => {
+      const l = await find(store, channel, target);
+      refuseReferenceLock(l, owner, "unlock");
+      return store.releasePathLease(channel, String(l.token), owner, { token: l.token });
     });
+    if (ctx.json) return ctx.printJson(released);
+    ctx.out(`unlocked ${lockId(released)} from ${channel}\n`);
+  });
 }
 
 function registerRecover(program: Command, ctx: CliContext): void {
-  const command = program
-    .command("recover")
-    .description("take over an expired lock, saying why (refused while it is live)")
-    .argument("<channel>")
-    .argument("<target>", "lock id (agent-chat-4), token (4) or the exact locked path")
-    .requiredOption("--reason <text>", "why it is taken over (kept with the new lease)");
-  withTtl(withOwner(command, "who takes it over"))
-    .addHelpText(
-      "after",
+  lockCommand(program, {
+    name: "recover",
+    description: "take over an expired lock, saying why (refused while it is live)",
+    subject: LOCK_TARGET,
+    reason: "why it is taken over (kept with the new lease)",
+    owner: "who takes it over",
+    ttl: true,
+    help:
       "\nThe lock is yours once the 5 s clock-skew grace past its end is over.\n" +
-        "\nExample:\n  agent-chat recover review src/store --as carol --reason 'bob is gone'",
-    )
-    .action(async (channel: string, target: string, opts: OwnerFlags) => {
-      const owner = ctx.agent(opts.as ?? opts.from ?? opts.owner);
-      const reason = (opts.reason ?? "").trim();
-      if (!reason) {
-        throw new AgentChatError("INVALID_ARGUMENT", "PATH_LOCK_INVALID_REASON: --reason is empty");
-      }
-      const store = await ctx.open();
-      const { previous, taken } = await asPathLock(() =>
-        recoverLock(store, channel, target, owner, reason, ttlMs(opts)),
-      );
-      if (ctx.json) return ctx.printJson({ ...taken, previous });
-      ctx.out(
-        `recovered ${lockId(taken)} for ${owner} previous_owner=${previous.holder} reason=${reason}\n`,
-      );
-    });
+      "\nExample:\n  agent-chat recover review src/store --as carol --reason 'bob is gone'",
+  }).action(async (channel: string, target: string, opts: OwnerFlags) => {
+    const owner = ownerOf(ctx, opts);
+    const reason = (opts.reason ?? "").trim();
+    if (!reason) {
+      throw new AgentChatError("INVALID_ARGUMENT", "PATH_LOCK_INVALID_REASON: --reason is empty");
+    }
+    const store = await ctx.open();
+    const { previous, taken } = await asPathLock(() =>
+      recoverLock(store, channel, target, owner, reason, ttlMs(opts)),
+    );
+    if (ctx.json) return ctx.printJson({ ...taken, previous });
+    ctx.out(
+      `recovered ${lockId(taken)} for ${owner} previous_owner=${previous.holder} reason=${reason}\n`,
+    );
+  });
 }
 
 async function recoverLock(

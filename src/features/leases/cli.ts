@@ -2,9 +2,11 @@ import type { Command } from "commander";
 import {
   type CliContext,
   formatDuration,
+  type HolderFlags,
   parseTtl,
   renewOptions,
   tokenOption,
+  withHolder,
 } from "../../cli/context.js";
 import type { PathLeaseInfo } from "../../store/types.js";
 import { registerGuardCommand } from "./cli-guard.js";
@@ -53,13 +55,13 @@ function registerLease(program: Command, ctx: CliContext): void {
       ctx.out(`leased ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
       for (const over of info.forced ?? []) ctx.warn(`forced over: ${over}`);
     });
-  lease
-    .command("renew")
-    .description("extend your path lease (by its token or its pattern)")
-    .argument("<channel>")
-    .argument("<lease>", "the lease's token (its id) or its pattern")
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(
+    lease
+      .command("renew")
+      .description("extend your path lease (by its token or its pattern)")
+      .argument("<channel>")
+      .argument("<lease>", "the lease's token (its id) or its pattern"),
+  )
     .option("--ttl <duration>", "the new lease from now (default: its length)")
     .addHelpText("after", "\nExample:\n  agent-chat lease renew review 'src/store/**' --as bob")
     .action(async (channel: string, target: string, opts: HolderFlags & { ttl?: string }) => {
@@ -69,13 +71,13 @@ function registerLease(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`renewed ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
     });
-  lease
-    .command("release")
-    .description("give a path lease back (only its holder, while it is live)")
-    .argument("<channel>")
-    .argument("<lease>", "the lease's token (its id) or its pattern")
-    .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
-    .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale")
+  withHolder(
+    lease
+      .command("release")
+      .description("give a path lease back (only its holder, while it is live)")
+      .argument("<channel>")
+      .argument("<lease>", "the lease's token (its id) or its pattern"),
+  )
     .addHelpText("after", "\nExample:\n  agent-chat lease release review 4 --as bob")
     .action(async (channel: string, target: string, opts: HolderFlags) => {
       const as = ctx.agent(opts.as);
@@ -111,11 +113,6 @@ interface AddFlags {
   shared?: boolean;
   reason?: string;
   force?: boolean;
-}
-
-interface HolderFlags {
-  as?: string;
-  token?: string;
 }
 
 /** `exclusive, token 3, 1h 59m left`, `shared, token 4, expired 2m ago`, `chat.py path lock 9f…, 4m left`. */
