@@ -29,7 +29,8 @@ let env: Record<string, string>;
 beforeEach(async () => {
   sandbox = makeSandbox("agent-chat-codex-wake-");
   stub = await startModelStub(WAKE_SCRIPT);
-  env = codexStandIn(sandbox, stub.url);
+  // The folder and the hooks are trusted at Codex's own questions, as a user answers them.
+  env = codexStandIn(sandbox, stub.url, { trusted: false });
 });
 afterEach(async () => {
   await terminal?.close();
@@ -49,9 +50,21 @@ describe.runIf(runnable)("Codex (real binary) woken from idle under agent-chat r
       { env },
     );
     expect(setup.code, setup.stderr).toBe(0);
-    const codex = [toolBinary("codex"), "--dangerously-bypass-hook-trust", "Say hi."];
-    const term = startTerminal(sandbox, runCommand(sandbox, codex), env);
+    const term = startTerminal(sandbox, runCommand(sandbox, [toolBinary("codex")]), env);
     terminal = term;
+    await term.waitFor(/Ask Codex to do anything/);
+    // Codex asks its questions once the first prompt is sent (docs/first-run.md).
+    await term.type("Say hi.", /›\s+Say hi\./);
+    const hooksReview = /Hooks need review[\s\S]*2\. Trust all and continue/;
+    // Outside a git repository Codex asks about the hooks only, not the folder.
+    const asked = await term.press(
+      "Enter",
+      new RegExp(`Trust this folder\\?[\\s\\S]*1\\. Trust and continue|${hooksReview.source}`),
+    );
+    if (/Trust this folder\?/.test(asked)) await term.press("Enter", hooksReview);
+    await term.press("2", /› 2\. Trust all and continue/);
+    await term.press("Enter", /^(?![\s\S]*Hooks need review)[\s\S]*›\s+Say hi\./);
+    await term.press("Enter", /•\s+Done\./);
     await idleAfterFirstTurn(term, /•\s+Done\./, stub);
     const latency = await expectWokenTurnReads(sandbox, stub, term);
     await term.waitFor(/Called agent-chat\.chat_read/);

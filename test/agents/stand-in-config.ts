@@ -8,8 +8,15 @@ import type { Sandbox } from "./sandbox.js";
  * folder" question records). Returns the environment to start the tool with.
  */
 
-/** Codex: the stand-in as the user's model provider in $CODEX_HOME/config.toml. */
-export function codexStandIn(sandbox: Sandbox, url: string): Record<string, string> {
+/**
+ * Codex: the stand-in as the user's model provider in $CODEX_HOME/config.toml; with
+ * `trusted: false` the folder is left for the user to trust at Codex's own question.
+ */
+export function codexStandIn(
+  sandbox: Sandbox,
+  url: string,
+  { trusted = true } = {},
+): Record<string, string> {
   const codexHome = join(sandbox.home, ".codex");
   mkdirSync(codexHome, { recursive: true });
   writeFileSync(
@@ -23,9 +30,9 @@ export function codexStandIn(sandbox: Sandbox, url: string): Record<string, stri
       `base_url = "${url}/v1"`,
       'wire_api = "responses"',
       "",
-      `[projects."${realpathSync(sandbox.project)}"]`,
-      'trust_level = "trusted"',
-      "",
+      ...(trusted
+        ? [`[projects."${realpathSync(sandbox.project)}"]`, 'trust_level = "trusted"', ""]
+        : []),
     ].join("\n"),
   );
   return { CODEX_HOME: codexHome };
