@@ -2,12 +2,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ModelStub, startModelStub } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
 import { codexStandIn } from "./stand-in-config.js";
-import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
+import { startTerminal, type Terminal } from "./terminal.js";
 import {
   expectWokenTurnReads,
   idleAfterFirstTurn,
   runCommand,
+  runnable,
   stopCodexDaemon,
+  title,
   WAKE_SCRIPT,
 } from "./wake-session.js";
 
@@ -16,10 +18,6 @@ import {
  * the stand-in for the Responses API on 127.0.0.1: idle after its first turn, it takes a new
  * turn when alice posts to bob, and that turn reads the message.
  */
-
-// In CI a missing tmux fails this test (startTerminal throws); elsewhere it skips, saying so.
-const runnable = hasTmux() || process.env.CI === "true";
-const title = (name: string) => (runnable ? name : `${name} (skipped: tmux is not installed)`);
 
 let sandbox: Sandbox;
 let stub: ModelStub;

@@ -2,11 +2,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type ModelStub, startModelStub } from "./model-stub.js";
 import { makeSandbox, type Sandbox, toolBinary } from "./sandbox.js";
 import { geminiStandIn } from "./stand-in-config.js";
-import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
+import { startTerminal, type Terminal } from "./terminal.js";
 import {
   expectWokenTurnReads,
   idleAfterFirstTurn,
   runCommand,
+  runnable,
+  title,
   WAKE_SCRIPT,
 } from "./wake-session.js";
 
@@ -15,10 +17,6 @@ import {
  * stand-in for the Gemini API on 127.0.0.1: idle after its first turn, it takes a new turn when
  * alice posts to bob, and that turn reads the message.
  */
-
-// In CI a missing tmux fails this test (startTerminal throws); elsewhere it skips, saying so.
-const runnable = hasTmux() || process.env.CI === "true";
-const title = (name: string) => (runnable ? name : `${name} (skipped: tmux is not installed)`);
 
 let sandbox: Sandbox;
 let stub: ModelStub;

@@ -4,7 +4,7 @@ import { expect, vi } from "vitest";
 import { runNotice } from "../../src/cli/agent-run.js";
 import { type ModelStub, type StubScript, toolResults } from "./model-stub.js";
 import { runTool, type Sandbox, toolBinary } from "./sandbox.js";
-import type { Terminal } from "./terminal.js";
+import { hasTmux, type Terminal } from "./terminal.js";
 
 /*
  * What the wake tests of Codex and Gemini CLI share: a session of the real tool under
@@ -21,6 +21,11 @@ export const WAKE_SCRIPT: StubScript = {
   calls: [{ toolSuffix: "chat_read", args: { channel: "general" }, onlyIf: NOTICE_MARK }],
   text: "Done.",
 };
+
+// In CI a missing tmux fails these tests (startTerminal throws); elsewhere they skip, saying so.
+export const runnable = hasTmux() || process.env.CI === "true";
+export const title = (name: string) =>
+  runnable ? name : `${name} (skipped: tmux is not installed)`;
 
 /** `agent-chat run --as bob -- <tool…>` as the user types it in the project folder. */
 export function runCommand(sandbox: Sandbox, tool: string[]): string[] {
