@@ -55,6 +55,10 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/path-locks.js")).registerPathLockCommands,
   },
   {
+    commands: ["state", "compact"],
+    load: async () => (await import("./commands/state.js")).registerStateCommands,
+  },
+  {
     commands: ["event"],
     load: async () => (await import("./commands/events.js")).registerEventCommands,
   },

@@ -18,6 +18,7 @@ export class ForwardingStore implements Store {
   readonly touch?: Store["touch"];
   readonly publishedKeys?: Store["publishedKeys"];
   readonly attestRead?: Store["attestRead"];
+  readonly channelState?: Store["channelState"];
 
   constructor(protected readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
@@ -26,6 +27,7 @@ export class ForwardingStore implements Store {
     if (inner.touch) this.touch = inner.touch.bind(inner);
     if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
     if (inner.attestRead) this.attestRead = inner.attestRead.bind(inner);
+    if (inner.channelState) this.channelState = inner.channelState.bind(inner);
   }
 
   get capabilities(): Capabilities {

@@ -36,6 +36,21 @@ export function guardIdentities(store: Store): Store {
 
 class IdentityGuard extends ForwardingStore {
   private readonly names = new Map<string, ChannelNames>();
+  declare readonly channelState?: Store["channelState"];
+
+  constructor(inner: Store) {
+    super(inner);
+    const summarize = inner.channelState?.bind(inner);
+    // Saving the summary posts `state.compacted` as its actor: that name is admitted first.
+    if (summarize) {
+      this.channelState = async (channel, options = {}) => {
+        if (options.write && options.audit !== false && options.actor) {
+          await this.admit(channel, options.actor);
+        }
+        return summarize(channel, options);
+      };
+    }
+  }
 
   override async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
     const members = [...(options.members ?? [])];

@@ -76,6 +76,14 @@ export interface Store {
   ): Promise<TaskInfo>;
 
   /**
+   * Optional (folder roots): chat.py 0.7's derived summary of a channel (docs/state.md): its
+   * topic, decisions, open tasks, blockers, owners, path locks and verification evidence, as
+   * chat.py's `state` renders them; with `write`, its `state.md` replaced atomically and the
+   * `state.compacted` message posted; with `saved`, the `state.md` last written, as it is.
+   */
+  channelState?(channel: string, options?: ChannelSummaryOptions): Promise<ChannelSummary>;
+
+  /**
    * Reserves the paths a repository-relative glob covers (docs/leases.md): a lease with its own
    * fencing token. An exclusive lease that overlaps another agent's live lease (or a shared one
    * that overlaps an exclusive one) is refused with `CLAIM_LOST` naming them, unless `force`.
@@ -352,6 +360,32 @@ export interface NewStructuredTask {
 export type StructuredTaskChange =
   | { op: "block"; agent: string }
   | { op: "recover"; agent: string; reason: string; ttlMs?: number };
+
+export interface ChannelSummaryOptions {
+  /** Replace `state.md` with the summary (chat.py's `state --write`, `compact`). */
+  write?: boolean;
+  /** Who posts the `state.compacted` message (chat.py's default: `system`). */
+  actor?: string;
+  /** `false`: write without posting `state.compacted` (chat.py's `--no-audit`). */
+  audit?: boolean;
+  /** Refuse the summary when a source does not validate, instead of leaving it out. */
+  strict?: boolean;
+  /** Return the saved `state.md` instead of a new summary (`STATE_RECORD_NOT_FOUND` if none). */
+  saved?: boolean;
+}
+
+/** A channel's summary as chat.py 0.7 renders it. */
+export interface ChannelSummary {
+  /** Its `state.md` text, byte for byte. */
+  markdown: string;
+  /** Its `state --json` text, byte for byte (empty for `saved`). */
+  json: string;
+  /** Whether `state.md` was replaced. */
+  written: boolean;
+  counts: { openTasks: number; pathLocks: number; decisions: number };
+  /** The sources left out because they do not validate, one line each. */
+  problems: string[];
+}
 
 export interface TasksOptions {
   onWarning?: (warning: string) => void;

@@ -68,11 +68,14 @@ import {
   type ArchiveOptions,
   type ArchiveResult,
   type Capabilities,
+  type ChannelSummary,
+  type ChannelSummaryOptions,
   type ClaimOptions,
   type DoneOptions,
   type FenceResult,
   MAX_BODY_KEY,
   type NewStructuredTask,
+  type PostInput,
   type PostResult,
   type PruneOptions,
   type PruneResult,
@@ -938,6 +941,22 @@ export class FsStore extends FeatureStore<FolderFeed> {
     if (change.op === "block") return board.block(task.trim(), change.agent);
     const ttlMs = await this.structuredTtl(channel, change.ttlMs);
     return board.recover(task.trim(), change.agent, change.reason, ttlMs);
+  }
+
+  /** chat.py 0.7's derived summary of the channel, and its `state.md` (reference07/state/). */
+  async channelState(
+    channel: string,
+    options: ChannelSummaryOptions = {},
+  ): Promise<ChannelSummary> {
+    await this.roster(channel);
+    const host = {
+      dir: this.state(channel).dir,
+      channel,
+      now: () => this.now(),
+      post: (input: PostInput) => this.post(channel, input),
+    };
+    const { channelState } = await import("./reference07/state/index.js");
+    return channelState(host, options);
   }
 
   /**
