@@ -68,7 +68,7 @@ export interface Store {
    * chat.py lists, shows and leases, and that `claim`, `renew`, `done` and `release` take too.
    */
   createStructuredTask(channel: string, task: NewStructuredTask): Promise<TaskInfo>;
-  /** Blocks a structured task, or recovers its expired lease with a reason (chat.py's grammar). */
+  /** Blocks, updates, or recovers the expired lease of, a structured task (chat.py's grammar). */
   changeStructuredTask(
     channel: string,
     task: string,
@@ -359,7 +359,22 @@ export interface NewStructuredTask {
 /** The changes of a structured task that are not a claim, renewal, finish or release. */
 export type StructuredTaskChange =
   | { op: "block"; agent: string }
-  | { op: "recover"; agent: string; reason: string; ttlMs?: number };
+  | { op: "recover"; agent: string; reason: string; ttlMs?: number }
+  | { op: "update"; agent: string; fields: StructuredTaskUpdate };
+
+/**
+ * chat.py's `task update`: the fields to change (absent: kept; `null`: cleared). A leased task
+ * is its holder's to update, and its owner and status move only with the lease.
+ */
+export interface StructuredTaskUpdate {
+  title?: string;
+  owner?: string | null;
+  dependsOn?: string[];
+  filesHint?: string[];
+  acceptance?: string[];
+  branch?: string | null;
+  status?: string;
+}
 
 export interface ChannelSummaryOptions {
   /** Replace `state.md` with the summary (chat.py's `state --write`, `compact`). */

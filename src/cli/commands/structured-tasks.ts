@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
-import type { NewStructuredTask, TaskInfo } from "../../store/types.js";
+import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, parseTtl } from "../context.js";
 import { leaseText, stateText, taskName } from "./hot.js";
 
@@ -12,6 +12,7 @@ import { leaseText, stateText, taskName } from "./hot.js";
  */
 export function registerStructuredTaskCommands(task: Command, ctx: CliContext): void {
   registerCreate(task, ctx);
+  registerUpdate(task, ctx);
   task
     .command("list")
     .description("list the channel's tasks (chat.py's and ours), as `agent-chat tasks`")
@@ -38,14 +39,16 @@ export function registerStructuredTaskCommands(task: Command, ctx: CliContext): 
   registerLeaseVerbs(task, ctx);
 }
 
+/** A repeatable option whose values may also be comma lists (chat.py's `--depends-on a,b`). */
+const many = (value: string, previous: string[] = []) => [
+  ...previous,
+  ...value
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean),
+];
+
 function registerCreate(task: Command, ctx: CliContext): void {
-  const many = (value: string, previous: string[]) => [
-    ...previous,
-    ...value
-      .split(",")
-      .map((v) => v.trim())
-      .filter(Boolean),
-  ];
   task
     .command("create")
     .description("create chat.py 0.7's tasks/<id>.json (status open), which both CLIs lease")
@@ -81,6 +84,78 @@ function registerCreate(task: Command, ctx: CliContext): void {
       if (opts.owner !== undefined) input.owner = opts.owner;
       if (opts.branch !== undefined) input.branch = opts.branch;
       report(ctx, "created", await (await ctx.open()).createStructuredTask(channel, input));
+    });
+}
+
+interface UpdateFlags {
+  as?: string;
+  from?: string;
+  title?: string;
+  owner?: string;
+  clearOwner?: boolean;
+  dependsOn?: string[];
+  filesHint?: string[];
+  acceptance?: string[];
+  branch?: string;
+  clearBranch?: boolean;
+  status?: string;
+}
+
+/** chat.py's `task update`: each option given replaces that field; `--clear-*` empties one. */
+function registerUpdate(task: Command, ctx: CliContext): void {
+  task
+    .command("update")
+    .description(
+      "change a chat.py 0.7 task's fields (a leased one: its holder, lease fields excepted)",
+    )
+    .argument("<channel>")
+    .argument("<task>")
+    .option("--as <name>", "who updates it (default: $AGENT_CHAT_NAME)")
+    .option("--from <name>", "chat.py's name for --as")
+    .option("--title <text>", "its new title")
+    .option("--owner <name>", "who it is assigned to (not while it is leased)")
+    .option("--clear-owner", "assign it to nobody")
+    .option(
+      "--depends-on <ids>",
+      "its dependencies, replacing them (repeat, or a comma list; '' for none)",
+      many,
+    )
+    .option(
+      "--files-hint <paths>",
+      "its workspace paths, replacing them (repeat, or a comma list)",
+      many,
+    )
+    .option(
+      "--acceptance <text>",
+      "its acceptance criteria, replacing them (repeat, or a comma list)",
+      many,
+    )
+    .option("--branch <name>", "its git branch")
+    .option("--clear-branch", "remove its branch")
+    .option(
+      "--status <status>",
+      "open, in_progress, blocked, done or cancelled (not while it is leased)",
+    )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat task update review T1 --as alice --title 'Review the schema again'\n  agent-chat task update review T2 --as alice --depends-on T1,T3\n  agent-chat task update review T3 --as alice --status cancelled",
+    )
+    .action(async (channel: string, id: string, opts: UpdateFlags) => {
+      const fields: StructuredTaskUpdate = {
+        title: opts.title,
+        owner: opts.clearOwner ? null : opts.owner,
+        dependsOn: opts.dependsOn,
+        filesHint: opts.filesHint,
+        acceptance: opts.acceptance,
+        branch: opts.clearBranch ? null : opts.branch,
+        status: opts.status,
+      };
+      for (const key of Object.keys(fields) as (keyof StructuredTaskUpdate)[]) {
+        if (fields[key] === undefined) delete fields[key];
+      }
+      const agent = ctx.agent(opts.as ?? opts.from);
+      const change = { op: "update" as const, agent, fields };
+      report(ctx, "updated", await (await ctx.open()).changeStructuredTask(channel, id, change));
     });
 }
 

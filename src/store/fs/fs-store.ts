@@ -937,8 +937,12 @@ export class FsStore extends FeatureStore<FolderFeed> {
   override async changeStructuredTask(channel: string, task: string, change: StructuredTaskChange) {
     const board = await this.boardFor(channel, task);
     if (!board)
-      throw new AgentChatError("TASK_NOT_FOUND", `no structured task ${task} in ${channel}`);
+      throw new AgentChatError(
+        "TASK_NOT_FOUND",
+        `TASK_NOT_FOUND: no structured task ${task} in ${channel}`,
+      );
     if (change.op === "block") return board.block(task.trim(), change.agent);
+    if (change.op === "update") return board.update(task.trim(), change.agent, change.fields);
     const ttlMs = await this.structuredTtl(channel, change.ttlMs);
     return board.recover(task.trim(), change.agent, change.reason, ttlMs);
   }

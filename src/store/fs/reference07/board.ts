@@ -10,7 +10,7 @@ import {
   replaceFile,
 } from "../../../fsutil/root-files.js";
 import { pastGrace, SKEW_GRACE_MS } from "../../shared/index.js";
-import type { NewStructuredTask, PostInput, TaskInfo } from "../../types.js";
+import type { NewStructuredTask, PostInput, StructuredTaskUpdate, TaskInfo } from "../../types.js";
 import { type Read, readClaims, readTask, readTasks, transactionPending } from "./files.js";
 import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./grants.js";
 import { applyLeaseChange, type ClaimChange } from "./journal.js";
@@ -20,6 +20,7 @@ import {
   canMove,
   changedFields,
   formatTask,
+  localIso,
   parseTime,
   REFERENCE_ID,
   type ReferenceClaim,
@@ -30,6 +31,7 @@ import {
   TASKS_DIR,
   validateTask,
 } from "./records.js";
+import { assertAcyclic, assertSomeField, assertUpdateAllowed, updatedTask } from "./update.js";
 
 /** What the board needs of the store it lives in. */
 export interface BoardHost {
@@ -355,16 +357,39 @@ export class Board {
         status: "blocked" as const,
         updated_at: referenceTime(now),
       };
-      const folder = join(this.host.dir, TASKS_DIR);
-      await replaceFile(folder, `${id}.json`, formatTask(after));
-      try {
-        await this.audit("task.updated", after, actor, found.task.value);
-      } catch (err) {
-        await replaceFile(folder, `${id}.json`, found.task.text);
-        throw err;
-      }
-      return this.describe({ task: { value: after, text: "" }, grants: found.grants }, now);
+      return this.rewrite(found, after, actor, now);
     });
+  }
+
+  /** chat.py's `task update`: any field but the lease's, refused as chat.py refuses it. */
+  async update(id: string, agent: string, fields: StructuredTaskUpdate): Promise<TaskInfo> {
+    const actor = identity(agent);
+    assertSomeField(fields);
+    return this.change(id, async (found, now) => {
+      const before = found.task.value;
+      assertUpdateAllowed(before, found.claim, actor, fields, now);
+      const after = updatedTask(before, fields, localIso(now));
+      assertAcyclic(
+        after,
+        readTasks(this.host.dir, this.host.channel).tasks.map((t) => t.value),
+      );
+      this.assertCanMove(before, after.status, `update task ${id}`, after.depends_on);
+      return this.rewrite(found, after, actor, now);
+    });
+  }
+
+  /** Replaces a task record (no lease changes) and posts `task.updated`, undone if that fails. */
+  private async rewrite(found: Found, after: ReferenceTask, actor: string, now: number) {
+    const folder = join(this.host.dir, TASKS_DIR);
+    const file = `${after.id}.json`;
+    await replaceFile(folder, file, formatTask(after));
+    try {
+      await this.audit("task.updated", after, actor, found.task.value);
+    } catch (err) {
+      await replaceFile(folder, file, found.task.text);
+      throw err;
+    }
+    return this.describe({ ...found, task: { value: after, text: "" } }, now);
   }
 
   /**
@@ -431,14 +456,20 @@ export class Board {
     return claim;
   }
 
-  private assertCanMove(task: ReferenceTask, to: ReferenceStatus, what: string): void {
+  /** Whether `task` may move to `to` (with `dependsOn`, the dependencies it will have then). */
+  private assertCanMove(
+    task: ReferenceTask,
+    to: ReferenceStatus,
+    what: string,
+    dependsOn = task.depends_on,
+  ): void {
     if (!canMove(task.status, to)) {
       throw lost(`TASK_INVALID_TRANSITION: cannot ${what}: it is ${task.status}`);
     }
     if (to === "in_progress" || to === "done") {
       const { tasks } = readTasks(this.host.dir, this.host.channel);
       const status = new Map(tasks.map((t) => [t.value.id, t.value.status]));
-      const waiting = task.depends_on.filter((d) => status.get(d) !== "done");
+      const waiting = dependsOn.filter((d) => status.get(d) !== "done");
       if (waiting.length > 0) {
         throw lost(
           `TASK_DEPENDENCY_NOT_READY: task ${task.id} depends on unfinished tasks: ${waiting.join(", ")}`,

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { AgentChatError } from "../../../../core/errors.js";
 import { entryKind, readRootTextSync, uniqueHex } from "../../../../fsutil/root-files.js";
 import type { ChannelSummary, ChannelSummaryOptions, PostInput } from "../../../types.js";
-import { sortedJson } from "../records.js";
+import { localIso, sortedJson } from "../records.js";
 import { renderState } from "./render.js";
 import { pythonJson, summarizeState } from "./summary.js";
 
@@ -19,16 +19,6 @@ export interface StateHost {
   channel: string;
   now: () => number;
   post: (input: PostInput) => Promise<unknown>;
-}
-
-/** chat.py's `now_iso()`: local time to the second, with its offset (`+02:00`, `+00:00`). */
-export function localIso(ms: number): string {
-  const date = new Date(ms);
-  const offset = -date.getTimezoneOffset();
-  const local = new Date(ms + offset * 60_000).toISOString().slice(0, 19);
-  const abs = Math.abs(offset);
-  const hhmm = `${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
-  return `${local}${offset < 0 ? "-" : "+"}${hhmm}`;
 }
 
 /**
