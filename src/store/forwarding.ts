@@ -19,6 +19,7 @@ export class ForwardingStore implements Store {
   readonly publishedKeys?: Store["publishedKeys"];
   readonly attestRead?: Store["attestRead"];
   readonly channelState?: Store["channelState"];
+  readonly recoverPending?: Store["recoverPending"];
 
   constructor(protected readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
@@ -28,6 +29,7 @@ export class ForwardingStore implements Store {
     if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
     if (inner.attestRead) this.attestRead = inner.attestRead.bind(inner);
     if (inner.channelState) this.channelState = inner.channelState.bind(inner);
+    if (inner.recoverPending) this.recoverPending = inner.recoverPending.bind(inner);
   }
 
   get capabilities(): Capabilities {

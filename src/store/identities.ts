@@ -37,6 +37,7 @@ export function guardIdentities(store: Store): Store {
 class IdentityGuard extends ForwardingStore {
   private readonly names = new Map<string, ChannelNames>();
   declare readonly channelState?: Store["channelState"];
+  declare readonly recoverPending?: Store["recoverPending"];
 
   constructor(inner: Store) {
     super(inner);
@@ -48,6 +49,13 @@ class IdentityGuard extends ForwardingStore {
           await this.admit(channel, options.actor);
         }
         return summarize(channel, options);
+      };
+    }
+    const recover = inner.recoverPending?.bind(inner);
+    if (recover) {
+      this.recoverPending = async (channel, options) => {
+        await this.admit(channel, options.agent);
+        return recover(channel, options);
       };
     }
   }

@@ -84,6 +84,14 @@ export interface Store {
   channelState?(channel: string, options?: ChannelSummaryOptions): Promise<ChannelSummary>;
 
   /**
+   * Optional (folder roots): chat.py 0.7's `recover-pending`. A change of its task leases
+   * (`kind: "task"`) that died half-way, its journal left behind, is undone, or, if its message
+   * was posted, its journal cleaned up (docs/leases.md); until then every lease change there is
+   * refused. `NOT_FOUND` when nothing is pending.
+   */
+  recoverPending?(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
+
+  /**
    * Reserves the paths a repository-relative glob covers (docs/leases.md): a lease with its own
    * fencing token. An exclusive lease that overlaps another agent's live lease (or a shared one
    * that overlaps an exclusive one) is refused with `CLAIM_LOST` naming them, unless `force`.
@@ -374,6 +382,24 @@ export interface StructuredTaskUpdate {
   acceptance?: string[];
   branch?: string | null;
   status?: string;
+}
+
+export interface RecoverPendingOptions {
+  kind: "task";
+  /** Who recovers it (the audit message's sender). */
+  agent: string;
+  /** For a journal in phase `applied` whose message cannot be found: what happened. */
+  resolve?: "rollback" | "published";
+}
+
+/** What `recoverPending` did. */
+export interface PendingRecovery {
+  /** The task the change was of. */
+  task: string;
+  /** The change's own event (`lease.claimed`, …). */
+  event: string;
+  /** `rollback`: every file put back as before; `cleanup`: it had happened, the journal went. */
+  recovery: "rollback" | "cleanup";
 }
 
 export interface ChannelSummaryOptions {

@@ -75,10 +75,12 @@ import {
   type FenceResult,
   MAX_BODY_KEY,
   type NewStructuredTask,
+  type PendingRecovery,
   type PostInput,
   type PostResult,
   type PruneOptions,
   type PruneResult,
+  type RecoverPendingOptions,
   type ReleaseOptions,
   type RenewOptions,
   type StructuredTaskChange,
@@ -945,6 +947,12 @@ export class FsStore extends FeatureStore<FolderFeed> {
     if (change.op === "update") return board.update(task.trim(), change.agent, change.fields);
     const ttlMs = await this.structuredTtl(channel, change.ttlMs);
     return board.recover(task.trim(), change.agent, change.reason, ttlMs);
+  }
+
+  /** chat.py 0.7's `task recover-pending` on the channel's lease journal (reference07/pending.ts). */
+  async recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery> {
+    const board = (await this.boardFor(channel)) as Board;
+    return board.recoverPending(options.agent, options.resolve);
   }
 
   /** chat.py 0.7's derived summary of the channel, and its `state.md` (reference07/state/). */

@@ -6,15 +6,23 @@ import {
   ensureRealDir,
   entryKind,
   listRealDir,
+  readRootTextSync,
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
 import { pastGrace, SKEW_GRACE_MS } from "../../shared/index.js";
-import type { NewStructuredTask, PostInput, StructuredTaskUpdate, TaskInfo } from "../../types.js";
+import type {
+  NewStructuredTask,
+  PendingRecovery,
+  PostInput,
+  StructuredTaskUpdate,
+  TaskInfo,
+} from "../../types.js";
 import { type Read, readClaims, readTask, readTasks, transactionPending } from "./files.js";
 import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./grants.js";
 import { applyLeaseChange, type ClaimChange } from "./journal.js";
 import { withTasksMutex } from "./mutex.js";
+import { assertPublished, pendingChange, undoPending } from "./pending.js";
 import {
   CLAIMS_DIR,
   canMove,
@@ -29,6 +37,7 @@ import {
   referenceTime,
   sortedJson,
   TASKS_DIR,
+  TRANSACTION_FILE,
   validateTask,
 } from "./records.js";
 import { assertAcyclic, assertSomeField, assertUpdateAllowed, updatedTask } from "./update.js";
@@ -393,6 +402,48 @@ export class Board {
   }
 
   /**
+   * chat.py's `task recover-pending`: the lease change that died half-way is undone (its message
+   * was never posted) or, if it was, its journal is cleaned up; either is posted, as chat.py does
+   * (`lease.transaction.recovered`, `lease.transaction.cleaned`).
+   */
+  async recoverPending(
+    agent: string,
+    resolve?: "rollback" | "published",
+  ): Promise<PendingRecovery> {
+    const actor = identity(agent);
+    const { dir, channel } = this.host;
+    return withTasksMutex(dir, async () => {
+      const change = pendingChange(dir, channel, resolve);
+      const claims = join(dir, CLAIMS_DIR);
+      const current = () => readTask(dir, channel, change.taskId)?.value;
+      const cleanup = change.resolution === "published";
+      if (cleanup) {
+        const now = current();
+        if (!now) throw inconsistent("LEASE_TRANSACTION_INVALID: the task record is gone");
+        assertPublished(change, now, (f) => claimText(claims, f));
+      } else await undoPending(dir, change);
+      const task = current() as ReferenceTask;
+      await this.audit(
+        `lease.transaction.${cleanup ? "cleaned" : "recovered"}`,
+        task,
+        actor,
+        task,
+        {
+          transaction_event: change.event,
+          transaction_recovery: cleanup ? "cleanup" : "rollback",
+          transaction_task_id: change.taskId,
+        },
+      );
+      removeFileEntry(join(claims, TRANSACTION_FILE));
+      return {
+        task: change.taskId,
+        event: change.event,
+        recovery: cleanup ? "cleanup" : "rollback",
+      };
+    });
+  }
+
+  /**
    * Renewal by activity: each lease of `agent` that we granted (so we know its length) is
    * extended by as much again once a third of it has passed. A courtesy: never fails.
    */
@@ -486,7 +537,7 @@ export class Board {
     return withTasksMutex(this.host.dir, async () => {
       if (transactionPending(this.host.dir)) {
         throw inconsistent(
-          `LEASE_TRANSACTION_PENDING: a lease change in ${this.host.channel} died half-way; recover it first (chat.py: task recover-pending ${this.host.channel} --as NAME)`,
+          `LEASE_TRANSACTION_PENDING: a lease change in ${this.host.channel} died half-way; recover it first (agent-chat task recover-pending ${this.host.channel} --as NAME)`,
         );
       }
       return fn(this.load(id), this.host.now());
@@ -663,4 +714,10 @@ function graceNote(end: number, now: number): string {
   if (now <= end) return "";
   const left = Math.max(1, Math.ceil((end + SKEW_GRACE_MS - now) / 1000));
   return ` (ended, but its holder's for the ${SKEW_GRACE_MS / 1000} s clock-skew grace: claimable in ${left} s)`;
+}
+
+/** A claim file's text, or undefined when there is none (a link or other entry is not one). */
+function claimText(claims: string, file: string): string | undefined {
+  const path = join(claims, file);
+  return entryKind(path) === undefined ? undefined : readRootTextSync(path, 256 * 1024);
 }
