@@ -85,9 +85,9 @@ export interface Store {
 
   /**
    * Optional (folder roots): chat.py 0.7's `recover-pending`. A change of its task leases
-   * (`kind: "task"`) that died half-way, its journal left behind, is undone, or, if its message
-   * was posted, its journal cleaned up (docs/leases.md); until then every lease change there is
-   * refused. `NOT_FOUND` when nothing is pending.
+   * (`kind: "task"`) or path locks (`kind: "path"`) that died half-way, its journal left behind,
+   * is undone, or, if its message was posted, its journal cleaned up (docs/leases.md); until
+   * then every such change there is refused. For tasks `NOT_FOUND` when nothing is pending.
    */
   recoverPending?(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
 
@@ -385,7 +385,8 @@ export interface StructuredTaskUpdate {
 }
 
 export interface RecoverPendingOptions {
-  kind: "task";
+  /** The task lease journal (`task recover-pending`) or the path-lock one (`recover-pending`). */
+  kind: "task" | "path";
   /** Who recovers it (the audit message's sender). */
   agent: string;
   /** For a journal in phase `applied` whose message cannot be found: what happened. */
@@ -394,12 +395,17 @@ export interface RecoverPendingOptions {
 
 /** What `recoverPending` did. */
 export interface PendingRecovery {
-  /** The task the change was of. */
-  task: string;
-  /** The change's own event (`lease.claimed`, …). */
+  /** The task the change was of (`kind: "task"`). */
+  task?: string;
+  /** The path lock the change was of (`kind: "path"`). */
+  lock?: string;
+  /** The change's own event (`lease.claimed`, `path.locked`, …). */
   event: string;
-  /** `rollback`: every file put back as before; `cleanup`: it had happened, the journal went. */
-  recovery: "rollback" | "cleanup";
+  /**
+   * `rollback`: every file put back as before; `cleanup`: it had happened, the journal went;
+   * `none`: no path-lock change was pending (chat.py's path-lock recovery is then a no-op too).
+   */
+  recovery: "rollback" | "cleanup" | "none";
 }
 
 export interface ChannelSummaryOptions {

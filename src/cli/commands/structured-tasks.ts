@@ -1,13 +1,9 @@
-import { type Command, Option } from "commander";
+import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
-import type {
-  NewStructuredTask,
-  RecoverPendingOptions,
-  StructuredTaskUpdate,
-  TaskInfo,
-} from "../../store/types.js";
+import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, parseTtl } from "../context.js";
 import { leaseText, stateText, taskName } from "./hot.js";
+import { recoverPendingCommand } from "./recover-pending.js";
 
 /**
  * chat.py 0.7's task grammar (`task create|list|show|claim|renew|done|block|release|recover`),
@@ -167,46 +163,11 @@ function registerUpdate(task: Command, ctx: CliContext): void {
 
 /** chat.py's `task recover-pending`: mends a channel whose lease change died half-way. */
 function registerRecoverPending(task: Command, ctx: CliContext): void {
-  task
-    .command("recover-pending")
+  recoverPendingCommand(task, ctx, "task")
     .description("undo (or finish) a lease change that died half-way, which blocks every other")
-    .argument("<channel>")
-    .option("--as <name>", "who recovers it (default: $AGENT_CHAT_NAME)")
-    .option("--from <name>", "chat.py's name for --as")
-    .addOption(
-      new Option(
-        "--resolve-publication <how>",
-        "for an old journal whose message cannot be found: it was (published) or not (rollback)",
-      ).choices(["rollback", "published"]),
-    )
     .addHelpText(
       "after",
       "\nA change refused with LEASE_TRANSACTION_PENDING names this command.\nExample:\n  agent-chat task recover-pending review --as alice",
-    )
-    .action(
-      async (
-        channel: string,
-        opts: { as?: string; from?: string; resolvePublication?: "rollback" | "published" },
-      ) => {
-        const agent = ctx.agent(opts.as ?? opts.from);
-        let store = await ctx.open();
-        // A daemon serves the same folder: the journal is mended there directly, as chat.py does.
-        if (!store.recoverPending) store = await ctx.openFolder();
-        if (!store.recoverPending) {
-          throw new AgentChatError(
-            "INVALID_ARGUMENT",
-            "recover-pending mends chat.py 0.7's lease journal: it needs a folder root",
-          );
-        }
-        const options: RecoverPendingOptions = { kind: "task", agent };
-        if (opts.resolvePublication) options.resolve = opts.resolvePublication;
-        const done = await store.recoverPending(channel, options);
-        if (ctx.json) return ctx.printJson({ channel, ...done });
-        const how = done.recovery === "rollback" ? "undone" : "had happened; journal cleaned up";
-        ctx.out(
-          `recovered pending lease transaction in ${channel} (${done.event} of task ${done.task}: ${how})\n`,
-        );
-      },
     );
 }
 

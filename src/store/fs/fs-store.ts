@@ -94,6 +94,7 @@ import {
   Board,
   hasClaims,
   hasStructuredTask,
+  recoverPendingPathLock,
   referenceLocks,
   syncReferenceLocks,
   withPathLocksMutex,
@@ -949,10 +950,12 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return board.recover(task.trim(), change.agent, change.reason, ttlMs);
   }
 
-  /** chat.py 0.7's `task recover-pending` on the channel's lease journal (reference07/pending.ts). */
+  /** chat.py 0.7's `recover-pending` of a lease or path-lock journal (reference07/*pending.ts). */
   async recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery> {
     const board = (await this.boardFor(channel)) as Board;
-    return board.recoverPending(options.agent, options.resolve);
+    if (options.kind === "task") return board.recoverPending(options.agent, options.resolve);
+    validateName("agent", options.agent);
+    return recoverPendingPathLock(this.state(channel).dir, channel, options.resolve);
   }
 
   /** chat.py 0.7's derived summary of the channel, and its `state.md` (reference07/state/). */

@@ -2,4 +2,5 @@
 
 export { Board, type BoardHost, hasClaims, hasStructuredTask } from "./board.js";
 export { PATH_LOCKS_MUTEX, TASKS_MUTEX, withPathLocksMutex } from "./mutex.js";
+export { recoverPendingPathLock } from "./path-lock-pending.js";
 export { LOCKS_DIR, referenceLocks, syncReferenceLocks } from "./path-locks.js";

@@ -204,7 +204,7 @@ function assertLeaseAgrees(
 }
 
 /** Whether a message of the channel names the transaction (its audit message was posted). */
-function published(dir: string, transactionId: string): boolean {
+export function published(dir: string, transactionId: string): boolean {
   const marker = `"transaction_id": "${transactionId}"`;
   const names = listRealDir(dir)
     .filter((e) => e.kind === "file" && /^[0-9]+-.*\.md$/.test(e.name))
