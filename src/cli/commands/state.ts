@@ -69,7 +69,10 @@ function withFlags(command: Command): Command {
     .option("--from <name>", "chat.py's name for --as")
     .option("--actor <name>", "chat.py's other name for --as")
     .option("--no-audit", "save state.md without posting state.compacted")
-    .option("--strict", "refuse when a message, task or lock record does not validate");
+    .option(
+      "--strict",
+      "refuse (exit 1) when _meta.json, a task or a lock record does not validate",
+    );
 }
 
 function options(ctx: CliContext, opts: StateFlags): ChannelSummaryOptions {
