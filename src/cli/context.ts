@@ -359,6 +359,38 @@ export function renewCommand<T>(command: Command, ctx: CliContext, renewal: Rene
     });
 }
 
+/** What tells one command on a message (`<channel> <seq>`: receipts, explain, thread) from another. */
+export interface MessageCommand<O> {
+  name: string;
+  description: string;
+  /** How `<seq>` is described: which message it names. */
+  seq: string;
+  /** Its flags, in the order `--help` lists them. */
+  options?: (command: Command) => Command;
+  /** The command lines the help shows as examples. */
+  examples: string[];
+  run(store: Store, channel: string, seq: number, opts: O): Promise<void>;
+}
+
+/** Registers a command on one message: `<seq>` read as a positive decimal once the root is open. */
+export function messageCommand<O>(
+  program: Command,
+  ctx: CliContext,
+  spec: MessageCommand<O>,
+): Command {
+  const head = program
+    .command(spec.name)
+    .description(spec.description)
+    .argument("<channel>")
+    .argument("<seq>", spec.seq);
+  return (spec.options ? spec.options(head) : head)
+    .addHelpText("after", `\nExamples:\n  ${spec.examples.join("\n  ")}`)
+    .action(async (channel: string, seq: string, opts: O) => {
+      const store = await ctx.open();
+      await spec.run(store, channel, parsePositiveInt(seq, "<seq>"), opts);
+    });
+}
+
 /** `a,b` or repeated flags, as one list. */
 export function splitList(value: string | string[] | undefined): string[] {
   const items = Array.isArray(value) ? value : value === undefined ? [] : [value];
