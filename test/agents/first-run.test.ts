@@ -6,7 +6,7 @@ import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
-import { stopCodexDaemon } from "./wake-session.js";
+import { stopCodexDaemon } from "./wake-command.js";
 
 /*
  * The first run a user meets, in each real tool: a fresh HOME and a fresh git repository,
