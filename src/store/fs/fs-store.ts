@@ -11,7 +11,7 @@ import {
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import type { Note, NoteKind, PresenceOptions } from "../../features/delivery/index.js";
+import type { NoteStore, PresenceOptions } from "../../features/delivery/index.js";
 import {
   formatPathLeases,
   PATH_LEASES_FILE,
@@ -35,7 +35,6 @@ import {
   createFileExclusive,
   ensureRealDir,
   entryKind,
-  listRealDir,
   overwriteOwnFileSync,
   publishExclusiveSync,
   type RootFile,
@@ -84,6 +83,7 @@ import {
   type TasksOptions,
 } from "../types.js";
 import { ChannelIndex, listFolder } from "./channel-index.js";
+import { folderNotes } from "./notes.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
   Board,
@@ -136,10 +136,6 @@ function notWritable(err: unknown, dir: string): AgentChatError | undefined {
   return wrapIoError(cause, `cannot write message to ${dir}`);
 }
 
-function unreadableNote(name: string, err: unknown): Note {
-  return { name, problem: `cannot be read (${(err as Error).message}); ignored` };
-}
-
 function isChannelName(name: string): boolean {
   try {
     validateName("channel", name);
@@ -178,9 +174,6 @@ const MAX_TASK_BYTES = 1024 * 1024;
 const MAX_LEASE_BYTES = 64 * 1024;
 /** The largest `.leases.json` read: a thousand leases of long patterns and reasons. */
 const MAX_PATH_LEASE_BYTES = 2 * 1024 * 1024;
-/** Presence and receipt records: a few hundred bytes each. */
-const MAX_NOTE_BYTES = 16 * 1024;
-const NOTE_SUFFIX = ".json";
 /** Strict UTF-8, made once: a decoder per file cost a search of 100,000 messages seconds. */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 /** Temporary files older than this were left by a crashed writer and are removed. */
@@ -215,6 +208,7 @@ interface FolderFeed extends IndexedFeed {
 /** The embedded default: every channel a folder of markdown files, exactly as the SPEC says. */
 export class FsStore extends FeatureStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
+  protected readonly notes: NoteStore;
   private readonly states = new Map<string, ChannelState>();
   /** How many structured-task audit posts are under way (they hold chat.py's task mutex). */
   private boardPosts = 0;
@@ -227,6 +221,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     private readonly options: FsStoreOptions = {},
   ) {
     super(options.maxBodyBytes, options.now, options);
+    this.notes = folderNotes(location);
   }
 
   protected async createChannel(channel: string, meta: ChannelMeta): Promise<void> {
@@ -986,59 +981,6 @@ export class FsStore extends FeatureStore<FolderFeed> {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw err;
     }
-  }
-
-  /** `<root>/.presence/` for the store, `<channel>/.receipts/` for a channel: names chat.py ignores. */
-  private notesDir(scope: string, kind: NoteKind): string {
-    return scope === "" ? join(this.location, `.${kind}`) : join(this.location, scope, `.${kind}`);
-  }
-
-  protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
-    const dir = this.notesDir(scope, kind);
-    if (entryKind(dir) === undefined) return [];
-    const out: Note[] = [];
-    for (const entry of listRealDir(dir)) {
-      if (!entry.name.endsWith(NOTE_SUFFIX) || entry.name.startsWith(".")) continue;
-      const name = entry.name.slice(0, -NOTE_SUFFIX.length);
-      out.push(this.noteAt(dir, name));
-    }
-    return out;
-  }
-
-  protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
-    // No look before the read (a call more on every post): a missing note is the read's ENOENT.
-    try {
-      return this.noteText(this.notesDir(scope, kind), name);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      return code === "ENOENT" || code === "ENOTDIR" ? undefined : unreadableNote(name, err);
-    }
-  }
-
-  /** A note file; one that is a link, a FIFO, too large or not ours comes back with a problem. */
-  private noteAt(dir: string, name: string): Note {
-    try {
-      return this.noteText(dir, name);
-    } catch (err) {
-      return unreadableNote(name, err);
-    }
-  }
-
-  private noteText(dir: string, name: string): Note {
-    return { name, text: readOwnTextSync(join(dir, `${name}${NOTE_SUFFIX}`), MAX_NOTE_BYTES) };
-  }
-
-  /** Replaces the file atomically; the folder has no revisions, so the last writer wins. */
-  protected async writeNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-    text: string,
-  ): Promise<boolean> {
-    const dir = this.notesDir(scope, kind);
-    ensureRealDir(dir);
-    replaceFileSync(dir, `${name}${NOTE_SUFFIX}`, text);
-    return true;
   }
 
   // ---- Retention (src/store/fs/archive.ts, loaded on first use) ----

@@ -13,7 +13,7 @@ import { parseUntrustedJson } from "../../core/json.js";
 import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import type { Note, NoteKind } from "../../features/delivery/index.js";
+import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
 import {
   formatPathLeases,
   type PathLeaseDoc,
@@ -764,48 +764,47 @@ export class NatsStore extends FeatureStore {
     );
   }
 
-  protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
-    const prefix = notePrefix(scope, kind);
-    return this.ask(async () => {
-      const out: Note[] = [];
-      for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.quick.kv.get(key);
-        if (entry?.operation !== "PUT") continue;
-        out.push({ name: key.slice(prefix.length), text: entry.string(), version: entry.revision });
+  /** Delivery's notes as KV keys (notePrefix), each write checked against the revision read. */
+  protected readonly notes: NoteStore = {
+    listNotes: (scope, kind) => {
+      const prefix = notePrefix(scope, kind);
+      return this.ask(async () => {
+        const out: Note[] = [];
+        for (const key of await this.keysOf(`${prefix}*`)) {
+          const entry = await this.quick.kv.get(key);
+          if (entry?.operation !== "PUT") continue;
+          out.push({
+            name: key.slice(prefix.length),
+            text: entry.string(),
+            version: entry.revision,
+          });
+        }
+        return out;
+      }, `cannot list the ${kind} records`);
+    },
+    readNote: async (scope, kind, name) => {
+      const entry = await this.ask(
+        () => this.quick.kv.get(`${notePrefix(scope, kind)}${name}`),
+        `cannot read the ${kind} record of ${name}`,
+      );
+      if (entry?.operation !== "PUT") {
+        // A deleted key keeps a revision: the next write must be checked against it.
+        return entry ? { name, version: -entry.revision } : undefined;
       }
-      return out;
-    }, `cannot list the ${kind} records`);
-  }
-
-  protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
-    const entry = await this.ask(
-      () => this.quick.kv.get(`${notePrefix(scope, kind)}${name}`),
-      `cannot read the ${kind} record of ${name}`,
-    );
-    if (entry?.operation !== "PUT") {
-      // A deleted key keeps a revision: the next write must be checked against it.
-      return entry ? { name, version: -entry.revision } : undefined;
-    }
-    return { name, text: entry.string(), version: entry.revision };
-  }
-
-  /** A create when there was none, else an update checked against the revision read. */
-  protected async writeNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-    text: string,
-    version: Note["version"],
-  ): Promise<boolean> {
-    const key = `${notePrefix(scope, kind)}${name}`;
-    return this.guard(
-      () =>
-        typeof version === "number" && version > 0
-          ? this.kvUpdate(key, text, version)
-          : this.kvCreate(key, text),
-      `cannot write the ${kind} record of ${name}`,
-    );
-  }
+      return { name, text: entry.string(), version: entry.revision };
+    },
+    // A create when there was none, else an update checked against the revision read.
+    writeNote: (scope, kind, name, text, version) => {
+      const key = `${notePrefix(scope, kind)}${name}`;
+      return this.guard(
+        () =>
+          typeof version === "number" && version > 0
+            ? this.kvUpdate(key, text, version)
+            : this.kvCreate(key, text),
+        `cannot write the ${kind} record of ${name}`,
+      );
+    },
+  };
 
   /**
    * The bucket's keys that match `filter`, from one stream-info request: `kv.keys` would create
