@@ -1,5 +1,5 @@
 import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { Kvm } from "@nats-io/kv";
+import { type KV, Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CasWriter } from "../../src/store/nats/kv-cas.js";
@@ -63,6 +63,39 @@ describeCluster("nats cluster: a checked write given one stale answer", () => {
     expect(posted.seq).toBe(4);
     expect(read.messages.map((m) => m.body)).toEqual(["one", "two", "three", "four"]);
     expect(read.warnings, "stored posts that readers skip").toEqual([]);
+  });
+
+  it("a wait whose cursor save landed unanswered, then read back stale many times, still returns its messages once", async () => {
+    const url = cluster.url(ns());
+    const poster = await NatsStore.open(url, { replicas: 3 });
+    await poster.init("ch");
+    await poster.post("ch", { from: "a", to: "w", body: "for w" });
+    const waiter = await NatsStore.open(url);
+    // The bucket as the store reads it (its leader's answers) and writes it.
+    const { quick, kv } = waiter as unknown as { quick: { kv: KV }; kv: KV };
+    const realGet = quick.kv.get.bind(quick.kv);
+    const realUpdate = kv.update.bind(kv);
+    const realCreate = kv.create.bind(kv);
+    let staleReads = 0;
+    const landedUnanswered = async (write: Promise<number>) => {
+      await write;
+      // The next ten reads of the cursor answer as before the write (a leader that lags).
+      staleReads = 10;
+      throw Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" });
+    };
+    kv.create = (key, value) => landedUnanswered(realCreate(key, value));
+    kv.update = (key, value, revision) => landedUnanswered(realUpdate(key, value, revision));
+    quick.kv.get = (key, opts) =>
+      key.startsWith("cursor.") && staleReads-- > 0 ? Promise.resolve(null) : realGet(key, opts);
+    const woken = await waiter.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    kv.create = realCreate;
+    kv.update = realUpdate;
+    expect(woken.messages.map((m) => m.body)).toEqual(["for w"]);
+    // Once: the cursor did move.
+    await expect(waiter.wait(["ch"], { as: "w", timeoutMs: 500 })).rejects.toMatchObject({
+      code: "TIMEOUT",
+    });
+    await Promise.all([poster.close(), waiter.close()]);
   });
 
   it("a KV compare-and-set that read a stale revision of its key is refused, not written over a newer value", async () => {

@@ -746,7 +746,7 @@ export class NatsStore extends FeatureStore {
         return;
       }
     }
-    throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: it kept changing while saved`);
+    throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${CURSOR_KEPT_CHANGING}`);
   }
 
   private noteCursor(key: string, known: { revision: number; seq: number }): void {
@@ -770,6 +770,9 @@ export class NatsStore extends FeatureStore {
     return (
       isElecting(err) ||
       /did not answer/.test(err.message) ||
+      // Read back stale (a leader that lags, after a heal), a save that landed looks refused:
+      // the wait keeps what it found and saves again, once the reads are current.
+      err.message.endsWith(CURSOR_KEPT_CHANGING) ||
       /timeout|disconnect/i.test(`${cause?.name ?? ""} ${cause?.message ?? ""}`)
     );
   }
@@ -1108,6 +1111,8 @@ const TURN_AFTER = 2;
 const PURGE_TURNS_EVERY = 32;
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
+/** Why a cursor save gave up after CURSOR_TRIES (see `isTransient`). */
+const CURSOR_KEPT_CHANGING = "it kept changing while saved";
 /** Cursor revisions a store remembers (see `saveCursor`). */
 const MAX_CURSOR_REVISIONS = 10_000;
 
