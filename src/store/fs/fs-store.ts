@@ -1,4 +1,4 @@
-import { promises as fsp, lstatSync, rmSync, writeFileSync } from "node:fs";
+import { promises as fsp, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
@@ -115,6 +115,18 @@ export interface FsStoreOptions extends LockOptions, PresenceOptions {
 const META = "_meta.json";
 
 const CURSORS = ".cursors";
+
+/**
+ * chat.py's `init` makes `.cursors/` with the channel, and tools written for its layout expect
+ * it there. Something already in its place is left alone: reading a cursor reports it.
+ */
+function createCursorsDir(channelDir: string): void {
+  try {
+    mkdirSync(join(channelDir, CURSORS));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+}
 /** The high-water mark: the largest seq ever allocated here, so deleting the newest message
  *  never re-issues its number. The reference does not know it, hence the reconciliation with
  *  the largest well-formed message file in {@link FsStore.allocateSeq}. */
@@ -235,6 +247,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
       await fsp.mkdir(this.location, { recursive: true });
       ensureRealDir(dir);
       await createFileExclusive(dir, META, serializeMeta(meta));
+      createCursorsDir(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") {
         throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`, {
