@@ -19,6 +19,7 @@ import {
   type PathLeaseDoc,
   type PathLeaseRecord,
   parsePathLeases,
+  patternsOverlap,
 } from "../../features/leases/index.js";
 import { agentsToKeep, checkPruneOptions } from "../../features/search/index.js";
 import {
@@ -73,6 +74,7 @@ import {
   type FenceResult,
   MAX_BODY_KEY,
   type NewStructuredTask,
+  type PathLockChange,
   type PostResult,
   type PruneOptions,
   type PruneResult,
@@ -87,9 +89,14 @@ import { ChannelIndex, listFolder } from "./channel-index.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
   Board,
+  changeReferenceLock,
   hasClaims,
   hasStructuredTask,
+  type LockHost,
+  type LockRecord,
+  lockInfo,
   referenceLocks,
+  refuseWhilePending,
   syncReferenceLocks,
   withPathLocksMutex,
 } from "./reference07/index.js";
@@ -115,6 +122,8 @@ export interface FsStoreOptions extends LockOptions, PresenceOptions {
 const META = "_meta.json";
 
 const CURSORS = ".cursors";
+/** chat.py 0.7's lock length when none is given (its DEFAULT_LOCK_SECONDS). */
+const REFERENCE_LOCK_TTL_MS = 300_000;
 
 /**
  * chat.py's `init` makes `.cursors/` with the channel, and tools written for its layout expect
@@ -987,9 +996,58 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return referenceLocks(state.dir);
   }
 
-  /** Path lease changes hold chat.py 0.7's path-lock mutex first, then the channel lock, as it does. */
+  /** chat.py 0.7's own locks, unlocked or recovered as it does, under its mutex and journal. */
+  override async changePathLock(channel: string, lock: string, change: PathLockChange) {
+    const state = this.state(channel);
+    this.assertChannelDir(state);
+    const host: LockHost = {
+      dir: state.dir,
+      channel,
+      now: () => this.now(),
+      post: (input) => this.postQuietly(channel, input),
+      conflicts: (record, owner) => this.lockConflicts(channel, record, owner),
+    };
+    const op =
+      change.op === "recover"
+        ? { ...change, ttlMs: change.ttlMs ?? REFERENCE_LOCK_TTL_MS }
+        : change;
+    const { before, after } = await withPathLocksMutex(state.dir, () =>
+      changeReferenceLock(host, lock.trim(), op),
+    );
+    const outcome = change.op === "unlock" ? "released" : "live";
+    return {
+      before: lockInfo(channel, before, "expired"),
+      after: lockInfo(channel, after, outcome),
+    };
+  }
+
+  /** The live leases and locks of others than `owner` over any path of a chat.py lock. */
+  private async lockConflicts(channel: string, record: LockRecord, owner: string) {
+    const out: string[] = [];
+    for (const l of await this.pathLeases(channel)) {
+      if (l.lock === record.lock_id || l.holder === owner || l.state !== "live") continue;
+      for (const p of record.paths) {
+        const path = p.normalized_path === "." ? "**" : p.normalized_path;
+        if (!(await patternsOverlap(path, l.pattern))) continue;
+        out.push(
+          `${l.holder} holds ${l.pattern} (${l.lock ? `chat.py path lock ${l.lock}` : `token ${l.token}`}, until ${l.expiresAt})`,
+        );
+        break;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Path lease changes hold chat.py 0.7's path-lock mutex first, then the channel lock, as it
+   * does; and, as its own, wait while a change of its locks that died half-way is unsettled.
+   */
   protected override pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
-    return withPathLocksMutex(this.state(channel).dir, () => this.exclusive(channel, fn));
+    const dir = this.state(channel).dir;
+    return withPathLocksMutex(dir, () => {
+      refuseWhilePending(dir, channel);
+      return this.exclusive(channel, fn);
+    });
   }
 
   private readPathLeaseText(dir: string): string | undefined {
