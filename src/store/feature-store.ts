@@ -1,3 +1,4 @@
+import { AgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { validateName } from "../core/names.js";
 import {
@@ -25,6 +26,7 @@ import { BackendStore, channelTtl, checkTtl, type Feed } from "./shared/index.js
 import type {
   PathLeaseInfo,
   PathLeaseOptions,
+  PathLockChange,
   PresenceInfo,
   Receipts,
   ReleaseOptions,
@@ -226,5 +228,17 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
     options: ReleaseOptions = {},
   ): Promise<PathLeaseInfo> {
     return this.pathBook.release(channel, lease, agent, options);
+  }
+
+  /** Only the folder store shares a root with chat.py 0.7, whose locks these are. */
+  async changePathLock(
+    channel: string,
+    lock: string,
+    _change: PathLockChange,
+  ): Promise<{ before: PathLeaseInfo; after: PathLeaseInfo }> {
+    throw new AgentChatError(
+      "NOT_FOUND",
+      `PATH_LOCK_NOT_FOUND: no chat.py lock ${lock} in ${channel} (chat.py's locks live in folder roots)`,
+    );
   }
 }

@@ -371,6 +371,25 @@ const tableRows = {
     run: (store, p) => store.releasePathLease(p.channel, p.lease, p.as, { token: p.token }),
     actsAs: asThird,
   }),
+  changePathLock: request("changePathLock", "lock_change", {
+    params: (z, f) =>
+      z.strictObject({
+        channel: f.channel,
+        lock: z.string(),
+        change: z.discriminatedUnion("op", [
+          z.strictObject({ op: z.literal("unlock"), agent: z.string() }),
+          z.strictObject({
+            op: z.literal("recover"),
+            agent: z.string(),
+            reason: z.string().max(4096),
+            ttlMs: f.ms.optional(),
+          }),
+        ]),
+      }),
+    send: (channel, lock, change) => ({ channel, lock, change }),
+    run: (store, p) => store.changePathLock(p.channel, p.lock, p.change),
+    actsAs: (channel, _lock, change) => [channel, change.agent],
+  }),
   receipts: request("receipts", "receipts", {
     params: (z, f) => z.strictObject({ channel: f.channel, seq: f.seq }),
     // The options stay here: warnings and proofs are the daemon's store's own.

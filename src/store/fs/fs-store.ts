@@ -1,4 +1,4 @@
-import { promises as fsp, lstatSync, rmSync, writeFileSync } from "node:fs";
+import { promises as fsp, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
@@ -19,6 +19,7 @@ import {
   type PathLeaseDoc,
   type PathLeaseRecord,
   parsePathLeases,
+  patternsOverlap,
 } from "../../features/leases/index.js";
 import { agentsToKeep, checkPruneOptions } from "../../features/search/index.js";
 import {
@@ -72,6 +73,7 @@ import {
   type FenceResult,
   MAX_BODY_KEY,
   type NewStructuredTask,
+  type PathLockChange,
   type PostResult,
   type PruneOptions,
   type PruneResult,
@@ -87,9 +89,14 @@ import { folderNotes } from "./notes.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
   Board,
+  changeReferenceLock,
   hasClaims,
   hasStructuredTask,
+  type LockHost,
+  type LockRecord,
+  lockInfo,
   referenceLocks,
+  refuseWhilePending,
   syncReferenceLocks,
   withPathLocksMutex,
 } from "./reference07/index.js";
@@ -115,6 +122,20 @@ export interface FsStoreOptions extends LockOptions, PresenceOptions {
 const META = "_meta.json";
 
 const CURSORS = ".cursors";
+/** chat.py 0.7's lock length when none is given (its DEFAULT_LOCK_SECONDS). */
+const REFERENCE_LOCK_TTL_MS = 300_000;
+
+/**
+ * chat.py's `init` makes `.cursors/` with the channel, and tools written for its layout expect
+ * it there. Something already in its place is left alone: reading a cursor reports it.
+ */
+function createCursorsDir(channelDir: string): void {
+  try {
+    mkdirSync(join(channelDir, CURSORS));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+}
 /** The high-water mark: the largest seq ever allocated here, so deleting the newest message
  *  never re-issues its number. The reference does not know it, hence the reconciliation with
  *  the largest well-formed message file in {@link FsStore.allocateSeq}. */
@@ -230,6 +251,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
       await fsp.mkdir(this.location, { recursive: true });
       ensureRealDir(dir);
       await createFileExclusive(dir, META, serializeMeta(meta));
+      createCursorsDir(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") {
         throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`, {
@@ -969,9 +991,58 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return referenceLocks(state.dir);
   }
 
-  /** Path lease changes hold chat.py 0.7's path-lock mutex first, then the channel lock, as it does. */
+  /** chat.py 0.7's own locks, unlocked or recovered as it does, under its mutex and journal. */
+  override async changePathLock(channel: string, lock: string, change: PathLockChange) {
+    const state = this.state(channel);
+    this.assertChannelDir(state);
+    const host: LockHost = {
+      dir: state.dir,
+      channel,
+      now: () => this.now(),
+      post: (input) => this.postQuietly(channel, input),
+      conflicts: (record, owner) => this.lockConflicts(channel, record, owner),
+    };
+    const op =
+      change.op === "recover"
+        ? { ...change, ttlMs: change.ttlMs ?? REFERENCE_LOCK_TTL_MS }
+        : change;
+    const { before, after } = await withPathLocksMutex(state.dir, () =>
+      changeReferenceLock(host, lock.trim(), op),
+    );
+    const outcome = change.op === "unlock" ? "released" : "live";
+    return {
+      before: lockInfo(channel, before, "expired"),
+      after: lockInfo(channel, after, outcome),
+    };
+  }
+
+  /** The live leases and locks of others than `owner` over any path of a chat.py lock. */
+  private async lockConflicts(channel: string, record: LockRecord, owner: string) {
+    const out: string[] = [];
+    for (const l of await this.pathLeases(channel)) {
+      if (l.lock === record.lock_id || l.holder === owner || l.state !== "live") continue;
+      for (const p of record.paths) {
+        const path = p.normalized_path === "." ? "**" : p.normalized_path;
+        if (!(await patternsOverlap(path, l.pattern))) continue;
+        out.push(
+          `${l.holder} holds ${l.pattern} (${l.lock ? `chat.py path lock ${l.lock}` : `token ${l.token}`}, until ${l.expiresAt})`,
+        );
+        break;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Path lease changes hold chat.py 0.7's path-lock mutex first, then the channel lock, as it
+   * does; and, as its own, wait while a change of its locks that died half-way is unsettled.
+   */
   protected override pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
-    return withPathLocksMutex(this.state(channel).dir, () => this.exclusive(channel, fn));
+    const dir = this.state(channel).dir;
+    return withPathLocksMutex(dir, () => {
+      refuseWhilePending(dir, channel);
+      return this.exclusive(channel, fn);
+    });
   }
 
   private readPathLeaseText(dir: string): string | undefined {
