@@ -61,16 +61,21 @@ interface Row<M extends StoreOperation> {
   actsAs?(...args: Args<M>): Acting;
 }
 
+/** On the daemon's wire: the op's name and the schema of its fields. */
+interface OnWire<M extends StoreOperation, O extends string, S extends ParamsSchema>
+  extends Row<M> {
+  op: O;
+  /** The request's fields besides `id` and `op` (unknown fields are refused). */
+  params(z: Zod, f: WireFields): S;
+}
+
 /** Answered by one response line: the daemon runs it, the client sends it, both from the row. */
 export interface RequestRow<
   M extends StoreOperation,
   O extends string = string,
   S extends ParamsSchema = ParamsSchema,
-> extends Row<M> {
+> extends OnWire<M, O, S> {
   kind: "request";
-  op: O;
-  /** The request's fields besides `id` and `op` (unknown fields are refused). */
-  params(z: Zod, f: WireFields): S;
   /** The client: the method's arguments as the request's fields. */
   send(...args: Args<M>): Z.input<S>;
   /** The daemon: the request's fields as a call of the method. */
@@ -87,10 +92,8 @@ export interface StreamRow<
   M extends StoreOperation,
   O extends string = string,
   S extends ParamsSchema = ParamsSchema,
-> extends Row<M> {
+> extends OnWire<M, O, S> {
   kind: "stream";
-  op: O;
-  params(z: Zod, f: WireFields): S;
 }
 
 /** Not on the wire: the daemon's client runs it itself (from operations that are). */
@@ -392,6 +395,25 @@ const tableRows = {
     send: (channel, lease, agent, options = {}) => ({ channel, lease, as: agent, ...options }),
     run: (store, p) => store.releasePathLease(p.channel, p.lease, p.as, { token: p.token }),
     actsAs: asThird,
+  }),
+  changePathLock: request("changePathLock", "lock_change", {
+    params: (z, f) =>
+      z.strictObject({
+        channel: f.channel,
+        lock: z.string(),
+        change: z.discriminatedUnion("op", [
+          z.strictObject({ op: z.literal("unlock"), agent: z.string() }),
+          z.strictObject({
+            op: z.literal("recover"),
+            agent: z.string(),
+            reason: z.string().max(4096),
+            ttlMs: f.ms.optional(),
+          }),
+        ]),
+      }),
+    send: (channel, lock, change) => ({ channel, lock, change }),
+    run: (store, p) => store.changePathLock(p.channel, p.lock, p.change),
+    actsAs: (channel, _lock, change) => [channel, change.agent],
   }),
   receipts: request("receipts", "receipts", {
     params: (z, f) => z.strictObject({ channel: f.channel, seq: f.seq }),

@@ -119,6 +119,16 @@ export interface Store {
     agent: string,
     options?: ReleaseOptions,
   ): Promise<PathLeaseInfo>;
+  /**
+   * Unlocks (its owner) or recovers (anyone, once it ended, with a reason) a path lock chat.py
+   * 0.7 made, `locks/<lock>.json`, as chat.py does (folder roots only; `NOT_FOUND` elsewhere).
+   * Answers with the lock as it was before the change and as it is after.
+   */
+  changePathLock(
+    channel: string,
+    lock: string,
+    change: PathLockChange,
+  ): Promise<{ before: PathLeaseInfo; after: PathLeaseInfo }>;
 
   /**
    * Optional: rewrites a channel's `_meta.json` atomically, excluded from other writers (on the
@@ -365,6 +375,10 @@ export interface NewStructuredTask {
 }
 
 /** The changes of a structured task that are not a claim, renewal, finish or release. */
+export type PathLockChange =
+  | { op: "unlock"; agent: string }
+  | { op: "recover"; agent: string; reason: string; ttlMs?: number };
+
 export type StructuredTaskChange =
   | { op: "block"; agent: string }
   | { op: "recover"; agent: string; reason: string; ttlMs?: number }

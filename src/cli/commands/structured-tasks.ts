@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
 import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, parseTtl } from "../context.js";
-import { leaseText, stateText, taskName } from "./hot.js";
+import { leaseText, stateText } from "./hot.js";
 import { recoverPendingCommand } from "./recover-pending.js";
 
 /**
@@ -17,15 +17,15 @@ export function registerStructuredTaskCommands(task: Command, ctx: CliContext): 
   registerRecoverPending(task, ctx);
   task
     .command("list")
-    .description("list the channel's tasks (chat.py's and ours), as `agent-chat tasks`")
+    .description("list the channel's tasks (chat.py's and ours) in chat.py's table")
     .argument("<channel>")
+    .addHelpText("after", "\nLeases and tokens: `agent-chat tasks CH`, or --json.\n")
     .action(async (channel: string) => {
       const tasks = await (await ctx.open()).tasks(channel, {
         onWarning: (w) => ctx.err(`agent-chat: ${w}\n`),
       });
       if (ctx.json) return ctx.printJson({ channel, tasks });
-      if (tasks.length === 0) ctx.out("(no tasks)\n");
-      for (const t of tasks) ctx.out(`${taskName(t)}\t${statusText(t)}\t${t.title}\n`);
+      ctx.out(listTable(tasks));
     });
   task
     .command("show")
@@ -33,10 +33,11 @@ export function registerStructuredTaskCommands(task: Command, ctx: CliContext): 
     .argument("<channel>")
     .argument("<task>")
     .action(async (channel: string, id: string) => {
-      const info = (await (await ctx.open()).tasks(channel)).find((t) => t.id === id.trim());
+      const tasks = await (await ctx.open()).tasks(channel);
+      const info = tasks.find((t) => t.id === id.trim());
       if (!info) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(showText(info));
+      ctx.out(showText(info, tasks));
     });
   registerLeaseVerbs(task, ctx);
 }
@@ -271,15 +272,18 @@ function token(o: VerbFlags): { token?: number } {
   return o.token === undefined ? {} : { token: parsePositiveInt(o.token, "--token") };
 }
 
-/** chat.py's line (`claimed task T1 [in_progress]`), then our lease in brackets. */
+/**
+ * chat.py's line exactly (`claimed task T1 [in_progress]`), which scripts written for it compare;
+ * the token and time left are in `--json`, `tasks` and the top-level `claim`'s line. A marker of
+ * ours, which chat.py has no line for, gets the lease in brackets.
+ */
 function report(ctx: CliContext, action: string, info: TaskInfo): void {
   if (ctx.json) {
     ctx.printJson(info);
     return;
   }
-  const status = info.structured?.status ?? info.state;
-  const lease = info.state === "claimed" ? ` (${leaseText(info)})` : "";
-  ctx.out(`${action} task ${info.id} [${status}]${lease}\n`);
+  const lease = !info.structured && info.state === "claimed" ? ` (${leaseText(info)})` : "";
+  ctx.out(`${action} task ${info.id} [${info.structured?.status ?? info.state}]${lease}\n`);
 }
 
 function statusText(t: TaskInfo): string {
@@ -287,8 +291,43 @@ function statusText(t: TaskInfo): string {
   return t.state === "open" ? base : `${base}, ${leaseText(t)}`;
 }
 
+/** A cell of chat.py's table: at most 60 characters. */
+const cell = (text: string) => (text.length > 60 ? `${text.slice(0, 57)}...` : text);
+
+/**
+ * chat.py's `task list`: ID, STATUS, OWNER, DEPENDS_ON and TITLE in padded columns. A marker of
+ * ours is a row too: its state as the status, its holder as the owner.
+ */
+function listTable(tasks: TaskInfo[]): string {
+  const header = ["ID", "STATUS", "OWNER", "DEPENDS_ON", "TITLE"];
+  if (tasks.length === 0) return `${header.join("  ")}\n(no tasks)\n`;
+  const rows = tasks.map((t) => [
+    t.id,
+    t.structured?.status ?? t.state,
+    cell((t.structured ? t.structured.owner : t.holder) ?? "-"),
+    cell(t.structured?.dependsOn.join(", ") || "-"),
+    cell(t.title),
+  ]);
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...rows.map((r) => (r[i] as string).length)),
+  );
+  const line = (r: string[]) =>
+    r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i] as number) : c)).join("  ");
+  return `${[header, ...rows].map(line).join("\n")}\n`;
+}
+
+/** chat.py's summary of a task's `depends_on`: `ready`, or `blocked (T1=open, T2=blocked)`. */
+function dependencyText(dependsOn: string[], tasks: TaskInfo[]): string {
+  const status = new Map(tasks.map((t) => [t.id, t.structured?.status]));
+  const waiting = dependsOn
+    .map((d) => [d, status.get(d) ?? "missing"])
+    .filter(([, s]) => s !== "done");
+  if (waiting.length === 0) return "ready";
+  return `blocked (${waiting.map(([d, s]) => `${d}=${s}`).join(", ")})`;
+}
+
 /** chat.py's `task show` lines, then ours. */
-function showText(t: TaskInfo): string {
+function showText(t: TaskInfo, tasks: TaskInfo[]): string {
   const s = t.structured;
   const list = (v: string[], sep = ", ") => (v.length > 0 ? v.join(sep) : "-");
   const lines = s
@@ -300,6 +339,7 @@ function showText(t: TaskInfo): string {
         `owner: ${s.owner ?? "-"}`,
         `created_by: ${s.createdBy}`,
         `depends_on: ${list(s.dependsOn)}`,
+        `dependencies: ${dependencyText(s.dependsOn, tasks)}`,
         `files_hint: ${list(s.filesHint)}`,
         `acceptance: ${list(s.acceptance, "; ")}`,
         `lease_expires_at: ${s.leaseExpiresAt ?? "-"}`,

@@ -339,9 +339,13 @@ export class Board {
         `LEASE_INCONSISTENT: task ${id} has a lease expiry without a claim record`,
       );
     }
-    if (found.task.value.status !== "in_progress") {
-      throw notHolder(`LEASE_NOT_FOUND: task ${id} is ${found.task.value.status}, not claimed`);
-    }
+    // As chat.py's: any move its transitions allow, the same status again included (a second
+    // `release` of an open task is no error), checked as a status change is.
+    this.assertCanMove(
+      found.task.value,
+      how,
+      `${how === "done" ? "finish" : "release"} task ${id}`,
+    );
     const after = { ...found.task.value, status: how, updated_at: referenceTime(now) };
     await this.commit(found, after, [], "task.updated", identity(agent), {
       lease_fallback: how === "done" ? "complete" : "release",
