@@ -1,6 +1,6 @@
 import type { z as Z } from "zod";
 import { AgentChatError } from "../core/errors.js";
-import type { Store } from "./types.js";
+import type { Store, TaskInfo } from "./types.js";
 
 /**
  * The operation table: each store operation described once, by the `Store` method it is (its
@@ -80,8 +80,8 @@ export interface RequestRow<
   send(...args: Args<M>): Z.input<S>;
   /** The daemon: the request's fields as a call of the method. */
   run(store: Store, params: Z.output<S>): ReturnType<Store[M]>;
-  /** The client: the answer as the method returns it (default: as it came). */
-  receive?(result: unknown): Awaited<ReturnType<Store[M]>>;
+  /** The client: the answer as the method returns it, given its arguments (default: as it came). */
+  receive?(result: unknown, ...args: Args<M>): Awaited<ReturnType<Store[M]>>;
 }
 
 /**
@@ -257,7 +257,19 @@ const tableRows = {
   tasks: request("tasks", "tasks", {
     params: (z, f) => z.strictObject({ channel: f.channel }),
     send: (channel) => ({ channel }),
-    run: (store, { channel }) => store.tasks(channel),
+    // On the wire `{tasks, warnings}`: the records that could not be read reach the caller's
+    // `onWarning` as they do without a daemon (a daemon before this answered the bare list).
+    run: async (store, { channel }) => {
+      const warnings: string[] = [];
+      const tasks = await store.tasks(channel, { onWarning: (w) => warnings.push(w) });
+      return { tasks, warnings } as unknown as TaskInfo[];
+    },
+    receive: (result, _channel, options) => {
+      if (Array.isArray(result)) return result as TaskInfo[];
+      const answer = result as { tasks: TaskInfo[]; warnings: string[] };
+      for (const w of answer.warnings) options?.onWarning?.(w);
+      return answer.tasks;
+    },
   }),
   task: request("task", "task", {
     params: (z, f) => z.strictObject({ channel: f.channel, task: z.string() }),
@@ -330,6 +342,19 @@ const tableRows = {
             agent: z.string(),
             reason: z.string(),
             ttlMs: f.ms.optional(),
+          }),
+          z.strictObject({
+            op: z.literal("update"),
+            agent: z.string(),
+            fields: z.strictObject({
+              title: z.string().optional(),
+              owner: z.string().nullable().optional(),
+              dependsOn: z.array(z.string()).optional(),
+              filesHint: z.array(z.string()).optional(),
+              acceptance: z.array(z.string()).optional(),
+              branch: z.string().nullable().optional(),
+              status: z.string().optional(),
+            }),
           }),
         ]),
       }),

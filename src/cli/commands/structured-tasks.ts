@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
-import type { NewStructuredTask, TaskInfo } from "../../store/types.js";
+import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, parseTtl } from "../context.js";
 import { leaseText, stateText } from "./hot.js";
+import { recoverPendingCommand } from "./recover-pending.js";
 
 /**
  * chat.py 0.7's task grammar (`task create|list|show|claim|renew|done|block|release|recover`),
@@ -12,6 +13,8 @@ import { leaseText, stateText } from "./hot.js";
  */
 export function registerStructuredTaskCommands(task: Command, ctx: CliContext): void {
   registerCreate(task, ctx);
+  registerUpdate(task, ctx);
+  registerRecoverPending(task, ctx);
   task
     .command("list")
     .description("list the channel's tasks (chat.py's and ours) in chat.py's table")
@@ -39,14 +42,16 @@ export function registerStructuredTaskCommands(task: Command, ctx: CliContext): 
   registerLeaseVerbs(task, ctx);
 }
 
+/** A repeatable option whose values may also be comma lists (chat.py's `--depends-on a,b`). */
+const many = (value: string, previous: string[] = []) => [
+  ...previous,
+  ...value
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean),
+];
+
 function registerCreate(task: Command, ctx: CliContext): void {
-  const many = (value: string, previous: string[]) => [
-    ...previous,
-    ...value
-      .split(",")
-      .map((v) => v.trim())
-      .filter(Boolean),
-  ];
   task
     .command("create")
     .description("create chat.py 0.7's tasks/<id>.json (status open), which both CLIs lease")
@@ -83,6 +88,88 @@ function registerCreate(task: Command, ctx: CliContext): void {
       if (opts.branch !== undefined) input.branch = opts.branch;
       report(ctx, "created", await (await ctx.open()).createStructuredTask(channel, input));
     });
+}
+
+interface UpdateFlags {
+  as?: string;
+  from?: string;
+  title?: string;
+  owner?: string;
+  clearOwner?: boolean;
+  dependsOn?: string[];
+  filesHint?: string[];
+  acceptance?: string[];
+  branch?: string;
+  clearBranch?: boolean;
+  status?: string;
+}
+
+/** chat.py's `task update`: each option given replaces that field; `--clear-*` empties one. */
+function registerUpdate(task: Command, ctx: CliContext): void {
+  task
+    .command("update")
+    .description(
+      "change a chat.py 0.7 task's fields (a leased one: its holder, lease fields excepted)",
+    )
+    .argument("<channel>")
+    .argument("<task>")
+    .option("--as <name>", "who updates it (default: $AGENT_CHAT_NAME)")
+    .option("--from <name>", "chat.py's name for --as")
+    .option("--title <text>", "its new title")
+    .option("--owner <name>", "who it is assigned to (not while it is leased)")
+    .option("--clear-owner", "assign it to nobody")
+    .option(
+      "--depends-on <ids>",
+      "its dependencies, replacing them (repeat, or a comma list; '' for none)",
+      many,
+    )
+    .option(
+      "--files-hint <paths>",
+      "its workspace paths, replacing them (repeat, or a comma list)",
+      many,
+    )
+    .option(
+      "--acceptance <text>",
+      "its acceptance criteria, replacing them (repeat, or a comma list)",
+      many,
+    )
+    .option("--branch <name>", "its git branch")
+    .option("--clear-branch", "remove its branch")
+    .option(
+      "--status <status>",
+      "open, in_progress, blocked, done or cancelled (not while it is leased)",
+    )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat task update review T1 --as alice --title 'Review the schema again'\n  agent-chat task update review T2 --as alice --depends-on T1,T3\n  agent-chat task update review T3 --as alice --status cancelled",
+    )
+    .action(async (channel: string, id: string, opts: UpdateFlags) => {
+      const fields: StructuredTaskUpdate = {
+        title: opts.title,
+        owner: opts.clearOwner ? null : opts.owner,
+        dependsOn: opts.dependsOn,
+        filesHint: opts.filesHint,
+        acceptance: opts.acceptance,
+        branch: opts.clearBranch ? null : opts.branch,
+        status: opts.status,
+      };
+      for (const key of Object.keys(fields) as (keyof StructuredTaskUpdate)[]) {
+        if (fields[key] === undefined) delete fields[key];
+      }
+      const agent = ctx.agent(opts.as ?? opts.from);
+      const change = { op: "update" as const, agent, fields };
+      report(ctx, "updated", await (await ctx.open()).changeStructuredTask(channel, id, change));
+    });
+}
+
+/** chat.py's `task recover-pending`: mends a channel whose lease change died half-way. */
+function registerRecoverPending(task: Command, ctx: CliContext): void {
+  recoverPendingCommand(task, ctx, "task")
+    .description("undo (or finish) a lease change that died half-way, which blocks every other")
+    .addHelpText(
+      "after",
+      "\nA change refused with LEASE_TRANSACTION_PENDING names this command.\nExample:\n  agent-chat task recover-pending review --as alice",
+    );
 }
 
 interface CreateFlags {

@@ -68,15 +68,20 @@ import {
   type ArchiveOptions,
   type ArchiveResult,
   type Capabilities,
+  type ChannelSummary,
+  type ChannelSummaryOptions,
   type ClaimOptions,
   type DoneOptions,
   type FenceResult,
   MAX_BODY_KEY,
   type NewStructuredTask,
   type PathLockChange,
+  type PendingRecovery,
+  type PostInput,
   type PostResult,
   type PruneOptions,
   type PruneResult,
+  type RecoverPendingOptions,
   type ReleaseOptions,
   type RenewOptions,
   type StructuredTaskChange,
@@ -95,6 +100,7 @@ import {
   type LockHost,
   type LockRecord,
   lockInfo,
+  recoverPendingPathLock,
   referenceLocks,
   refuseWhilePending,
   syncReferenceLocks,
@@ -951,10 +957,38 @@ export class FsStore extends FeatureStore<FolderFeed> {
   override async changeStructuredTask(channel: string, task: string, change: StructuredTaskChange) {
     const board = await this.boardFor(channel, task);
     if (!board)
-      throw new AgentChatError("TASK_NOT_FOUND", `no structured task ${task} in ${channel}`);
+      throw new AgentChatError(
+        "TASK_NOT_FOUND",
+        `TASK_NOT_FOUND: no structured task ${task} in ${channel}`,
+      );
     if (change.op === "block") return board.block(task.trim(), change.agent);
+    if (change.op === "update") return board.update(task.trim(), change.agent, change.fields);
     const ttlMs = await this.structuredTtl(channel, change.ttlMs);
     return board.recover(task.trim(), change.agent, change.reason, ttlMs);
+  }
+
+  /** chat.py 0.7's `recover-pending` of a lease or path-lock journal (reference07/*pending.ts). */
+  async recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery> {
+    const board = (await this.boardFor(channel)) as Board;
+    if (options.kind === "task") return board.recoverPending(options.agent, options.resolve);
+    validateName("agent", options.agent);
+    return recoverPendingPathLock(this.state(channel).dir, channel, options.resolve);
+  }
+
+  /** chat.py 0.7's derived summary of the channel, and its `state.md` (reference07/state/). */
+  async channelState(
+    channel: string,
+    options: ChannelSummaryOptions = {},
+  ): Promise<ChannelSummary> {
+    await this.roster(channel);
+    const host = {
+      dir: this.state(channel).dir,
+      channel,
+      now: () => this.now(),
+      post: (input: PostInput) => this.post(channel, input),
+    };
+    const { channelState } = await import("./reference07/state/index.js");
+    return channelState(host, options);
   }
 
   /**

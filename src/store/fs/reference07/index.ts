@@ -8,6 +8,7 @@ export {
   refuseWhilePending,
 } from "./lock-changes.js";
 export { PATH_LOCKS_MUTEX, TASKS_MUTEX, withPathLocksMutex } from "./mutex.js";
+export { recoverPendingPathLock } from "./path-lock-pending.js";
 export {
   LOCKS_DIR,
   type LockRecord,
