@@ -40,6 +40,11 @@ export class CliContext {
    * more than the one folder read each of its operations then makes.
    */
   watchFolders = true;
+  /**
+   * Set by the commands of chat.py 0.7's own grammar (`task create`, `event post`, …): their
+   * refusals exit as chat.py's do (see `asReference07`), so a script written for it works.
+   */
+  speaksReference07 = false;
 
   constructor(
     private readonly globals: () => GlobalOptions,
@@ -398,4 +403,11 @@ export function splitList(value: string | string[] | undefined): string[] {
     .flatMap((v) => v.split(","))
     .map((v) => v.trim())
     .filter((v) => v !== "");
+}
+
+/** The command is chat.py 0.7's: its refusals exit as chat.py's do (`asReference07`). */
+export function speaksReference07(command: Command, ctx: CliContext): void {
+  command.hook("preAction", () => {
+    ctx.speaksReference07 = true;
+  });
 }

@@ -9,7 +9,8 @@ import type { ErrorCode } from "../core/errors.js";
  * selection, a pattern outside the repository, a name off the rules), which no retry mends. Ours: 4, a governed request that the
  * maintainer rejected or vetoed (docs/governance.md); 5, `serve` found a live daemon already
  * owning the root; 141 (128 + SIGPIPE, what a shell reports for a program killed by a
- * closed pipe), stdout was closed before all the output was written (`… | head -1`).
+ * closed pipe), stdout was closed before all the output was written (`… | head -1`). chat.py
+ * 0.7's task and event commands exit as chat.py's do instead (`asReference07`).
  */
 export const EXIT = {
   OK: 0,
@@ -45,4 +46,24 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
     default:
       return EXIT.ERROR;
   }
+}
+
+/** chat.py 0.7's families of task, task-lease and event errors (`LEASE_CONFLICT`, …). */
+const REFERENCE_07_REFUSAL = /^(TASK|LEASE|EVENT)_[A-Z_]+\b/;
+
+/**
+ * A refusal as chat.py 0.7 gives it in its own grammar: exit 2 for every task, lease and event
+ * error (its `main` maps `TaskError` and `AdapterEventError` to 2, a lost lease race included),
+ * where ours would say 1, 3 or 64, and the message led by the error's code, as chat.py's are.
+ * The family is told by chat.py's code leading our message (`LEASE_CONFLICT: …`) or by ours
+ * (`TASK_NOT_FOUND`). Other errors stay ours: its path-lock errors exit 1, as ours do.
+ */
+export function asReference07(
+  code: string,
+  message: string,
+  exit: number,
+): { exit: number; message: string } {
+  if (REFERENCE_07_REFUSAL.test(message)) return { exit: 2, message };
+  if (REFERENCE_07_REFUSAL.test(code)) return { exit: 2, message: `${code}: ${message}` };
+  return { exit, message };
 }

@@ -132,7 +132,8 @@ export async function main(argv: string[]): Promise<number> {
       "after",
       "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
         "5 a daemon already serves this root, 64 usage error, 130 interrupted,\n" +
-        "141 stdout closed early (e.g. by head).\n" +
+        "141 stdout closed early (e.g. by head); chat.py 0.7's task and event commands\n" +
+        "exit 2 on a task, lease or event refusal, as chat.py's do.\n" +
         "\nExamples:\n  agent-chat init review --members alice,bob\n" +
         "  agent-chat post review --from alice --to bob --title 'Hi' --body 'Ready?'\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",

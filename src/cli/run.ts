@@ -1,6 +1,6 @@
 import { AgentChatError } from "../core/errors.js";
 import type { CliContext } from "./context.js";
-import { EXIT, exitCodeFor } from "./exit-codes.js";
+import { asReference07, EXIT, exitCodeFor } from "./exit-codes.js";
 import { UsageError } from "./usage.js";
 
 /**
@@ -40,9 +40,10 @@ export function reportError(err: unknown, ctx: CliContext, argv: readonly string
     kind = "USAGE";
     message = err.message;
   } else if (err instanceof AgentChatError) {
-    code = exitCodeFor(err.code);
     kind = err.code;
-    message = err.message;
+    ({ exit: code, message } = ctx.speaksReference07
+      ? asReference07(err.code, err.message, exitCodeFor(err.code))
+      : { exit: exitCodeFor(err.code), message: err.message });
   } else {
     code = EXIT.ERROR;
     kind = "INTERNAL";

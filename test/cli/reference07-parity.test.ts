@@ -81,7 +81,7 @@ describe.skipIf(skip !== undefined)(
       // A task another agent leases is still theirs to give back.
       expect((await cli("task", "claim", "dev", "OURS", "--as", "bob")).code).toBe(0);
       const refused = await cli("task", "release", "dev", "OURS", "--as", "alice");
-      expect(refused.code).toBe(3);
+      expect(refused.code, "exit 2, as chat.py's").toBe(2);
       expect(refused.stderr).toContain("LEASE_OWNER_MISMATCH");
     });
 

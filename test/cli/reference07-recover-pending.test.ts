@@ -172,7 +172,7 @@ describe.skipIf(skip !== undefined)(
 
     it("refuses as chat.py refuses: nothing pending, a planted journal, a resolution out of place", async () => {
       const none = await ours("task", "recover-pending", "dev", "--as", "fixer");
-      expect(none.code).toBe(1);
+      expect(none.code, "exit 2, as chat.py's").toBe(2);
       expect(none.stderr).toContain("LEASE_TRANSACTION_NOT_FOUND");
       expect(
         runReference("0.7", root.dir, ["task", "recover-pending", "dev", "--as", "fixer"]).stderr,
@@ -212,7 +212,7 @@ describe.skipIf(skip !== undefined)(
         )?.[1];
         expect(code).toMatch(/^(LEASE_TRANSACTION_INVALID|TASK_REQUIRED_FIELD_MISSING)$/);
         expect(r.stderr).toContain(`agent-chat: ${code}:`);
-        expect(r.code).toBe(1);
+        expect(r.code, "exit 2, as chat.py's").toBe(2);
         expect(
           existsSync(join(root.dir, "escape.json")) || existsSync(join(root.dir, "outside.json")),
         ).toBe(false);

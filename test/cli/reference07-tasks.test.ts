@@ -158,7 +158,7 @@ describe.skipIf(skip !== undefined)(
 
       expect(ref("task", "claim", "dev", "api.v2", "--as", "carol").status).toBe(0);
       const refused = await cli("task", "claim", "dev", "api.v2", "--as", "bob");
-      expect(refused.code).toBe(3);
+      expect(refused.code, "exit 2, as chat.py's").toBe(2);
       expect(refused.stderr).toContain("LEASE_CONFLICT: task api.v2 is leased by carol");
       expect(
         (await cli("task", "create", "dev", "api.v2", "--title", "again", "--as", "bob")).code,
@@ -174,7 +174,7 @@ describe.skipIf(skip !== undefined)(
         (await cli("task", "show", "dev", "T1")).stdout.includes("lease ended"),
       );
       const early = await cli("task", "recover", "dev", "T1", "--as", "bob", "--reason", "quiet");
-      expect(early.code).toBe(3);
+      expect(early.code, "exit 2, as chat.py's").toBe(2);
       expect(early.stderr).toContain("clock-skew grace");
 
       await until(async () => (await tasks())[0]?.state === "expired");

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { isAgentChatError } from "../../core/errors.js";
 import { readReferenceEvent, referenceEvent } from "../../core/reference-event.js";
-import type { CliContext } from "../context.js";
+import { type CliContext, speaksReference07 } from "../context.js";
 import { oneOf } from "../usage.js";
 
 const TYPES = ["capability", "status"] as const;
@@ -87,6 +87,7 @@ export function registerEventCommands(program: Command, ctx: CliContext): void {
         ctx.out(`${pythonJson(value)}\n`);
       }
     });
+  for (const command of event.commands) speaksReference07(command, ctx);
 }
 
 /** The message's event, or undefined when it is none; an invalid one is named on stderr. */

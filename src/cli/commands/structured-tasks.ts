@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
 import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
-import { type CliContext, parsePositiveInt, parseTtl } from "../context.js";
+import { type CliContext, parsePositiveInt, parseTtl, speaksReference07 } from "../context.js";
 import { leaseText, stateText } from "./hot.js";
 import { recoverPendingCommand } from "./recover-pending.js";
 
@@ -12,6 +12,7 @@ import { recoverPendingCommand } from "./recover-pending.js";
  * are the top-level commands of the same names, which take our markers too.
  */
 export function registerStructuredTaskCommands(task: Command, ctx: CliContext): void {
+  const ours = new Set(task.commands);
   registerCreate(task, ctx);
   registerUpdate(task, ctx);
   registerRecoverPending(task, ctx);
@@ -40,6 +41,7 @@ export function registerStructuredTaskCommands(task: Command, ctx: CliContext): 
       ctx.out(showText(info, tasks));
     });
   registerLeaseVerbs(task, ctx);
+  for (const command of task.commands) if (!ours.has(command)) speaksReference07(command, ctx);
 }
 
 /** A repeatable option whose values may also be comma lists (chat.py's `--depends-on a,b`). */
@@ -57,7 +59,9 @@ function registerCreate(task: Command, ctx: CliContext): void {
     .description("create chat.py 0.7's tasks/<id>.json (status open), which both CLIs lease")
     .argument("<channel>")
     .argument("<task>", "its id: letters, digits, '.', '_' and '-'")
-    .requiredOption("--title <text>", "what is to be done")
+    // Checked in the action, not by commander: chat.py refuses a missing title as a task error
+    // (TASK_INVALID_ARGUMENT, exit 2), not as a usage error.
+    .option("--title <text>", "what is to be done (required)")
     .option("--as <name>", "who creates it (default: $AGENT_CHAT_NAME)")
     .option("--from <name>", "chat.py's name for --as")
     .option("--created-by <name>", "chat.py's other name for --as")
@@ -76,6 +80,12 @@ function registerCreate(task: Command, ctx: CliContext): void {
       "\nExample:\n  agent-chat task create review T1 --title 'Review the schema' --as alice --depends-on T0",
     )
     .action(async (channel: string, id: string, opts: CreateFlags) => {
+      if (opts.title === undefined) {
+        throw new AgentChatError(
+          "INVALID_ARGUMENT",
+          "TASK_INVALID_ARGUMENT: the following arguments are required: --title",
+        );
+      }
       const input: NewStructuredTask = {
         id: id.trim(),
         title: opts.title,
@@ -173,7 +183,7 @@ function registerRecoverPending(task: Command, ctx: CliContext): void {
 }
 
 interface CreateFlags {
-  title: string;
+  title?: string;
   as?: string;
   from?: string;
   createdBy?: string;
@@ -213,7 +223,7 @@ function registerLeaseVerbs(task: Command, ctx: CliContext): void {
   withTtl(
     verb(
       "claim",
-      "take a ready task for a lease (exit 3 when another holds it)",
+      "take a ready task for a lease (exit 2, as chat.py, when another holds it)",
       "claimed",
       async (c, id, as, o) => (await store()).claim(c, id, as, ttl(o)),
     ),
