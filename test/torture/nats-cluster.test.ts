@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { isAgentChatError } from "../../src/core/errors.js";
-import type { Message } from "../../src/core/message.js";
 import { bucketOf, NatsStore } from "../../src/store/nats/nats-store.js";
 import { runCli } from "../helpers/cli.js";
 import {
@@ -9,7 +8,6 @@ import {
   clusterSkipReason,
   NatsCluster,
 } from "../helpers/nats-cluster.js";
-import { skipName } from "../helpers/tools.js";
 import { FULL } from "./sizes.js";
 // @ts-expect-error plain ESM helper shared with the worker processes
 import { bodyOf } from "./workers/common.mjs";
@@ -31,24 +29,6 @@ async function within<T>(ms: number, promise: Promise<T>, what: string): Promise
     return await Promise.race([promise, late]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/**
- * A store that makes a new namespace with three copies. Just after the cluster started, a
- * client may connect before gossip has named all three nodes to it: it would make two copies
- * (and one node down would then stop the namespace), and asking for three is refused until
- * gossip caught up, which this waits for.
- */
-async function openWithThreeCopies(url: string): Promise<NatsStore> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      return await NatsStore.open(url, { replicas: 3 });
-    } catch (err) {
-      if (!/JetStream servers reachable/.test(String(err)) || Date.now() > deadline) throw err;
-      await pause(100);
-    }
   }
 }
 
@@ -82,7 +62,7 @@ interface Load {
  * run again (waits): the cursor only moves for what a wait returned.
  */
 async function startLoad(url: string): Promise<Load> {
-  const admin = await openWithThreeCopies(url);
+  const admin = await NatsStore.open(url, { replicas: 3 });
   await admin.init("load");
   await admin.close();
   const load: Load = {
@@ -147,8 +127,11 @@ async function waitUntilEnd(store: NatsStore, as: string, load: Load, woken: num
       if (r.messages.some((m) => m.body === "end")) return;
     } catch (err) {
       if (isAgentChatError(err, "TIMEOUT")) load.waitTimeouts++;
-      else if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) load.waitErrors++;
-      else throw err;
+      else if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) {
+        load.waitErrors++;
+        const why = `wait: ${(err as Error).message.replace(/\d+/g, "N")}`;
+        load.reasons.set(why, (load.reasons.get(why) ?? 0) + 1);
+      } else throw err;
     }
   }
 }
@@ -156,8 +139,15 @@ async function waitUntilEnd(store: NatsStore, as: string, load: Load, woken: num
 /** 0 acknowledged posts lost, 0 duplicated, gapless, every waiter woken once per message for it. */
 async function check(url: string, load: Load): Promise<string> {
   const reader = await NatsStore.open(url);
-  const messages: Message[] = await reader.peek("load", 1_000_000);
+  const { messages, warnings } = await reader.read("load", {
+    as: "checker",
+    all: true,
+    everyone: true,
+    peek: true,
+  });
   await reader.close();
+  // A stored post that readers skip (its number taken already) is as lost as a missing one.
+  expect(warnings, "stored messages that readers skip").toEqual([]);
   const seqs = messages.map((m) => m.seq);
   const where = (text: string) => messages.find((m) => m.body === text)?.seq ?? "nowhere";
   const twice = load.twice.map(
@@ -178,7 +168,11 @@ async function check(url: string, load: Load): Promise<string> {
   for (const [text, n] of copies) expect(n, `copies of ${text}`).toBe(1);
   for (let w = 0; w < WAITERS; w++) {
     const meant = messages.filter((m) => m.to === `w${w}`).map((m) => m.seq);
-    expect(load.woken[w], `what w${w} was woken with`).toEqual(meant);
+    const missed = meant.filter((seq) => !load.woken[w]!.includes(seq));
+    expect(
+      load.woken[w],
+      `what w${w} was woken with (missed ${missed.join(", ") || "none"}; failed waits: ${JSON.stringify([...load.reasons])})`,
+    ).toEqual(meant);
   }
   const tries = [...load.tries].sort((a, b) => a - b);
   const p99 = tries[Math.floor(tries.length * 0.99)];
@@ -188,7 +182,7 @@ async function check(url: string, load: Load): Promise<string> {
     `${load.refused} posts refused during the fault (${messages.length - load.acked.size} of them landed once); ` +
     `${WAITERS} waiters woken for each of their ${load.woken.map((w) => w.length).join("/")} messages exactly once ` +
     `(${load.waitErrors} waits run again after an error, ${load.waitTimeouts} after 30 s with nothing); ` +
-    `refusals: ${JSON.stringify([...load.reasons])}`
+    `refusals and failed waits: ${JSON.stringify([...load.reasons])}`
   );
 }
 
@@ -311,26 +305,16 @@ describe.skipIf(clusterSkipReason !== undefined)(
       console.log(`nats cluster, each node SIGSTOPped and thawed in turn: ${summary}`);
     });
 
-    // KNOWN FAILURE on nats-server 2.15.2, 2 runs in 12: after a cut and its heal, a post that
-    // a poster was told was stored at #N is not there, another post is (docs/nats.md, "On a
-    // current server"). The elections are no longer the problem (each fault now starts from a
-    // settled cluster, see waitSettled). It runs with --full (counted as skipped in CI) until
-    // the lost acknowledgement is understood: a test that fails on it is the point.
-    it.skipIf(!FULL)(
-      skipName(
-        "cut each node in turn off from the other two (a partition): the majority posts, the minority refuses; healed, nothing acknowledged is lost",
-        FULL
-          ? undefined
-          : "an acknowledged post lost after a healed cut, 2 runs in 12: runs with --full only",
-      ),
-      async () => {
-        const summary = await eachNodeInTurn(partition, `cut${process.pid}`);
-        const took = majorityMs.map((ms) => (ms / 1000).toFixed(1)).join("/");
-        console.log(
-          `nats cluster, each node cut off and healed in turn (a majority post took ${took} s): ${summary}`,
-        );
-      },
-    );
+    // Around a heal, a cut-off stream leader still answers reads from its stale copy: a post
+    // whose two reads were answered by two leaders once got a number already taken (readers
+    // skip it: acknowledged, yet lost). The check above counts such a post as lost.
+    it("cut each node in turn off from the other two (a partition): the majority posts, the minority refuses; healed, nothing acknowledged is lost", async () => {
+      const summary = await eachNodeInTurn(partition, `cut${process.pid}`);
+      const took = majorityMs.map((ms) => (ms / 1000).toFixed(1)).join("/");
+      console.log(
+        `nats cluster, each node cut off and healed in turn (a majority post took ${took} s): ${summary}`,
+      );
+    });
   },
 );
 
@@ -371,7 +355,7 @@ describe.skipIf(clusterSkipReason !== undefined)(
     it("each node in turn frozen (SIGSTOP), then each killed: every CLI post through the seeds is acknowledged and kept once", async () => {
       cluster = await NatsCluster.start();
       const url = cluster.url(`cli${process.pid}`);
-      const admin = await openWithThreeCopies(url);
+      const admin = await NatsStore.open(url, { replicas: 3 });
       await admin.init("cli");
       await admin.close();
       const acked: number[] = [];
