@@ -86,9 +86,10 @@ import {
 import { ChannelIndex, listFolder } from "./channel-index.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
-  Board,
+  type Board,
   hasClaims,
   hasStructuredTask,
+  hasTaskRecords,
   referenceLocks,
   syncReferenceLocks,
   withPathLocksMutex,
@@ -852,6 +853,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     if (id !== undefined) {
       if (!hasStructuredTask(state.dir, id) || (await this.taskRecord(channel, id))) return;
     }
+    const { Board } = await import("./reference07/board.js");
     return new Board({
       dir: state.dir,
       channel,
@@ -882,7 +884,8 @@ export class FsStore extends FeatureStore<FolderFeed> {
 
   override async tasks(channel: string, options: TasksOptions = {}): Promise<TaskInfo[]> {
     const ours = await super.tasks(channel);
-    const board = await this.boardFor(channel);
+    const dir = this.state(channel).dir;
+    const board = hasTaskRecords(dir) ? await this.boardFor(channel) : undefined;
     const { tasks, problems } = (await board?.list()) ?? { tasks: [], problems: [] };
     for (const p of problems) this.warnOnce(`${p}; not listed`, options.onWarning, channel);
     const marked = new Set(ours.map((t) => t.id));

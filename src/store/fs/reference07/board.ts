@@ -4,7 +4,6 @@ import { identity } from "../../../core/names.js";
 import {
   createFileExclusive,
   ensureRealDir,
-  entryKind,
   listRealDir,
   removeFileEntry,
   replaceFile,
@@ -21,7 +20,6 @@ import {
   changedFields,
   formatTask,
   parseTime,
-  REFERENCE_ID,
   type ReferenceClaim,
   type ReferenceStatus,
   type ReferenceTask,
@@ -45,16 +43,6 @@ interface Found {
   task: Read<ReferenceTask>;
   claim?: Read<ReferenceClaim>;
   grants: Grants;
-}
-
-/** Whether the channel folder `dir` has a chat.py 0.7 task record `id`. */
-export function hasStructuredTask(dir: string, id: string): boolean {
-  return REFERENCE_ID.test(id) && entryKind(join(dir, TASKS_DIR, `${id}.json`)) !== undefined;
-}
-
-/** Whether the channel folder `dir` has chat.py 0.7 task leases at all (a cheap first look). */
-export function hasClaims(dir: string): boolean {
-  return entryKind(join(dir, CLAIMS_DIR)) === "dir";
 }
 
 const inconsistent = (message: string) => new AgentChatError("TASK_INCONSISTENT", message);
