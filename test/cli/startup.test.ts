@@ -296,7 +296,7 @@ const COLD: Array<[string, string, string]> = [
   ["the daemon's socket client", "class DaemonClient", "daemon-client.cjs"],
   ["the slash parser (a --json body starting with /)", "function slashOfBody", "core-slash.cjs"],
   ["hook wait", "function runHookWait", "cli-hook-wait.cjs"],
-  ["chat.py 0.7's task board", "class Board", "store-fs-reference07-board.cjs"],
+  ["chat.py 0.7's task board", "class Board", "store-fs-reference07-index.cjs"],
 ];
 
 function declares(text: string, declaration: string): boolean {

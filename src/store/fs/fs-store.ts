@@ -853,7 +853,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     if (id !== undefined) {
       if (!hasStructuredTask(state.dir, id) || (await this.taskRecord(channel, id))) return;
     }
-    const { Board } = await import("./reference07/board.js");
+    const { Board } = await import("./reference07/index.js");
     return new Board({
       dir: state.dir,
       channel,
