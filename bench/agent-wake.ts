@@ -12,6 +12,7 @@ import {
 } from "../test/agents/sandbox.js";
 import { claudeStandIn, codexStandIn, geminiStandIn } from "../test/agents/stand-in-config.js";
 import { startTerminal } from "../test/agents/terminal.js";
+import { NOTICE_MARK, runCommand, stopCodexDaemon } from "../test/agents/wake-command.js";
 import { type BenchModule, type Row, stats } from "./lib.js";
 
 /**
@@ -22,8 +23,6 @@ import { type BenchModule, type Row, stats } from "./lib.js";
  * interactive in a tmux terminal under `agent-chat run`, their stop hooks marking turn ends.
  */
 
-/** Both wake notices (Claude Code's hook, `agent-chat run`'s line) say this. */
-const NOTICE_MARK = "arrived while you were idle";
 const POLL_MS = 5;
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -138,25 +137,14 @@ function underRun(
         { env },
       );
       if (setup.code !== 0) throw new Error(setup.stderr);
-      const run = [
-        join(sandbox.dir, "bin", "agent-chat"),
-        "--root",
-        sandbox.root,
-        "run",
-        "--as",
-        "bob",
-        "--",
-      ];
-      const term = startTerminal(sandbox, [...run, ...command(sandbox)], env);
+      const term = startTerminal(sandbox, runCommand(sandbox, command(sandbox)), env);
       await until(`${name}'s first turn`, () => stub.requests.length > 0, 90_000);
       return {
         idle: () => quiet(stub),
         screen: () => term.screen(),
         async close() {
           await term.close();
-          if (setupTool === "codex") {
-            await runTool(sandbox, toolBinary("codex"), ["app-server", "daemon", "stop"], { env });
-          }
+          if (setupTool === "codex") await stopCodexDaemon(sandbox, env);
         },
       };
     },

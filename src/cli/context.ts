@@ -7,7 +7,13 @@ import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { hasPrivateKey } from "../features/trust/index.js";
 import { type NatsConnectionOptions, type ParsedRoot, parseRoot } from "../store/roots.js";
-import { HARNESSES, type Harness, MAX_TASK_TTL_MS, type Store } from "../store/types.js";
+import {
+  HARNESSES,
+  type Harness,
+  MAX_TASK_TTL_MS,
+  type RenewOptions,
+  type Store,
+} from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { writeStderr, writeStdout } from "./stdio.js";
 import { UsageError } from "./usage.js";
@@ -325,15 +331,73 @@ export function withHolder(command: Command): Command {
     .option("--token <n>", "the fencing token you hold; refused (exit 3) when it is stale");
 }
 
-/** A renewal's `--token` and `--ttl`, as the store's options (a task's and a path lease's alike). */
-export function renewOptions(flags: { token?: string; ttl?: string }): {
-  token?: number;
-  ttlMs?: number;
-} {
-  return {
-    ...tokenOption(flags.token),
-    ...(flags.ttl === undefined ? {} : { ttlMs: parseTtl(flags.ttl) }),
-  };
+/** What tells a task's renewal command from a path lease's. */
+export interface Renewal<T> {
+  /** How `--ttl` is described (what the lease is when it is not given). */
+  ttl: string;
+  example: string;
+  renew(
+    store: Store,
+    channel: string,
+    target: string,
+    as: string,
+    options: RenewOptions,
+  ): Promise<T>;
+  /** The renewed thing and its lease, as `renewed <name> in <channel> (<lease>)` says them. */
+  describe(info: T): [name: string, lease: string];
+}
+
+/**
+ * A holder's renewal (a task's, a path lease's) on `<channel> <target>`: `--as` and `--token`
+ * of the holder, `--ttl` for the new lease, printed as JSON or as one line.
+ */
+export function renewCommand<T>(command: Command, ctx: CliContext, renewal: Renewal<T>): Command {
+  return withHolder(command)
+    .option("--ttl <duration>", renewal.ttl)
+    .addHelpText("after", `\nExample:\n  ${renewal.example}`)
+    .action(async (channel: string, target: string, opts: HolderFlags & { ttl?: string }) => {
+      const as = ctx.agent(opts.as);
+      const options = {
+        ...tokenOption(opts.token),
+        ...(opts.ttl === undefined ? {} : { ttlMs: parseTtl(opts.ttl) }),
+      };
+      const info = await renewal.renew(await ctx.open(), channel, target, as, options);
+      if (ctx.json) return ctx.printJson(info);
+      const [name, lease] = renewal.describe(info);
+      ctx.out(`renewed ${name} in ${channel} (${lease})\n`);
+    });
+}
+
+/** What tells one command on a message (`<channel> <seq>`: receipts, explain, thread) from another. */
+export interface MessageCommand<O> {
+  name: string;
+  description: string;
+  /** How `<seq>` is described: which message it names. */
+  seq: string;
+  /** Its flags, in the order `--help` lists them. */
+  options?: (command: Command) => Command;
+  /** The command lines the help shows as examples. */
+  examples: string[];
+  run(store: Store, channel: string, seq: number, opts: O): Promise<void>;
+}
+
+/** Registers a command on one message: `<seq>` read as a positive decimal once the root is open. */
+export function messageCommand<O>(
+  program: Command,
+  ctx: CliContext,
+  spec: MessageCommand<O>,
+): Command {
+  const head = program
+    .command(spec.name)
+    .description(spec.description)
+    .argument("<channel>")
+    .argument("<seq>", spec.seq);
+  return (spec.options ? spec.options(head) : head)
+    .addHelpText("after", `\nExamples:\n  ${spec.examples.join("\n  ")}`)
+    .action(async (channel: string, seq: string, opts: O) => {
+      const store = await ctx.open();
+      await spec.run(store, channel, parsePositiveInt(seq, "<seq>"), opts);
+    });
 }
 
 /** `a,b` or repeated flags, as one list. */

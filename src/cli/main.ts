@@ -55,6 +55,14 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/path-locks.js")).registerPathLockCommands,
   },
   {
+    commands: ["state", "compact"],
+    load: async () => (await import("./commands/state.js")).registerStateCommands,
+  },
+  {
+    commands: ["recover-pending"],
+    load: async () => (await import("./commands/recover-pending.js")).registerRecoverPendingCommand,
+  },
+  {
     commands: ["event"],
     load: async () => (await import("./commands/events.js")).registerEventCommands,
   },

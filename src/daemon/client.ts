@@ -246,7 +246,7 @@ export class DaemonClient implements Store {
   /** A store operation as its row sends it, its answer as the row receives it. */
   private async callRow(row: RequestRow<StoreOperation>, args: unknown[]): Promise<unknown> {
     const result = await this.request(row.op, Reflect.apply(row.send, row, args));
-    return row.receive ? row.receive(result) : result;
+    return row.receive ? Reflect.apply(row.receive, row, [result, ...args]) : result;
   }
 
   /** A request typed by the daemon's schema of its op, its answer by {@link Answers}. */

@@ -1,3 +1,4 @@
+import { AgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { validateName } from "../core/names.js";
 import {
@@ -5,8 +6,7 @@ import {
   type DeliveryHost,
   defaultHost,
   deliveryExtension,
-  type Note,
-  type NoteKind,
+  type NoteStore,
   type PresenceOptions,
 } from "../features/delivery/index.js";
 import {
@@ -26,6 +26,7 @@ import { BackendStore, channelTtl, checkTtl, type Feed } from "./shared/index.js
 import type {
   PathLeaseInfo,
   PathLeaseOptions,
+  PathLockChange,
   PresenceInfo,
   Receipts,
   ReleaseOptions,
@@ -97,10 +98,10 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
         (await (await this.openFeed(channel)).scan(after)).messages,
       loadCursor: (channel, agent) => this.loadCursor(channel, agent),
       onChange: async (channel, listener) => (await this.openFeed(channel)).onChange(listener),
-      listNotes: (scope, kind) => this.listNotes(scope, kind),
-      readNote: (scope, kind, name) => this.readNote(scope, kind, name),
-      writeNote: (scope, kind, name, text, version) =>
-        this.writeNote(scope, kind, name, text, version),
+      // Through `notes` at call time: a backend sets it after this constructor has run.
+      listNotes: (...args) => this.notes.listNotes(...args),
+      readNote: (...args) => this.notes.readNote(...args),
+      writeNote: (...args) => this.notes.writeNote(...args),
       warnOnce: (warning, report, scope) => this.warnOnce(warning, report, scope),
       ...(presence.onWarning ? { onWarning: presence.onWarning } : {}),
       recordPresence: presence.recordPresence !== false,
@@ -118,24 +119,8 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
     current: PathLeaseRecord,
     doc: PathLeaseDoc,
   ): Promise<boolean>;
-  /** Small JSON records in names chat.py ignores: `scope` a channel, or "" for the store. */
-  protected abstract listNotes(scope: string, kind: NoteKind): Promise<Note[]>;
-  protected abstract readNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-  ): Promise<Note | undefined>;
-  /**
-   * Writes a note atomically; on a backend with revisions, only if it is still at `version`
-   * (undefined: only if absent), false otherwise.
-   */
-  protected abstract writeNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-    text: string,
-    version: Note["version"],
-  ): Promise<boolean>;
+  /** Presence and receipts: the records delivery keeps, in this backend's form. */
+  protected abstract readonly notes: NoteStore;
 
   /**
    * Runs path lease changes excluded from the channel's other writers: {@link exclusive}, and
@@ -243,5 +228,17 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
     options: ReleaseOptions = {},
   ): Promise<PathLeaseInfo> {
     return this.pathBook.release(channel, lease, agent, options);
+  }
+
+  /** Only the folder store shares a root with chat.py 0.7, whose locks these are. */
+  async changePathLock(
+    channel: string,
+    lock: string,
+    _change: PathLockChange,
+  ): Promise<{ before: PathLeaseInfo; after: PathLeaseInfo }> {
+    throw new AgentChatError(
+      "NOT_FOUND",
+      `PATH_LOCK_NOT_FOUND: no chat.py lock ${lock} in ${channel} (chat.py's locks live in folder roots)`,
+    );
   }
 }

@@ -18,6 +18,8 @@ export class ForwardingStore implements Store {
   readonly touch?: Store["touch"];
   readonly publishedKeys?: Store["publishedKeys"];
   readonly attestRead?: Store["attestRead"];
+  readonly channelState?: Store["channelState"];
+  readonly recoverPending?: Store["recoverPending"];
 
   constructor(protected readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
@@ -26,6 +28,8 @@ export class ForwardingStore implements Store {
     if (inner.touch) this.touch = inner.touch.bind(inner);
     if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
     if (inner.attestRead) this.attestRead = inner.attestRead.bind(inner);
+    if (inner.channelState) this.channelState = inner.channelState.bind(inner);
+    if (inner.recoverPending) this.recoverPending = inner.recoverPending.bind(inner);
   }
 
   get capabilities(): Capabilities {

@@ -36,6 +36,29 @@ export function guardIdentities(store: Store): Store {
 
 class IdentityGuard extends ForwardingStore {
   private readonly names = new Map<string, ChannelNames>();
+  declare readonly channelState?: Store["channelState"];
+  declare readonly recoverPending?: Store["recoverPending"];
+
+  constructor(inner: Store) {
+    super(inner);
+    const summarize = inner.channelState?.bind(inner);
+    // Saving the summary posts `state.compacted` as its actor: that name is admitted first.
+    if (summarize) {
+      this.channelState = async (channel, options = {}) => {
+        if (options.write && options.audit !== false && options.actor) {
+          await this.admit(channel, options.actor);
+        }
+        return summarize(channel, options);
+      };
+    }
+    const recover = inner.recoverPending?.bind(inner);
+    if (recover) {
+      this.recoverPending = async (channel, options) => {
+        await this.admit(channel, options.agent);
+        return recover(channel, options);
+      };
+    }
+  }
 
   override async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
     const members = [...(options.members ?? [])];

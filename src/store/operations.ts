@@ -1,6 +1,6 @@
 import type { z as Z } from "zod";
 import { AgentChatError } from "../core/errors.js";
-import type { Store } from "./types.js";
+import type { Store, TaskInfo } from "./types.js";
 
 /**
  * The operation table: each store operation described once, by the `Store` method it is (its
@@ -61,22 +61,27 @@ interface Row<M extends StoreOperation> {
   actsAs?(...args: Args<M>): Acting;
 }
 
+/** On the daemon's wire: the op's name and the schema of its fields. */
+interface OnWire<M extends StoreOperation, O extends string, S extends ParamsSchema>
+  extends Row<M> {
+  op: O;
+  /** The request's fields besides `id` and `op` (unknown fields are refused). */
+  params(z: Zod, f: WireFields): S;
+}
+
 /** Answered by one response line: the daemon runs it, the client sends it, both from the row. */
 export interface RequestRow<
   M extends StoreOperation,
   O extends string = string,
   S extends ParamsSchema = ParamsSchema,
-> extends Row<M> {
+> extends OnWire<M, O, S> {
   kind: "request";
-  op: O;
-  /** The request's fields besides `id` and `op` (unknown fields are refused). */
-  params(z: Zod, f: WireFields): S;
   /** The client: the method's arguments as the request's fields. */
   send(...args: Args<M>): Z.input<S>;
   /** The daemon: the request's fields as a call of the method. */
   run(store: Store, params: Z.output<S>): ReturnType<Store[M]>;
-  /** The client: the answer as the method returns it (default: as it came). */
-  receive?(result: unknown): Awaited<ReturnType<Store[M]>>;
+  /** The client: the answer as the method returns it, given its arguments (default: as it came). */
+  receive?(result: unknown, ...args: Args<M>): Awaited<ReturnType<Store[M]>>;
 }
 
 /**
@@ -87,10 +92,8 @@ export interface StreamRow<
   M extends StoreOperation,
   O extends string = string,
   S extends ParamsSchema = ParamsSchema,
-> extends Row<M> {
+> extends OnWire<M, O, S> {
   kind: "stream";
-  op: O;
-  params(z: Zod, f: WireFields): S;
 }
 
 /** Not on the wire: the daemon's client runs it itself (from operations that are). */
@@ -254,7 +257,19 @@ const tableRows = {
   tasks: request("tasks", "tasks", {
     params: (z, f) => z.strictObject({ channel: f.channel }),
     send: (channel) => ({ channel }),
-    run: (store, { channel }) => store.tasks(channel),
+    // On the wire `{tasks, warnings}`: the records that could not be read reach the caller's
+    // `onWarning` as they do without a daemon (a daemon before this answered the bare list).
+    run: async (store, { channel }) => {
+      const warnings: string[] = [];
+      const tasks = await store.tasks(channel, { onWarning: (w) => warnings.push(w) });
+      return { tasks, warnings } as unknown as TaskInfo[];
+    },
+    receive: (result, _channel, options) => {
+      if (Array.isArray(result)) return result as TaskInfo[];
+      const answer = result as { tasks: TaskInfo[]; warnings: string[] };
+      for (const w of answer.warnings) options?.onWarning?.(w);
+      return answer.tasks;
+    },
   }),
   task: request("task", "task", {
     params: (z, f) => z.strictObject({ channel: f.channel, task: z.string() }),
@@ -328,6 +343,19 @@ const tableRows = {
             reason: z.string(),
             ttlMs: f.ms.optional(),
           }),
+          z.strictObject({
+            op: z.literal("update"),
+            agent: z.string(),
+            fields: z.strictObject({
+              title: z.string().optional(),
+              owner: z.string().nullable().optional(),
+              dependsOn: z.array(z.string()).optional(),
+              filesHint: z.array(z.string()).optional(),
+              acceptance: z.array(z.string()).optional(),
+              branch: z.string().nullable().optional(),
+              status: z.string().optional(),
+            }),
+          }),
         ]),
       }),
     send: (channel, task, change) => ({ channel, task, change }),
@@ -367,6 +395,25 @@ const tableRows = {
     send: (channel, lease, agent, options = {}) => ({ channel, lease, as: agent, ...options }),
     run: (store, p) => store.releasePathLease(p.channel, p.lease, p.as, { token: p.token }),
     actsAs: asThird,
+  }),
+  changePathLock: request("changePathLock", "lock_change", {
+    params: (z, f) =>
+      z.strictObject({
+        channel: f.channel,
+        lock: z.string(),
+        change: z.discriminatedUnion("op", [
+          z.strictObject({ op: z.literal("unlock"), agent: z.string() }),
+          z.strictObject({
+            op: z.literal("recover"),
+            agent: z.string(),
+            reason: z.string().max(4096),
+            ttlMs: f.ms.optional(),
+          }),
+        ]),
+      }),
+    send: (channel, lock, change) => ({ channel, lock, change }),
+    run: (store, p) => store.changePathLock(p.channel, p.lock, p.change),
+    actsAs: (channel, _lock, change) => [channel, change.agent],
   }),
   receipts: request("receipts", "receipts", {
     params: (z, f) => z.strictObject({ channel: f.channel, seq: f.seq }),

@@ -78,8 +78,24 @@ async function readCursors(cursorDir: string, read: ReadText): Promise<Record<st
   return cursors;
 }
 
-function emptySummary(): TransferSummary {
-  return { channels: 0, messages: 0, cursors: 0, tasks: 0, warnings: [] };
+/**
+ * Moves each named channel with `move` and counts what it moved (undefined: the channel is
+ * skipped), the same way out of NATS and into it.
+ */
+async function transferEach(
+  names: readonly string[],
+  move: (name: string, warnings: string[]) => Promise<ChannelDump | undefined>,
+): Promise<TransferSummary> {
+  const summary: TransferSummary = { channels: 0, messages: 0, cursors: 0, tasks: 0, warnings: [] };
+  for (const name of names) {
+    const dump = await move(name, summary.warnings);
+    if (!dump) continue;
+    summary.channels += 1;
+    summary.messages += dump.messages.length;
+    summary.cursors += Object.keys(dump.cursors).length;
+    summary.tasks += dump.tasks.length;
+  }
+  return summary;
 }
 
 /**
@@ -93,9 +109,8 @@ export async function exportNamespace(
   dir: string,
   only?: readonly string[],
 ): Promise<TransferSummary> {
-  const summary = emptySummary();
   const names = only ?? (await store.channels()).map((c) => c.name);
-  for (const name of names) {
+  return transferEach(names, async (name) => {
     validateName("channel", name);
     const dump = checkDump(await store.dump(name));
     const chDir = join(dir, name);
@@ -105,12 +120,8 @@ export async function exportNamespace(
     } catch (err) {
       throw wrapIoError(err, `cannot write ${chDir}`);
     }
-    summary.channels += 1;
-    summary.messages += dump.messages.length;
-    summary.cursors += Object.keys(dump.cursors).length;
-    summary.tasks += dump.tasks.length;
-  }
-  return summary;
+    return dump;
+  });
 }
 
 /** The channel's folder with its `_meta.json`, created exclusively: an export never overwrites. */
@@ -159,7 +170,6 @@ export async function importFolder(
   store: NatsStore,
   only?: readonly string[],
 ): Promise<TransferSummary> {
-  const summary = emptySummary();
   let entries: string[];
   try {
     entries = (await fsp.readdir(dir)).sort();
@@ -167,24 +177,20 @@ export async function importFolder(
     throw wrapIoError(err, `cannot read ${dir}`);
   }
   const names = only ?? entries.filter((n) => !n.startsWith(".") && !n.startsWith("_"));
-  for (const name of names) {
+  return transferEach(names, async (name, warnings) => {
     try {
       validateName("channel", name);
     } catch {
-      continue;
+      return undefined;
     }
-    const dump = await readChannel(join(dir, name), name, summary.warnings);
+    const dump = await readChannel(join(dir, name), name, warnings);
     if (!dump) {
       if (only) throw new AgentChatError("CHANNEL_NOT_FOUND", `no channel ${name} in ${dir}`);
-      continue;
+      return undefined;
     }
     await store.restore(dump);
-    summary.channels += 1;
-    summary.messages += dump.messages.length;
-    summary.cursors += Object.keys(dump.cursors).length;
-    summary.tasks += dump.tasks.length;
-  }
-  return summary;
+    return dump;
+  });
 }
 
 /** Agent names as cursor files carry them (the reference's slug, or a name of ours). */

@@ -68,12 +68,28 @@ export interface Store {
    * chat.py lists, shows and leases, and that `claim`, `renew`, `done` and `release` take too.
    */
   createStructuredTask(channel: string, task: NewStructuredTask): Promise<TaskInfo>;
-  /** Blocks a structured task, or recovers its expired lease with a reason (chat.py's grammar). */
+  /** Blocks, updates, or recovers the expired lease of, a structured task (chat.py's grammar). */
   changeStructuredTask(
     channel: string,
     task: string,
     change: StructuredTaskChange,
   ): Promise<TaskInfo>;
+
+  /**
+   * Optional (folder roots): chat.py 0.7's derived summary of a channel (docs/state.md): its
+   * topic, decisions, open tasks, blockers, owners, path locks and verification evidence, as
+   * chat.py's `state` renders them; with `write`, its `state.md` replaced atomically and the
+   * `state.compacted` message posted; with `saved`, the `state.md` last written, as it is.
+   */
+  channelState?(channel: string, options?: ChannelSummaryOptions): Promise<ChannelSummary>;
+
+  /**
+   * Optional (folder roots): chat.py 0.7's `recover-pending`. A change of its task leases
+   * (`kind: "task"`) or path locks (`kind: "path"`) that died half-way, its journal left behind,
+   * is undone, or, if its message was posted, its journal cleaned up (docs/leases.md); until
+   * then every such change there is refused. For tasks `NOT_FOUND` when nothing is pending.
+   */
+  recoverPending?(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
 
   /**
    * Reserves the paths a repository-relative glob covers (docs/leases.md): a lease with its own
@@ -103,6 +119,16 @@ export interface Store {
     agent: string,
     options?: ReleaseOptions,
   ): Promise<PathLeaseInfo>;
+  /**
+   * Unlocks (its owner) or recovers (anyone, once it ended, with a reason) a path lock chat.py
+   * 0.7 made, `locks/<lock>.json`, as chat.py does (folder roots only; `NOT_FOUND` elsewhere).
+   * Answers with the lock as it was before the change and as it is after.
+   */
+  changePathLock(
+    channel: string,
+    lock: string,
+    change: PathLockChange,
+  ): Promise<{ before: PathLeaseInfo; after: PathLeaseInfo }>;
 
   /**
    * Optional: rewrites a channel's `_meta.json` atomically, excluded from other writers (on the
@@ -349,9 +375,78 @@ export interface NewStructuredTask {
 }
 
 /** The changes of a structured task that are not a claim, renewal, finish or release. */
+export type PathLockChange =
+  | { op: "unlock"; agent: string }
+  | { op: "recover"; agent: string; reason: string; ttlMs?: number };
+
 export type StructuredTaskChange =
   | { op: "block"; agent: string }
-  | { op: "recover"; agent: string; reason: string; ttlMs?: number };
+  | { op: "recover"; agent: string; reason: string; ttlMs?: number }
+  | { op: "update"; agent: string; fields: StructuredTaskUpdate };
+
+/**
+ * chat.py's `task update`: the fields to change (absent: kept; `null`: cleared). A leased task
+ * is its holder's to update, and its owner and status move only with the lease.
+ */
+export interface StructuredTaskUpdate {
+  title?: string;
+  owner?: string | null;
+  dependsOn?: string[];
+  filesHint?: string[];
+  acceptance?: string[];
+  branch?: string | null;
+  status?: string;
+}
+
+export interface RecoverPendingOptions {
+  /** The task lease journal (`task recover-pending`) or the path-lock one (`recover-pending`). */
+  kind: "task" | "path";
+  /** Who recovers it (the audit message's sender). */
+  agent: string;
+  /** For a journal in phase `applied` whose message cannot be found: what happened. */
+  resolve?: "rollback" | "published";
+}
+
+/** What `recoverPending` did. */
+export interface PendingRecovery {
+  /** The task the change was of (`kind: "task"`). */
+  task?: string;
+  /** The path lock the change was of (`kind: "path"`). */
+  lock?: string;
+  /** The change's own event (`lease.claimed`, `path.locked`, …). */
+  event: string;
+  /**
+   * `rollback`: every file put back as before; `cleanup`: it had happened, the journal went;
+   * `none`: no path-lock change was pending (chat.py's path-lock recovery is then a no-op too).
+   */
+  recovery: "rollback" | "cleanup" | "none";
+}
+
+export interface ChannelSummaryOptions {
+  /** Replace `state.md` with the summary (chat.py's `state --write`, `compact`). */
+  write?: boolean;
+  /** Who posts the `state.compacted` message (chat.py's default: `system`). */
+  actor?: string;
+  /** `false`: write without posting `state.compacted` (chat.py's `--no-audit`). */
+  audit?: boolean;
+  /** Refuse the summary when a source does not validate, instead of leaving it out. */
+  strict?: boolean;
+  /** Return the saved `state.md` instead of a new summary (`STATE_RECORD_NOT_FOUND` if none). */
+  saved?: boolean;
+}
+
+/** A channel's summary as chat.py 0.7 renders it. */
+export interface ChannelSummary {
+  /** Its `state.md` text, byte for byte. */
+  markdown: string;
+  /** Its `state --json` text, byte for byte (empty for `saved`). */
+  json: string;
+  /** Whether `state.md` was replaced. */
+  written: boolean;
+  counts: { openTasks: number; pathLocks: number; decisions: number };
+  /** The sources left out because they do not validate, one line each. */
+  problems: string[];
+}
 
 export interface TasksOptions {
   onWarning?: (warning: string) => void;

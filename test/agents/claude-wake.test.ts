@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type ModelStub, startModelStub } from "./model-stub.js";
-import { makeSandbox, runTool, type Sandbox, startTool, toolBinary } from "./sandbox.js";
+import { describe, expect, it, vi } from "vitest";
+import { runTool, startTool, toolBinary } from "./sandbox.js";
+import { wakeFixture } from "./wake-session.js";
 
 /*
  * The real Claude Code after `agent-chat setup claude-code --write --wake`, with a stand-in for
@@ -11,30 +11,22 @@ import { makeSandbox, runTool, type Sandbox, startTool, toolBinary } from "./san
  * a new turn when another agent posts to it, and only then.
  */
 
-let sandbox: Sandbox;
-let stub: ModelStub;
+// No tool call: each turn is one request and a plain answer.
+const session = wakeFixture({
+  name: "claude-wake",
+  script: { calls: [], text: "Done." },
+  standIn: (_sandbox, url) => ({
+    ANTHROPIC_BASE_URL: url,
+    ANTHROPIC_API_KEY: "sk-ant-stand-in",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_AUTOUPDATER: "1",
+    MCP_CONNECTION_NONBLOCKING: "false",
+  }),
+});
 const claude = () => toolBinary("claude");
 
-beforeEach(async () => {
-  sandbox = makeSandbox("agent-chat-claude-wake-");
-  // No tool call: each turn is one request and a plain answer.
-  stub = await startModelStub({ calls: [], text: "Done." });
-});
-afterEach(async () => {
-  await stub.close();
-  sandbox.cleanup();
-});
-
-const modelEnv = () => ({
-  ANTHROPIC_BASE_URL: stub.url,
-  ANTHROPIC_API_KEY: "sk-ant-stand-in",
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-  DISABLE_AUTOUPDATER: "1",
-  MCP_CONNECTION_NONBLOCKING: "false",
-});
-
 /** The parked `hook wait` processes' marks (one per session; gone when the wait ends). */
-const stateDir = () => join(sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
+const stateDir = () => join(session.sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
 
 function waiters(): string[] {
   const dir = stateDir();
@@ -77,6 +69,7 @@ function wakeNotices(body: string): string[] {
 
 describe("Claude Code (real binary) after setup claude-code --write --wake", () => {
   it("an idle stream-json session takes a new turn when a message arrives, once per message, moving no cursor", async () => {
+    const { sandbox, stub } = session;
     await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
     const setup = await sandbox.agentChat([
       "setup",
@@ -88,7 +81,7 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
     ]);
     expect(setup.code, setup.stderr).toBe(0);
     // Claude Code's own loader: `claude doctor` lists settings that do not match its schema.
-    const doctor = await runTool(sandbox, claude(), ["doctor"], { env: modelEnv() });
+    const doctor = await runTool(sandbox, claude(), ["doctor"], { env: session.env });
     expect(doctor.stdout).toContain("Claude Code doctor");
     expect(doctor.stdout).not.toMatch(/Invalid settings|did not load/);
 
@@ -96,7 +89,7 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
       sandbox,
       claude(),
       ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"],
-      modelEnv(),
+      session.env,
     );
     let stderr = "";
     child.stderr?.setEncoding("utf8").on("data", (d: string) => {
@@ -201,12 +194,13 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
   }, 90_000);
 
   it("a one-shot claude -p with the wake hook installed ends as soon as its turn does", async () => {
+    const { sandbox } = session;
     await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
     await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write", "--wake"]);
     // No trust question under `claude -p`: Claude Code's docs (Security, "Trust verification")
     // say it is disabled when running non-interactively with -p; first-run.test.ts answers it.
     const started = Date.now();
-    const run = await runTool(sandbox, claude(), ["-p", "Say hi."], { env: modelEnv() });
+    const run = await runTool(sandbox, claude(), ["-p", "Say hi."], { env: session.env });
     const took = Date.now() - started;
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain("Done.");

@@ -1,16 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type ModelStub, startModelStub } from "./model-stub.js";
-import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
+import { describe, expect, it } from "vitest";
+import { runTool, toolBinary } from "./sandbox.js";
 import { codexStandIn } from "./stand-in-config.js";
-import { startTerminal, type Terminal } from "./terminal.js";
+import { stopCodexDaemon } from "./wake-command.js";
 import {
   expectWokenTurnReads,
   idleAfterFirstTurn,
-  runCommand,
   runnable,
-  stopCodexDaemon,
   title,
-  WAKE_SCRIPT,
+  wakeFixture,
 } from "./wake-session.js";
 
 /*
@@ -19,27 +16,16 @@ import {
  * turn when alice posts to bob, and that turn reads the message.
  */
 
-let sandbox: Sandbox;
-let stub: ModelStub;
-let terminal: Terminal | undefined;
-let env: Record<string, string>;
-
-beforeEach(async () => {
-  sandbox = makeSandbox("agent-chat-codex-wake-");
-  stub = await startModelStub(WAKE_SCRIPT);
-  // The folder and the hooks are trusted at Codex's own questions, as a user answers them.
-  env = codexStandIn(sandbox, stub.url, { trusted: false });
-});
-afterEach(async () => {
-  await terminal?.close();
-  terminal = undefined;
-  await stopCodexDaemon(sandbox, env);
-  await stub.close();
-  sandbox.cleanup();
+// The folder and the hooks are trusted at Codex's own questions, as a user answers them.
+const session = wakeFixture({
+  name: "codex-wake",
+  standIn: (sandbox, url) => codexStandIn(sandbox, url, { trusted: false }),
+  stop: stopCodexDaemon,
 });
 
 describe.runIf(runnable)("Codex (real binary) woken from idle under agent-chat run", () => {
   it(title("an idle session takes a turn that reads the message posted to it"), async () => {
+    const { sandbox, stub, env } = session;
     await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
     const setup = await runTool(
       sandbox,
@@ -48,8 +34,7 @@ describe.runIf(runnable)("Codex (real binary) woken from idle under agent-chat r
       { env },
     );
     expect(setup.code, setup.stderr).toBe(0);
-    const term = startTerminal(sandbox, runCommand(sandbox, [toolBinary("codex")]), env);
-    terminal = term;
+    const term = session.run([toolBinary("codex")]);
     await term.waitFor(/Ask Codex to do anything/);
     // Codex asks its questions once the first prompt is sent (docs/first-run.md).
     await term.type("Say hi.", /›\s+Say hi\./);

@@ -1,12 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
+import { claudeStandIn, codexStandIn, geminiStandIn } from "./stand-in-config.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
-import { stopCodexDaemon } from "./wake-session.js";
+import { stopCodexDaemon } from "./wake-command.js";
 
 /*
  * The first run a user meets, in each real tool: a fresh HOME and a fresh git repository,
@@ -102,18 +103,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
     async () => {
       const setup = await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write"]);
       expect(setup.code, setup.stderr).toBe(0);
-      // The model credential, as a user with a key helper has it. An ANTHROPIC_API_KEY would
-      // first need Claude Code's connectivity check, which reaches api.anthropic.com.
-      mkdirSync(join(sandbox.home, ".claude"), { recursive: true });
-      writeFileSync(
-        join(sandbox.home, ".claude", "settings.json"),
-        JSON.stringify({ apiKeyHelper: "echo sk-ant-stand-in" }),
-      );
-      const env = {
-        ANTHROPIC_BASE_URL: stub.url,
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_AUTOUPDATER: "1",
-      };
+      const env = claudeStandIn(sandbox, stub.url, { firstRun: true });
       let term = startTerminal(sandbox, [toolBinary("claude")], env);
       terminal = term;
       await term.waitFor(/Choose the text style/);
@@ -152,7 +142,8 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
   it(
     skipName("Codex: trust this folder, review hooks; then the chat tools run unasked", reason),
     async () => {
-      const env = await codexUserConfig();
+      // The user's own Codex config (the stand-in as its model provider), nothing trusted.
+      const env = codexStandIn(sandbox, stub.url, { trusted: false });
       const setup = await runTool(
         sandbox,
         "agent-chat",
@@ -205,14 +196,9 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
     skipName("Gemini CLI: trust folder (it restarts); then the chat tools run unasked", reason),
     async () => {
       // The user's own settings: an API key (the stand-in is its base URL).
-      mkdirSync(join(sandbox.home, ".gemini"), { recursive: true });
-      writeFileSync(
-        join(sandbox.home, ".gemini", "settings.json"),
-        JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }),
-      );
+      const env = geminiStandIn(sandbox, stub.url, { relaunch: true });
       const setup = await sandbox.agentChat(["setup", "gemini", "--as", "alice", "--write"]);
       expect(setup.code, setup.stderr).toBe(0);
-      const env = { GOOGLE_GEMINI_BASE_URL: stub.url, GEMINI_API_KEY: "stand-in" };
       const term = startTerminal(sandbox, [toolBinary("gemini")], env);
       terminal = term;
       // The question comes up before Gemini CLI has finished starting; an answer given then is
@@ -253,24 +239,4 @@ async function trustClaudeFolder(term: Terminal): Promise<boolean> {
     }
   }
   throw new Error(`Claude Code's trust question took no answer:\n${term.screen()}`);
-}
-
-/** The user's own Codex config: the model provider (here the stand-in). */
-async function codexUserConfig(): Promise<Record<string, string>> {
-  const codexHome = join(sandbox.home, ".codex");
-  mkdirSync(codexHome, { recursive: true });
-  writeFileSync(
-    join(codexHome, "config.toml"),
-    [
-      'model = "gpt-5.1-codex"',
-      'model_provider = "stand-in"',
-      "",
-      "[model_providers.stand-in]",
-      'name = "stand-in"',
-      `base_url = "${stub.url}/v1"`,
-      'wire_api = "responses"',
-      "",
-    ].join("\n"),
-  );
-  return { CODEX_HOME: codexHome };
 }

@@ -38,23 +38,45 @@ export function codexStandIn(
   return { CODEX_HOME: codexHome };
 }
 
-/** Gemini CLI: an API key in the user's settings, the stand-in as its base URL. */
-export function geminiStandIn(sandbox: Sandbox, url: string): Record<string, string> {
+/**
+ * Gemini CLI: an API key in the user's settings, the stand-in as its base URL; with
+ * `relaunch: true` it keeps its own relaunch at start-up, as on a user's first run.
+ */
+export function geminiStandIn(
+  sandbox: Sandbox,
+  url: string,
+  { relaunch = false } = {},
+): Record<string, string> {
   mkdirSync(join(sandbox.home, ".gemini"), { recursive: true });
   writeFileSync(
     join(sandbox.home, ".gemini", "settings.json"),
     JSON.stringify({ security: { auth: { selectedType: "gemini-api-key" } } }),
   );
-  return {
-    GOOGLE_GEMINI_BASE_URL: url,
-    GEMINI_API_KEY: "stand-in",
-    // One process: the relaunch with a larger heap only costs time here.
-    GEMINI_CLI_NO_RELAUNCH: "true",
-  };
+  const env = { GOOGLE_GEMINI_BASE_URL: url, GEMINI_API_KEY: "stand-in" };
+  // One process: the relaunch with a larger heap only costs time here.
+  return relaunch ? env : { ...env, GEMINI_CLI_NO_RELAUNCH: "true" };
 }
 
-/** Claude Code: the stand-in as ANTHROPIC_BASE_URL, the folder trusted in ~/.claude.json. */
-export function claudeStandIn(sandbox: Sandbox, url: string): Record<string, string> {
+/**
+ * Claude Code: the stand-in as ANTHROPIC_BASE_URL, the folder trusted in ~/.claude.json. With
+ * `firstRun: true`, as a user meets it: nothing trusted, and the credential from a key helper in
+ * ~/.claude/settings.json (an ANTHROPIC_API_KEY would first need Claude Code's connectivity
+ * check, which reaches api.anthropic.com); written over that file, so after `setup`.
+ */
+export function claudeStandIn(
+  sandbox: Sandbox,
+  url: string,
+  { firstRun = false } = {},
+): Record<string, string> {
+  const quiet = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1" };
+  if (firstRun) {
+    mkdirSync(join(sandbox.home, ".claude"), { recursive: true });
+    writeFileSync(
+      join(sandbox.home, ".claude", "settings.json"),
+      JSON.stringify({ apiKeyHelper: "echo sk-ant-stand-in" }),
+    );
+    return { ANTHROPIC_BASE_URL: url, ...quiet };
+  }
   const config = {
     projects: { [realpathSync(sandbox.project)]: { hasTrustDialogAccepted: true } },
   };
@@ -62,8 +84,7 @@ export function claudeStandIn(sandbox: Sandbox, url: string): Record<string, str
   return {
     ANTHROPIC_BASE_URL: url,
     ANTHROPIC_API_KEY: "sk-ant-stand-in",
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-    DISABLE_AUTOUPDATER: "1",
+    ...quiet,
     MCP_CONNECTION_NONBLOCKING: "false",
   };
 }

@@ -1,20 +1,17 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { expect, vi } from "vitest";
+import { afterEach, beforeEach, expect, vi } from "vitest";
 import { runNotice } from "../../src/cli/agent-run.js";
-import { type ModelStub, type StubScript, toolResults } from "./model-stub.js";
-import { runTool, type Sandbox, toolBinary } from "./sandbox.js";
-import { hasTmux, type Terminal } from "./terminal.js";
+import { type ModelStub, type StubScript, startModelStub, toolResults } from "./model-stub.js";
+import { makeSandbox, type Sandbox } from "./sandbox.js";
+import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
+import { NOTICE_MARK, runCommand } from "./wake-command.js";
 
 /*
- * What the wake tests of Codex and Gemini CLI share: a session of the real tool under
+ * What the wake tests share: their fixture (a sandbox and the stand-in model per test, for
+ * Claude Code too) and, for Codex and Gemini CLI, the test itself: a session of the real tool under
  * `agent-chat run --as bob` in a terminal, idle after a first turn; alice posts to bob from
  * another process; the idle session must take a new model turn that carries our notice and,
  * the stand-in model answering it with a chat_read call, reads the message.
  */
-
-/** The part of `runNotice` the stand-in keys its chat_read call on. */
-export const NOTICE_MARK = "arrived while you were idle";
 
 /** The stand-in's script: a plain first turn; a chat_read of general in the woken turn. */
 export const WAKE_SCRIPT: StubScript = {
@@ -27,18 +24,71 @@ export const runnable = hasTmux() || process.env.CI === "true";
 export const title = (name: string) =>
   runnable ? name : `${name} (skipped: tmux is not installed)`;
 
-/** `agent-chat run --as bob -- <tool…>` as the user types it in the project folder. */
-export function runCommand(sandbox: Sandbox, tool: string[]): string[] {
-  return [
-    join(sandbox.dir, "bin", "agent-chat"),
-    "--root",
-    sandbox.root,
-    "run",
-    "--as",
-    "bob",
-    "--",
-    ...tool,
-  ];
+/** One wake test's session, fresh for each test: read its parts inside the test. */
+export interface WakeFixture {
+  readonly sandbox: Sandbox;
+  readonly stub: ModelStub;
+  /** The tool's environment, pointed at the stand-in. */
+  readonly env: Record<string, string>;
+  /** Starts `agent-chat run --as bob -- <tool…>` in a terminal, closed after the test. */
+  run(tool: string[]): Terminal;
+}
+
+/** What tells one tool's wake tests from another's. */
+export interface WakeTool {
+  /** Names the sandbox's folder. */
+  name: string;
+  /** The stand-in's script (default WAKE_SCRIPT). */
+  script?: StubScript;
+  /** Points the tool at the stand-in (stand-in-config.ts); returns its environment. */
+  standIn(sandbox: Sandbox, url: string): Record<string, string>;
+  /** What the tool leaves running after its terminal closes, stopped after each test. */
+  stop?(sandbox: Sandbox, env: Record<string, string>): Promise<void>;
+}
+
+/**
+ * Registers the set-up and tear-down every wake test has: before each test a new sandbox and
+ * stand-in with the tool's configuration; after it the terminal, what the tool left running,
+ * the stand-in and the sandbox, in that order.
+ */
+export function wakeFixture(tool: WakeTool): WakeFixture {
+  let parts: { sandbox: Sandbox; stub: ModelStub; env: Record<string, string> } | undefined;
+  let terminal: Terminal | undefined;
+  const current = () => {
+    if (!parts) throw new Error("the wake fixture is read outside a test");
+    return parts;
+  };
+  beforeEach(async () => {
+    const sandbox = makeSandbox(`agent-chat-${tool.name}-`);
+    const stub = await startModelStub(tool.script ?? WAKE_SCRIPT);
+    parts = { sandbox, stub, env: tool.standIn(sandbox, stub.url) };
+  });
+  afterEach(async () => {
+    if (!parts) return; // its beforeEach failed, and says so
+    const { sandbox, stub, env } = parts;
+    await terminal?.close();
+    terminal = undefined;
+    await tool.stop?.(sandbox, env);
+    await stub.close();
+    sandbox.cleanup();
+    parts = undefined;
+  });
+  return {
+    get sandbox() {
+      return current().sandbox;
+    },
+    get stub() {
+      return current().stub;
+    },
+    get env() {
+      return current().env;
+    },
+    run(command) {
+      const { sandbox, env } = current();
+      terminal = startTerminal(sandbox, runCommand(sandbox, command), env);
+      return terminal;
+    },
+  };
 }
 
 /** Waits until the stand-in has received a request whose body `matches`; returns its index. */
@@ -129,24 +179,4 @@ async function wokenTurnReads(sandbox: Sandbox, stub: ModelStub): Promise<number
   const unread = await sandbox.agentChat(["--json", "read", "general", "--as", "bob", "--peek"]);
   expect(JSON.parse(unread.stdout).messages).toEqual([]);
   return latency;
-}
-
-/**
- * Codex's TUI starts a shared background server from CODEX_HOME that outlives it: stopped the
- * way Codex says, then any process of it still running from that CODEX_HOME.
- */
-export async function stopCodexDaemon(
-  sandbox: Sandbox,
-  env: Record<string, string>,
-): Promise<void> {
-  await runTool(sandbox, toolBinary("codex"), ["app-server", "daemon", "stop"], { env });
-  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
-    let command: string;
-    try {
-      command = readFileSync(join("/proc", pid, "cmdline"), "utf8");
-    } catch {
-      continue;
-    }
-    if (command.startsWith(join(env.CODEX_HOME!, "packages"))) process.kill(Number(pid));
-  }
 }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
@@ -23,6 +23,18 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
   const ref = (...args: string[]) => runReference("0.7", root.dir, args);
   const locks = () =>
     readdirSync(join(root.dir, "dev", "locks")).filter((n) => n.endsWith(".json"));
+  /** The path-lock audit messages of the channel: sender, status and JSON body, oldest first. */
+  const audits = () =>
+    readdirSync(join(root.dir, "dev"))
+      .filter((f) => /^\d+-/.test(f))
+      .sort()
+      .map((f) => readFileSync(join(root.dir, "dev", f), "utf8"))
+      .filter((text) => /\nstatus: path\./.test(text))
+      .map((text) => ({
+        from: /\nfrom: (.*)\n/.exec(text)?.[1],
+        status: /\nstatus: (.*)\n/.exec(text)?.[1],
+        body: JSON.parse(text.slice(text.indexOf("\n---\n") + 5)) as Record<string, unknown>,
+      }));
 
   beforeEach(async () => {
     root = tempDir();
@@ -74,10 +86,91 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     expect(locks()).toEqual([`${id}.json`]);
     expect(ref("lock", "dev", "src/a.ts", "--as", "carol").status).toBe(0);
 
-    const foreign = await cli("unlock", "dev", id, "--as", "alice");
-    expect(foreign.code).toBe(3);
-    expect(foreign.stderr).toContain("PATH_LOCK_FOREIGN");
-    expect(ref("unlock", "dev", id, "--as", "alice").status).toBe(0);
+    const stranger = await cli("unlock", "dev", id, "--as", "bob");
+    expect(stranger.code).toBe(3);
+    expect(stranger.stderr).toMatch(
+      /^agent-chat: PATH_LOCK_OWNER_MISMATCH: lock \w+ belongs to alice/,
+    );
+    expect(ref("check", "dev", "lib").stdout).toMatch(new RegExp(`^locked ${id} owner=alice`));
+  });
+
+  it("our lock and unlock post the audit messages chat.py posts, with its JSON keys", async () => {
+    expect(ref("lock", "dev", "lib", "--as", "alice").status).toBe(0);
+    const theirs = audits()[0]?.body as Record<string, unknown>;
+    expect((await cli("lock", "dev", "src/a.ts", "docs/**", "--as", "bob")).code).toBe(0);
+    expect((await cli("unlock", "dev", "agent-chat-1", "--as", "bob")).code).toBe(0);
+    const ours = audits().slice(1);
+    expect(ours.map((a) => [a.status, a.from, a.body.lock_id])).toEqual([
+      ["path.locked", "bob", "agent-chat-1"],
+      ["path.locked", "bob", "agent-chat-2"],
+      ["path.lock.unlocked", "bob", "agent-chat-1"],
+    ]);
+    const keys = Object.keys(theirs).filter((k) => k !== "transaction_id");
+    for (const a of ours) expect(Object.keys(a.body)).toEqual(keys);
+    expect(ours[1]?.body.paths).toEqual([
+      { display_path: "docs/**", kind: "directory", normalized_path: "docs" },
+    ]);
+  });
+
+  it("chat.py's own lock: its owner unlocks it with ours, journaled and audited as chat.py does", async () => {
+    const id = /locked (\w+)/.exec(ref("lock", "dev", "lib", "src", "--as", "alice").stdout)?.[1];
+    const unlocked = await cli("unlock", "dev", "src", "--as", "alice");
+    expect([unlocked.code, unlocked.stdout, unlocked.stderr]).toEqual([
+      0,
+      `unlocked ${id} from dev\n`,
+      "",
+    ]);
+    expect(readdirSync(join(root.dir, "dev", "locks"))).toEqual([]); // record and journal gone
+    expect(ref("check", "dev", "lib", "src").stdout).toBe("available\n");
+    const audit = audits().at(-1);
+    expect(audit?.status).toBe("path.lock.unlocked");
+    expect(audit?.from).toBe("alice");
+    expect(audit?.body).toMatchObject({
+      event: "path.lock.unlocked",
+      lock_id: id,
+      owner: "alice",
+      paths: [{ normalized_path: "lib" }, { normalized_path: "src" }],
+      transaction_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+  });
+
+  it("chat.py's own lock, ended: ours recovers it as chat.py does, and chat.py sees the new owner", async () => {
+    const locked = ref("lock", "dev", "lib", "--as", "alice", "--lease-seconds", "0.2");
+    const id = /locked (\w+)/.exec(locked.stdout)?.[1] as string;
+    const early = await cli("recover", "dev", id, "--as", "bob", "--reason", "alice left");
+    expect(early.code).toBe(3);
+    expect(early.stderr).toMatch(/^agent-chat: PATH_LOCK_NOT_STALE: /);
+    let taken = early;
+    await until(async () => {
+      taken = await cli("recover", "dev", "lib", "--as", "bob", "--reason", "alice left");
+      return taken.code === 0;
+    });
+    expect(taken.stdout).toBe(`recovered ${id} for bob previous_owner=alice reason=alice left\n`);
+    expect(ref("check", "dev", "lib/x.ts").stdout).toMatch(new RegExp(`^locked ${id} owner=bob `));
+    expect(ref("lock", "dev", "lib/x.ts", "--as", "carol").stderr).toContain("PATH_LOCK_CONFLICT");
+    expect(audits().at(-1)?.body).toMatchObject({
+      event: "path.lock.recovered",
+      owner: "bob",
+      previous_owner: "alice",
+      recovery_reason: "alice left",
+    });
+    // The lock is still chat.py's kind: its new owner gives it back with either CLI.
+    expect(ref("unlock", "dev", id, "--as", "bob").status).toBe(0);
+  });
+
+  it("a path-lock change that died half-way (chat.py's journal) refuses our changes until settled", async () => {
+    expect(ref("lock", "dev", "lib", "--as", "alice").status).toBe(0);
+    writeFileSync(join(root.dir, "dev", "locks", ".path-lock-transaction.json"), "{}\n");
+    for (const args of [
+      ["lock", "dev", "src", "--as", "bob"],
+      ["lease", "add", "dev", "docs/**", "--as", "bob"],
+      ["unlock", "dev", "lib", "--as", "alice"],
+    ]) {
+      const refused = await cli(...args);
+      expect(refused.code, args.join(" ")).toBe(1);
+      expect(refused.stderr).toContain("PATH_LOCK_TRANSACTION_PENDING");
+    }
+    expect(locks().filter((n) => !n.startsWith("."))).toHaveLength(1);
   });
 
   it("recover takes over only an expired lock, with its reason; chat.py sees the new owner", async () => {

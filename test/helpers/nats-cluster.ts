@@ -190,6 +190,18 @@ export class ClusterNode {
     }
   }
 
+  /** The client URLs this node tells its clients about (GET /varz), or [] while it cannot tell. */
+  async connectUrls(): Promise<string[]> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${this.httpPort}/varz`, {
+        signal: AbortSignal.timeout(1000),
+      });
+      return ((await res.json()) as { connect_urls?: string[] }).connect_urls ?? [];
+    } catch {
+      return [];
+    }
+  }
+
   /** How many route connections this node has now (GET /routez). */
   async routes(): Promise<number> {
     const res = await fetch(`http://127.0.0.1:${this.httpPort}/routez`, {
@@ -271,16 +283,21 @@ export class NatsCluster {
   }
 
   /**
-   * Resolves once every running node agrees on one meta leader, and that leader sees each
-   * other running node as a current peer: the cluster can create and serve replicated streams.
+   * Resolves once every running node agrees on one meta leader, that leader sees each other
+   * running node as a current peer (the cluster can create and serve replicated streams), and
+   * every running node tells its clients of every running node: a client that connects now
+   * learns the whole cluster, so a new namespace gets a copy on each node (just after start-up
+   * a node may have heard of two only, and three copies would then be refused).
    * Polls with a deadline; never a fixed sleep.
    */
   async waitReady(timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    let last = "";
     for (;;) {
       const running = this.nodes.filter((n) => n.running);
-      const metas = await Promise.all(running.map((n) => n.meta()));
+      const [metas, gossip] = await Promise.all([
+        Promise.all(running.map((n) => n.meta())),
+        Promise.all(running.map((n) => n.connectUrls())),
+      ]);
       const leaders = new Set(metas.map((m) => m?.leader ?? ""));
       const leader = leaders.size === 1 ? [...leaders][0] : "";
       const leaderMeta = metas[running.findIndex((n) => n.name === leader)];
@@ -288,9 +305,14 @@ export class NatsCluster {
         (leaderMeta?.replicas ?? []).filter((r) => r.current && !r.offline).map((r) => r.name),
       );
       const others = running.filter((n) => n.name !== leader);
-      if (leader && leaderMeta && others.every((n) => peers.has(n.name))) return;
-      last = `${JSON.stringify(metas)} ${this.nodes.map((n) => n.exited ?? "").join(" ")}`;
-      if (Date.now() > deadline) throw new Error(`cluster not ready: ${last}`);
+      const told = (urls: string[]) => running.every((n) => urls.includes(`127.0.0.1:${n.port}`));
+      if (leader && leaderMeta && others.every((n) => peers.has(n.name)) && gossip.every(told)) {
+        return;
+      }
+      if (Date.now() > deadline) {
+        const exits = this.nodes.map((n) => n.exited ?? "").join(" ");
+        throw new Error(`cluster not ready: ${JSON.stringify({ metas, gossip })} ${exits}`);
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { missingReason } from "./tools.js";
 
 /**
@@ -37,6 +38,33 @@ export function requireReference(version: ReferenceVersion): string {
     throw new Error(`$${ENV[version]} names no reference chat.py ${version}, and CI requires it`);
   }
   return command;
+}
+
+/**
+ * The reference 0.7.5's own test files (its sdist's `tests/`, which the wheel lacks) and the
+ * Python of its environment, with pytest: `.ci/run` fetches them and names the folder in
+ * $AGENT_CHAT_REFERENCE_0_7_TESTS. Elsewhere, beside the environment above:
+ *   /tmp/ref07/bin/pip install pytest==8.4.2
+ *   /tmp/ref07/bin/pip download --no-binary :all: --no-deps -d /tmp agent-chat-plugin==0.7.5
+ *   tar -xzf /tmp/agent_chat_plugin-0.7.5.tar.gz -C /tmp
+ *   export AGENT_CHAT_REFERENCE_0_7_TESTS=/tmp/agent_chat_plugin-0.7.5/tests
+ */
+export function referenceTests(): { tests: string; python: string } | undefined {
+  const tests = process.env.AGENT_CHAT_REFERENCE_0_7_TESTS;
+  const command = referenceCommand("0.7");
+  if (!tests || !command || !existsSync(join(tests, "test_tasks.py"))) return undefined;
+  const python = join(dirname(command), "python");
+  return existsSync(python) ? { tests, python } : undefined;
+}
+
+/** Why the reference's own tests cannot run here: undefined when they can, or in CI. */
+export function referenceTestsSkipReason(): string | undefined {
+  const present = referenceTests() !== undefined;
+  return missingReason(
+    "chat.py 0.7.5's own tests",
+    present,
+    "$AGENT_CHAT_REFERENCE_0_7_TESTS unset, or no $AGENT_CHAT_REFERENCE_0_7",
+  );
 }
 
 /** Runs the reference on a root; returns its stdout, stderr and exit status (never throws). */

@@ -1,3 +1,4 @@
+import { JetStreamApiError } from "@nats-io/jetstream";
 import { describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import { DEFAULT_NATS_TIMEOUT_MS } from "../../src/store/nats/connect.js";
@@ -27,6 +28,22 @@ describe("nats patience: how long a call keeps trying", () => {
     const answer = await patiently(async () => {
       if (++calls < 3) {
         throw new AgentChatError("BACKEND_UNAVAILABLE", `cannot create x: ${NOT_ROUTED_YET}`);
+      }
+      return "created";
+    }, Date.now() + 60_000);
+    expect(answer).toBe("created");
+    expect(calls).toBe(3);
+  });
+
+  it("a stream creation refused because the cluster has not heard from a server it lists yet (just started) is sent again", async () => {
+    let calls = 0;
+    const answer = await patiently(async () => {
+      if (++calls < 3) {
+        throw new JetStreamApiError({
+          code: 400,
+          err_code: 10005,
+          description: "no suitable peers for placement, peer offline",
+        });
       }
       return "created";
     }, Date.now() + 60_000);

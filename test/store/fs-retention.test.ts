@@ -254,7 +254,7 @@ describe("prune", () => {
   });
 
   it("never follows a link among the cursors", async () => {
-    mkdirSync(join(dir(), ".cursors"));
+    mkdirSync(join(dir(), ".cursors"), { recursive: true });
     const victim = join(tmp.dir, "victim.txt");
     writeFileSync(victim, "keep");
     symlinkSync(victim, join(dir(), ".cursors", "evil.txt"));

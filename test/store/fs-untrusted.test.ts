@@ -7,6 +7,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmdirSync,
   symlinkSync,
   truncateSync,
   utimesSync,
@@ -187,7 +188,7 @@ describe("files planted under our own names are replaced, never written through"
   });
 
   it("a cursor file that is a link: never read through, and replaced when the cursor moves", async () => {
-    mkdirSync(join(chDir(), ".cursors"));
+    mkdirSync(join(chDir(), ".cursors"), { recursive: true });
     symlinkSync(join(outside, "count.txt"), join(chDir(), ".cursors", "bob.txt"));
     await store.post("ch", { from: "alice", body: "one" });
     expect(await store.cursor("ch", "bob")).toBe(0);
@@ -200,6 +201,7 @@ describe("files planted under our own names are replaced, never written through"
   it("a .cursors folder that is a link: cursors are neither read nor written through it", async () => {
     mkdirSync(join(outside, "cursors"));
     writeFileSync(join(outside, "cursors", "bob.txt"), "7");
+    rmdirSync(join(chDir(), ".cursors")); // what init made, replaced by the link
     symlinkSync(join(outside, "cursors"), join(chDir(), ".cursors"));
     await store.post("ch", { from: "alice", body: "one" });
     expect(await store.cursor("ch", "bob")).toBe(0);
@@ -214,6 +216,7 @@ describe("one channel whose cursor cannot be saved never costs another its messa
     await store.init("zzz");
     await store.post("ch", { from: "alice", body: "important" });
     await store.post("zzz", { from: "alice", body: "hi" });
+    rmdirSync(join(root, "zzz", ".cursors"));
     writeFileSync(join(root, "zzz", ".cursors"), "");
     const woke = await within(3000, store.wait(["ch", "zzz"], { as: "bob", timeoutMs: 2000 }));
     expect(woke.messages.map((m) => `${m.channel}#${m.seq}`)).toEqual(["ch#1"]);
@@ -247,7 +250,7 @@ describe("nothing in a root can make an operation hang", () => {
     const dir = join(root, "pipes");
     fifo(join(dir, ".seq"));
     fifo(join(dir, "task-9.md"));
-    mkdirSync(join(dir, ".cursors"));
+    mkdirSync(join(dir, ".cursors"), { recursive: true });
     fifo(join(dir, ".cursors", "bob.txt"));
     expect((await within(3000, store.post("pipes", { from: "a", body: "x" }))).seq).toBe(1);
     expect(await within(3000, store.tasks("pipes"))).toEqual([]);

@@ -142,7 +142,7 @@ describe("files in a channel", () => {
     await store.init("c");
     writeFileSync(join(outside.dir, "x.md"), "---\nfrom: root\n---\nsecret\n");
     symlinkSync(join(outside.dir, "x.md"), join(root.dir, "c", "0001-root-x.md"));
-    mkdirSync(join(root.dir, "c", ".cursors"));
+    mkdirSync(join(root.dir, "c", ".cursors"), { recursive: true });
     symlinkSync(join(outside.dir, "victim.txt"), join(root.dir, "c", ".cursors", "bob.txt"));
     const r = await store.read("c", { as: "bob" });
     expect(r.messages).toEqual([]);

@@ -215,7 +215,7 @@ async function plantAll(root: string, sentinel: string): Promise<void> {
   mkdirSync(at("meta-link"));
   symlinkSync("../../sentinel/meta.json", at("meta-link", "_meta.json"));
   symlinkSync("../sentinel/chan", at("chan-link"));
-  mkdirSync(at("cursor-link", ".cursors"));
+  mkdirSync(at("cursor-link", ".cursors"), { recursive: true });
   symlinkSync(join(sentinel, "cursor-target.txt"), at("cursor-link", ".cursors", "bob.txt"));
   mkdirSync(at("bad-json"));
   writeFileSync(at("bad-json", "_meta.json"), '{"channel": "bad-json", "members": [');

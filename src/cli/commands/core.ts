@@ -14,7 +14,7 @@ import {
   type HolderFlags,
   parsePositiveInt,
   parseTtl,
-  renewOptions,
+  renewCommand,
   splitList,
   tokenOption,
   UsageError,
@@ -260,22 +260,20 @@ function registerClaim(program: Command, ctx: CliContext): void {
 }
 
 function registerRenew(program: Command, ctx: CliContext): void {
-  withHolder(
+  renewCommand(
     taskCommand(
       program,
       "renew",
       "extend your lease on a task (only its holder, with a live lease)",
     ),
-  )
-    .option("--ttl <duration>", "the new lease from now (default: the channel's, else 30m)")
-    .addHelpText("after", "\nExample:\n  agent-chat renew review 12 --as bob --token 3")
-    .action(async (channel: string, task: string, opts: HolderFlags & { ttl?: string }) => {
-      const as = ctx.agent(opts.as);
-      const options = renewOptions(opts);
-      const info = await (await ctx.open()).renew(channel, task, as, options);
-      if (ctx.json) return ctx.printJson(info);
-      ctx.out(`renewed ${taskName(info)} in ${channel} (${leaseText(info)})\n`);
-    });
+    ctx,
+    {
+      ttl: "the new lease from now (default: the channel's, else 30m)",
+      example: "agent-chat renew review 12 --as bob --token 3",
+      renew: (store, channel, task, as, options) => store.renew(channel, task, as, options),
+      describe: (info) => [taskName(info), leaseText(info)],
+    },
+  );
 }
 
 function registerDone(program: Command, ctx: CliContext): void {

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import { normalizePattern, patternsOverlap } from "../../features/leases/index.js";
+import { lockedPath, normalizePattern, patternsOverlap } from "../../features/leases/index.js";
 import type { PathLeaseInfo, Store } from "../../store/types.js";
 import { type CliContext, parseTtl } from "../context.js";
 
@@ -128,6 +128,7 @@ function registerLock(program: Command, ctx: CliContext): void {
     const owner = ownerOf(ctx, opts);
     const store = await ctx.open();
     const locks = await asPathLock(() => lockAll(store, channel, paths, owner, ttlMs(opts)));
+    for (const l of locks) await audit(store, "path.locked", l, owner);
     if (ctx.json) return ctx.printJson({ channel, owner, locks });
     const ids = locks.map(lockId).join(", ");
     ctx.out(`locked ${ids} -> ${channel}/${locks.map((l) => l.pattern).join(", ")}\n`);
@@ -232,16 +233,6 @@ async function find(store: Store, channel: string, target: string): Promise<Path
   return hit;
 }
 
-/** chat.py's own locks are changed by chat.py only (its audit trail and journal are its own). */
-function refuseReferenceLock(l: PathLeaseInfo, owner: string, verb: string): void {
-  if (!l.lock) return;
-  const code = l.holder === owner ? "PATH_LOCK_FOREIGN" : "PATH_LOCK_OWNER_MISMATCH";
-  throw new AgentChatError(
-    "NOT_HOLDER",
-    `${code}: lock ${l.lock} of ${l.holder} is chat.py's: ${verb} it with chat.py`,
-  );
-}
-
 /** The lock unlock and recover act on. */
 const LOCK_TARGET: [string, string] = [
   "<target>",
@@ -260,8 +251,14 @@ function registerUnlock(program: Command, ctx: CliContext): void {
     const store = await ctx.open();
     const released = await asPathLock(async () => {
       const l = await find(store, channel, target);
-      refuseReferenceLock(l, owner, "unlock");
-      return store.releasePathLease(channel, String(l.token), owner, { token: l.token });
+      // A lock chat.py made is changed as chat.py changes it, its journal and audit message too.
+      if (l.lock)
+        return (await store.changePathLock(channel, l.lock, { op: "unlock", agent: owner })).after;
+      const lease = await store.releasePathLease(channel, String(l.token), owner, {
+        token: l.token,
+      });
+      await audit(store, "path.lock.unlocked", lease, owner);
+      return lease;
     });
     if (ctx.json) return ctx.printJson(released);
     ctx.out(`unlocked ${lockId(released)} from ${channel}\n`);
@@ -305,17 +302,62 @@ async function recoverLock(
   ms: number,
 ): Promise<{ previous: PathLeaseInfo; taken: PathLeaseInfo }> {
   const previous = await find(store, channel, target);
+  if (previous.lock) {
+    const change = { op: "recover" as const, agent: owner, reason, ttlMs: ms };
+    const { before, after } = await store.changePathLock(channel, previous.lock, change);
+    return { previous: before, taken: after };
+  }
   if (previous.state === "live") {
     throw new AgentChatError(
       "CLAIM_LOST",
       `PATH_LOCK_NOT_STALE: lock ${lockId(previous)} of ${previous.holder} is live until ${previous.expiresAt}`,
     );
   }
-  refuseReferenceLock(previous, owner, "recover");
   const why = `recovered from ${previous.holder} (lease ended ${previous.expiresAt}): ${reason}`;
   const taken = await store.addPathLease(channel, previous.pattern, owner, {
     ttlMs: ms,
     reason: why,
   });
+  await audit(store, "path.lock.recovered", taken, owner, { previous, reason });
   return { previous, taken };
+}
+
+/**
+ * The `status: <event>` message chat.py posts for a change of a lock (`path.locked`,
+ * `path.lock.unlocked`, `path.lock.recovered`), with its JSON body, for a lock that is a lease
+ * of ours. Posted once the change is made (chat.py journals the two together; a lease is its
+ * own record, and `leases` lists it whether or not this message got out).
+ */
+async function audit(
+  store: Store,
+  event: string,
+  lease: PathLeaseInfo,
+  actor: string,
+  recovery?: { previous: PathLeaseInfo; reason: string },
+): Promise<void> {
+  const expires = referenceTime(lease.expiresAt);
+  const body: Record<string, unknown> = {
+    channel: lease.channel,
+    event,
+    expires_at: expires,
+    lease_expires_at: expires,
+    lock_id: lockId(lease),
+    owner: lease.holder,
+    paths: [await lockedPath(lease.pattern)],
+  };
+  if (recovery) {
+    const previousEnd = referenceTime(recovery.previous.expiresAt);
+    body.previous_expires_at = previousEnd;
+    body.previous_lease_expires_at = previousEnd;
+    body.previous_owner = recovery.previous.holder;
+    body.recovery_reason = recovery.reason;
+  }
+  body.updated_at = referenceTime(new Date().toISOString());
+  await store.post(lease.channel, {
+    from: actor,
+    to: "all",
+    title: `${event} ${lockId(lease)}`,
+    status: event,
+    body: JSON.stringify(body, null, 2),
+  });
 }

@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
-import type { NewStructuredTask, TaskInfo } from "../../store/types.js";
+import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, parseTtl } from "../context.js";
-import { leaseText, stateText, taskName } from "./hot.js";
+import { leaseText, stateText } from "./hot.js";
+import { recoverPendingCommand } from "./recover-pending.js";
 
 /**
  * chat.py 0.7's task grammar (`task create|list|show|claim|renew|done|block|release|recover`),
@@ -12,17 +13,19 @@ import { leaseText, stateText, taskName } from "./hot.js";
  */
 export function registerStructuredTaskCommands(task: Command, ctx: CliContext): void {
   registerCreate(task, ctx);
+  registerUpdate(task, ctx);
+  registerRecoverPending(task, ctx);
   task
     .command("list")
-    .description("list the channel's tasks (chat.py's and ours), as `agent-chat tasks`")
+    .description("list the channel's tasks (chat.py's and ours) in chat.py's table")
     .argument("<channel>")
+    .addHelpText("after", "\nLeases and tokens: `agent-chat tasks CH`, or --json.\n")
     .action(async (channel: string) => {
       const tasks = await (await ctx.open()).tasks(channel, {
         onWarning: (w) => ctx.err(`agent-chat: ${w}\n`),
       });
       if (ctx.json) return ctx.printJson({ channel, tasks });
-      if (tasks.length === 0) ctx.out("(no tasks)\n");
-      for (const t of tasks) ctx.out(`${taskName(t)}\t${statusText(t)}\t${t.title}\n`);
+      ctx.out(listTable(tasks));
     });
   task
     .command("show")
@@ -30,22 +33,25 @@ export function registerStructuredTaskCommands(task: Command, ctx: CliContext): 
     .argument("<channel>")
     .argument("<task>")
     .action(async (channel: string, id: string) => {
-      const info = (await (await ctx.open()).tasks(channel)).find((t) => t.id === id.trim());
+      const tasks = await (await ctx.open()).tasks(channel);
+      const info = tasks.find((t) => t.id === id.trim());
       if (!info) throw new AgentChatError("TASK_NOT_FOUND", `no task ${id} in ${channel}`);
       if (ctx.json) return ctx.printJson(info);
-      ctx.out(showText(info));
+      ctx.out(showText(info, tasks));
     });
   registerLeaseVerbs(task, ctx);
 }
 
+/** A repeatable option whose values may also be comma lists (chat.py's `--depends-on a,b`). */
+const many = (value: string, previous: string[] = []) => [
+  ...previous,
+  ...value
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean),
+];
+
 function registerCreate(task: Command, ctx: CliContext): void {
-  const many = (value: string, previous: string[]) => [
-    ...previous,
-    ...value
-      .split(",")
-      .map((v) => v.trim())
-      .filter(Boolean),
-  ];
   task
     .command("create")
     .description("create chat.py 0.7's tasks/<id>.json (status open), which both CLIs lease")
@@ -82,6 +88,88 @@ function registerCreate(task: Command, ctx: CliContext): void {
       if (opts.branch !== undefined) input.branch = opts.branch;
       report(ctx, "created", await (await ctx.open()).createStructuredTask(channel, input));
     });
+}
+
+interface UpdateFlags {
+  as?: string;
+  from?: string;
+  title?: string;
+  owner?: string;
+  clearOwner?: boolean;
+  dependsOn?: string[];
+  filesHint?: string[];
+  acceptance?: string[];
+  branch?: string;
+  clearBranch?: boolean;
+  status?: string;
+}
+
+/** chat.py's `task update`: each option given replaces that field; `--clear-*` empties one. */
+function registerUpdate(task: Command, ctx: CliContext): void {
+  task
+    .command("update")
+    .description(
+      "change a chat.py 0.7 task's fields (a leased one: its holder, lease fields excepted)",
+    )
+    .argument("<channel>")
+    .argument("<task>")
+    .option("--as <name>", "who updates it (default: $AGENT_CHAT_NAME)")
+    .option("--from <name>", "chat.py's name for --as")
+    .option("--title <text>", "its new title")
+    .option("--owner <name>", "who it is assigned to (not while it is leased)")
+    .option("--clear-owner", "assign it to nobody")
+    .option(
+      "--depends-on <ids>",
+      "its dependencies, replacing them (repeat, or a comma list; '' for none)",
+      many,
+    )
+    .option(
+      "--files-hint <paths>",
+      "its workspace paths, replacing them (repeat, or a comma list)",
+      many,
+    )
+    .option(
+      "--acceptance <text>",
+      "its acceptance criteria, replacing them (repeat, or a comma list)",
+      many,
+    )
+    .option("--branch <name>", "its git branch")
+    .option("--clear-branch", "remove its branch")
+    .option(
+      "--status <status>",
+      "open, in_progress, blocked, done or cancelled (not while it is leased)",
+    )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  agent-chat task update review T1 --as alice --title 'Review the schema again'\n  agent-chat task update review T2 --as alice --depends-on T1,T3\n  agent-chat task update review T3 --as alice --status cancelled",
+    )
+    .action(async (channel: string, id: string, opts: UpdateFlags) => {
+      const fields: StructuredTaskUpdate = {
+        title: opts.title,
+        owner: opts.clearOwner ? null : opts.owner,
+        dependsOn: opts.dependsOn,
+        filesHint: opts.filesHint,
+        acceptance: opts.acceptance,
+        branch: opts.clearBranch ? null : opts.branch,
+        status: opts.status,
+      };
+      for (const key of Object.keys(fields) as (keyof StructuredTaskUpdate)[]) {
+        if (fields[key] === undefined) delete fields[key];
+      }
+      const agent = ctx.agent(opts.as ?? opts.from);
+      const change = { op: "update" as const, agent, fields };
+      report(ctx, "updated", await (await ctx.open()).changeStructuredTask(channel, id, change));
+    });
+}
+
+/** chat.py's `task recover-pending`: mends a channel whose lease change died half-way. */
+function registerRecoverPending(task: Command, ctx: CliContext): void {
+  recoverPendingCommand(task, ctx, "task")
+    .description("undo (or finish) a lease change that died half-way, which blocks every other")
+    .addHelpText(
+      "after",
+      "\nA change refused with LEASE_TRANSACTION_PENDING names this command.\nExample:\n  agent-chat task recover-pending review --as alice",
+    );
 }
 
 interface CreateFlags {
@@ -184,15 +272,18 @@ function token(o: VerbFlags): { token?: number } {
   return o.token === undefined ? {} : { token: parsePositiveInt(o.token, "--token") };
 }
 
-/** chat.py's line (`claimed task T1 [in_progress]`), then our lease in brackets. */
+/**
+ * chat.py's line exactly (`claimed task T1 [in_progress]`), which scripts written for it compare;
+ * the token and time left are in `--json`, `tasks` and the top-level `claim`'s line. A marker of
+ * ours, which chat.py has no line for, gets the lease in brackets.
+ */
 function report(ctx: CliContext, action: string, info: TaskInfo): void {
   if (ctx.json) {
     ctx.printJson(info);
     return;
   }
-  const status = info.structured?.status ?? info.state;
-  const lease = info.state === "claimed" ? ` (${leaseText(info)})` : "";
-  ctx.out(`${action} task ${info.id} [${status}]${lease}\n`);
+  const lease = !info.structured && info.state === "claimed" ? ` (${leaseText(info)})` : "";
+  ctx.out(`${action} task ${info.id} [${info.structured?.status ?? info.state}]${lease}\n`);
 }
 
 function statusText(t: TaskInfo): string {
@@ -200,8 +291,43 @@ function statusText(t: TaskInfo): string {
   return t.state === "open" ? base : `${base}, ${leaseText(t)}`;
 }
 
+/** A cell of chat.py's table: at most 60 characters. */
+const cell = (text: string) => (text.length > 60 ? `${text.slice(0, 57)}...` : text);
+
+/**
+ * chat.py's `task list`: ID, STATUS, OWNER, DEPENDS_ON and TITLE in padded columns. A marker of
+ * ours is a row too: its state as the status, its holder as the owner.
+ */
+function listTable(tasks: TaskInfo[]): string {
+  const header = ["ID", "STATUS", "OWNER", "DEPENDS_ON", "TITLE"];
+  if (tasks.length === 0) return `${header.join("  ")}\n(no tasks)\n`;
+  const rows = tasks.map((t) => [
+    t.id,
+    t.structured?.status ?? t.state,
+    cell((t.structured ? t.structured.owner : t.holder) ?? "-"),
+    cell(t.structured?.dependsOn.join(", ") || "-"),
+    cell(t.title),
+  ]);
+  const widths = header.map((h, i) =>
+    Math.max(h.length, ...rows.map((r) => (r[i] as string).length)),
+  );
+  const line = (r: string[]) =>
+    r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i] as number) : c)).join("  ");
+  return `${[header, ...rows].map(line).join("\n")}\n`;
+}
+
+/** chat.py's summary of a task's `depends_on`: `ready`, or `blocked (T1=open, T2=blocked)`. */
+function dependencyText(dependsOn: string[], tasks: TaskInfo[]): string {
+  const status = new Map(tasks.map((t) => [t.id, t.structured?.status]));
+  const waiting = dependsOn
+    .map((d) => [d, status.get(d) ?? "missing"])
+    .filter(([, s]) => s !== "done");
+  if (waiting.length === 0) return "ready";
+  return `blocked (${waiting.map(([d, s]) => `${d}=${s}`).join(", ")})`;
+}
+
 /** chat.py's `task show` lines, then ours. */
-function showText(t: TaskInfo): string {
+function showText(t: TaskInfo, tasks: TaskInfo[]): string {
   const s = t.structured;
   const list = (v: string[], sep = ", ") => (v.length > 0 ? v.join(sep) : "-");
   const lines = s
@@ -213,6 +339,7 @@ function showText(t: TaskInfo): string {
         `owner: ${s.owner ?? "-"}`,
         `created_by: ${s.createdBy}`,
         `depends_on: ${list(s.dependsOn)}`,
+        `dependencies: ${dependencyText(s.dependsOn, tasks)}`,
         `files_hint: ${list(s.filesHint)}`,
         `acceptance: ${list(s.acceptance, "; ")}`,
         `lease_expires_at: ${s.leaseExpiresAt ?? "-"}`,

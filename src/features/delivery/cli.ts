@@ -1,46 +1,33 @@
 import type { Command } from "commander";
-import { type CliContext, formatDuration, parsePositiveInt } from "../../cli/context.js";
+import { type CliContext, formatDuration, messageCommand } from "../../cli/context.js";
 import type { PresenceInfo, Receipt, Receipts } from "../../store/types.js";
 
 /** `receipts`, `explain` and `who`: what became of a message, and where everyone is. */
 export function registerDeliveryCommands(program: Command, ctx: CliContext): void {
-  program
-    .command("receipts")
-    .description("each addressee of a message: stored, notified, read or answered, with times")
-    .argument("<channel>")
-    .argument("<seq>", "the message number")
-    .addHelpText(
-      "after",
-      "\nExamples:\n  agent-chat receipts review 3\n  agent-chat --json receipts review 3",
-    )
-    .action(async (channel: string, seq: string) => {
-      const store = await ctx.open();
-      const receipts = await store.receipts(channel, parsePositiveInt(seq, "<seq>"), {
-        onWarning: (w) => ctx.warn(w),
-      });
+  messageCommand(program, ctx, {
+    name: "receipts",
+    description: "each addressee of a message: stored, notified, read or answered, with times",
+    seq: "the message number",
+    examples: ["agent-chat receipts review 3", "agent-chat --json receipts review 3"],
+    run: async (store, channel, seq) => {
+      const receipts = await store.receipts(channel, seq, { onWarning: (w) => ctx.warn(w) });
       if (ctx.json) return ctx.printJson(receipts);
       ctx.out(heading(receipts));
       for (const r of receipts.addressees) {
         const times = steps(r);
         ctx.out(`  ${r.agent}\t${r.state}${times ? `\t${times}` : ""}\n`);
       }
-    });
+    },
+  });
 
-  program
-    .command("explain")
-    .description("why a message is not read or answered: what is known, per addressee")
-    .argument("<channel>")
-    .argument("<seq>", "the message number")
-    .option("--for <agent>", "only this addressee")
-    .addHelpText(
-      "after",
-      "\nExamples:\n  agent-chat explain review 3\n  agent-chat explain review 3 --for bob",
-    )
-    .action(async (channel: string, seq: string, opts: { for?: string }) => {
-      const store = await ctx.open();
-      const receipts = await store.explain(channel, parsePositiveInt(seq, "<seq>"), {
-        onWarning: (w) => ctx.warn(w),
-      });
+  messageCommand<{ for?: string }>(program, ctx, {
+    name: "explain",
+    description: "why a message is not read or answered: what is known, per addressee",
+    seq: "the message number",
+    options: (command) => command.option("--for <agent>", "only this addressee"),
+    examples: ["agent-chat explain review 3", "agent-chat explain review 3 --for bob"],
+    run: async (store, channel, seq, opts) => {
+      const receipts = await store.explain(channel, seq, { onWarning: (w) => ctx.warn(w) });
       if (opts.for !== undefined) {
         const wanted = opts.for.trim().toLowerCase();
         receipts.addressees = receipts.addressees.filter((r) => r.agent.toLowerCase() === wanted);
@@ -51,7 +38,8 @@ export function registerDeliveryCommands(program: Command, ctx: CliContext): voi
       if (ctx.json) return ctx.printJson(receipts);
       ctx.out(heading(receipts));
       for (const r of receipts.addressees) ctx.out(`  ${r.agent}: ${r.why}\n`);
-    });
+    },
+  });
 
   program
     .command("who")

@@ -44,8 +44,28 @@ export interface Note {
 /** Presence is kept store-wide (scope ""), receipts and signed read receipts per channel. */
 export type NoteKind = "presence" | "receipts" | "signed-receipts";
 
+/**
+ * Where delivery keeps its records: small JSON notes in names chat.py ignores, `scope` a channel
+ * or "" for the store. Each backend implements it once (a folder of files, KV keys).
+ */
+export interface NoteStore {
+  listNotes(scope: string, kind: NoteKind): Promise<Note[]>;
+  readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined>;
+  /**
+   * Writes a note atomically; on a backend with revisions, only if it is still at `version`
+   * (undefined: only if absent), false otherwise.
+   */
+  writeNote(
+    scope: string,
+    kind: NoteKind,
+    name: string,
+    text: string,
+    version: Note["version"],
+  ): Promise<boolean>;
+}
+
 /** What the delivery logic needs from the store it runs in. */
-export interface DeliveryHost {
+export interface DeliveryHost extends NoteStore {
   readonly location: string;
   now(): number;
   actor: Actor;
@@ -55,16 +75,6 @@ export interface DeliveryHost {
   loadCursor(channel: string, agent: string): Promise<number>;
   /** Calls `listener` when new messages may have appeared in the channel; returns the off. */
   onChange(channel: string, listener: () => void): Promise<() => void>;
-  listNotes(scope: string, kind: NoteKind): Promise<Note[]>;
-  readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined>;
-  /** Writes `text` unless the note changed since `version` was read; false then. */
-  writeNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-    text: string,
-    version: Note["version"],
-  ): Promise<boolean>;
   warnOnce(warning: string, report: ((w: string) => void) | undefined, scope?: string): void;
   onWarning?: (warning: string) => void;
   /** False: this store records no presence (receipts are still kept). */

@@ -14,6 +14,7 @@ export {
   defaultHost,
   type Note,
   type NoteKind,
+  type NoteStore,
   type PresenceOptions,
 } from "./delivery.js";
 export { pollReceipts } from "./delivery-queries.js";

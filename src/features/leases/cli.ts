@@ -4,7 +4,7 @@ import {
   formatDuration,
   type HolderFlags,
   parseTtl,
-  renewOptions,
+  renewCommand,
   tokenOption,
   withHolder,
 } from "../../cli/context.js";
@@ -55,22 +55,21 @@ function registerLease(program: Command, ctx: CliContext): void {
       ctx.out(`leased ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
       for (const over of info.forced ?? []) ctx.warn(`forced over: ${over}`);
     });
-  withHolder(
+  renewCommand(
     lease
       .command("renew")
       .description("extend your path lease (by its token or its pattern)")
       .argument("<channel>")
       .argument("<lease>", "the lease's token (its id) or its pattern"),
-  )
-    .option("--ttl <duration>", "the new lease from now (default: its length)")
-    .addHelpText("after", "\nExample:\n  agent-chat lease renew review 'src/store/**' --as bob")
-    .action(async (channel: string, target: string, opts: HolderFlags & { ttl?: string }) => {
-      const as = ctx.agent(opts.as);
-      const options = renewOptions(opts);
-      const info = await (await ctx.open()).renewPathLease(channel, target, as, options);
-      if (ctx.json) return ctx.printJson(info);
-      ctx.out(`renewed ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
-    });
+    ctx,
+    {
+      ttl: "the new lease from now (default: its length)",
+      example: "agent-chat lease renew review 'src/store/**' --as bob",
+      renew: (store, channel, target, as, options) =>
+        store.renewPathLease(channel, target, as, options),
+      describe: (info) => [info.pattern, pathLeaseText(info)],
+    },
+  );
   withHolder(
     lease
       .command("release")

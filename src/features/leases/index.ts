@@ -9,6 +9,8 @@ export { pathLeaseExtension } from "./extension.js";
 export {
   type Blocked,
   blockedPaths,
+  type LockedPath,
+  lockedPath,
   normalizePattern,
   patternsOverlap,
   staticBase,

@@ -80,6 +80,26 @@ export async function staticBase(pattern: string): Promise<{ base: string; isGlo
   return { base, isGlob };
 }
 
+/** One path of a chat.py 0.7 lock record (`locks/<id>.json`), as it spells them. */
+export interface LockedPath {
+  display_path: string;
+  kind: "file" | "directory";
+  normalized_path: string;
+}
+
+/**
+ * The chat.py lock path a pattern of ours reserves: the pattern itself when it is a path, else
+ * its static folder (`src/store/**` is `src/store`; `*.md`, with none, is `.`, the channel).
+ * chat.py refuses a record with a ':' in a path: such a pattern reserves the whole channel.
+ */
+export async function lockedPath(pattern: string): Promise<LockedPath> {
+  const { base, isGlob } = await staticBase(pattern);
+  const path = (isGlob ? base : pattern) || ".";
+  const normalized = path.includes(":") ? "." : path;
+  const kind = isGlob || normalized === "." ? "directory" : "file";
+  return { display_path: pattern, kind, normalized_path: normalized };
+}
+
 /**
  * Whether two patterns may cover a common path. Sound (never "no" for two that share a path),
  * and exact for two literals and for a literal against a glob without `**` or extglobs:

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { type CliContext, parsePositiveInt, splitList } from "../../cli/context.js";
+import { type CliContext, messageCommand, parsePositiveInt, splitList } from "../../cli/context.js";
 import { messageJson } from "../../cli/output.js";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
@@ -52,24 +52,18 @@ function registerSearch(program: Command, ctx: CliContext): void {
 }
 
 function registerThread(program: Command, ctx: CliContext): void {
-  program
-    .command("thread")
-    .description("print the thread a message belongs to: its root and every reply, indented")
-    .argument("<channel>")
-    .argument("<seq>", "any message of the thread")
-    .option("--archived", "follow the thread into archived messages")
-    .addHelpText(
-      "after",
-      "\nExamples:\n  agent-chat thread review 12\n  agent-chat --json thread review 12",
-    )
-    .action(async (channel: string, seq: string, opts: { archived?: boolean }) => {
-      const store = await ctx.open();
-      const tree = await store.thread(channel, parsePositiveInt(seq, "<seq>"), {
-        archived: opts.archived === true,
-      });
+  messageCommand<{ archived?: boolean }>(program, ctx, {
+    name: "thread",
+    description: "print the thread a message belongs to: its root and every reply, indented",
+    seq: "any message of the thread",
+    options: (command) => command.option("--archived", "follow the thread into archived messages"),
+    examples: ["agent-chat thread review 12", "agent-chat --json thread review 12"],
+    run: async (store, channel, seq, opts) => {
+      const tree = await store.thread(channel, seq, { archived: opts.archived === true });
       if (ctx.json) return ctx.printJson({ channel, thread: treeJson(tree) });
       for (const { message, depth } of flattenThread(tree)) ctx.out(formatIndented(message, depth));
-    });
+    },
+  });
 }
 
 function registerArchive(program: Command, ctx: CliContext): void {

@@ -1,4 +1,4 @@
-import { promises as fsp, lstatSync, rmSync, writeFileSync } from "node:fs";
+import { promises as fsp, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
@@ -11,7 +11,7 @@ import {
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import type { Note, NoteKind, PresenceOptions } from "../../features/delivery/index.js";
+import type { NoteStore, PresenceOptions } from "../../features/delivery/index.js";
 import {
   formatPathLeases,
   PATH_LEASES_FILE,
@@ -19,6 +19,7 @@ import {
   type PathLeaseDoc,
   type PathLeaseRecord,
   parsePathLeases,
+  patternsOverlap,
 } from "../../features/leases/index.js";
 import { agentsToKeep, checkPruneOptions } from "../../features/search/index.js";
 import {
@@ -35,7 +36,6 @@ import {
   createFileExclusive,
   ensureRealDir,
   entryKind,
-  listRealDir,
   overwriteOwnFileSync,
   publishExclusiveSync,
   type RootFile,
@@ -68,14 +68,20 @@ import {
   type ArchiveOptions,
   type ArchiveResult,
   type Capabilities,
+  type ChannelSummary,
+  type ChannelSummaryOptions,
   type ClaimOptions,
   type DoneOptions,
   type FenceResult,
   MAX_BODY_KEY,
   type NewStructuredTask,
+  type PathLockChange,
+  type PendingRecovery,
+  type PostInput,
   type PostResult,
   type PruneOptions,
   type PruneResult,
+  type RecoverPendingOptions,
   type ReleaseOptions,
   type RenewOptions,
   type StructuredTaskChange,
@@ -84,13 +90,20 @@ import {
   type TasksOptions,
 } from "../types.js";
 import { ChannelIndex, listFolder } from "./channel-index.js";
+import { folderNotes } from "./notes.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
   type Board,
+  changeReferenceLock,
   hasClaims,
   hasStructuredTask,
   hasTaskRecords,
+  type LockHost,
+  type LockRecord,
+  lockInfo,
+  recoverPendingPathLock,
   referenceLocks,
+  refuseWhilePending,
   syncReferenceLocks,
   withPathLocksMutex,
 } from "./reference07/index.js";
@@ -116,6 +129,20 @@ export interface FsStoreOptions extends LockOptions, PresenceOptions {
 const META = "_meta.json";
 
 const CURSORS = ".cursors";
+/** chat.py 0.7's lock length when none is given (its DEFAULT_LOCK_SECONDS). */
+const REFERENCE_LOCK_TTL_MS = 300_000;
+
+/**
+ * chat.py's `init` makes `.cursors/` with the channel, and tools written for its layout expect
+ * it there. Something already in its place is left alone: reading a cursor reports it.
+ */
+function createCursorsDir(channelDir: string): void {
+  try {
+    mkdirSync(join(channelDir, CURSORS));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+}
 /** The high-water mark: the largest seq ever allocated here, so deleting the newest message
  *  never re-issues its number. The reference does not know it, hence the reconciliation with
  *  the largest well-formed message file in {@link FsStore.allocateSeq}. */
@@ -135,10 +162,6 @@ function notWritable(err: unknown, dir: string): AgentChatError | undefined {
   const code = (cause as NodeJS.ErrnoException | undefined)?.code;
   if (code !== "EACCES" && code !== "EPERM" && code !== "EROFS") return undefined;
   return wrapIoError(cause, `cannot write message to ${dir}`);
-}
-
-function unreadableNote(name: string, err: unknown): Note {
-  return { name, problem: `cannot be read (${(err as Error).message}); ignored` };
 }
 
 function isChannelName(name: string): boolean {
@@ -179,9 +202,6 @@ const MAX_TASK_BYTES = 1024 * 1024;
 const MAX_LEASE_BYTES = 64 * 1024;
 /** The largest `.leases.json` read: a thousand leases of long patterns and reasons. */
 const MAX_PATH_LEASE_BYTES = 2 * 1024 * 1024;
-/** Presence and receipt records: a few hundred bytes each. */
-const MAX_NOTE_BYTES = 16 * 1024;
-const NOTE_SUFFIX = ".json";
 /** Strict UTF-8, made once: a decoder per file cost a search of 100,000 messages seconds. */
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 /** Temporary files older than this were left by a crashed writer and are removed. */
@@ -216,6 +236,7 @@ interface FolderFeed extends IndexedFeed {
 /** The embedded default: every channel a folder of markdown files, exactly as the SPEC says. */
 export class FsStore extends FeatureStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
+  protected readonly notes: NoteStore;
   private readonly states = new Map<string, ChannelState>();
   /** How many structured-task audit posts are under way (they hold chat.py's task mutex). */
   private boardPosts = 0;
@@ -228,6 +249,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     private readonly options: FsStoreOptions = {},
   ) {
     super(options.maxBodyBytes, options.now, options);
+    this.notes = folderNotes(location);
   }
 
   protected async createChannel(channel: string, meta: ChannelMeta): Promise<void> {
@@ -236,6 +258,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
       await fsp.mkdir(this.location, { recursive: true });
       ensureRealDir(dir);
       await createFileExclusive(dir, META, serializeMeta(meta));
+      createCursorsDir(dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "EEXIST") {
         throw new AgentChatError("CHANNEL_EXISTS", `channel ${channel} already exists`, {
@@ -937,10 +960,38 @@ export class FsStore extends FeatureStore<FolderFeed> {
   override async changeStructuredTask(channel: string, task: string, change: StructuredTaskChange) {
     const board = await this.boardFor(channel, task);
     if (!board)
-      throw new AgentChatError("TASK_NOT_FOUND", `no structured task ${task} in ${channel}`);
+      throw new AgentChatError(
+        "TASK_NOT_FOUND",
+        `TASK_NOT_FOUND: no structured task ${task} in ${channel}`,
+      );
     if (change.op === "block") return board.block(task.trim(), change.agent);
+    if (change.op === "update") return board.update(task.trim(), change.agent, change.fields);
     const ttlMs = await this.structuredTtl(channel, change.ttlMs);
     return board.recover(task.trim(), change.agent, change.reason, ttlMs);
+  }
+
+  /** chat.py 0.7's `recover-pending` of a lease or path-lock journal (reference07/*pending.ts). */
+  async recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery> {
+    const board = (await this.boardFor(channel)) as Board;
+    if (options.kind === "task") return board.recoverPending(options.agent, options.resolve);
+    validateName("agent", options.agent);
+    return recoverPendingPathLock(this.state(channel).dir, channel, options.resolve);
+  }
+
+  /** chat.py 0.7's derived summary of the channel, and its `state.md` (reference07/state/). */
+  async channelState(
+    channel: string,
+    options: ChannelSummaryOptions = {},
+  ): Promise<ChannelSummary> {
+    await this.roster(channel);
+    const host = {
+      dir: this.state(channel).dir,
+      channel,
+      now: () => this.now(),
+      post: (input: PostInput) => this.post(channel, input),
+    };
+    const { channelState } = await import("./reference07/state/index.js");
+    return channelState(host, options);
   }
 
   /**
@@ -977,9 +1028,58 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return referenceLocks(state.dir);
   }
 
-  /** Path lease changes hold chat.py 0.7's path-lock mutex first, then the channel lock, as it does. */
+  /** chat.py 0.7's own locks, unlocked or recovered as it does, under its mutex and journal. */
+  override async changePathLock(channel: string, lock: string, change: PathLockChange) {
+    const state = this.state(channel);
+    this.assertChannelDir(state);
+    const host: LockHost = {
+      dir: state.dir,
+      channel,
+      now: () => this.now(),
+      post: (input) => this.postQuietly(channel, input),
+      conflicts: (record, owner) => this.lockConflicts(channel, record, owner),
+    };
+    const op =
+      change.op === "recover"
+        ? { ...change, ttlMs: change.ttlMs ?? REFERENCE_LOCK_TTL_MS }
+        : change;
+    const { before, after } = await withPathLocksMutex(state.dir, () =>
+      changeReferenceLock(host, lock.trim(), op),
+    );
+    const outcome = change.op === "unlock" ? "released" : "live";
+    return {
+      before: lockInfo(channel, before, "expired"),
+      after: lockInfo(channel, after, outcome),
+    };
+  }
+
+  /** The live leases and locks of others than `owner` over any path of a chat.py lock. */
+  private async lockConflicts(channel: string, record: LockRecord, owner: string) {
+    const out: string[] = [];
+    for (const l of await this.pathLeases(channel)) {
+      if (l.lock === record.lock_id || l.holder === owner || l.state !== "live") continue;
+      for (const p of record.paths) {
+        const path = p.normalized_path === "." ? "**" : p.normalized_path;
+        if (!(await patternsOverlap(path, l.pattern))) continue;
+        out.push(
+          `${l.holder} holds ${l.pattern} (${l.lock ? `chat.py path lock ${l.lock}` : `token ${l.token}`}, until ${l.expiresAt})`,
+        );
+        break;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Path lease changes hold chat.py 0.7's path-lock mutex first, then the channel lock, as it
+   * does; and, as its own, wait while a change of its locks that died half-way is unsettled.
+   */
   protected override pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
-    return withPathLocksMutex(this.state(channel).dir, () => this.exclusive(channel, fn));
+    const dir = this.state(channel).dir;
+    return withPathLocksMutex(dir, () => {
+      refuseWhilePending(dir, channel);
+      return this.exclusive(channel, fn);
+    });
   }
 
   private readPathLeaseText(dir: string): string | undefined {
@@ -989,59 +1089,6 @@ export class FsStore extends FeatureStore<FolderFeed> {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw err;
     }
-  }
-
-  /** `<root>/.presence/` for the store, `<channel>/.receipts/` for a channel: names chat.py ignores. */
-  private notesDir(scope: string, kind: NoteKind): string {
-    return scope === "" ? join(this.location, `.${kind}`) : join(this.location, scope, `.${kind}`);
-  }
-
-  protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
-    const dir = this.notesDir(scope, kind);
-    if (entryKind(dir) === undefined) return [];
-    const out: Note[] = [];
-    for (const entry of listRealDir(dir)) {
-      if (!entry.name.endsWith(NOTE_SUFFIX) || entry.name.startsWith(".")) continue;
-      const name = entry.name.slice(0, -NOTE_SUFFIX.length);
-      out.push(this.noteAt(dir, name));
-    }
-    return out;
-  }
-
-  protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
-    // No look before the read (a call more on every post): a missing note is the read's ENOENT.
-    try {
-      return this.noteText(this.notesDir(scope, kind), name);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      return code === "ENOENT" || code === "ENOTDIR" ? undefined : unreadableNote(name, err);
-    }
-  }
-
-  /** A note file; one that is a link, a FIFO, too large or not ours comes back with a problem. */
-  private noteAt(dir: string, name: string): Note {
-    try {
-      return this.noteText(dir, name);
-    } catch (err) {
-      return unreadableNote(name, err);
-    }
-  }
-
-  private noteText(dir: string, name: string): Note {
-    return { name, text: readOwnTextSync(join(dir, `${name}${NOTE_SUFFIX}`), MAX_NOTE_BYTES) };
-  }
-
-  /** Replaces the file atomically; the folder has no revisions, so the last writer wins. */
-  protected async writeNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-    text: string,
-  ): Promise<boolean> {
-    const dir = this.notesDir(scope, kind);
-    ensureRealDir(dir);
-    replaceFileSync(dir, `${name}${NOTE_SUFFIX}`, text);
-    return true;
   }
 
   // ---- Retention (src/store/fs/archive.ts, loaded on first use) ----

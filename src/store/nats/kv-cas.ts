@@ -4,6 +4,13 @@ import { isWrongLastSequence } from "./nats-store.js";
 /** What a compare-and-set sees of a key: its revision while it holds a value. */
 export type KeyState = { revision: number } | undefined;
 
+/** A key as read for a write: its state, and the stream seq of its last entry (0: none). */
+interface KeyRead {
+  state: KeyState;
+  /** The key's last entry, a deletion marker too: the write expects it to be still the last. */
+  lastSeq: number;
+}
+
 /** One compare-and-set waiting for its turn. */
 interface Op {
   key: string;
@@ -23,6 +30,9 @@ const PATIENT_ROUNDS = 3;
  * The stream's last sequence is checked against what was proposed, so every write expects the
  * bucket's last sequence: read first, then the key (from the leader, never a replica's direct
  * get, which may lag), and the write lands only if no write of the bucket came after it.
+ * It expects the key's own last entry too: the two reads are two requests, and around a healed
+ * partition each may be answered by another leader, a cut-off one from its stale copy; a fresh
+ * bucket sequence beside a stale key would pass the bucket's check alone (a claim won twice).
  *
  * As every write of the bucket is checked against every other, writes made at once from one
  * connection (a thousand woken agents recording their receipts) would each undo the others' basis
@@ -112,25 +122,26 @@ export class CasWriter {
     const states = await Promise.all(
       ops.map((op) =>
         this.state(op.key).then(
-          (state) => ({ state }),
+          (read) => ({ read }),
           (err: unknown) => ({ err }),
         ),
       ),
     );
     let stored = false;
     for (const [i, op] of ops.entries()) {
-      const read = states[i]!;
-      if ("err" in read) {
-        op.reject(read.err);
+      const outcome = states[i]!;
+      if ("err" in outcome) {
+        op.reject(outcome.err);
         continue;
       }
+      const { read } = outcome;
       if (!op.accept(read.state)) {
         op.resolve(undefined);
         continue;
       }
       try {
         const ack = await this.js.publish(`$KV.${this.bucket}.${op.key}`, op.value, {
-          expect: { lastSequence: last },
+          expect: { lastSequence: last, lastSubjectSequence: read.lastSeq },
         });
         last = ack.seq;
         this.lastAcked = ack.seq;
@@ -147,7 +158,7 @@ export class CasWriter {
     return { left: [], stored };
   }
 
-  private async state(key: string): Promise<KeyState> {
+  private async state(key: string): Promise<KeyRead> {
     const stored = await this.jsm.streams
       .getMessage(this.stream, { last_by_subj: `$KV.${this.bucket}.${key}` })
       .catch((err: unknown) => {
@@ -155,6 +166,7 @@ export class CasWriter {
         throw err;
       });
     const operation = stored?.header?.get("KV-Operation");
-    return stored && !operation ? { revision: stored.seq } : undefined;
+    const state = stored && !operation ? { revision: stored.seq } : undefined;
+    return { state, lastSeq: stored?.seq ?? 0 };
   }
 }

@@ -13,7 +13,7 @@ import { parseUntrustedJson } from "../../core/json.js";
 import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import type { Note, NoteKind } from "../../features/delivery/index.js";
+import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
 import {
   formatPathLeases,
   type PathLeaseDoc,
@@ -82,10 +82,13 @@ interface LastOf {
   seq: number;
 }
 
-/** A post's view of the channel's last message, and the check that it is still last. */
+/**
+ * A post's view of the channel's last message, and the checks that it is still last: always
+ * the channel's own (the message the post numbered after), on a cluster the stream's too.
+ */
 interface Basis {
   last: LastOf | undefined;
-  expect: { lastSubjectSequence: number } | { lastSequence: number };
+  expect: { lastSubjectSequence: number; lastSequence?: number };
 }
 
 /**
@@ -420,7 +423,8 @@ export class NatsStore extends FeatureStore {
     );
     // The leader answered once the marker was applied: the channel's last is read after it.
     const last = await this.lastOf(channel);
-    const pending = await this.onBasis(draft, { last, expect: { lastSequence: marker.seq } });
+    const expect = { lastSequence: marker.seq, lastSubjectSequence: last?.streamSeq ?? 0 };
+    const pending = await this.onBasis(draft, { last, expect });
     return { ...pending, turn: marker.seq };
   }
 
@@ -504,12 +508,16 @@ export class NatsStore extends FeatureStore {
   }
 
   /**
-   * What a post builds on: the channel's last message, and the check the server makes that it
+   * What a post builds on: the channel's last message, and the checks the server makes that it
    * is still the last. A single server checks the subject's last sequence in order. A cluster
-   * (nats-server 2.9) checks it against the messages it applied, not those still in flight, so
-   * two concurrent posts could both pass (nats-server#4320); it checks the stream's last
-   * sequence against what it proposed, so there a post expects the stream's last message, read
-   * before the channel's last so that the two agree (a message after it fails the check).
+   * (nats-server 2.9) checks that one against the messages it applied, not those still in
+   * flight, so two concurrent posts could both pass (nats-server#4320); it checks the stream's
+   * last sequence against what it proposed, so there a post expects the stream's last message
+   * too, read before the channel's last so that the two agree (a message after it fails).
+   * The channel's check stays: the two reads are two requests, and around a healed partition
+   * each may be answered by another leader, a cut-off one answering from its stale copy. A
+   * fresh stream sequence beside a stale last message would pass the stream's check alone and
+   * store the post under a number already taken (readers skip it: acknowledged, yet lost).
    */
   private async basis(channel: string): Promise<Basis> {
     const cached = this.lastKnown.get(channel);
@@ -518,14 +526,16 @@ export class NatsStore extends FeatureStore {
       return { last, expect: { lastSubjectSequence: last?.streamSeq ?? 0 } };
     }
     if (cached && cached.streamSeq === this.streamLast) {
-      return { last: cached, expect: { lastSequence: cached.streamSeq } };
+      const expect = { lastSequence: cached.streamSeq, lastSubjectSequence: cached.streamSeq };
+      return { last: cached, expect };
     }
     const info = await this.ask(
       () => this.quick.jsm.streams.info(this.streamName),
       `cannot read ${channel}`,
     );
     const last = await this.lastOf(channel);
-    return { last, expect: { lastSequence: info.state.last_seq } };
+    const expect = { lastSequence: info.state.last_seq, lastSubjectSequence: last?.streamSeq ?? 0 };
+    return { last, expect };
   }
 
   /**
@@ -736,7 +746,7 @@ export class NatsStore extends FeatureStore {
         return;
       }
     }
-    throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: it kept changing while saved`);
+    throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${CURSOR_KEPT_CHANGING}`);
   }
 
   private noteCursor(key: string, known: { revision: number; seq: number }): void {
@@ -760,52 +770,54 @@ export class NatsStore extends FeatureStore {
     return (
       isElecting(err) ||
       /did not answer/.test(err.message) ||
+      // Read back stale (a leader that lags, after a heal), a save that landed looks refused:
+      // the wait keeps what it found and saves again, once the reads are current.
+      err.message.endsWith(CURSOR_KEPT_CHANGING) ||
       /timeout|disconnect/i.test(`${cause?.name ?? ""} ${cause?.message ?? ""}`)
     );
   }
 
-  protected async listNotes(scope: string, kind: NoteKind): Promise<Note[]> {
-    const prefix = notePrefix(scope, kind);
-    return this.ask(async () => {
-      const out: Note[] = [];
-      for (const key of await this.keysOf(`${prefix}*`)) {
-        const entry = await this.quick.kv.get(key);
-        if (entry?.operation !== "PUT") continue;
-        out.push({ name: key.slice(prefix.length), text: entry.string(), version: entry.revision });
+  /** Delivery's notes as KV keys (notePrefix), each write checked against the revision read. */
+  protected readonly notes: NoteStore = {
+    listNotes: (scope, kind) => {
+      const prefix = notePrefix(scope, kind);
+      return this.ask(async () => {
+        const out: Note[] = [];
+        for (const key of await this.keysOf(`${prefix}*`)) {
+          const entry = await this.quick.kv.get(key);
+          if (entry?.operation !== "PUT") continue;
+          out.push({
+            name: key.slice(prefix.length),
+            text: entry.string(),
+            version: entry.revision,
+          });
+        }
+        return out;
+      }, `cannot list the ${kind} records`);
+    },
+    readNote: async (scope, kind, name) => {
+      const entry = await this.ask(
+        () => this.quick.kv.get(`${notePrefix(scope, kind)}${name}`),
+        `cannot read the ${kind} record of ${name}`,
+      );
+      if (entry?.operation !== "PUT") {
+        // A deleted key keeps a revision: the next write must be checked against it.
+        return entry ? { name, version: -entry.revision } : undefined;
       }
-      return out;
-    }, `cannot list the ${kind} records`);
-  }
-
-  protected async readNote(scope: string, kind: NoteKind, name: string): Promise<Note | undefined> {
-    const entry = await this.ask(
-      () => this.quick.kv.get(`${notePrefix(scope, kind)}${name}`),
-      `cannot read the ${kind} record of ${name}`,
-    );
-    if (entry?.operation !== "PUT") {
-      // A deleted key keeps a revision: the next write must be checked against it.
-      return entry ? { name, version: -entry.revision } : undefined;
-    }
-    return { name, text: entry.string(), version: entry.revision };
-  }
-
-  /** A create when there was none, else an update checked against the revision read. */
-  protected async writeNote(
-    scope: string,
-    kind: NoteKind,
-    name: string,
-    text: string,
-    version: Note["version"],
-  ): Promise<boolean> {
-    const key = `${notePrefix(scope, kind)}${name}`;
-    return this.guard(
-      () =>
-        typeof version === "number" && version > 0
-          ? this.kvUpdate(key, text, version)
-          : this.kvCreate(key, text),
-      `cannot write the ${kind} record of ${name}`,
-    );
-  }
+      return { name, text: entry.string(), version: entry.revision };
+    },
+    // A create when there was none, else an update checked against the revision read.
+    writeNote: (scope, kind, name, text, version) => {
+      const key = `${notePrefix(scope, kind)}${name}`;
+      return this.guard(
+        () =>
+          typeof version === "number" && version > 0
+            ? this.kvUpdate(key, text, version)
+            : this.kvCreate(key, text),
+        `cannot write the ${kind} record of ${name}`,
+      );
+    },
+  };
 
   /**
    * The bucket's keys that match `filter`, from one stream-info request: `kv.keys` would create
@@ -1098,6 +1110,8 @@ const TURN_AFTER = 2;
 const PURGE_TURNS_EVERY = 32;
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
+/** Why a cursor save gave up after CURSOR_TRIES (see `isTransient`). */
+const CURSOR_KEPT_CHANGING = "it kept changing while saved";
 /** Cursor revisions a store remembers (see `saveCursor`). */
 const MAX_CURSOR_REVISIONS = 10_000;
 

@@ -35,6 +35,21 @@ export function isElecting(err: unknown): boolean {
   return cause?.code === 10008 || /temporarily unavailable/i.test(cause?.message ?? "");
 }
 
+/**
+ * A stream could not be placed on a server the cluster lists but has not heard from yet (just
+ * after it started: the meta leader has no statistics of it). Gossip names only running
+ * servers, and asking for more copies than it names is refused before asking (see
+ * `checkReplicas`), so this passes within seconds: the creation is sent again.
+ */
+export function isPlacementPending(err: unknown): boolean {
+  const e = err as {
+    code?: unknown;
+    message?: string;
+    cause?: { code?: unknown; message?: string };
+  };
+  return [e, e?.cause].some((x) => x?.code === 10005 && /peer offline/i.test(x?.message ?? ""));
+}
+
 /** Said of a request nobody on a cluster listened to yet: safe to send again (see `patiently`). */
 export const NOT_ROUTED_YET = "(no responders yet: the cluster is still spreading its subjects)";
 
@@ -64,9 +79,9 @@ export interface Patience {
 }
 
 /**
- * Runs a request until it is answered: while the cluster elects a leader or has not yet routed
- * its subjects (nobody got it), or (when it may be sent twice) after a timeout, it is sent
- * again, until `deadline`.
+ * Runs a request until it is answered: while the cluster elects a leader, has not yet routed
+ * its subjects (nobody got it) or cannot yet place a stream on a server that just started, or
+ * (when it may be sent twice) after a timeout, it is sent again, until `deadline`.
  */
 export async function patiently<T>(
   request: () => Promise<T>,
@@ -78,7 +93,7 @@ export async function patiently<T>(
       return await request();
     } catch (err) {
       const timedOut = resend && isTimedOut(err);
-      const again = timedOut || isElecting(err) || notRoutedYet(err);
+      const again = timedOut || isElecting(err) || notRoutedYet(err) || isPlacementPending(err);
       if (!again || Date.now() + RETRY_PAUSE_MS > deadline) throw err;
       if (timedOut) await onTimeout?.();
       await delay(RETRY_PAUSE_MS);

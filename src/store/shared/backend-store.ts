@@ -323,6 +323,16 @@ export abstract class BackendStore<F extends Feed = Feed> {
   // ---- Messages ----
 
   async post(channel: string, input: PostInput): Promise<PostResult> {
+    const result = await this.postQuietly(channel, input);
+    for (const extension of this.extensions) await extension.afterPost?.(channel, input.from);
+    return result;
+  }
+
+  /**
+   * Stores a post without telling the extensions: an audit message the store writes for a
+   * change it makes inside a lock that their renewals would wait on.
+   */
+  protected async postQuietly(channel: string, input: PostInput): Promise<PostResult> {
     const draft = draftPost(channel, input, this.ownBodyLimit ?? MAX_CHANNEL_BODY_BYTES);
     if (!this.known.has(channel)) {
       await this.roster(channel);
@@ -340,9 +350,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
         if (isAgentChatError(err, "CHANNEL_NOT_FOUND")) this.known.delete(channel);
       }),
     );
-    const result = await run;
-    for (const extension of this.extensions) await extension.afterPost?.(channel, draft.from);
-    return result;
+    return await run;
   }
 
   async cursor(channel: string, agent: string): Promise<number> {

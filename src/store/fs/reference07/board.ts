@@ -4,21 +4,31 @@ import { identity } from "../../../core/names.js";
 import {
   createFileExclusive,
   ensureRealDir,
+  entryKind,
   listRealDir,
+  readRootTextSync,
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
 import { pastGrace, SKEW_GRACE_MS } from "../../shared/index.js";
-import type { NewStructuredTask, PostInput, TaskInfo } from "../../types.js";
+import type {
+  NewStructuredTask,
+  PendingRecovery,
+  PostInput,
+  StructuredTaskUpdate,
+  TaskInfo,
+} from "../../types.js";
 import { type Read, readClaims, readTask, readTasks, transactionPending } from "./files.js";
 import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./grants.js";
 import { applyLeaseChange, type ClaimChange } from "./journal.js";
 import { withTasksMutex } from "./mutex.js";
+import { assertPublished, pendingChange, undoPending } from "./pending.js";
 import {
   CLAIMS_DIR,
   canMove,
   changedFields,
   formatTask,
+  localIso,
   parseTime,
   type ReferenceClaim,
   type ReferenceStatus,
@@ -26,8 +36,10 @@ import {
   referenceTime,
   sortedJson,
   TASKS_DIR,
+  TRANSACTION_FILE,
   validateTask,
 } from "./records.js";
+import { assertAcyclic, assertSomeField, assertUpdateAllowed, updatedTask } from "./update.js";
 
 /** What the board needs of the store it lives in. */
 export interface BoardHost {
@@ -316,9 +328,13 @@ export class Board {
         `LEASE_INCONSISTENT: task ${id} has a lease expiry without a claim record`,
       );
     }
-    if (found.task.value.status !== "in_progress") {
-      throw notHolder(`LEASE_NOT_FOUND: task ${id} is ${found.task.value.status}, not claimed`);
-    }
+    // As chat.py's: any move its transitions allow, the same status again included (a second
+    // `release` of an open task is no error), checked as a status change is.
+    this.assertCanMove(
+      found.task.value,
+      how,
+      `${how === "done" ? "finish" : "release"} task ${id}`,
+    );
     const after = { ...found.task.value, status: how, updated_at: referenceTime(now) };
     await this.commit(found, after, [], "task.updated", identity(agent), {
       lease_fallback: how === "done" ? "complete" : "release",
@@ -343,15 +359,80 @@ export class Board {
         status: "blocked" as const,
         updated_at: referenceTime(now),
       };
-      const folder = join(this.host.dir, TASKS_DIR);
-      await replaceFile(folder, `${id}.json`, formatTask(after));
-      try {
-        await this.audit("task.updated", after, actor, found.task.value);
-      } catch (err) {
-        await replaceFile(folder, `${id}.json`, found.task.text);
-        throw err;
-      }
-      return this.describe({ task: { value: after, text: "" }, grants: found.grants }, now);
+      return this.rewrite(found, after, actor, now);
+    });
+  }
+
+  /** chat.py's `task update`: any field but the lease's, refused as chat.py refuses it. */
+  async update(id: string, agent: string, fields: StructuredTaskUpdate): Promise<TaskInfo> {
+    const actor = identity(agent);
+    assertSomeField(fields);
+    return this.change(id, async (found, now) => {
+      const before = found.task.value;
+      assertUpdateAllowed(before, found.claim, actor, fields, now);
+      const after = updatedTask(before, fields, localIso(now));
+      assertAcyclic(
+        after,
+        readTasks(this.host.dir, this.host.channel).tasks.map((t) => t.value),
+      );
+      this.assertCanMove(before, after.status, `update task ${id}`, after.depends_on);
+      return this.rewrite(found, after, actor, now);
+    });
+  }
+
+  /** Replaces a task record (no lease changes) and posts `task.updated`, undone if that fails. */
+  private async rewrite(found: Found, after: ReferenceTask, actor: string, now: number) {
+    const folder = join(this.host.dir, TASKS_DIR);
+    const file = `${after.id}.json`;
+    await replaceFile(folder, file, formatTask(after));
+    try {
+      await this.audit("task.updated", after, actor, found.task.value);
+    } catch (err) {
+      await replaceFile(folder, file, found.task.text);
+      throw err;
+    }
+    return this.describe({ ...found, task: { value: after, text: "" } }, now);
+  }
+
+  /**
+   * chat.py's `task recover-pending`: the lease change that died half-way is undone (its message
+   * was never posted) or, if it was, its journal is cleaned up; either is posted, as chat.py does
+   * (`lease.transaction.recovered`, `lease.transaction.cleaned`).
+   */
+  async recoverPending(
+    agent: string,
+    resolve?: "rollback" | "published",
+  ): Promise<PendingRecovery> {
+    const actor = identity(agent);
+    const { dir, channel } = this.host;
+    return withTasksMutex(dir, async () => {
+      const change = pendingChange(dir, channel, resolve);
+      const claims = join(dir, CLAIMS_DIR);
+      const current = () => readTask(dir, channel, change.taskId)?.value;
+      const cleanup = change.resolution === "published";
+      if (cleanup) {
+        const now = current();
+        if (!now) throw inconsistent("LEASE_TRANSACTION_INVALID: the task record is gone");
+        assertPublished(change, now, (f) => claimText(claims, f));
+      } else await undoPending(dir, change);
+      const task = current() as ReferenceTask;
+      await this.audit(
+        `lease.transaction.${cleanup ? "cleaned" : "recovered"}`,
+        task,
+        actor,
+        task,
+        {
+          transaction_event: change.event,
+          transaction_recovery: cleanup ? "cleanup" : "rollback",
+          transaction_task_id: change.taskId,
+        },
+      );
+      removeFileEntry(join(claims, TRANSACTION_FILE));
+      return {
+        task: change.taskId,
+        event: change.event,
+        recovery: cleanup ? "cleanup" : "rollback",
+      };
     });
   }
 
@@ -419,14 +500,20 @@ export class Board {
     return claim;
   }
 
-  private assertCanMove(task: ReferenceTask, to: ReferenceStatus, what: string): void {
+  /** Whether `task` may move to `to` (with `dependsOn`, the dependencies it will have then). */
+  private assertCanMove(
+    task: ReferenceTask,
+    to: ReferenceStatus,
+    what: string,
+    dependsOn = task.depends_on,
+  ): void {
     if (!canMove(task.status, to)) {
       throw lost(`TASK_INVALID_TRANSITION: cannot ${what}: it is ${task.status}`);
     }
     if (to === "in_progress" || to === "done") {
       const { tasks } = readTasks(this.host.dir, this.host.channel);
       const status = new Map(tasks.map((t) => [t.value.id, t.value.status]));
-      const waiting = task.depends_on.filter((d) => status.get(d) !== "done");
+      const waiting = dependsOn.filter((d) => status.get(d) !== "done");
       if (waiting.length > 0) {
         throw lost(
           `TASK_DEPENDENCY_NOT_READY: task ${task.id} depends on unfinished tasks: ${waiting.join(", ")}`,
@@ -443,7 +530,7 @@ export class Board {
     return withTasksMutex(this.host.dir, async () => {
       if (transactionPending(this.host.dir)) {
         throw inconsistent(
-          `LEASE_TRANSACTION_PENDING: a lease change in ${this.host.channel} died half-way; recover it first (chat.py: task recover-pending ${this.host.channel} --as NAME)`,
+          `LEASE_TRANSACTION_PENDING: a lease change in ${this.host.channel} died half-way; recover it first (agent-chat task recover-pending ${this.host.channel} --as NAME)`,
         );
       }
       return fn(this.load(id), this.host.now());
@@ -620,4 +707,10 @@ function graceNote(end: number, now: number): string {
   if (now <= end) return "";
   const left = Math.max(1, Math.ceil((end + SKEW_GRACE_MS - now) / 1000));
   return ` (ended, but its holder's for the ${SKEW_GRACE_MS / 1000} s clock-skew grace: claimable in ${left} s)`;
+}
+
+/** A claim file's text, or undefined when there is none (a link or other entry is not one). */
+function claimText(claims: string, file: string): string | undefined {
+  const path = join(claims, file);
+  return entryKind(path) === undefined ? undefined : readRootTextSync(path, 256 * 1024);
 }

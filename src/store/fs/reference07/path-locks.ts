@@ -1,6 +1,11 @@
 import { join } from "node:path";
 import { identity } from "../../../core/names.js";
-import { type PathLease, pathLeaseLive, staticBase } from "../../../features/leases/index.js";
+import {
+  type LockedPath,
+  lockedPath,
+  type PathLease,
+  pathLeaseLive,
+} from "../../../features/leases/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -27,13 +32,13 @@ const MAX_RECORDS = 1_000;
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** One record as chat.py writes it. */
-interface LockRecord {
+export interface LockRecord {
   channel: string;
   expires_at: string;
   lock_id: string;
   locked_at: string;
   owner: string;
-  paths: { display_path: string; kind: "file" | "directory"; normalized_path: string }[];
+  paths: LockedPath[];
   previous_expires_at: string | null;
   previous_owner: string | null;
   recovery_reason: string | null;
@@ -56,7 +61,8 @@ function readRecords(dir: string): LockRecord[] {
   return out;
 }
 
-function parseRecord(path: string): LockRecord | undefined {
+/** The record at `path` when it parses as chat.py's (else undefined: a root file is untrusted). */
+export function parseRecord(path: string): LockRecord | undefined {
   try {
     const value = JSON.parse(readRootTextSync(path, MAX_RECORD_BYTES));
     const expires = value.expires_at ?? value.lease_expires_at;
@@ -74,7 +80,7 @@ function parseRecord(path: string): LockRecord | undefined {
 }
 
 /** A record we keep for one of our leases (and chat.py has not taken over by `recover`). */
-function isMirror(record: LockRecord): boolean {
+export function isMirror(record: LockRecord): boolean {
   return record.lock_id.startsWith(MIRROR_PREFIX) && record.recovery_reason === null;
 }
 
@@ -145,23 +151,13 @@ async function mirrorRecord(
   old: LockRecord | undefined,
   now: number,
 ): Promise<LockRecord> {
-  const { base, isGlob } = await staticBase(lease.pattern);
-  // chat.py refuses a record with a ':' in a path: such a lease reserves the whole channel.
-  const path = (isGlob ? base : lease.pattern) || ".";
-  const normalized = path.includes(":") ? "." : path;
   return {
     channel,
     expires_at: iso(lease.expiresAt),
     lock_id: id,
     locked_at: old?.locked_at ?? iso(lease.at),
     owner: lease.holder,
-    paths: [
-      {
-        display_path: lease.pattern,
-        kind: isGlob || normalized === "." ? "directory" : "file",
-        normalized_path: normalized,
-      },
-    ],
+    paths: [await lockedPath(lease.pattern)],
     previous_expires_at: null,
     previous_owner: null,
     recovery_reason: null,
@@ -170,11 +166,11 @@ async function mirrorRecord(
 }
 
 /** chat.py's offset form (`+00:00`, microseconds), which every Python it supports parses. */
-function iso(ms: number): string {
+export function iso(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000+00:00");
 }
 
 /** As chat.py writes one: keys sorted, two spaces, a final newline. */
-function formatRecord(record: LockRecord): string {
+export function formatRecord(record: LockRecord): string {
   return `${sortedJson(record)}\n`;
 }

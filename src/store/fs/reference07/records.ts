@@ -269,3 +269,13 @@ export function referenceTime(ms: number): string {
 export function changedFields(before: ReferenceTask, after: ReferenceTask): string[] {
   return TASK_FIELDS.filter((f) => JSON.stringify(before[f]) !== JSON.stringify(after[f])).sort();
 }
+
+/** chat.py's `now_iso()`: local time to the second, with its offset (`+02:00`, `+00:00`). */
+export function localIso(ms: number): string {
+  const date = new Date(ms);
+  const offset = -date.getTimezoneOffset();
+  const local = new Date(ms + offset * 60_000).toISOString().slice(0, 19);
+  const abs = Math.abs(offset);
+  const hhmm = `${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
+  return `${local}${offset < 0 ? "-" : "+"}${hhmm}`;
+}

@@ -1,0 +1,128 @@
+import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { type KV, Kvm } from "@nats-io/kv";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { CasWriter } from "../../src/store/nats/kv-cas.js";
+import { NatsStore } from "../../src/store/nats/nats-store.js";
+import { describeCluster } from "../helpers/describe-cluster.js";
+import { NatsCluster } from "../helpers/nats-cluster.js";
+
+/**
+ * A cluster's checked writes make two reads: the stream's (or bucket's) last sequence, and the
+ * channel's (or key's) last entry. Around a healed partition a cut-off leader still answers
+ * from its stale copy, so one of the two answers may lag the other. These tests give a writer
+ * such a lagging answer on purpose: the write must not pass on the fresh one alone.
+ */
+let cluster: NatsCluster;
+let counter = 0;
+const ns = () => `stale${process.pid}-${++counter}`;
+
+describeCluster("nats cluster: a checked write given one stale answer", () => {
+  beforeAll(async () => {
+    cluster = await NatsCluster.start();
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.dispose();
+  });
+
+  /**
+   * Three posts, then a new store whose reads of the channel's last message answer with the
+   * second for `staleReads` times (a store that lags), then the truth.
+   */
+  async function postAfterStaleReads(staleReads: number) {
+    const url = cluster.url(ns());
+    const first = await NatsStore.open(url, { replicas: 3 });
+    await first.init("ch");
+    for (const body of ["one", "two"]) await first.post("ch", { from: "a", body });
+    const stale = await first.lastOf("ch");
+    await first.post("ch", { from: "a", body: "three" });
+    const late = await NatsStore.open(url);
+    const fresh = late.lastOf.bind(late);
+    let left = staleReads;
+    late.lastOf = (channel) => (left-- > 0 ? Promise.resolve(stale) : fresh(channel));
+    const posted = await late.post("ch", { from: "b", body: "four" });
+    const read = await first.read("ch", { as: "reader", all: true, everyone: true, peek: true });
+    await Promise.all([first.close(), late.close()]);
+    return { posted, read };
+  }
+
+  it("a post that read a stale last message is refused and renumbered, never stored under a taken number", async () => {
+    const { posted, read } = await postAfterStaleReads(1);
+    expect(posted.seq).toBe(4);
+    expect(read.messages.map((m) => [m.seq, m.body])).toEqual([
+      [1, "one"],
+      [2, "two"],
+      [3, "three"],
+      [4, "four"],
+    ]);
+    expect(read.warnings, "stored posts that readers skip").toEqual([]);
+  });
+
+  it("the same when the post takes its turn after losing twice (the read after its turn marker is stale too)", async () => {
+    const { posted, read } = await postAfterStaleReads(3);
+    expect(posted.seq).toBe(4);
+    expect(read.messages.map((m) => m.body)).toEqual(["one", "two", "three", "four"]);
+    expect(read.warnings, "stored posts that readers skip").toEqual([]);
+  });
+
+  it("a wait whose cursor save landed unanswered, then read back stale many times, still returns its messages once", async () => {
+    const url = cluster.url(ns());
+    const poster = await NatsStore.open(url, { replicas: 3 });
+    await poster.init("ch");
+    await poster.post("ch", { from: "a", to: "w", body: "for w" });
+    const waiter = await NatsStore.open(url);
+    // The bucket as the store reads it (its leader's answers) and writes it.
+    const { quick, kv } = waiter as unknown as { quick: { kv: KV }; kv: KV };
+    const realGet = quick.kv.get.bind(quick.kv);
+    const realUpdate = kv.update.bind(kv);
+    const realCreate = kv.create.bind(kv);
+    let staleReads = 0;
+    const landedUnanswered = async (write: Promise<number>) => {
+      await write;
+      // The next ten reads of the cursor answer as before the write (a leader that lags).
+      staleReads = 10;
+      throw Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" });
+    };
+    kv.create = (key, value) => landedUnanswered(realCreate(key, value));
+    kv.update = (key, value, revision) => landedUnanswered(realUpdate(key, value, revision));
+    quick.kv.get = (key, opts) =>
+      key.startsWith("cursor.") && staleReads-- > 0 ? Promise.resolve(null) : realGet(key, opts);
+    const woken = await waiter.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    kv.create = realCreate;
+    kv.update = realUpdate;
+    expect(woken.messages.map((m) => m.body)).toEqual(["for w"]);
+    // Once: the cursor did move.
+    await expect(waiter.wait(["ch"], { as: "w", timeoutMs: 500 })).rejects.toMatchObject({
+      code: "TIMEOUT",
+    });
+    await Promise.all([poster.close(), waiter.close()]);
+  });
+
+  it("a KV compare-and-set that read a stale revision of its key is refused, not written over a newer value", async () => {
+    const nc: NatsConnection = await connect({ servers: cluster.nodes.map((n) => n.server) });
+    try {
+      const bucket = ns();
+      const kv = await new Kvm(nc).create(bucket, { replicas: 3 });
+      const v1 = await kv.put("claim", "alice");
+      const jsm = await jetstreamManager(nc);
+      // The bucket keeps one value per key: the first is read before the second replaces it.
+      const stale = await jsm.streams.getMessage(`KV_${bucket}`, { seq: v1 });
+      await kv.put("claim", "bob");
+      // The writer's key read answers with the first value once (a leader that lags).
+      let left = 1;
+      const lagging = {
+        streams: {
+          info: (name: string) => jsm.streams.info(name),
+          getMessage: (name: string, query: never) =>
+            left-- > 0 ? Promise.resolve(stale) : jsm.streams.getMessage(name, query),
+        },
+      } as unknown as JetStreamManager;
+      const writer = new CasWriter(jetstream(nc), lagging, bucket);
+      const won = await writer.set("claim", "carol", (state) => state?.revision === v1);
+      expect(won, "a write over a value the writer never saw").toBeUndefined();
+      expect((await kv.get("claim"))?.string()).toBe("bob");
+    } finally {
+      await nc.close();
+    }
+  });
+});
