@@ -3,9 +3,8 @@
 // dist/hook.cjs, the hot commands (post, read, wait, peek, channels, tasks, claim) by
 // dist/hot.cjs, each one CommonJS file; every other line loads the full CLI (dist/main.js).
 // See bench/README.md, "Start-up".
-import module from "node:module";
 import { join } from "node:path";
-import { codeCacheDir, requireCached } from "./code-cache.js";
+import { codeCacheDir, nodeCompileCache, requireCached } from "./code-cache.js";
 import { parseHookLine } from "./hook-line.js";
 import { parseHotLine } from "./hot-line.js";
 import { exitQuietlyOnBrokenPipe } from "./pipe.js";
@@ -18,11 +17,11 @@ declare const __HELP__: string;
 // Compiled code is kept between runs: by Node itself from 22.1 on, else by V8's code cache
 // (code-cache.ts). Either lives in the user's cache folder; none there means compiling afresh.
 const cacheDir = codeCacheDir(process.env);
-const { enableCompileCache } = module as { enableCompileCache?: (dir?: string) => unknown };
+const enableCompileCache = nodeCompileCache();
 if (enableCompileCache && cacheDir) enableCompileCache(join(cacheDir, "..", "node"));
 /** One of the lean files beside this one, through the code cache where Node has none. */
 const lean = (name: string) =>
-  requireCached(join(__dirname, name), enableCompileCache ? undefined : cacheDir);
+  requireCached(join(__dirname, name), enableCompileCache ? undefined : cacheDir, require);
 
 const argv = process.argv.slice(2);
 const envRoot = process.env.AGENT_CHAT_ROOT;

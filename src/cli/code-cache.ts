@@ -5,16 +5,13 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   readSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from "node:fs";
-import Module from "node:module";
 import { basename, dirname, isAbsolute, join } from "node:path";
-import * as vm from "node:vm";
+import { Script } from "node:vm";
 import { shortHash } from "../core/hash.js";
 
 /**
@@ -27,14 +24,22 @@ import { shortHash } from "../core/hash.js";
  * it is a regular file of this user that no one else may write. Its name says which build of the
  * file, which Node and which CPU it was made for; V8 checks its own version and flags besides,
  * and a cache it rejects is written anew. Anything that goes wrong means a plain `require`.
+ *
+ * `localRequire` is the caller's own `require`: the lean files sit beside the executable, so it
+ * resolves what they require as their own would (`Module.createRequire` would load
+ * `node:module`, and Node's ES-module loader with it, on every start).
  */
-export function requireCached(file: string, cacheDir: string | undefined): unknown {
+export function requireCached(
+  file: string,
+  cacheDir: string | undefined,
+  localRequire: NodeJS.Require,
+): unknown {
   const loaded = cacheDir === undefined ? undefined : compileCached(file, cacheDir);
-  if (!loaded) return require(file);
+  if (!loaded) return localRequire(file);
   const { script, cachePath, stale } = loaded;
   const run = script.runInThisContext() as ModuleWrapper;
   const mod = { exports: {} as unknown };
-  run.call(mod.exports, mod.exports, Module.createRequire(file), mod, file, dirname(file));
+  run.call(mod.exports, mod.exports, localRequire, mod, file, dirname(file));
   // Written at exit, so that it holds what this run compiled lazily too (most of a command).
   if (stale) process.once("exit", () => writeCache(script, cachePath, file));
   return mod.exports;
@@ -61,17 +66,30 @@ export function codeCacheDir(env: NodeJS.ProcessEnv): string | undefined {
     : undefined;
 }
 
+/**
+ * Node's own compile cache (`module.enableCompileCache`, Node 22.1 and later). On an older Node
+ * `node:module` is not loaded to find out: with it comes Node's ES-module loader.
+ */
+export function nodeCompileCache(): ((dir: string) => unknown) | undefined {
+  if (Number(process.versions.node.split(".")[0]) < 22) return undefined;
+  return (require("node:module") as { enableCompileCache?: (dir: string) => unknown })
+    .enableCompileCache;
+}
+
+/** How Node wraps a CommonJS file (`Module.wrap`), written out for the same reason. */
+const WRAP_HEAD = "(function (exports, require, module, __filename, __dirname) { ";
+const WRAP_TAIL = "\n});";
+
 function compileCached(file: string, cacheDir: string) {
   try {
     // `import()` would need a loader callback here; the lean files are built without any.
-    const source = readFileSync(file, "utf8");
-    const st = statSync(file);
+    const { text: source, st } = readWithStat(file);
     const build = shortHash(
       [source.length, st.size, st.mtimeMs, process.version, process.arch].join("\0"),
     );
     const cachePath = join(cacheDir, `${cacheFamily(file)}${build}.v8`);
     const cachedData = readOwnFile(cachePath);
-    const script = new vm.Script(Module.wrap(source), { filename: file, cachedData });
+    const script = new Script(WRAP_HEAD + source + WRAP_TAIL, { filename: file, cachedData });
     return { script, cachePath, stale: cachedData === undefined || script.cachedDataRejected };
   } catch {
     return undefined;
@@ -85,6 +103,19 @@ function compileCached(file: string, cacheDir: string) {
  */
 function cacheFamily(file: string): string {
   return `${basename(file)}-${shortHash(dirname(file))}-`;
+}
+
+/** A lean file's text and the fstat of the very opening it was read through. */
+function readWithStat(file: string) {
+  const fd = openSync(file, constants.O_RDONLY);
+  try {
+    const st = fstatSync(fd);
+    const data = Buffer.allocUnsafe(st.size);
+    if (readSync(fd, data, 0, st.size, 0) !== st.size) throw new Error(`${file} changed`);
+    return { text: data.toString("utf8"), st };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The largest cache read: a lean file's is a few hundred kB. */
@@ -113,7 +144,7 @@ function readOwnFile(path: string): Buffer | undefined {
  * Replaces the cache atomically (processes starting at once each write a whole file), and
  * removes the caches of the file's earlier builds in the same place.
  */
-function writeCache(script: vm.Script, cachePath: string, file: string): void {
+function writeCache(script: Script, cachePath: string, file: string): void {
   const dir = dirname(cachePath);
   const tmp = `${cachePath}.${process.pid}.tmp`;
   try {

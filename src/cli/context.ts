@@ -31,7 +31,7 @@ export interface GlobalOptions {
 export class CliContext {
   private store: Store | undefined;
   private signing: Store | undefined;
-  readonly abort = new AbortController();
+  private aborter: AbortController | undefined;
   /** Set by a command whose exit code is another program's (e.g. `slash --exec`). */
   exitCode: number | undefined;
   /**
@@ -50,6 +50,15 @@ export class CliContext {
     private readonly globals: () => GlobalOptions,
     readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
+
+  /**
+   * Aborted by Ctrl-C or SIGTERM (run.ts), for a command that waits. Made when first asked for:
+   * Node loads its abort-controller module for the first one, which a post or a read never needs.
+   */
+  get abort(): AbortController {
+    this.aborter ??= new AbortController();
+    return this.aborter;
+  }
 
   get json(): boolean {
     return this.globals().json === true;

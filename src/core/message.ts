@@ -49,7 +49,7 @@ export const DEFAULT_STATUS = "discussion";
 export const BROADCAST = "all";
 
 /** Matches a message file name: digits, `-`, anything, `.md`. The digits are the seq. */
-const MESSAGE_FILE = /^(\d+)-[^/\\]*\.md$/;
+export const MESSAGE_FILE = /^(\d+)-[^/\\]*\.md$/;
 
 /**
  * The largest sequence number ever read or issued. Numbers come from file names and `.seq`,

@@ -123,6 +123,8 @@ const HEAVY = [
   // Built-ins a folder command does not need without a daemon; node:crypto alone costs several
   // ms of each start (temporary names and socket names are made without it).
   /^node:(net|child_process|http|https|worker_threads|crypto)$/,
+  // Node's ES-module loader comes with it; only Node's own compile cache (22.1+) needs it.
+  ...(Number(process.versions.node.split(".")[0]) < 22 ? [/^node:module$/] : []),
 ];
 
 describe("start-up: what the commands agents run all the time load", () => {
@@ -139,7 +141,7 @@ describe("start-up: what the commands agents run all the time load", () => {
     ["--help", ["--help"]],
   ];
   it.each(lines)(
-    "%s loads neither the MCP SDK, NATS, zod, playwright, commander, node:net nor node:crypto",
+    "%s loads neither the MCP SDK, NATS, zod, playwright, commander, node:net, node:crypto nor (before Node 22) node:module",
     (_, args, input) => {
       const loaded = loadedBy(args, input);
       expect(loaded.length).toBeGreaterThan(0);
@@ -294,6 +296,7 @@ const COLD: Array<[string, string, string]> = [
   ["the daemon's socket client", "class DaemonClient", "daemon-client.cjs"],
   ["the slash parser (a --json body starting with /)", "function slashOfBody", "core-slash.cjs"],
   ["hook wait", "function runHookWait", "cli-hook-wait.cjs"],
+  ["chat.py 0.7's task board", "class Board", "store-fs-reference07-index.cjs"],
 ];
 
 function declares(text: string, declaration: string): boolean {

@@ -1,6 +1,6 @@
 import { existsSync, type FSWatcher, promises as fsp, readdirSync, statSync, watch } from "node:fs";
 import { join } from "node:path";
-import { hasOversizedSeq, seqOfFileName } from "../../core/message.js";
+import { hasOversizedSeq, MAX_SEQ, MESSAGE_FILE, seqOfFileName } from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
 import { TASK_FILE } from "../shared/index.js";
 
@@ -126,19 +126,32 @@ export class ChannelIndex {
     const before = this.bySeq.size;
     const known = new Set([...this.bySeq.values()].flat());
     if (names.some((n) => !known.has(n) && seqOfFileName(n) !== undefined)) this.version++;
-    this.bySeq.clear();
-    this.claimed.clear();
-    this.leftovers = [];
-    for (const name of names) {
-      // Temporary files and lock owners a killed process could not finish removing.
-      if (name.startsWith(".tmp-") || name.startsWith(LOCK_LEFTOVER_PREFIX)) {
-        this.leftovers.push(name);
-      } else this.insert(name, false);
-    }
+    this.rebuild(names);
     this.seqs = [...this.bySeq.keys()].sort((a, b) => a - b);
     if (this.bySeq.size !== before) this.version++;
     this.lastScanStartedAt = startedAt;
     this.fresh = true;
+  }
+
+  /** The index made anew from a full listing of the folder. */
+  private rebuild(names: readonly string[]): void {
+    this.bySeq.clear();
+    this.claimed.clear();
+    this.leftovers = [];
+    for (const name of names) {
+      // A message, in this loop itself: every command lists a folder of thousands of them, and
+      // a test and a parseInt here cost half what an exec in a call per name does (cold code).
+      // The same as `seqOfFileName`: digits before a `-`, so parseInt reads just them.
+      const seq = MESSAGE_FILE.test(name) ? Number.parseInt(name, 10) : Number.NaN;
+      if (seq <= MAX_SEQ) {
+        const same = this.bySeq.get(seq);
+        if (!same) this.bySeq.set(seq, [name]);
+        else if (!same.includes(name)) same.push(name);
+      } else if (name.startsWith(".tmp-") || name.startsWith(LOCK_LEFTOVER_PREFIX)) {
+        // Temporary files and lock owners a killed process could not finish removing.
+        this.leftovers.push(name);
+      } else this.insert(name, false);
+    }
   }
 
   /** Seqs above `after`, ascending, with their file names (normally one each). */

@@ -93,10 +93,11 @@ import { ChannelIndex, listFolder } from "./channel-index.js";
 import { folderNotes } from "./notes.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
-  Board,
+  type Board,
   changeReferenceLock,
   hasClaims,
   hasStructuredTask,
+  hasTaskRecords,
   type LockHost,
   type LockRecord,
   lockInfo,
@@ -875,6 +876,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     if (id !== undefined) {
       if (!hasStructuredTask(state.dir, id) || (await this.taskRecord(channel, id))) return;
     }
+    const { Board } = await import("./reference07/index.js");
     return new Board({
       dir: state.dir,
       channel,
@@ -905,7 +907,8 @@ export class FsStore extends FeatureStore<FolderFeed> {
 
   override async tasks(channel: string, options: TasksOptions = {}): Promise<TaskInfo[]> {
     const ours = await super.tasks(channel);
-    const board = await this.boardFor(channel);
+    const dir = this.state(channel).dir;
+    const board = hasTaskRecords(dir) ? await this.boardFor(channel) : undefined;
     const { tasks, problems } = (await board?.list()) ?? { tasks: [], problems: [] };
     for (const p of problems) this.warnOnce(`${p}; not listed`, options.onWarning, channel);
     const marked = new Set(ours.map((t) => t.id));

@@ -30,7 +30,6 @@ import {
   formatTask,
   localIso,
   parseTime,
-  REFERENCE_ID,
   type ReferenceClaim,
   type ReferenceStatus,
   type ReferenceTask,
@@ -56,16 +55,6 @@ interface Found {
   task: Read<ReferenceTask>;
   claim?: Read<ReferenceClaim>;
   grants: Grants;
-}
-
-/** Whether the channel folder `dir` has a chat.py 0.7 task record `id`. */
-export function hasStructuredTask(dir: string, id: string): boolean {
-  return REFERENCE_ID.test(id) && entryKind(join(dir, TASKS_DIR, `${id}.json`)) !== undefined;
-}
-
-/** Whether the channel folder `dir` has chat.py 0.7 task leases at all (a cheap first look). */
-export function hasClaims(dir: string): boolean {
-  return entryKind(join(dir, CLAIMS_DIR)) === "dir";
 }
 
 const inconsistent = (message: string) => new AgentChatError("TASK_INCONSISTENT", message);

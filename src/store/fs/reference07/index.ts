@@ -1,12 +1,15 @@
 /** What the folder store shares on disk with the reference chat.py 0.7 (docs/leases.md). */
 
-export { Board, type BoardHost, hasClaims, hasStructuredTask } from "./board.js";
+// The board is imported where it is used, by `import()` of this file: a channel without
+// chat.py's task files never loads it (the lean CLI files bundle the looks, not the board).
+export { Board, type BoardHost } from "./board.js";
 export {
   changeReferenceLock,
   type LockHost,
   lockInfo,
   refuseWhilePending,
 } from "./lock-changes.js";
+export { hasClaims, hasStructuredTask, hasTaskRecords } from "./looks.js";
 export { PATH_LOCKS_MUTEX, TASKS_MUTEX, withPathLocksMutex } from "./mutex.js";
 export { recoverPendingPathLock } from "./path-lock-pending.js";
 export {
