@@ -1,21 +1,13 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, until } from "../helpers/cli.js";
 import { referenceSkipReason, runReference } from "../helpers/reference.js";
 import { tempDir } from "../helpers/tmp.js";
 
 // chat.py 0.7.5's path-lock grammar (`lock|check|unlock|recover`) spoken by ours, against the
 // real reference on one root: each side's locks refuse the other's, in both directions.
 const skip = referenceSkipReason("0.7");
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("condition never met");
-}
 
 describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})` : ""}`, () => {
   let root: ReturnType<typeof tempDir>;

@@ -3,7 +3,7 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "no
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, until } from "../helpers/cli.js";
 import { referenceCommand, referenceSkipReason, runReference } from "../helpers/reference.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -28,15 +28,6 @@ def die(self, *args, **kwargs):
 task_store.TaskStore._post_event = die
 lease_store.LeaseStore(root / "dev", root=root).claim("T1", "carol", lease_seconds=300)
 `;
-
-/** Polls for a state another process reaches (a journal file's phase): readiness, not a sleep. */
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("condition never met");
-}
 
 describe.skipIf(skip !== undefined)(
   `task recover-pending with chat.py 0.7${skip ? ` (${skip})` : ""}`,

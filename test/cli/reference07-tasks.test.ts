@@ -10,7 +10,7 @@ import {
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, until } from "../helpers/cli.js";
 import { referenceSkipReason, runReference } from "../helpers/reference.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -274,14 +274,6 @@ describe.skipIf(skip !== undefined)(
     });
   },
 );
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("condition never met");
-}
 
 describe.skipIf(skip !== undefined)(
   `our lease journal, recovered by chat.py 0.7${skip ? ` (${skip})` : ""}`,

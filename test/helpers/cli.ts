@@ -135,3 +135,13 @@ export async function untilStdout(
     { timeout: timeoutMs, interval: 20 },
   );
 }
+
+/** Polls until `check` holds (a state another process reaches): readiness, not a sleep. */
+export async function until(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      if (!(await check())) throw new Error("condition never met");
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
+}

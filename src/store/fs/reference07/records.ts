@@ -245,19 +245,17 @@ export function formatClaim(claim: ReferenceClaim): string {
   return `${JSON.stringify(Object.fromEntries(CLAIM_FIELDS.map((f) => [f, claim[f]])), null, 2)}\n`;
 }
 
+/** The value with every object's keys sorted, as Python's `sort_keys=True` orders them. */
+export function withSortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withSortedKeys);
+  if (value === null || typeof value !== "object") return value;
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(entries.map(([k, v]) => [k, withSortedKeys(v)]));
+}
+
 /** JSON with every object's keys sorted, as chat.py writes its journal and audit bodies. */
 export function sortedJson(value: unknown): string {
-  const sorted = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(sorted)
-      : v !== null && typeof v === "object"
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort()
-              .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
-          )
-        : v;
-  return JSON.stringify(sorted(value), null, 2);
+  return JSON.stringify(withSortedKeys(value), null, 2);
 }
 
 /** chat.py's form of a time it computes (microseconds, `+00:00`). */

@@ -1,4 +1,4 @@
-import type { ReferenceTask } from "../records.js";
+import { type ReferenceTask, sortedJson } from "../records.js";
 import {
   type BlockerRecord,
   type DecisionRecord,
@@ -158,17 +158,7 @@ export function summarizeState(
  * spaces, and every character past ASCII escaped (`ensure_ascii`).
  */
 export function pythonJson(value: unknown): string {
-  const sorted = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map(sorted)
-      : v !== null && typeof v === "object"
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort(byText)
-              .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
-          )
-        : v;
-  return JSON.stringify(sorted(value), null, 2).replace(
+  return sortedJson(value).replace(
     /[\u0080-\uffff]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
