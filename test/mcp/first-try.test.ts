@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type Agent, agentFixture, footerJson } from "./client.js";
@@ -111,6 +111,7 @@ describe("agent-chat mcp works on the first try", () => {
     await alice.call("chat_create_channel", { name: "zzz", members: ["alice", "bob"] });
     await alice.call("chat_post", { channel: "review", to: "bob", body: "important" });
     await alice.call("chat_post", { channel: "zzz", to: "bob", body: "hi" });
+    rmdirSync(join(fixture.root(), "zzz", ".cursors")); // what the channel's creation made
     writeFileSync(join(fixture.root(), "zzz", ".cursors"), "");
     const read = await bob.call("chat_read", {});
     expect(read.isError).toBe(false);
