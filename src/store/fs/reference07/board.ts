@@ -18,7 +18,14 @@ import type {
   StructuredTaskUpdate,
   TaskInfo,
 } from "../../types.js";
-import { type Read, readClaims, readTask, readTasks, transactionPending } from "./files.js";
+import {
+  type Read,
+  readClaims,
+  readTask,
+  readTasks,
+  recordFolder,
+  transactionPending,
+} from "./files.js";
 import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./grants.js";
 import { applyLeaseChange, type ClaimChange } from "./journal.js";
 import { withTasksMutex } from "./mutex.js";
@@ -382,7 +389,7 @@ export class Board {
 
   /** Replaces a task record (no lease changes) and posts `task.updated`, undone if that fails. */
   private async rewrite(found: Found, after: ReferenceTask, actor: string, now: number) {
-    const folder = join(this.host.dir, TASKS_DIR);
+    const folder = recordFolder(this.host.dir, TASKS_DIR);
     const file = `${after.id}.json`;
     await replaceFile(folder, file, formatTask(after));
     try {

@@ -1,0 +1,136 @@
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/tmp.js";
+
+// chat.py 0.7's record folders (tasks/, claims/, locks/) of a hostile member: a folder swapped
+// for a link to elsewhere is never read or written through, by any command, journals included.
+describe("chat.py 0.7's record folders planted as links", () => {
+  let root: ReturnType<typeof tempDir>;
+  let outside: string;
+  const cli = (...args: string[]) => runCli(args, { root: root.dir });
+  const channel = () => join(root.dir, "dev");
+  /** Moves the channel's folder `sub` out of the root and leaves a link to it in its place. */
+  const linkOut = (sub: string) => {
+    renameSync(join(channel(), sub), outside);
+    symlinkSync(outside, join(channel(), sub));
+  };
+  const outsideFiles = () => readdirSync(outside).sort();
+  const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+
+  beforeEach(async () => {
+    root = tempDir();
+    // Beside the channel, in no folder any record lives in: "elsewhere" for the channel.
+    outside = join(root.dir, "elsewhere");
+    expect((await cli("init", "dev")).code).toBe(0);
+    expect((await cli("task", "create", "dev", "T1", "--title", "one", "--as", "alice")).code).toBe(
+      0,
+    );
+  });
+  afterEach(() => root.cleanup());
+
+  it("a linked tasks/ folder: no task is claimed, updated or created through it", async () => {
+    const before = readFileSync(join(channel(), "tasks", "T1.json"), "utf8");
+    linkOut("tasks");
+    const claim = await cli("task", "claim", "dev", "T1", "--as", "bob");
+    expect(claim.code).not.toBe(0);
+    expect(claim.stderr).toContain("tasks is not a real folder");
+    const update = await cli("task", "update", "dev", "T1", "--title", "mine", "--as", "bob");
+    expect(update.code).not.toBe(0);
+    const create = await cli("task", "create", "dev", "T2", "--title", "two", "--as", "bob");
+    expect(create.code).not.toBe(0);
+    expect(create.stderr).toContain("tasks is not a real folder");
+    expect(outsideFiles()).toEqual(["T1.json"]);
+    expect(readFileSync(join(outside, "T1.json"), "utf8")).toBe(before);
+  });
+
+  it("a lease journal never puts a record back through a linked tasks/ or claims/", async () => {
+    const task = readFileSync(join(channel(), "tasks", "T1.json"), "utf8");
+    const journal = {
+      version: 2,
+      transaction_id: "0123456789abcdef0123456789abcdef",
+      task_id: "T1",
+      task_file: "tasks/T1.json",
+      task_before: b64(task),
+      task_after: b64(task),
+      claim_changes: [],
+      event: "task.claimed",
+      details: {},
+      phase: "prepared",
+    };
+    mkdirSync(join(channel(), "claims"));
+    writeFileSync(join(channel(), "claims", ".lease-transaction.json"), JSON.stringify(journal));
+    writeFileSync(join(channel(), "tasks", "T1.json"), task.replace('"one"', '"changed"'));
+    linkOut("tasks");
+    const viaTasks = await cli("task", "recover-pending", "dev", "--as", "bob");
+    expect(viaTasks.code).not.toBe(0);
+    expect(readFileSync(join(outside, "T1.json"), "utf8")).toContain('"changed"');
+  });
+
+  it("a journal in a linked claims/ is refused, nothing written outside", async () => {
+    const task = readFileSync(join(channel(), "tasks", "T1.json"), "utf8");
+    const claim = `${JSON.stringify({
+      task_id: "T1",
+      channel: "dev",
+      owner: "mallory",
+      claimed_at: "2026-01-01T00:00:00.000000+00:00",
+      lease_expires_at: "2099-01-01T00:00:00.000000+00:00",
+      renewed_at: "2026-01-01T00:00:00.000000+00:00",
+    })}\n`;
+    mkdirSync(join(channel(), "claims"));
+    const journal = {
+      version: 2,
+      transaction_id: "0123456789abcdef0123456789abcdef",
+      task_id: "T1",
+      task_file: "tasks/T1.json",
+      task_before: b64(task),
+      task_after: b64(task),
+      claim_changes: [{ file: "T1.mallory.json", previous: b64(claim), next: null }],
+      event: "task.released",
+      details: {},
+      phase: "prepared",
+    };
+    writeFileSync(join(channel(), "claims", ".lease-transaction.json"), JSON.stringify(journal));
+    linkOut("claims");
+    const recovered = await cli("task", "recover-pending", "dev", "--as", "bob");
+    expect(recovered.code).not.toBe(0);
+    expect(outsideFiles()).toEqual([".lease-transaction.json"]);
+  });
+
+  it("a path-lock journal in a linked locks/ is refused, nothing written outside", async () => {
+    const lock = `${JSON.stringify({
+      lock_id: "L1",
+      channel: "dev",
+      owner: "mallory",
+      paths: [{ path: "src", normalized_path: "src" }],
+      locked_at: "2026-01-01T00:00:00.000000+00:00",
+      updated_at: "2026-01-01T00:00:00.000000+00:00",
+      expires_at: "2099-01-01T00:00:00.000000+00:00",
+    })}\n`;
+    mkdirSync(join(channel(), "locks"));
+    const journal = {
+      version: 1,
+      transaction_id: "0123456789abcdef0123456789abcdef",
+      operation: "unlock",
+      event: "path.lock.unlocked",
+      target: "L1.json",
+      before: b64(lock),
+      after: null,
+      actor: "mallory",
+      phase: "prepared",
+    };
+    writeFileSync(join(channel(), "locks", ".path-lock-transaction.json"), JSON.stringify(journal));
+    linkOut("locks");
+    const recovered = await cli("recover-pending", "dev", "--as", "bob");
+    expect(recovered.code).not.toBe(0);
+    expect(outsideFiles()).toEqual([".path-lock-transaction.json"]);
+  });
+});
