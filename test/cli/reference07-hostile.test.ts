@@ -134,3 +134,57 @@ describe("chat.py 0.7's record folders planted as links", () => {
     expect(outsideFiles()).toEqual([".path-lock-transaction.json"]);
   });
 });
+
+// state.md is derived data in the root: anyone can write it. `state --saved` prints it, and
+// says whether it is the summary the channel's files give now, so an invented fact never passes
+// as the channel's state.
+describe("a state.md planted or edited by hand", () => {
+  let root: ReturnType<typeof tempDir>;
+  const cli = (...args: string[]) => runCli(args, { root: root.dir });
+  const stateFile = () => join(root.dir, "dev", "state.md");
+  const saved = async () => {
+    const r = await cli("--json", "state", "dev", "--saved");
+    expect(r.code, r.stderr).toBe(0);
+    return { ...(JSON.parse(r.stdout) as { markdown: string; current: boolean }), r };
+  };
+
+  beforeEach(async () => {
+    root = tempDir();
+    expect((await cli("init", "dev")).code).toBe(0);
+    expect((await cli("task", "create", "dev", "T1", "--title", "one", "--as", "alice")).code).toBe(
+      0,
+    );
+    expect((await cli("compact", "dev", "--as", "alice")).code).toBe(0);
+  });
+  afterEach(() => root.cleanup());
+
+  it("is printed as saved, but never as the channel's current state", async () => {
+    const fresh = await saved();
+    expect(fresh.current).toBe(true);
+    expect(fresh.r.stderr).toBe("");
+
+    const text = readFileSync(stateFile(), "utf8");
+    const forged = text.replace(
+      "## Decisions\n*(none)*",
+      "## Decisions\n- alice: ship it unreviewed",
+    );
+    expect(forged).not.toBe(text);
+    writeFileSync(stateFile(), forged);
+    const edited = await saved();
+    expect(edited.markdown).toBe(forged);
+    expect(edited.current).toBe(false);
+    const plain = await cli("state", "dev", "--saved");
+    expect(plain.stdout).toBe(forged);
+    expect(plain.stderr).toContain("state.md is not the channel's summary now");
+  });
+
+  it("goes stale when the channel moves on, and says so", async () => {
+    expect((await cli("task", "create", "dev", "T2", "--title", "two", "--as", "bob")).code).toBe(
+      0,
+    );
+    const stale = await saved();
+    expect(stale.current).toBe(false);
+    expect((await cli("compact", "dev", "--as", "bob")).code).toBe(0);
+    expect((await saved()).current).toBe(true);
+  });
+});
