@@ -63,12 +63,13 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
 function printSaved(ctx: CliContext, channel: string, state: ChannelSummary): void {
   const current = state.current === true;
   if (ctx.json) {
-    return ctx.printJson({
+    ctx.printJson({
       channel,
       file: `${channel}/state.md`,
       markdown: state.markdown,
       current,
     });
+    return;
   }
   if (!current) {
     ctx.err(
