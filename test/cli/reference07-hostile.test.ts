@@ -188,3 +188,39 @@ describe("a state.md planted or edited by hand", () => {
     expect((await saved()).current).toBe(true);
   });
 });
+
+// A chat.py lock is its owner's: the very name chat.py wrote (but for case) or the key we write
+// for a name; a name that only shares the key (`Bob.` for `Bob`) is someone else.
+describe("chat.py's path lock of a capitalised name", () => {
+  let root: ReturnType<typeof tempDir>;
+  const cli = (...args: string[]) => runCli(args, { root: root.dir });
+
+  beforeEach(async () => {
+    root = tempDir();
+    expect((await cli("init", "dev")).code).toBe(0);
+    const locks = join(root.dir, "dev", "locks");
+    mkdirSync(locks);
+    const at = new Date().toISOString().replace("Z", "000+00:00");
+    const until = new Date(Date.now() + 3_600_000).toISOString().replace("Z", "000+00:00");
+    const record = {
+      lock_id: "L1",
+      channel: "dev",
+      owner: "Bob",
+      paths: [{ path: "src", normalized_path: "src" }],
+      locked_at: at,
+      updated_at: at,
+      expires_at: until,
+    };
+    writeFileSync(join(locks, "L1.json"), `${JSON.stringify(record, null, 2)}\n`);
+  });
+  afterEach(() => root.cleanup());
+
+  it("is unlocked by its owner only, not by a name that shares its key", async () => {
+    const other = await cli("unlock", "dev", "L1", "--as", "Bob.");
+    expect(other.code).not.toBe(0);
+    expect(other.stderr).toContain("PATH_LOCK_OWNER_MISMATCH");
+    const owner = await cli("unlock", "dev", "L1", "--as", "bob");
+    expect(owner.code, owner.stderr).toBe(0);
+    expect(readdirSync(join(root.dir, "dev", "locks"))).toEqual([]);
+  });
+});

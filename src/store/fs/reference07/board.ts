@@ -46,7 +46,13 @@ import {
   TRANSACTION_FILE,
   validateTask,
 } from "./records.js";
-import { assertAcyclic, assertSomeField, assertUpdateAllowed, updatedTask } from "./update.js";
+import {
+  assertAcyclic,
+  assertSomeField,
+  assertUpdateAllowed,
+  isLeaseOwner,
+  updatedTask,
+} from "./update.js";
 
 /** What the board needs of the store it lives in. */
 export interface BoardHost {
@@ -487,8 +493,7 @@ export class Board {
   ): Read<ReferenceClaim> {
     const id = found.task.value.id;
     const claim = found.claim as Read<ReferenceClaim>;
-    const me = identity(agent);
-    if (claim.value.owner !== me) {
+    if (!isLeaseOwner(claim.value.owner, agent)) {
       throw notHolder(
         `LEASE_OWNER_MISMATCH: task ${id} is leased by ${claim.value.owner}; only its holder can ${verb} it`,
       );

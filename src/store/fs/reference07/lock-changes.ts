@@ -18,6 +18,7 @@ import {
   parseRecord,
 } from "./path-locks.js";
 import { sortedJson } from "./records.js";
+import { isLeaseOwner } from "./update.js";
 
 /**
  * chat.py 0.7's own path locks changed as chat.py changes them (`unlock`, `recover`), for a
@@ -68,7 +69,7 @@ export async function changeReferenceLock(
   refuseWhilePending(host.dir, host.channel);
   const { text, record } = readLock(host.dir, lockId);
   if (change.op === "unlock") {
-    if (identity(record.owner) !== identity(change.agent)) {
+    if (!isLeaseOwner(record.owner, change.agent)) {
       throw new AgentChatError(
         "NOT_HOLDER",
         `PATH_LOCK_OWNER_MISMATCH: lock ${lockId} belongs to ${record.owner}`,
