@@ -224,3 +224,21 @@ describe("chat.py's path lock of a capitalised name", () => {
     expect(readdirSync(join(root.dir, "dev", "locks"))).toEqual([]);
   });
 });
+
+// A name the channel refuses (it collides with a member's) is chat.py's invalid owner, not a
+// storage failure: the message says what is wrong with the request.
+describe("a path-lock command under a name that collides with a member's", () => {
+  let root: ReturnType<typeof tempDir>;
+  const cli = (...args: string[]) => runCli(args, { root: root.dir });
+  beforeEach(async () => {
+    root = tempDir();
+    expect((await cli("init", "dev", "--members", "alice,bob")).code).toBe(0);
+  });
+  afterEach(() => root.cleanup());
+
+  it("is refused with chat.py's PATH_LOCK_INVALID_OWNER", async () => {
+    const refused = await cli("lock", "dev", "src", "--as", "Alice.");
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("PATH_LOCK_INVALID_OWNER: Alice. may not act in dev");
+  });
+});
