@@ -102,18 +102,23 @@ describe("chat.py 0.7's record folders planted as links", () => {
     linkOut("claims");
     const recovered = await cli("task", "recover-pending", "dev", "--as", "bob");
     expect(recovered.code).not.toBe(0);
+    expect(recovered.stderr).toContain("claims is not a real folder");
     expect(outsideFiles()).toEqual([".lease-transaction.json"]);
   });
 
   it("a path-lock journal in a linked locks/ is refused, nothing written outside", async () => {
+    // A record as chat.py writes it, so that only the link can refuse the journal.
     const lock = `${JSON.stringify({
-      lock_id: "L1",
       channel: "dev",
-      owner: "mallory",
-      paths: [{ path: "src", normalized_path: "src" }],
-      locked_at: "2026-01-01T00:00:00.000000+00:00",
-      updated_at: "2026-01-01T00:00:00.000000+00:00",
       expires_at: "2099-01-01T00:00:00.000000+00:00",
+      lock_id: "L1",
+      locked_at: "2026-01-01T00:00:00.000000+00:00",
+      owner: "mallory",
+      paths: [{ display_path: "src", kind: "file", normalized_path: "src" }],
+      previous_expires_at: null,
+      previous_owner: null,
+      recovery_reason: null,
+      updated_at: "2026-01-01T00:00:00.000000+00:00",
     })}\n`;
     mkdirSync(join(channel(), "locks"));
     const journal = {
@@ -131,6 +136,7 @@ describe("chat.py 0.7's record folders planted as links", () => {
     linkOut("locks");
     const recovered = await cli("recover-pending", "dev", "--as", "bob");
     expect(recovered.code).not.toBe(0);
+    expect(recovered.stderr).toContain("locks is not a real folder");
     expect(outsideFiles()).toEqual([".path-lock-transaction.json"]);
   });
 });

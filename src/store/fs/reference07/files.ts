@@ -146,5 +146,5 @@ export function readClaims(dir: string, channel: string, id: string): Read<Refer
 
 /** Whether a lease change of chat.py (or ours) died half-way and awaits its recovery. */
 export function transactionPending(dir: string): boolean {
-  return entryKind(join(dir, CLAIMS_DIR, TRANSACTION_FILE)) !== undefined;
+  return entryKind(join(recordFolder(dir, CLAIMS_DIR), TRANSACTION_FILE)) !== undefined;
 }

@@ -9,6 +9,7 @@ import {
 } from "../../../fsutil/root-files.js";
 import { pastGrace } from "../../shared/index.js";
 import type { PathLeaseInfo, PostInput } from "../../types.js";
+import { recordFolder } from "./files.js";
 import {
   formatRecord,
   isMirror,
@@ -49,7 +50,7 @@ export type LockChange =
 
 /** Whether a path-lock change died half-way in the channel folder `dir`. */
 export function pathLockJournalPending(dir: string): boolean {
-  return entryKind(join(dir, LOCKS_DIR, PATH_LOCK_JOURNAL)) !== undefined;
+  return entryKind(join(recordFolder(dir, LOCKS_DIR), PATH_LOCK_JOURNAL)) !== undefined;
 }
 
 export function refuseWhilePending(dir: string, channel: string): void {
