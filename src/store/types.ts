@@ -446,6 +446,11 @@ export interface ChannelSummary {
   counts: { openTasks: number; pathLocks: number; decisions: number };
   /** The sources left out because they do not validate, one line each. */
   problems: string[];
+  /**
+   * For `saved`: whether `state.md` is the summary the channel's files give now, for the
+   * messages up to the last one it names; false when it is stale or was not written by one.
+   */
+  current?: boolean;
 }
 
 export interface TasksOptions {

@@ -101,6 +101,8 @@ const REFERENCE_CODE: Partial<Record<string, string>> = {
   NOT_HOLDER: "PATH_LOCK_OWNER_MISMATCH",
   INVALID_ARGUMENT: "PATH_LOCK_INVALID_PATH",
   NOT_FOUND: "PATH_LOCK_NOT_FOUND",
+  NOT_A_MEMBER: "PATH_LOCK_INVALID_OWNER",
+  UNSAFE_FILE: "PATH_LOCK_STORAGE_INVALID",
 };
 
 /** Runs `fn`, leading a refusal's message with chat.py's code for it. */

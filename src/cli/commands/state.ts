@@ -40,11 +40,7 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
           "--saved reads state.md; it cannot --write it",
         );
       const state = await summary(ctx, channel, { ...options(ctx, opts), write });
-      if (opts.saved) {
-        if (ctx.json)
-          return ctx.printJson({ channel, file: `${channel}/state.md`, markdown: state.markdown });
-        return ctx.out(state.markdown);
-      }
+      if (opts.saved) return printSaved(ctx, channel, state);
       if (ctx.json) return ctx.out(`${state.json}\n`);
       ctx.out(write ? `compacted state for ${channel} -> ${channel}/state.md\n` : state.markdown);
     });
@@ -61,6 +57,26 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
       `compacted state for ${channel} -> ${channel}/state.md (open_tasks=${openTasks}, locks=${pathLocks}, decisions=${decisions})\n`,
     );
   });
+}
+
+/** The saved `state.md`, and a warning when it is not what the channel's files say now. */
+function printSaved(ctx: CliContext, channel: string, state: ChannelSummary): void {
+  const current = state.current === true;
+  if (ctx.json) {
+    ctx.printJson({
+      channel,
+      file: `${channel}/state.md`,
+      markdown: state.markdown,
+      current,
+    });
+    return;
+  }
+  if (!current) {
+    ctx.err(
+      `agent-chat: ${channel}/state.md is not the channel's summary now (stale, or not written by a summary): agent-chat state ${channel} gives it\n`,
+    );
+  }
+  ctx.out(state.markdown);
 }
 
 function withFlags(command: Command): Command {

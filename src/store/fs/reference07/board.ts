@@ -18,7 +18,14 @@ import type {
   StructuredTaskUpdate,
   TaskInfo,
 } from "../../types.js";
-import { type Read, readClaims, readTask, readTasks, transactionPending } from "./files.js";
+import {
+  type Read,
+  readClaims,
+  readTask,
+  readTasks,
+  recordFolder,
+  transactionPending,
+} from "./files.js";
 import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./grants.js";
 import { applyLeaseChange, type ClaimChange } from "./journal.js";
 import { withTasksMutex } from "./mutex.js";
@@ -39,7 +46,13 @@ import {
   TRANSACTION_FILE,
   validateTask,
 } from "./records.js";
-import { assertAcyclic, assertSomeField, assertUpdateAllowed, updatedTask } from "./update.js";
+import {
+  assertAcyclic,
+  assertSomeField,
+  assertUpdateAllowed,
+  isLeaseOwner,
+  updatedTask,
+} from "./update.js";
 
 /** What the board needs of the store it lives in. */
 export interface BoardHost {
@@ -382,7 +395,7 @@ export class Board {
 
   /** Replaces a task record (no lease changes) and posts `task.updated`, undone if that fails. */
   private async rewrite(found: Found, after: ReferenceTask, actor: string, now: number) {
-    const folder = join(this.host.dir, TASKS_DIR);
+    const folder = recordFolder(this.host.dir, TASKS_DIR);
     const file = `${after.id}.json`;
     await replaceFile(folder, file, formatTask(after));
     try {
@@ -480,8 +493,7 @@ export class Board {
   ): Read<ReferenceClaim> {
     const id = found.task.value.id;
     const claim = found.claim as Read<ReferenceClaim>;
-    const me = identity(agent);
-    if (claim.value.owner !== me) {
+    if (!isLeaseOwner(claim.value.owner, agent)) {
       throw notHolder(
         `LEASE_OWNER_MISMATCH: task ${id} is leased by ${claim.value.owner}; only its holder can ${verb} it`,
       );

@@ -1,6 +1,11 @@
 import { join } from "node:path";
 import { AgentChatError } from "../../../core/errors.js";
-import { entryKind, listRealDir, readRootTextSync } from "../../../fsutil/root-files.js";
+import {
+  entryKind,
+  listRealDir,
+  readRootTextSync,
+  unsafeEntry,
+} from "../../../fsutil/root-files.js";
 import {
   CLAIMS_DIR,
   RecordProblem,
@@ -29,6 +34,19 @@ function unreadable(path: string, err: unknown): string {
   return `TASK_INVALID_RECORD: ${path} cannot be read (${(err as Error).message})`;
 }
 
+/**
+ * The record folder `sub` (tasks/, claims/, locks/) of the channel folder `dir`, to read or
+ * write a record in. A link there would carry every record read or written through it out of the
+ * channel (the files of a link's target are someone else's): UNSAFE_FILE, as for anything but a
+ * real folder. A folder not made yet passes (its records are absent; a write makes it real).
+ */
+export function recordFolder(dir: string, sub: string): string {
+  const folder = join(dir, sub);
+  const kind = entryKind(folder);
+  if (kind !== undefined && kind !== "dir") throw unsafeEntry(folder, "is not a real folder");
+  return folder;
+}
+
 /** The JSON record files of `dir` (a real folder, else none), as chat.py lists them. */
 function recordNames(dir: string): string[] {
   if (entryKind(dir) !== "dir") return [];
@@ -45,7 +63,7 @@ export function readTask(
   channel: string,
   id: string,
 ): Read<ReferenceTask> | undefined {
-  const path = join(dir, TASKS_DIR, `${id}.json`);
+  const path = join(recordFolder(dir, TASKS_DIR), `${id}.json`);
   if (entryKind(path) === undefined) return undefined;
   let text: string;
   let value: ReferenceTask;
@@ -128,5 +146,5 @@ export function readClaims(dir: string, channel: string, id: string): Read<Refer
 
 /** Whether a lease change of chat.py (or ours) died half-way and awaits its recovery. */
 export function transactionPending(dir: string): boolean {
-  return entryKind(join(dir, CLAIMS_DIR, TRANSACTION_FILE)) !== undefined;
+  return entryKind(join(recordFolder(dir, CLAIMS_DIR), TRANSACTION_FILE)) !== undefined;
 }

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { readOwnTextSync, replaceFile } from "../../../fsutil/root-files.js";
+import { recordFolder } from "./files.js";
 import type { ReferenceClaim } from "./records.js";
 import { TASKS_DIR } from "./records.js";
 
@@ -35,7 +36,9 @@ export function grantsFile(id: string): string {
 export function readGrants(dir: string, id: string): Grants {
   let v: Record<string, unknown>;
   try {
-    v = JSON.parse(readOwnTextSync(join(dir, TASKS_DIR, grantsFile(id)), MAX_GRANTS_BYTES));
+    v = JSON.parse(
+      readOwnTextSync(join(recordFolder(dir, TASKS_DIR), grantsFile(id)), MAX_GRANTS_BYTES),
+    );
   } catch {
     return { token: 0, history: [] };
   }
@@ -77,5 +80,5 @@ export function nextGrant(
 }
 
 export async function writeGrants(dir: string, id: string, grants: Grants): Promise<void> {
-  await replaceFile(join(dir, TASKS_DIR), grantsFile(id), `${JSON.stringify(grants)}\n`);
+  await replaceFile(recordFolder(dir, TASKS_DIR), grantsFile(id), `${JSON.stringify(grants)}\n`);
 }

@@ -5,6 +5,7 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
+import { recordFolder } from "./files.js";
 import {
   CLAIMS_DIR,
   formatClaim,
@@ -60,7 +61,11 @@ export async function applyLeaseChange(
   // Only what this change wrote is put back: a claim that appeared meanwhile is someone's.
   const applied: ClaimChange[] = [];
   try {
-    await replaceFile(join(dir, TASKS_DIR), `${change.after.id}.json`, formatTask(change.after));
+    await replaceFile(
+      recordFolder(dir, TASKS_DIR),
+      `${change.after.id}.json`,
+      formatTask(change.after),
+    );
     for (const c of change.claims) {
       await writeClaim(claims, c);
       applied.push(c);
@@ -107,7 +112,7 @@ async function undo(
   applied: ClaimChange[],
 ): Promise<void> {
   const claims = join(dir, CLAIMS_DIR);
-  await replaceFile(join(dir, TASKS_DIR), `${id}.json`, before);
+  await replaceFile(recordFolder(dir, TASKS_DIR), `${id}.json`, before);
   for (const c of applied.reverse()) {
     if (c.previous === undefined) {
       if (c.next !== undefined) removeFileEntry(join(claims, c.file));

@@ -9,6 +9,7 @@ import {
 } from "../../../fsutil/root-files.js";
 import { pastGrace } from "../../shared/index.js";
 import type { PathLeaseInfo, PostInput } from "../../types.js";
+import { recordFolder } from "./files.js";
 import {
   formatRecord,
   isMirror,
@@ -18,6 +19,7 @@ import {
   parseRecord,
 } from "./path-locks.js";
 import { sortedJson } from "./records.js";
+import { isLeaseOwner } from "./update.js";
 
 /**
  * chat.py 0.7's own path locks changed as chat.py changes them (`unlock`, `recover`), for a
@@ -48,7 +50,7 @@ export type LockChange =
 
 /** Whether a path-lock change died half-way in the channel folder `dir`. */
 export function pathLockJournalPending(dir: string): boolean {
-  return entryKind(join(dir, LOCKS_DIR, PATH_LOCK_JOURNAL)) !== undefined;
+  return entryKind(join(recordFolder(dir, LOCKS_DIR), PATH_LOCK_JOURNAL)) !== undefined;
 }
 
 export function refuseWhilePending(dir: string, channel: string): void {
@@ -68,7 +70,7 @@ export async function changeReferenceLock(
   refuseWhilePending(host.dir, host.channel);
   const { text, record } = readLock(host.dir, lockId);
   if (change.op === "unlock") {
-    if (identity(record.owner) !== identity(change.agent)) {
+    if (!isLeaseOwner(record.owner, change.agent)) {
       throw new AgentChatError(
         "NOT_HOLDER",
         `PATH_LOCK_OWNER_MISMATCH: lock ${lockId} belongs to ${record.owner}`,

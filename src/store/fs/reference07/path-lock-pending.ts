@@ -7,6 +7,7 @@ import {
   replaceFile,
 } from "../../../fsutil/root-files.js";
 import type { PendingRecovery } from "../../types.js";
+import { recordFolder } from "./files.js";
 import { parseLock } from "./lock-records.js";
 import { withPathLocksMutex } from "./mutex.js";
 import { published } from "./pending.js";
@@ -47,7 +48,7 @@ interface Journal {
 }
 
 function readJournal(dir: string, channel: string): Journal | undefined {
-  const path = join(dir, LOCKS_DIR, JOURNAL);
+  const path = join(recordFolder(dir, LOCKS_DIR), JOURNAL);
   if (entryKind(path) === undefined) return undefined;
   let j: Record<string, unknown>;
   try {

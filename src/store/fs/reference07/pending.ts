@@ -7,6 +7,7 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
+import { recordFolder } from "./files.js";
 import {
   CLAIMS_DIR,
   formatClaim,
@@ -81,7 +82,7 @@ function parsed<T>(text: string, what: string, validate: (v: unknown) => T): T {
 }
 
 function readJournal(dir: string): Record<string, unknown> {
-  const path = join(dir, CLAIMS_DIR, TRANSACTION_FILE);
+  const path = join(recordFolder(dir, CLAIMS_DIR), TRANSACTION_FILE);
   if (entryKind(path) === undefined) {
     throw new AgentChatError(
       "NOT_FOUND",
@@ -246,8 +247,8 @@ function resolutionOf(
 
 /** Puts the task record and its claim files back as they were before the change. */
 export async function undoPending(dir: string, change: PendingChange): Promise<void> {
-  const claims = join(dir, CLAIMS_DIR);
-  await replaceFile(join(dir, TASKS_DIR), `${change.taskId}.json`, change.before);
+  const claims = recordFolder(dir, CLAIMS_DIR);
+  await replaceFile(recordFolder(dir, TASKS_DIR), `${change.taskId}.json`, change.before);
   for (const c of [...change.claims].reverse()) {
     if (c.previous === undefined) removeFileEntry(join(claims, c.file));
     else await replaceFile(claims, c.file, c.previous);

@@ -1,4 +1,5 @@
 import { AgentChatError } from "../../../core/errors.js";
+import { identity, sameAgent } from "../../../core/names.js";
 import { pastGrace } from "../../shared/index.js";
 import type { StructuredTaskUpdate } from "../../types.js";
 import type { Read } from "./files.js";
@@ -10,6 +11,14 @@ import { type ReferenceClaim, type ReferenceTask, validateTask } from "./records
  * the status (those move with the lease: claim, done, release); the dependencies stay acyclic
  * and name tasks that exist.
  */
+
+/**
+ * Whether `agent` is the lease's `owner`: the name we write for it (its key), or the very name
+ * chat.py wrote, but for case (`Bob` is `bob`). Punctuation counts: `Bob.` is not `Bob`.
+ */
+export function isLeaseOwner(owner: string, agent: string): boolean {
+  return owner === identity(agent) || sameAgent(owner, agent);
+}
 
 /** Which fields the update names, for chat.py's check of the lease's own fields. */
 function named(fields: StructuredTaskUpdate): string[] {
@@ -52,7 +61,7 @@ export function assertUpdateAllowed(
       `LEASE_RECOVERY_REQUIRED: the lease of ${lease.owner} on task ${task.id} ended at ${lease.lease_expires_at}; recover it first (task recover --reason)`,
     );
   }
-  if (lease.owner !== actor) {
+  if (!isLeaseOwner(lease.owner, actor)) {
     throw new AgentChatError(
       "NOT_HOLDER",
       `LEASE_OWNER_MISMATCH: task ${task.id} is leased by ${lease.owner}; only its holder can update it`,

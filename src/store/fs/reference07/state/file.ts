@@ -103,7 +103,26 @@ export async function channelState(
   return state;
 }
 
-/** The `state.md` last written (by either CLI), read as untrusted: no link followed, capped. */
+/** The last message a saved summary says it summarised (its "Last Message Sequence"). */
+const SAVED_LAST_SEQ = /^- \*\*Last Message Sequence\*\*: #(\d{1,15})$/m;
+
+/**
+ * Whether `markdown` is the summary the channel's files give now, for the messages up to the
+ * last one it names: anyone may write `state.md`, so only that makes it more than a claim.
+ */
+function isCurrent(host: StateHost, markdown: string): boolean {
+  const lastSeq = SAVED_LAST_SEQ.exec(markdown)?.[1];
+  if (lastSeq === undefined) return false;
+  const ignored: string[] = [];
+  const at = localIso(host.now());
+  const summary = summarizeState(host.dir, host.channel, at, ignored, Number(lastSeq));
+  return renderState(summary) === markdown;
+}
+
+/**
+ * The `state.md` last written (by either CLI), read as untrusted: no link followed, capped, and
+ * checked against the channel (`current`).
+ */
 function savedState(host: StateHost): ChannelSummary {
   const path = join(host.dir, STATE_FILE);
   if (entryKind(path) === undefined) {
@@ -114,5 +133,6 @@ function savedState(host: StateHost): ChannelSummary {
   }
   const markdown = readRootTextSync(path, MAX_STATE_BYTES);
   const counts = { openTasks: 0, pathLocks: 0, decisions: 0 };
-  return { markdown, json: "", written: false, counts, problems: [] };
+  const current = isCurrent(host, markdown);
+  return { markdown, json: "", written: false, counts, problems: [], current };
 }

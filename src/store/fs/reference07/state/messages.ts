@@ -72,10 +72,14 @@ function seqOf(name: string): number | undefined {
 }
 
 /** The message files of the channel folder `dir`, by sequence number, and the largest number. */
-function messageFiles(dir: string): { files: { name: string; seq: number }[]; lastSeq: number } {
+function messageFiles(
+  dir: string,
+  upTo: number,
+): { files: { name: string; seq: number }[]; lastSeq: number } {
   const files = listRealDir(dir)
     .map((e) => ({ name: e.name, seq: seqOf(e.name), kind: e.kind }))
-    .filter((e): e is { name: string; seq: number; kind: typeof e.kind } => e.seq !== undefined);
+    .filter((e): e is { name: string; seq: number; kind: typeof e.kind } => e.seq !== undefined)
+    .filter((e) => e.seq <= upTo);
   const lastSeq = files.reduce((max, f) => Math.max(max, f.seq), 0);
   // chat.py reads through links; a root is untrusted here, so only plain files are read.
   const plain = files.filter((f) => f.kind === "file");
@@ -230,9 +234,9 @@ function record(m: Seen, into: MessageFindings): void {
   }
 }
 
-/** Every finding of the channel folder `dir`'s messages, in sequence order. */
-export function scanMessages(dir: string): MessageFindings {
-  const { files, lastSeq } = messageFiles(dir);
+/** Every finding of the channel folder `dir`'s messages (those up to `upTo`), in sequence order. */
+export function scanMessages(dir: string, upTo = Number.POSITIVE_INFINITY): MessageFindings {
+  const { files, lastSeq } = messageFiles(dir, upTo);
   const findings: MessageFindings = {
     lastSeq,
     decisions: [],

@@ -124,9 +124,10 @@ export function summarizeState(
   channel: string,
   generatedAt: string,
   problems: string[],
+  upTo?: number,
 ): StateSummary {
   const meta = readMetaFields(dir, problems);
-  const findings = scanMessages(dir);
+  const findings = scanMessages(dir, upTo);
   const tasks = readStateTasks(dir, channel, problems);
   const status = new Map(tasks.map((t) => [t.id, t.status]));
   const open = tasks.filter((t) => OPEN.has(t.status)).sort((a, b) => byText(a.id, b.id));
