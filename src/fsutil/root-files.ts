@@ -258,16 +258,41 @@ export function replaceFileSync(
   }
 }
 
-/** {@link replaceFileSync} on the thread pool, for files that may be large. */
-export async function replaceFile(dir: string, name: string, data: string | Buffer): Promise<void> {
+/**
+ * {@link replaceFileSync} on the thread pool, for files that may be large. `durable`: the file is
+ * synced before the rename and the folder after it, so a power cut leaves the old file or the
+ * whole new one (chat.py writes its `state.md` so).
+ */
+export async function replaceFile(
+  dir: string,
+  name: string,
+  data: string | Buffer,
+  { durable = false }: { durable?: boolean } = {},
+): Promise<void> {
   const tmp = join(dir, tempName());
   try {
-    await fsp.writeFile(tmp, data, { flag: "wx", mode: 0o644 });
+    const handle = await fsp.open(tmp, "wx", 0o644);
+    try {
+      await handle.writeFile(data);
+      if (durable) await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await fsp.rename(tmp, join(dir, name));
   } catch (err) {
     await fsp.rm(tmp, { force: true });
     throw err;
   }
+  if (durable) await syncFolder(dir);
+}
+
+/** Syncs a folder's entries to disk; best effort (some file systems refuse it). */
+async function syncFolder(dir: string): Promise<void> {
+  const folder = await fsp.open(dir, "r").catch(() => undefined);
+  await folder
+    ?.sync()
+    .catch(() => undefined)
+    .finally(() => folder.close());
 }
 
 /**

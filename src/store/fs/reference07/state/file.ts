@@ -1,7 +1,6 @@
-import { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { AgentChatError } from "../../../../core/errors.js";
-import { entryKind, readRootTextSync, uniqueHex } from "../../../../fsutil/root-files.js";
+import { entryKind, readRootTextSync, replaceFile } from "../../../../fsutil/root-files.js";
 import type { ChannelSummary, ChannelSummaryOptions, PostInput } from "../../../types.js";
 import { localIso, sortedJson } from "../records.js";
 import { renderState } from "./render.js";
@@ -22,30 +21,16 @@ export interface StateHost {
 }
 
 /**
- * Replaces `state.md` as chat.py does: a sibling temporary file written and synced, renamed over
- * it, the folder synced. A reader (or a crash at any instant) sees the old file or the new one,
- * never part of one; a temporary left by a crash is a dot-file that nothing lists.
+ * Replaces `state.md` as chat.py does: a temporary dot-file (which nothing lists) written and
+ * synced, renamed over it, the folder synced. A reader, or a crash at any instant, sees the old
+ * file or the new one, never part of one.
  */
 async function writeStateFile(dir: string, text: string): Promise<void> {
-  const tmp = join(dir, `.${STATE_FILE}.tmp.${uniqueHex()}.tmp`);
   try {
-    const handle = await fsp.open(tmp, "wx", 0o644);
-    try {
-      await handle.writeFile(text, "utf8");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fsp.rename(tmp, join(dir, STATE_FILE));
+    await replaceFile(dir, STATE_FILE, text, { durable: true });
   } catch (err) {
-    await fsp.rm(tmp, { force: true });
     throw new AgentChatError("IO_ERROR", `STATE_IO_ERROR: atomic write of state.md failed: ${err}`);
   }
-  const folder = await fsp.open(dir, "r").catch(() => undefined);
-  await folder
-    ?.sync()
-    .catch(() => undefined)
-    .finally(() => folder.close());
 }
 
 /** chat.py's `state.compacted` message: what was summarised, as a JSON body. */
