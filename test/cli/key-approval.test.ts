@@ -131,4 +131,23 @@ describe("agent-chat id approve: an authority the reader chose approves a new ke
     expect(refused.stderr).toContain("only other's maintainer (bob)");
     expect(await trusts()).toEqual(["verified", "forged"]);
   });
+
+  it("a key that begins with a dash is taken as the key where it stands, not as an option", async () => {
+    let key = generateKeyPair().key;
+    while (!key.startsWith("-")) key = generateKeyPair().key;
+    const trusted = await world.cli(["id", "trust", "carol", key], env.reader);
+    expect(trusted.code, trusted.stderr).toBe(0);
+    expect(trusted.stdout).toContain(`pinned\t${key}`);
+    const chosen = await world.cli(["id", "authority", "add", "carol", key], env.reader);
+    expect(chosen.code, chosen.stderr).toBe(0);
+    const approve = ["id", "approve", "review", "bob", key, "--as", "maya"];
+    const notPublished = await world.cli(approve, env.maya);
+    expect(notPublished.stderr).toContain(`${key} is not published for bob`);
+    // A word that is no key is still refused, and a mistyped option still is too.
+    expect((await world.cli(["id", "trust", "carol", "-x"], env.reader)).stderr).toContain(
+      'not a public key: "-x"',
+    );
+    const typo = await world.cli(["id", "trust", "carol", key, "--onyl"], env.reader);
+    expect(typo.code).toBe(64);
+  });
 });

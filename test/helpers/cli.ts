@@ -44,7 +44,7 @@ export function startCli(args: string[], options: CliOptions = {}): ChildProcess
     cwd: options.cwd,
     stdio: ["pipe", "pipe", "pipe"],
   });
-  const result = gather(child, options);
+  const result = gather(child, args, options);
   result.catch(() => {}); // observed through collect()
   results.set(child, result);
   return child;
@@ -62,7 +62,7 @@ export function collect(child: ChildProcess): Promise<CliResult> {
   return result;
 }
 
-function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
+function gather(child: ChildProcess, args: string[], options: CliOptions): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
@@ -75,7 +75,11 @@ function gather(child: ChildProcess, options: CliOptions): Promise<CliResult> {
     });
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`CLI timed out: ${stderr}`));
+      reject(
+        new Error(
+          `CLI timed out: agent-chat ${args.join(" ")}\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, options.timeoutMs ?? 20_000);
     child.on("error", reject);
     // A CLI that refuses its input early closes stdin; that is an outcome, not a test error.

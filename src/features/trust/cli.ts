@@ -50,6 +50,17 @@ export function registerIdentityCommands(program: Command, ctx: CliContext): voi
   registerIdImport(id, ctx);
 }
 
+/**
+ * A key as a command line argument, after "--" when it begins with a dash. A key is base64url, so
+ * one in 64 begins with "-", which the option parser would refuse as an unknown option: the
+ * commands that take a key allow unknown options, so such a key is taken as the key argument
+ * where it stands (a word that is no key is then refused as one). Only a key beginning with
+ * "-h" (help) needs the "--".
+ */
+function keyArgument(key = "KEY"): string {
+  return key.startsWith("-") ? `-- ${key}` : key;
+}
+
 function registerIdNew(id: Command, ctx: CliContext): void {
   id.command("new")
     .description("make a key pair for an agent; posts by it are signed from now on")
@@ -66,9 +77,9 @@ function registerIdNew(id: Command, ctx: CliContext): void {
       if (!ctx.json) {
         ctx.err(
           `readers who pinned the old key refuse it until an authority they chose approves it:\n` +
-            `  agent-chat id approve CHANNEL ${info.name} ${info.key} --as MAINTAINER\n` +
+            `  agent-chat id approve --as MAINTAINER CHANNEL ${info.name} ${keyArgument(info.key)}\n` +
             `or they pin it themselves after comparing the fingerprint (${info.fingerprint}):\n` +
-            `  agent-chat id trust ${info.name} ${info.key}\n`,
+            `  agent-chat id trust ${info.name} ${keyArgument(info.key)}\n`,
         );
       }
     });
@@ -79,6 +90,7 @@ function registerIdApprove(id: Command, ctx: CliContext): void {
     .argument("<channel>", "a channel whose maintainer you are")
     .argument("<name>", "whose key")
     .argument("<key>", "the new key (agent-chat id show NAME)")
+    .allowUnknownOption() // a key may begin with "-" (keyArgument)
     .description(
       "as a channel's maintainer, approve a new key for a name (its old key lost); it counts for readers who chose you as an authority (id authority add)",
     )
@@ -97,6 +109,7 @@ function registerIdTrust(id: Command, ctx: CliContext): void {
   id.command("trust")
     .argument("<name>", "whose key")
     .argument("<key>", "the key, as agent-chat id show prints it on the owner's machine")
+    .allowUnknownOption() // a key may begin with "-" (keyArgument)
     .description("pin a key as a name's yourself, after comparing its fingerprint out of band")
     .option("--only", "forget the keys pinned before for the name (a first pin that was wrong)")
     .addHelpText(
@@ -128,6 +141,7 @@ function registerIdAuthorityAdd(authority: Command, ctx: CliContext): void {
     .command("add")
     .argument("<name>", "the authority")
     .argument("[key]", "its key (default: the one pinned here for it; compare the fingerprint)")
+    .allowUnknownOption() // a key may begin with "-" (keyArgument)
     .description("accept key approvals (agent-chat id approve) signed by this name's key")
     .action(async (name: string, key: string | undefined) => {
       print(ctx, await addAuthority(await place(ctx), name, key), "chose as an authority");
