@@ -102,5 +102,22 @@ describe.skipIf(skip !== undefined)(
       const claimed = await cli("--json", "task", "claim", "dev", "T3", "--as", "bob");
       expect(JSON.parse(claimed.stdout)).toMatchObject({ id: "T3", holder: "bob", token: 1 });
     });
+
+    it("an unknown task command and a bad channel name are task errors, exit 2, as chat.py's", async () => {
+      expect((await cli("init", "dev")).code).toBe(0);
+      for (const [args, code] of [
+        [["task", "unknown", "dev"], "TASK_INVALID_COMMAND"],
+        [["task", "show", "../dev", "T1"], "TASK_INVALID_CHANNEL"],
+        [["task", "claim", "../dev", "T1", "--as", "bob"], "TASK_INVALID_CHANNEL"],
+      ] as const) {
+        const theirs = ref(...args);
+        expect([theirs.status, theirs.stderr]).toEqual([2, expect.stringContaining(code)]);
+        const ours = await cli(...args);
+        expect([ours.code, ours.stderr]).toEqual([2, expect.stringContaining(`${code}:`)]);
+      }
+      // `task` alone is still the help, and our own `task add` keeps our usage error.
+      expect((await cli("task")).code).toBe(64);
+      expect((await cli("task", "add", "../dev", "--title", "t", "--as", "bob")).code).toBe(64);
+    });
   },
 );

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
+import { validateName } from "../../core/names.js";
 import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, parseTtl, speaksReference07 } from "../context.js";
 import { leaseText, stateText } from "./hot.js";
@@ -41,7 +42,43 @@ export function registerStructuredTaskCommands(task: Command, ctx: CliContext): 
       ctx.out(showText(info, tasks));
     });
   registerLeaseVerbs(task, ctx);
-  for (const command of task.commands) if (!ours.has(command)) speaksReference07(command, ctx);
+  for (const command of task.commands) {
+    if (ours.has(command)) continue;
+    speaksReference07(command, ctx);
+    command.hook("preAction", (_task, action) => taskChannel(action.args[0]));
+  }
+  answerUnknownTaskCommands(task, ctx);
+}
+
+/**
+ * chat.py refuses a channel name off the rules as a task error (`TASK_INVALID_CHANNEL`, exit 2),
+ * before it reads anything; so do its commands here, where ours call it a usage error (64).
+ */
+function taskChannel(channel: string | undefined): void {
+  try {
+    validateName("channel", channel);
+  } catch (err) {
+    if (!(err instanceof AgentChatError)) throw err;
+    throw new AgentChatError(err.code, `TASK_INVALID_CHANNEL: ${err.message}`);
+  }
+}
+
+/**
+ * `task <unknown>`: chat.py answers `TASK_INVALID_COMMAND` with exit 2, where commander would
+ * give its usage error (64). `task` alone still prints the help, as a usage error.
+ */
+function answerUnknownTaskCommands(task: Command, ctx: CliContext): void {
+  task
+    .allowExcessArguments()
+    .allowUnknownOption()
+    .action((_opts: unknown, command: Command) => {
+      if (command.args.length === 0) command.help({ error: true });
+      ctx.speaksReference07 = true;
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        `TASK_INVALID_COMMAND: unknown task command '${command.args[0]}' (agent-chat task --help lists them)`,
+      );
+    });
 }
 
 /** A repeatable option whose values may also be comma lists (chat.py's `--depends-on a,b`). */
