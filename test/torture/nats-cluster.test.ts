@@ -168,10 +168,14 @@ async function check(url: string, load: Load): Promise<string> {
   for (const [text, n] of copies) expect(n, `copies of ${text}`).toBe(1);
   for (let w = 0; w < WAITERS; w++) {
     const meant = messages.filter((m) => m.to === `w${w}`).map((m) => m.seq);
-    const missed = meant.filter((seq) => !load.woken[w]!.includes(seq));
+    const woken = load.woken[w]!;
+    const missed = meant.filter((seq) => !woken.includes(seq));
+    const again = woken.filter((seq, i) => woken.indexOf(seq) !== i);
+    const notMeant = woken.filter((seq) => !meant.includes(seq));
     expect(
-      load.woken[w],
-      `what w${w} was woken with (missed ${missed.join(", ") || "none"}; failed waits: ${JSON.stringify([...load.reasons])})`,
+      woken,
+      `what w${w} was woken with (missed ${list(missed)}; woken again with ${list(again)}; ` +
+        `woken with what is not its: ${list(notMeant)}; failed waits: ${JSON.stringify([...load.reasons])})`,
     ).toEqual(meant);
   }
   const tries = [...load.tries].sort((a, b) => a - b);
@@ -184,6 +188,13 @@ async function check(url: string, load: Load): Promise<string> {
     `(${load.waitErrors} waits run again after an error, ${load.waitTimeouts} after 30 s with nothing); ` +
     `refusals and failed waits: ${JSON.stringify([...load.reasons])}`
   );
+}
+
+/** Seqs for a failure message: the first 40, and how many more. */
+function list(seqs: number[]): string {
+  if (seqs.length === 0) return "none";
+  const more = seqs.length > 40 ? ` and ${seqs.length - 40} more` : "";
+  return `${seqs.slice(0, 40).join(", ")}${more}`;
 }
 
 function leaderOf(c: NatsCluster, namespace: string, not?: ClusterNode): Promise<ClusterNode> {
