@@ -2,7 +2,7 @@ import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
 import type { Command } from "commander";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
-import { isAgentChatError } from "../core/errors.js";
+import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { hasPrivateKey } from "../features/trust/index.js";
@@ -157,6 +157,22 @@ export class CliContext {
     const options = this.openOptions();
     options.signatures = { ...options.signatures, ...signatures };
     return openStore(this.root, options);
+  }
+
+  /**
+   * The store that runs `operation`, one only a folder root has (chat.py 0.7's files, read and
+   * mended where they lie): through a daemon, the same folder opened here. A root without it
+   * (NATS) is refused with `refusal`, having opened nothing more (a second connection left open
+   * would keep the process from exiting).
+   */
+  async openWith<K extends keyof Store>(
+    operation: K,
+    refusal: string,
+  ): Promise<Store & Required<Pick<Store, K>>> {
+    let store = await this.open();
+    if (!store[operation] && this.rootSpec.kind !== "nats") store = await this.openFolder();
+    if (!store[operation]) throw new AgentChatError("INVALID_ARGUMENT", refusal);
+    return store as Store & Required<Pick<Store, K>>;
   }
 
   private async connectDaemon(): Promise<DaemonClient | undefined> {
