@@ -414,11 +414,35 @@ export function messageCommand<O>(
     .argument("<channel>")
     .argument("<seq>", spec.seq);
   return (spec.options ? spec.options(head) : head)
-    .addHelpText("after", `\nExamples:\n  ${spec.examples.join("\n  ")}`)
+    .addHelpText("after", examplesHelp(spec.examples))
     .action(async (channel: string, seq: string, opts: O) => {
       const store = await ctx.open();
       await spec.run(store, channel, parsePositiveInt(seq, "<seq>"), opts);
     });
+}
+
+/** What tells one command on a channel alone (`<channel>`, no flags: roster, leases, pending) from another. */
+export interface ChannelCommand {
+  name: string;
+  description: string;
+  /** The command lines the help shows as examples. */
+  examples: string[];
+  run(store: Store, channel: string): Promise<void>;
+}
+
+/** Registers a command whose one argument is `<channel>`, run on the root's store. */
+export function channelCommand(program: Command, ctx: CliContext, spec: ChannelCommand): Command {
+  return program
+    .command(spec.name)
+    .description(spec.description)
+    .argument("<channel>")
+    .addHelpText("after", examplesHelp(spec.examples))
+    .action(async (channel: string) => spec.run(await ctx.open(), channel));
+}
+
+/** The help's examples section: `Example:` over one, `Examples:` over more. */
+function examplesHelp(examples: string[]): string {
+  return `\n${examples.length === 1 ? "Example" : "Examples"}:\n  ${examples.join("\n  ")}`;
 }
 
 /** `a,b` or repeated flags, as one list. */
