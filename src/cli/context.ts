@@ -2,7 +2,7 @@ import { lstatSync } from "node:fs";
 import { homedir, tmpdir, userInfo } from "node:os";
 import type { Command } from "commander";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
-import { isAgentChatError } from "../core/errors.js";
+import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
 import { hasPrivateKey } from "../features/trust/index.js";
@@ -157,6 +157,22 @@ export class CliContext {
     const options = this.openOptions();
     options.signatures = { ...options.signatures, ...signatures };
     return openStore(this.root, options);
+  }
+
+  /**
+   * The store that runs `operation`, one only a folder root has (chat.py 0.7's files, read and
+   * mended where they lie): through a daemon, the same folder opened here. A root without it
+   * (NATS) is refused with `refusal`, having opened nothing more (a second connection left open
+   * would keep the process from exiting).
+   */
+  async openWith<K extends keyof Store>(
+    operation: K,
+    refusal: string,
+  ): Promise<Store & Required<Pick<Store, K>>> {
+    let store = await this.open();
+    if (!store[operation] && this.rootSpec.kind !== "nats") store = await this.openFolder();
+    if (!store[operation]) throw new AgentChatError("INVALID_ARGUMENT", refusal);
+    return store as Store & Required<Pick<Store, K>>;
   }
 
   private async connectDaemon(): Promise<DaemonClient | undefined> {
@@ -398,11 +414,35 @@ export function messageCommand<O>(
     .argument("<channel>")
     .argument("<seq>", spec.seq);
   return (spec.options ? spec.options(head) : head)
-    .addHelpText("after", `\nExamples:\n  ${spec.examples.join("\n  ")}`)
+    .addHelpText("after", examplesHelp(spec.examples))
     .action(async (channel: string, seq: string, opts: O) => {
       const store = await ctx.open();
       await spec.run(store, channel, parsePositiveInt(seq, "<seq>"), opts);
     });
+}
+
+/** What tells one command on a channel alone (`<channel>`, no flags: roster, leases, pending) from another. */
+export interface ChannelCommand {
+  name: string;
+  description: string;
+  /** The command lines the help shows as examples. */
+  examples: string[];
+  run(store: Store, channel: string): Promise<void>;
+}
+
+/** Registers a command whose one argument is `<channel>`, run on the root's store. */
+export function channelCommand(program: Command, ctx: CliContext, spec: ChannelCommand): Command {
+  return program
+    .command(spec.name)
+    .description(spec.description)
+    .argument("<channel>")
+    .addHelpText("after", examplesHelp(spec.examples))
+    .action(async (channel: string) => spec.run(await ctx.open(), channel));
+}
+
+/** The help's examples section: `Example:` over one, `Examples:` over more. */
+function examplesHelp(examples: string[]): string {
+  return `\n${examples.length === 1 ? "Example" : "Examples"}:\n  ${examples.join("\n  ")}`;
 }
 
 /** `a,b` or repeated flags, as one list. */

@@ -204,10 +204,9 @@ function b00tError(words: string[]): string {
 interface ChatSpec {
   sub: ChatVerb;
   aliases: string[];
+  /** Its grammar as the help shows it: the positional arguments are read from it. */
   usage: string;
-  /** How many positional arguments it takes: [required, optional]. */
-  positional: [number, number];
-  /** Whether the rest of the line is free text, and whether that text is required. */
+  /** Whether the rest of the line (the usage's last word) is free text, and whether required. */
   text?: "required" | "optional";
   /** Whether `@name` recipients may precede the text. */
   recipients?: boolean;
@@ -215,13 +214,12 @@ interface ChatSpec {
 }
 
 const CHAT_SPECS: ChatSpec[] = [
-  { sub: "read", aliases: ["r"], usage: "read [all]", positional: [0, 1], help: "new messages" },
-  { sub: "wait", aliases: ["w"], usage: "wait [SECONDS]", positional: [0, 1], help: "wait" },
+  { sub: "read", aliases: ["r"], usage: "read [all]", help: "new messages" },
+  { sub: "wait", aliases: ["w"], usage: "wait [SECONDS]", help: "wait" },
   {
     sub: "post",
     aliases: ["say", "send", "p"],
     usage: "post [@NAME…] TEXT",
-    positional: [0, 0],
     text: "required",
     recipients: true,
     help: "post a message",
@@ -230,30 +228,21 @@ const CHAT_SPECS: ChatSpec[] = [
     sub: "reply",
     aliases: ["re"],
     usage: "reply SEQ TEXT",
-    positional: [1, 0],
     text: "required",
     help: "reply to a message",
   },
-  { sub: "peek", aliases: [], usage: "peek [N]", positional: [0, 1], help: "last messages" },
-  { sub: "claim", aliases: ["take"], usage: "claim TASK", positional: [1, 0], help: "claim" },
-  { sub: "release", aliases: ["drop"], usage: "release TASK", positional: [1, 0], help: "release" },
-  { sub: "tasks", aliases: ["todo"], usage: "tasks", positional: [0, 0], help: "list tasks" },
-  {
-    sub: "task",
-    aliases: ["add-task"],
-    usage: "task TITLE",
-    positional: [0, 0],
-    text: "required",
-    help: "add a task",
-  },
-  { sub: "roster", aliases: ["who"], usage: "roster", positional: [0, 0], help: "members" },
-  { sub: "channels", aliases: [], usage: "channels", positional: [0, 0], help: "channels" },
-  { sub: "focus", aliases: ["cd"], usage: "focus FOLDER", positional: [1, 0], help: "workspace" },
+  { sub: "peek", aliases: [], usage: "peek [N]", help: "last messages" },
+  { sub: "claim", aliases: ["take"], usage: "claim TASK", help: "claim" },
+  { sub: "release", aliases: ["drop"], usage: "release TASK", help: "release" },
+  { sub: "tasks", aliases: ["todo"], usage: "tasks", help: "list tasks" },
+  { sub: "task", aliases: ["add-task"], usage: "task TITLE", text: "required", help: "add a task" },
+  { sub: "roster", aliases: ["who"], usage: "roster", help: "members" },
+  { sub: "channels", aliases: [], usage: "channels", help: "channels" },
+  { sub: "focus", aliases: ["cd"], usage: "focus FOLDER", help: "workspace" },
   {
     sub: "approve",
     aliases: ["ok"],
     usage: "approve SEQ [NOTE]",
-    positional: [1, 0],
     text: "optional",
     help: "approve a request",
   },
@@ -261,7 +250,6 @@ const CHAT_SPECS: ChatSpec[] = [
     sub: "reject",
     aliases: [],
     usage: "reject SEQ [NOTE]",
-    positional: [1, 0],
     text: "optional",
     help: "reject a request",
   },
@@ -269,17 +257,15 @@ const CHAT_SPECS: ChatSpec[] = [
     sub: "veto",
     aliases: [],
     usage: "veto SEQ [NOTE]",
-    positional: [1, 0],
     text: "optional",
     help: "veto a notify request",
   },
-  { sub: "pending", aliases: [], usage: "pending", positional: [0, 0], help: "open requests" },
-  { sub: "govern", aliases: [], usage: "govern", positional: [0, 0], help: "show the profile" },
+  { sub: "pending", aliases: [], usage: "pending", help: "open requests" },
+  { sub: "govern", aliases: [], usage: "govern", help: "show the profile" },
   {
     sub: "request",
     aliases: ["ask"],
     usage: "request ACTION TITLE",
-    positional: [1, 0],
     text: "required",
     help: "ask the maintainer",
   },
@@ -308,7 +294,7 @@ function parseChat(line: string, tokens: Token[]): ChatCommand {
     command.channel = validateName("channel", first.slice(1));
     i += 1;
   }
-  const [required, optional] = spec.positional;
+  const [required, optional] = positionalOf(spec);
   for (let n = 0; n < required + optional && i < tokens.length; n += 1) {
     command.args.push(tokens[i]!.text);
     i += 1;
@@ -318,6 +304,14 @@ function parseChat(line: string, tokens: Token[]): ChatCommand {
   takeText(spec, line, tokens.slice(i), command);
   checkArgs(spec, command.args);
   return command;
+}
+
+/** [required, optional] positional arguments, as its usage shows them (the text and `[@NAME…]` aside). */
+function positionalOf(spec: ChatSpec): [number, number] {
+  const words = spec.usage.split(" ").slice(1);
+  const args = words.filter((w) => !w.startsWith("[@")).slice(0, spec.text ? -1 : undefined);
+  const optional = args.filter((w) => w.startsWith("[")).length;
+  return [args.length - optional, optional];
 }
 
 function chatSpec(name: string | undefined): ChatSpec {

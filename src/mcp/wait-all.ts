@@ -135,26 +135,32 @@ async function stoppedWait(
   }
 }
 
-/** Resolves when the agent's channel list differs from `names`; never, once `signal` aborts. */
+/**
+ * Resolves with why a round over the channels `names` must end: the agent's channel list now
+ * differs from it ("changed"), or `stillWanted`, asked every poll, says its caller no longer
+ * wants the round ("unwanted"). Never rejects; resolves with nothing once `signal` aborts.
+ */
 export async function listChanges(
   store: Store,
   agent: string,
   names: readonly string[],
   pollMs: number,
   signal: AbortSignal,
-): Promise<void> {
+  stillWanted?: () => Promise<boolean>,
+): Promise<"changed" | "unwanted" | undefined> {
   const before = [...names].sort().join("\n");
   for (;;) {
     try {
       await sleep(pollMs, undefined, { signal });
     } catch {
-      return new Promise<void>(() => {});
+      return undefined;
     }
     try {
+      if (stillWanted && !(await stillWanted())) return "unwanted";
       const now = (await memberChannels(store, agent)).sort().join("\n");
-      if (now !== before && !signal.aborted) return;
+      if (now !== before && !signal.aborted) return "changed";
     } catch {
-      // A failed listing changes nothing: the wait in progress goes on, the next poll retries.
+      // A failed look changes nothing: the round in progress goes on, the next poll retries.
     }
   }
 }

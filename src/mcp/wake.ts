@@ -1,8 +1,7 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { isRelevant, type Message } from "../core/message.js";
 import type { Store } from "../store/types.js";
 import { describeUnread, type UnreadCount } from "./unread.js";
-import { CHANNEL_POLL_MS, memberChannels } from "./wait-all.js";
+import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
 
 /** The hook command's event that parks for news: `agent-chat hook wait`. */
 export const WAKE_EVENT = "wait";
@@ -73,7 +72,9 @@ async function waitRound(
   };
   const timer = setTimeout(() => end("timeout"), Math.max(0, deadline - Date.now()));
   const pollMs = options.pollMs ?? CHANNEL_POLL_MS;
-  const poll = watchOver(store, agent, names, options, pollMs, round.signal).then(end);
+  // Ends the round when the session no longer wants the news or the agent's channels change.
+  const poll = listChanges(store, agent, names, pollMs, round.signal, options.stillWanted);
+  const polled = poll.then(end);
   try {
     const news = await firstNews(store, agent, names, after, options, round.signal);
     if (news) {
@@ -83,7 +84,7 @@ async function waitRound(
   } finally {
     clearTimeout(timer);
     round.abort();
-    await poll;
+    await polled;
   }
   return ended === "changed" ? "changed" : { kind: ended ?? "timeout" };
 }
@@ -108,36 +109,6 @@ async function firstNews(
     if (message.seq > (await store.cursor(message.channel, agent))) return message;
   }
   return undefined;
-}
-
-/**
- * Resolves with why the current round must end: the caller no longer wants the news, or the
- * agent's channel list changed (the round then starts again over the new list). Never rejects;
- * resolves with nothing once `signal` aborts.
- */
-async function watchOver(
-  store: Store,
-  agent: string,
-  names: readonly string[],
-  options: WakeWaitOptions,
-  pollMs: number,
-  signal: AbortSignal,
-): Promise<"unwanted" | "changed" | undefined> {
-  const before = [...names].sort().join("\n");
-  for (;;) {
-    try {
-      await sleep(pollMs, undefined, { signal });
-    } catch {
-      return undefined;
-    }
-    try {
-      if (!(await options.stillWanted())) return "unwanted";
-      const now = (await memberChannels(store, agent)).sort().join("\n");
-      if (now !== before) return "changed";
-    } catch {
-      // A failed look changes nothing: the watch goes on, the next poll tries again.
-    }
-  }
 }
 
 /**

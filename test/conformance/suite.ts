@@ -571,6 +571,16 @@ export function storeConformance(
         await expectCode(store.task("ch", "../x"), "INVALID_NAME");
         await expectCode(store.task("nowhere", "4"), "CHANNEL_NOT_FOUND");
       });
+
+      it("renew, done and release in an unknown channel are CHANNEL_NOT_FOUND, a TTL given or not", async () => {
+        await expectCode(store.renew("nowhere", "4", "bob"), "CHANNEL_NOT_FOUND");
+        await expectCode(
+          store.renew("nowhere", "4", "bob", { ttlMs: 60_000 }),
+          "CHANNEL_NOT_FOUND",
+        );
+        await expectCode(store.done("nowhere", "4", "bob"), "CHANNEL_NOT_FOUND");
+        await expectCode(store.release("nowhere", "4", "bob"), "CHANNEL_NOT_FOUND");
+      });
     });
 
     describe("leases and fencing tokens", () => {

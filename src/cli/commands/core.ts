@@ -11,6 +11,7 @@ import { MAX_BODY_KEY, MAX_CHANNEL_BODY_BYTES, TASK_TTL_KEY } from "../../store/
 import { readBody } from "../body.js";
 import {
   type CliContext,
+  channelCommand,
   type HolderFlags,
   parsePositiveInt,
   parseTtl,
@@ -96,19 +97,19 @@ function registerChannels(program: Command, ctx: CliContext): void {
 }
 
 function registerRoster(program: Command, ctx: CliContext): void {
-  program
-    .command("roster")
-    .description("show a channel's members, topic and creation time")
-    .argument("<channel>")
-    .addHelpText("after", "\nExample:\n  agent-chat roster review")
-    .action(async (channel: string) => {
-      const meta = await (await ctx.open()).roster(channel);
+  channelCommand(program, ctx, {
+    name: "roster",
+    description: "show a channel's members, topic and creation time",
+    examples: ["agent-chat roster review"],
+    run: async (store, channel) => {
+      const meta = await store.roster(channel);
       if (ctx.json) return ctx.printJson(meta);
       const members = meta.members.length > 0 ? meta.members.join(", ") : "(open to everyone)";
       ctx.out(
         `channel: ${meta.channel}\ntopic: ${meta.topic}\nmembers: ${members}\ncreated: ${meta.created}\n`,
       );
-    });
+    },
+  });
 }
 
 /** A hot command whose one argument goes as is to its `HOT_ACTIONS` entry. */

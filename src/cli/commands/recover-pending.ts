@@ -1,5 +1,4 @@
 import { type Command, Option } from "commander";
-import { AgentChatError } from "../../core/errors.js";
 import type { PendingRecovery, RecoverPendingOptions } from "../../store/types.js";
 import type { CliContext } from "../context.js";
 
@@ -38,14 +37,10 @@ export function recoverPendingCommand(
       const agent = ctx.agent(opts.as ?? opts.from ?? opts.owner);
       const options: RecoverPendingOptions = { kind, agent };
       if (opts.resolvePublication) options.resolve = opts.resolvePublication;
-      let store = await ctx.open();
-      if (!store.recoverPending) store = await ctx.openFolder();
-      if (!store.recoverPending) {
-        throw new AgentChatError(
-          "INVALID_ARGUMENT",
-          "recover-pending mends chat.py 0.7's journals in a channel folder: it needs a folder root",
-        );
-      }
+      const store = await ctx.openWith(
+        "recoverPending",
+        "recover-pending mends chat.py 0.7's journals in a channel folder: it needs a folder root",
+      );
       const done = await store.recoverPending(channel, options);
       if (ctx.json) return ctx.printJson({ channel, ...done });
       ctx.out(`recovered pending ${WHAT[kind]} transaction in ${channel}${detail(done)}\n`);

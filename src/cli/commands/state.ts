@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
-import type { ChannelSummary, ChannelSummaryOptions, Store } from "../../store/types.js";
+import type { ChannelSummary, ChannelSummaryOptions } from "../../store/types.js";
 import type { CliContext } from "../context.js";
 
 interface StateFlags {
@@ -110,14 +110,10 @@ async function summary(
   channel: string,
   options: ChannelSummaryOptions,
 ): Promise<ChannelSummary> {
-  let store: Store = await ctx.open();
-  if (!store.channelState) store = await ctx.openFolder();
-  if (!store.channelState) {
-    throw new AgentChatError(
-      "INVALID_ARGUMENT",
-      "state is chat.py 0.7's summary of a channel folder: it needs a folder root",
-    );
-  }
+  const store = await ctx.openWith(
+    "channelState",
+    "state is chat.py 0.7's summary of a channel folder: it needs a folder root",
+  );
   const state = await store.channelState(channel, options);
   for (const p of state.problems) ctx.err(`agent-chat: ${p}; left out of the summary\n`);
   return state;

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { readBody } from "../../cli/body.js";
 import {
   type CliContext,
+  channelCommand,
   formatDuration,
   parsePositiveInt,
   parseSeconds,
@@ -278,16 +279,11 @@ function registerApprove(program: Command, ctx: CliContext): void {
 }
 
 function registerPending(program: Command, ctx: CliContext): void {
-  program
-    .command("pending")
-    .description("list the requests that still wait for the maintainer's verdict")
-    .argument("<channel>")
-    .addHelpText(
-      "after",
-      "\nExamples:\n  agent-chat pending review\n  agent-chat --json pending review",
-    )
-    .action(async (channel: string) => {
-      const store = await ctx.open();
+  channelCommand(program, ctx, {
+    name: "pending",
+    description: "list the requests that still wait for the maintainer's verdict",
+    examples: ["agent-chat pending review", "agent-chat --json pending review"],
+    run: async (store, channel) => {
       await policyWarnings(ctx, store, channel);
       const { profile, requests } = await pendingRequests(store, channel);
       if (ctx.json) {
@@ -305,7 +301,8 @@ function registerPending(program: Command, ctx: CliContext): void {
         const until = r.vetoUntil ? `\tveto until ${r.vetoUntil}` : "";
         ctx.out(`#${r.seq}\t${r.action}\t${r.band}\t${r.from}\t${r.title}${until}\n`);
       }
-    });
+    },
+  });
 }
 
 interface RequestFlags {

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import {
   type CliContext,
+  channelCommand,
   formatDuration,
   type HolderFlags,
   parseTtl,
@@ -88,13 +89,12 @@ function registerLease(program: Command, ctx: CliContext): void {
 }
 
 function registerLeases(program: Command, ctx: CliContext): void {
-  program
-    .command("leases")
-    .description("list a channel's path leases: pattern, holder, token, time left")
-    .argument("<channel>")
-    .addHelpText("after", "\nExample:\n  agent-chat leases review")
-    .action(async (channel: string) => {
-      const leases = await (await ctx.open()).pathLeases(channel);
+  channelCommand(program, ctx, {
+    name: "leases",
+    description: "list a channel's path leases: pattern, holder, token, time left",
+    examples: ["agent-chat leases review"],
+    run: async (store, channel) => {
+      const leases = await store.pathLeases(channel);
       // An object, as every command prints: a list alone could never gain a field.
       if (ctx.json) return ctx.printJson({ channel, leases });
       if (leases.length === 0) return ctx.out(`no path leases in ${channel}\n`);
@@ -103,7 +103,8 @@ function registerLeases(program: Command, ctx: CliContext): void {
           `${l.pattern}  ${l.holder}  ${pathLeaseText(l)}${l.reason ? `  (${l.reason})` : ""}\n`,
         );
       }
-    });
+    },
+  });
 }
 
 interface AddFlags {

@@ -773,8 +773,8 @@ export abstract class BackendStore<F extends Feed = Feed> {
     options: RenewOptions = {},
   ): Promise<TaskInfo> {
     checkTtl(options.ttlMs);
-    const ttlMs = options.ttlMs ?? channelTtl(await this.roster(channel));
-    return this.asHolder(channel, task, agent, "renew", options.token, (current, now) => {
+    return this.asHolder(channel, task, agent, "renew", options.token, (current, now, meta) => {
+      const ttlMs = options.ttlMs ?? channelTtl(meta);
       const lease = current.lease;
       if (lease === undefined || lease.holder !== current.holder) {
         throw new AgentChatError(
@@ -796,7 +796,6 @@ export abstract class BackendStore<F extends Feed = Feed> {
     agent: string,
     options: DoneOptions = {},
   ): Promise<TaskInfo> {
-    await this.roster(channel);
     return this.asHolder(channel, task, agent, "finish", options.token, (current, now) => {
       const by = current.holder as string;
       const done: NonNullable<Lease["done"]> = { by, at: now };
@@ -811,7 +810,6 @@ export abstract class BackendStore<F extends Feed = Feed> {
     agent: string,
     options: ReleaseOptions = {},
   ): Promise<TaskInfo> {
-    await this.roster(channel);
     return this.asHolder(channel, task, agent, "release", options.token, (current) => ({
       holder: undefined,
       lease: endedLease(current.lease),
@@ -851,7 +849,8 @@ export abstract class BackendStore<F extends Feed = Feed> {
   /**
    * Runs a change that only the holder of the live grant may make (and, given a token, only
    * with that grant's token): a late holder, whose lease expired or passed to someone else,
-   * is refused and changes nothing.
+   * is refused and changes nothing. The channel is looked up first (an unknown one is refused
+   * before the task); `change` gets its meta, for the lease length it sets.
    */
   private async asHolder(
     channel: string,
@@ -859,8 +858,13 @@ export abstract class BackendStore<F extends Feed = Feed> {
     agent: string,
     verb: string,
     token: number | undefined,
-    change: (current: TaskRecord, now: number) => { holder: string | undefined; lease: Lease },
+    change: (
+      current: TaskRecord,
+      now: number,
+      meta: ChannelMeta,
+    ) => { holder: string | undefined; lease: Lease },
   ): Promise<TaskInfo> {
+    const meta = await this.roster(channel);
     const id = parseTaskId(task);
     validateName("agent", agent);
     if (token !== undefined) checkToken(token);
@@ -871,7 +875,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
         const now = this.now();
         const status = leaseStatus(current, now);
         refuseUnlessHolder(id, status, me, verb, token, now);
-        const next = change(current, now);
+        const next = change(current, now, meta);
         if (await this.swapTaskRecord(channel, current, next)) {
           return taskInfo(channel, { ...current, ...next }, now);
         }

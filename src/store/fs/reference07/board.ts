@@ -4,9 +4,6 @@ import { identity } from "../../../core/names.js";
 import {
   createFileExclusive,
   ensureRealDir,
-  entryKind,
-  listRealDir,
-  readRootTextSync,
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
@@ -18,20 +15,18 @@ import type {
   StructuredTaskUpdate,
   TaskInfo,
 } from "../../types.js";
-import {
-  type Read,
-  readClaims,
-  readTask,
-  readTasks,
-  recordFolder,
-  transactionPending,
-} from "./files.js";
+import { leasedBy, type Read, readClaims, readTask, readTasks, recordFolder } from "./files.js";
 import { type Grants, liveToken, nextGrant, readGrants, writeGrants } from "./grants.js";
-import { applyLeaseChange, type ClaimChange } from "./journal.js";
-import { withTasksMutex } from "./mutex.js";
-import { assertPublished, pendingChange, undoPending } from "./pending.js";
 import {
-  CLAIMS_DIR,
+  applyLeaseChange,
+  type ClaimChange,
+  pendingChange,
+  removeJournal,
+  settlePending,
+  transactionPending,
+} from "./lease-journal.js";
+import { withTasksMutex } from "./mutex.js";
+import {
   canMove,
   changedFields,
   formatTask,
@@ -43,7 +38,6 @@ import {
   referenceTime,
   sortedJson,
   TASKS_DIR,
-  TRANSACTION_FILE,
   validateTask,
 } from "./records.js";
 import {
@@ -420,14 +414,9 @@ export class Board {
     const { dir, channel } = this.host;
     return withTasksMutex(dir, async () => {
       const change = pendingChange(dir, channel, resolve);
-      const claims = join(dir, CLAIMS_DIR);
       const current = () => readTask(dir, channel, change.taskId)?.value;
+      await settlePending(dir, change, current);
       const cleanup = change.resolution === "published";
-      if (cleanup) {
-        const now = current();
-        if (!now) throw inconsistent("LEASE_TRANSACTION_INVALID: the task record is gone");
-        assertPublished(change, now, (f) => claimText(claims, f));
-      } else await undoPending(dir, change);
       const task = current() as ReferenceTask;
       await this.audit(
         `lease.transaction.${cleanup ? "cleaned" : "recovered"}`,
@@ -440,7 +429,7 @@ export class Board {
           transaction_task_id: change.taskId,
         },
       );
-      removeFileEntry(join(claims, TRANSACTION_FILE));
+      removeJournal(dir);
       return {
         task: change.taskId,
         event: change.event,
@@ -699,18 +688,6 @@ function finishedBy(info: TaskInfo, how: "done" | "open", by: string): TaskInfo 
   return info;
 }
 
-/** The tasks whose claim file names `owner` (`<task>.<owner>.json`). */
-function leasedBy(dir: string, owner: string): string[] {
-  const suffix = `.${owner}.json`;
-  try {
-    return listRealDir(join(dir, CLAIMS_DIR))
-      .filter((e) => e.kind === "file" && e.name.endsWith(suffix) && !/^[._]/.test(e.name))
-      .map((e) => e.name.slice(0, -suffix.length));
-  } catch {
-    return [];
-  }
-}
-
 function claimFile(claim: ReferenceClaim): string {
   return `${claim.task_id}.${claim.owner}.json`;
 }
@@ -719,10 +696,4 @@ function graceNote(end: number, now: number): string {
   if (now <= end) return "";
   const left = Math.max(1, Math.ceil((end + SKEW_GRACE_MS - now) / 1000));
   return ` (ended, but its holder's for the ${SKEW_GRACE_MS / 1000} s clock-skew grace: claimable in ${left} s)`;
-}
-
-/** A claim file's text, or undefined when there is none (a link or other entry is not one). */
-function claimText(claims: string, file: string): string | undefined {
-  const path = join(claims, file);
-  return entryKind(path) === undefined ? undefined : readRootTextSync(path, 256 * 1024);
 }

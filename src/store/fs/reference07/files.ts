@@ -12,7 +12,6 @@ import {
   type ReferenceClaim,
   type ReferenceTask,
   TASKS_DIR,
-  TRANSACTION_FILE,
   validateClaim,
   validateTask,
 } from "./records.js";
@@ -144,7 +143,14 @@ export function readClaims(dir: string, channel: string, id: string): Read<Refer
   return out;
 }
 
-/** Whether a lease change of chat.py (or ours) died half-way and awaits its recovery. */
-export function transactionPending(dir: string): boolean {
-  return entryKind(join(recordFolder(dir, CLAIMS_DIR), TRANSACTION_FILE)) !== undefined;
+/** The tasks whose claim file names `owner` (`<task>.<owner>.json`); none when unreadable. */
+export function leasedBy(dir: string, owner: string): string[] {
+  const suffix = `.${owner}.json`;
+  try {
+    return listRealDir(join(dir, CLAIMS_DIR))
+      .filter((e) => e.kind === "file" && e.name.endsWith(suffix) && !/^[._]/.test(e.name))
+      .map((e) => e.name.slice(0, -suffix.length));
+  } catch {
+    return [];
+  }
 }

@@ -10,6 +10,7 @@ import {
 import { pastGrace } from "../../shared/index.js";
 import type { PathLeaseInfo, PostInput } from "../../types.js";
 import { recordFolder } from "./files.js";
+import { encodeBytes } from "./journals.js";
 import {
   formatRecord,
   isMirror,
@@ -154,9 +155,6 @@ interface Journaled {
   previous?: LockRecord;
 }
 
-const b64 = (text: string | undefined) =>
-  text === undefined ? null : Buffer.from(text, "utf8").toString("base64");
-
 async function journaled(host: LockHost, j: Journaled): Promise<void> {
   const locks = join(host.dir, LOCKS_DIR);
   const name = `${j.record.lock_id}.json`;
@@ -166,8 +164,8 @@ async function journaled(host: LockHost, j: Journaled): Promise<void> {
     operation: j.event === "path.lock.unlocked" ? "unlock" : "recover",
     event: j.event,
     target: name,
-    before: b64(j.before),
-    after: b64(j.after),
+    before: encodeBytes(j.before),
+    after: encodeBytes(j.after),
     actor: j.actor,
   };
   const phase = (p: string) =>

@@ -8,9 +8,9 @@ import {
 } from "../../../fsutil/root-files.js";
 import type { PendingRecovery } from "../../types.js";
 import { recordFolder } from "./files.js";
+import { decodeBytes, published } from "./journals.js";
 import { parseLock } from "./lock-records.js";
 import { withPathLocksMutex } from "./mutex.js";
-import { published } from "./pending.js";
 import { REFERENCE_ID } from "./records.js";
 
 /**
@@ -28,14 +28,6 @@ const MAX_BYTES = 256 * 1024;
 
 function invalid(message: string): never {
   throw new AgentChatError("TASK_INCONSISTENT", `PATH_LOCK_TRANSACTION_INVALID: ${message}`);
-}
-
-function bytes(value: unknown, what: string): string | undefined {
-  if (value === null || value === undefined) return undefined;
-  if (typeof value !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4) {
-    invalid(`${what} is not base64 text`);
-  }
-  return Buffer.from(value, "base64").toString("utf8");
 }
 
 interface Journal {
@@ -74,8 +66,8 @@ function readJournal(dir: string, channel: string): Journal | undefined {
     phase: j.phase as string,
     event: String(j.event),
     lockId: name,
-    before: bytes(j.before, "before"),
-    after: bytes(j.after, "after"),
+    before: decodeBytes(j.before, "before", invalid),
+    after: decodeBytes(j.after, "after", invalid),
   };
   for (const [what, text] of [
     ["before", journal.before],

@@ -7,7 +7,6 @@
 
 export const TASKS_DIR = "tasks";
 export const CLAIMS_DIR = "claims";
-export const TRANSACTION_FILE = ".lease-transaction.json";
 
 export type ReferenceStatus = "open" | "in_progress" | "blocked" | "done" | "cancelled";
 const STATUSES: readonly ReferenceStatus[] = [

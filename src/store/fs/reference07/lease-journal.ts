@@ -1,13 +1,15 @@
 import { join } from "node:path";
 import { AgentChatError } from "../../../core/errors.js";
 import {
+  createFileExclusive,
+  ensureRealDir,
   entryKind,
-  listRealDir,
   readRootTextSync,
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
 import { recordFolder } from "./files.js";
+import { decodeBytes, encodeBytes, published } from "./journals.js";
 import {
   CLAIMS_DIR,
   formatClaim,
@@ -16,27 +18,42 @@ import {
   RecordProblem,
   type ReferenceClaim,
   type ReferenceTask,
+  sortedJson,
   TASKS_DIR,
-  TRANSACTION_FILE,
   validateClaim,
   validateTask,
 } from "./records.js";
 
 /**
- * chat.py 0.7's `task recover-pending`: what to do with the lease journal
- * (`claims/.lease-transaction.json`) of a change that died half-way, read and checked as chat.py
- * checks it. The journal is untrusted like every file of the root: each path it names must be
- * the task's own record or one of its claim files, and every byte it would put back must be a
- * record that validates and agrees with the rest, else nothing is touched.
+ * chat.py 0.7's lease journal, `claims/.lease-transaction.json`: written before a lease change
+ * touches a file (every file's bytes before and after), so that a crash at any point leaves what
+ * `task recover-pending` knows how to finish or undo. Read back, it is untrusted like every file
+ * of the root: each path it names must be the task's own record or one of its claim files, and
+ * every byte it would put back must be a record that validates and agrees with the rest, else
+ * nothing is touched.
  */
+const TRANSACTION_FILE = ".lease-transaction.json";
+const MAX_JOURNAL_BYTES = 1024 * 1024;
+const MAX_CLAIM_BYTES = 256 * 1024;
 
-/** One claim file of the journal: its text before (none: it was new) and its record after. */
-export interface PendingClaim {
+/** One claim file a lease change writes (`next`) or removes (`next` undefined). */
+export interface ClaimChange {
   file: string;
-  previous: string | undefined;
-  next: ReferenceClaim | undefined;
+  /** Its text before the change; undefined when it is new. */
+  previous?: string;
+  next?: ReferenceClaim;
 }
 
+/** A lease change: the task record before and after, its claim files, and its audit event. */
+export interface LeaseChange {
+  before: string;
+  after: ReferenceTask;
+  claims: ClaimChange[];
+  event: string;
+  details: Record<string, unknown>;
+}
+
+/** A lease change read back from the journal, and what recovering it is to do. */
 export interface PendingChange {
   transactionId: string | undefined;
   taskId: string;
@@ -44,25 +61,110 @@ export interface PendingChange {
   /** The task record's text before the change, and its record after. */
   before: string;
   after: ReferenceTask;
-  claims: PendingClaim[];
+  claims: ClaimChange[];
   /** Whether to undo the change (its message was never posted) or only clean its journal up. */
   resolution: "rollback" | "published";
 }
-
-const MAX_JOURNAL_BYTES = 1024 * 1024;
-const MAX_MESSAGE_BYTES = 1024 * 1024;
 
 function invalid(message: string): never {
   throw new AgentChatError("TASK_INCONSISTENT", `LEASE_TRANSACTION_INVALID: ${message}`);
 }
 
-/** A journal payload: base64 text of a file's bytes, or null for no file. */
-function bytes(value: unknown, what: string): string | undefined {
-  if (value === null || value === undefined) return undefined;
-  if (typeof value !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(value) || value.length % 4) {
-    invalid(`${what} is not base64 text`);
+/** Whether a lease change of chat.py (or ours) died half-way and awaits its recovery. */
+export function transactionPending(dir: string): boolean {
+  return entryKind(join(recordFolder(dir, CLAIMS_DIR), TRANSACTION_FILE)) !== undefined;
+}
+
+/** Ends a change (done, undone or recovered): lease changes are allowed again. */
+export function removeJournal(dir: string): void {
+  removeFileEntry(join(dir, CLAIMS_DIR, TRANSACTION_FILE));
+}
+
+/**
+ * Applies a lease change as chat.py 0.7 does: first the journal (version 2, phase `prepared`),
+ * then the task and claim files, phase `applied`, the audit message (which names the
+ * transaction), phase `published`, and the journal removed. A failure before the audit message
+ * puts every file back and removes the journal; while a journal is there, every lease change
+ * (chat.py's and ours) is refused until someone recovers it.
+ */
+export async function applyLeaseChange(
+  dir: string,
+  change: LeaseChange,
+  publish: (transactionId: string) => Promise<void>,
+): Promise<void> {
+  const claims = join(dir, CLAIMS_DIR);
+  ensureRealDir(claims);
+  const transactionId = globalThis.crypto.randomUUID().replaceAll("-", "");
+  const journal = journalOf(change, transactionId);
+  const writeJournal = (phase: string) =>
+    replaceFile(claims, TRANSACTION_FILE, `${sortedJson({ ...journal, phase })}\n`);
+  await writeJournal("prepared");
+  // Only what this change wrote is put back: a claim that appeared meanwhile is someone's.
+  const applied: ClaimChange[] = [];
+  try {
+    await replaceFile(
+      recordFolder(dir, TASKS_DIR),
+      `${change.after.id}.json`,
+      formatTask(change.after),
+    );
+    for (const c of change.claims) {
+      await writeClaim(claims, c);
+      applied.push(c);
+    }
+    await writeJournal("applied");
+    await publish(transactionId);
+  } catch (err) {
+    await putBack(dir, change.after.id, change.before, applied);
+    removeJournal(dir);
+    throw err;
   }
-  return Buffer.from(value, "base64").toString("utf8");
+  await writeJournal("published");
+  removeJournal(dir);
+}
+
+function journalOf(change: LeaseChange, transactionId: string): Record<string, unknown> {
+  return {
+    version: 2,
+    transaction_id: transactionId,
+    task_id: change.after.id,
+    task_file: `${TASKS_DIR}/${change.after.id}.json`,
+    task_before: encodeBytes(change.before),
+    task_after: encodeBytes(formatTask(change.after)),
+    claim_changes: change.claims.map((c) => ({
+      file: c.file,
+      previous: encodeBytes(c.previous),
+      next: encodeBytes(c.next && formatClaim(c.next)),
+    })),
+    event: change.event,
+    details: change.details,
+  };
+}
+
+/** A new claim is created exclusively: one that appeared meanwhile is never overwritten. */
+async function writeClaim(claims: string, c: ClaimChange): Promise<void> {
+  if (c.next === undefined) removeFileEntry(join(claims, c.file));
+  else if (c.previous === undefined) await createFileExclusive(claims, c.file, formatClaim(c.next));
+  else await replaceFile(claims, c.file, formatClaim(c.next));
+}
+
+/** Puts the task record and the claim files of `claims` back as they were before a change. */
+async function putBack(
+  dir: string,
+  taskId: string,
+  before: string,
+  claims: ClaimChange[],
+): Promise<void> {
+  const folder = recordFolder(dir, CLAIMS_DIR);
+  await replaceFile(recordFolder(dir, TASKS_DIR), `${taskId}.json`, before);
+  for (const c of [...claims].reverse()) {
+    if (c.previous !== undefined) await replaceFile(folder, c.file, c.previous);
+    else if (c.next !== undefined) removeFileEntry(join(folder, c.file));
+  }
+}
+
+/** A journal payload: the bytes of a file, or undefined for no file. */
+function bytes(value: unknown, what: string): string | undefined {
+  return decodeBytes(value, what, invalid);
 }
 
 /** A record the journal would put back, validated; a record's own problem keeps its code. */
@@ -132,7 +234,7 @@ function taskStates(j: Record<string, unknown>, channel: string) {
 }
 
 /** One claim change of the journal: a claim file of this task, its before and after records. */
-function claimChange(c: unknown, id: string, channel: string): PendingClaim {
+function claimChange(c: unknown, id: string, channel: string): ClaimChange {
   const change = c as Record<string, unknown>;
   if (
     change === null ||
@@ -162,8 +264,8 @@ function claimChange(c: unknown, id: string, channel: string): PendingClaim {
 }
 
 /** Each claim file the change touched (one entry per file, its first before kept). */
-function claimStates(j: Record<string, unknown>, id: string, channel: string): PendingClaim[] {
-  const byFile = new Map<string, PendingClaim>();
+function claimStates(j: Record<string, unknown>, id: string, channel: string): ClaimChange[] {
+  const byFile = new Map<string, ClaimChange>();
   for (const c of j.claim_changes as unknown[]) {
     const change = claimChange(c, id, channel);
     const prior = byFile.get(change.file);
@@ -179,7 +281,7 @@ function claimStates(j: Record<string, unknown>, id: string, channel: string): P
 function assertLeaseAgrees(
   before: ReferenceTask,
   after: ReferenceTask | undefined,
-  claims: PendingClaim[],
+  claims: ClaimChange[],
 ) {
   const previous = claims.flatMap((c) =>
     c.previous === undefined ? [] : [validateClaim(JSON.parse(c.previous))],
@@ -202,22 +304,6 @@ function assertLeaseAgrees(
     invalid("task_after's lease does not match the claim after it");
   }
   if (!n && after.lease_expires_at !== null) invalid("task_after keeps a lease without a claim");
-}
-
-/** Whether a message of the channel names the transaction (its audit message was posted). */
-export function published(dir: string, transactionId: string): boolean {
-  const marker = `"transaction_id": "${transactionId}"`;
-  const names = listRealDir(dir)
-    .filter((e) => e.kind === "file" && /^[0-9]+-.*\.md$/.test(e.name))
-    .map((e) => e.name)
-    .sort((a, b) => Number.parseInt(b, 10) - Number.parseInt(a, 10));
-  return names.some((name) => {
-    try {
-      return readRootTextSync(join(dir, name), MAX_MESSAGE_BYTES).includes(marker);
-    } catch {
-      return false;
-    }
-  });
 }
 
 /** Whether the change is to be undone or was published, by its phase and its message. */
@@ -245,16 +331,6 @@ function resolutionOf(
   return published(dir, transactionId) ? "published" : "rollback";
 }
 
-/** Puts the task record and its claim files back as they were before the change. */
-export async function undoPending(dir: string, change: PendingChange): Promise<void> {
-  const claims = recordFolder(dir, CLAIMS_DIR);
-  await replaceFile(recordFolder(dir, TASKS_DIR), `${change.taskId}.json`, change.before);
-  for (const c of [...change.claims].reverse()) {
-    if (c.previous === undefined) removeFileEntry(join(claims, c.file));
-    else await replaceFile(claims, c.file, c.previous);
-  }
-}
-
 /** What recovering the channel folder `dir`'s pending lease change would do; throws if invalid. */
 export function pendingChange(
   dir: string,
@@ -270,8 +346,27 @@ export function pendingChange(
   return { transactionId, taskId: id, event: String(j.event), before, after, claims, resolution };
 }
 
+/**
+ * Does to the files what recovering `change` is to do: puts them back as they were before it,
+ * or, when its message was posted, checks that it left them as its journal says. `current`
+ * reads the task record as it is now (only then: a torn record is what a rollback repairs).
+ */
+export async function settlePending(
+  dir: string,
+  change: PendingChange,
+  current: () => ReferenceTask | undefined,
+): Promise<void> {
+  if (change.resolution === "rollback") {
+    await putBack(dir, change.taskId, change.before, change.claims);
+    return;
+  }
+  const task = current();
+  if (!task) invalid("the task record is gone");
+  assertPublished(change, task, (file) => claimText(dir, file));
+}
+
 /** The claim files as a published change must have left them (else it is not what it says). */
-export function assertPublished(
+function assertPublished(
   change: PendingChange,
   current: ReferenceTask,
   claimText: (file: string) => string | undefined,
@@ -292,4 +387,10 @@ export function assertPublished(
       invalid(`the published change's claim ${c.file} is not its next record`);
     }
   }
+}
+
+/** A claim file's text, or undefined when there is none (a link or other entry is not one). */
+function claimText(dir: string, file: string): string | undefined {
+  const path = join(dir, CLAIMS_DIR, file);
+  return entryKind(path) === undefined ? undefined : readRootTextSync(path, MAX_CLAIM_BYTES);
 }
