@@ -189,7 +189,7 @@ async function readHookStdin(): Promise<string> {
   if (ready?.complete) return ready.bytes.toString("utf8");
   // A socket (Node's spawn gives one) or a pipe still open: still without the streams.
   const rest = readStdinHandle(ready?.bytes ?? Buffer.alloc(0), HOOK_STDIN_MAX, HOOK_STDIN_MS);
-  if (rest) return (await rest).toString("utf8");
+  if (rest) return (await rest).bytes.toString("utf8");
   if (process.stdin.isTTY) return "";
   return new Promise((resolveText) => {
     const chunks: Buffer[] = ready ? [ready.bytes] : [];

@@ -22,16 +22,23 @@ interface HandleBinding {
   read: { state: Int32Array; bytes: number; offset: number };
 }
 
+/** What {@link readStdinHandle} read, and whether stdin held more than it may read. */
+export interface StdinRead {
+  bytes: Buffer;
+  /** More than `max` bytes came: `bytes` holds those before the chunk that went past it. */
+  over: boolean;
+}
+
 /**
- * Reads stdin (a socket, or a pipe still open) to its end, at most `max` bytes, for at most `ms`:
- * what came by then, after `head` (what the caller read already). Undefined when stdin is
- * neither or this Node does not offer the handle as expected.
+ * Reads stdin (a socket, or a pipe still open) to its end, at most `max` bytes, and for at most
+ * `ms` when given: what came by then, after `head` (what the caller read already). Undefined when
+ * stdin is neither or this Node does not offer the handle as expected.
  */
 export function readStdinHandle(
   head: Buffer,
   max: number,
-  ms: number,
-): Promise<Buffer> | undefined {
+  ms?: number,
+): Promise<StdinRead> | undefined {
   const binding = stdinIsStream() ? handleBinding() : undefined;
   const handle = binding && openHandle(binding);
   if (!binding || !handle) return undefined;
@@ -40,18 +47,18 @@ export function readStdinHandle(
     let size = head.length;
     // Stopped, not closed: stdin stays open, as `process.stdin.pause()` leaves it, and a
     // handle that does not read holds the event loop no longer.
-    const done = () => {
+    const done = (over = false) => {
       clearTimeout(timer);
       handle.readStop();
-      resolve(Buffer.concat(chunks));
+      resolve({ bytes: Buffer.concat(chunks), over });
     };
-    const timer = setTimeout(done, ms);
+    const timer = ms === undefined ? undefined : setTimeout(done, ms);
     handle.onread = (buffer) => {
       const n = binding.read.state[binding.read.bytes]!;
       if (n < 0 || !buffer) return done();
       const offset = binding.read.state[binding.read.offset]!;
       size += n;
-      if (size > max) return done();
+      if (size > max) return done(true);
       chunks.push(Buffer.from(buffer, offset, n));
     };
     // Unreadable from the start: as an error of `process.stdin` would, it ends the input.
