@@ -94,6 +94,32 @@ describe("the hook's input on a socket (what Node's spawn gives), read without N
     expect(JSON.parse(r.stdout).hookSpecificOutput.additionalContext).toMatch(NOTICE);
     expect(modules()).toContain("NativeModule net");
   });
+
+  it.each([
+    ["gone", "process.binding = () => { throw new Error('no such binding'); };"],
+    ["of another shape", "process.binding = () => ({});"],
+    [
+      "refusing fd 0",
+      `const real = process.binding; process.binding = (name) => {
+        const b = real(name);
+        if (name !== "pipe_wrap") return b;
+        class Pipe extends b.Pipe { open() { return -9; } }
+        return { ...b, Pipe };
+      };`,
+    ],
+  ])("with Node's stream binding %s, reads through process.stdin, silently", async (_, code) => {
+    const changed = join(tmp.dir, `binding-${runs}.cjs`);
+    writeFileSync(changed, code);
+    const { child, modules } = hookPrompt({
+      NODE_OPTIONS: `--require ${changed} --require ${preload}`,
+    });
+    child.stdin!.end(gemini);
+    const r = await collect(child);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout).hookSpecificOutput.additionalContext).toMatch(NOTICE);
+    expect(modules()).toContain("NativeModule net");
+  });
 });
 
 describe("a post's body on stdin, read without Node's streams", () => {
