@@ -177,6 +177,9 @@ export function startupBench(options: {
         "--body",
         "x",
       ];
+      // The same post with its body on stdin (a socket, as Node's spawn gives it), as an agent
+      // posts a long message.
+      const postStdin = post.filter((a, i) => a !== "--body" && post[i - 1] !== "--body");
       const hookInput = JSON.stringify({ hook_event_name: "UserPromptSubmit", prompt: "go" });
       const bob = { ...clean, AGENT_CHAT_NAME: "bob" };
 
@@ -185,6 +188,10 @@ export function startupBench(options: {
         { name: "--version", run: cli(clean, ["--version"]) },
         { name: "--help", run: cli(clean, ["--help"]) },
         { name: "post", run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, post) },
+        {
+          name: "post (stdin)",
+          run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, postStdin, "x"),
+        },
         { name: "read", run: cli(clean, ["read", "small", "--as", "bob", "--peek"]) },
         { name: "peek", run: cli(clean, ["peek", "small"]) },
         { name: "channels", run: cli(clean, ["channels"]) },
@@ -224,6 +231,7 @@ export function startupBench(options: {
         vsNode("`agent-chat --version`", "--version", 1.15),
         vsNode("`agent-chat --help`", "--help"),
         vsNode("`agent-chat post …` (1,000-msg channel)", "post", 1.3),
+        vsNode("`agent-chat post …` with the body on stdin", "post (stdin)"),
         vsNode("`agent-chat read --peek` (1,000-msg channel)", "read", 1.3),
         vsNode("`agent-chat peek`", "peek", 1.3),
         vsNode("`agent-chat channels`", "channels", 1.3),
@@ -240,6 +248,10 @@ export function startupBench(options: {
         { name: "node -e 0", run: cpu(["-e", "0"]) },
         { name: "--version", run: cpu([ctx.cli, "--version"]) },
         { name: "post", run: cpu([ctx.cli, ...post], { ...clean, AGENT_CHAT_ROOT: postRoot }) },
+        {
+          name: "post (stdin)",
+          run: cpu([ctx.cli, ...postStdin], { ...clean, AGENT_CHAT_ROOT: postRoot }, "x"),
+        },
         { name: "read", run: cpu([ctx.cli, "read", "small", "--as", "bob", "--peek"]) },
         { name: "hook prompt", run: cpu([ctx.cli, "hook", "prompt"], bob, hookInput) },
       ];
@@ -416,22 +428,25 @@ async function wakeRow(
 
 /** The CPU time figures against `node -e 0`'s, with the goals of the wall-time ones. */
 function cpuRows(s: Map<string, Stats>): Row[] {
-  const labels: Array<[string, string, number]> = [
+  const labels: Array<[string, string, number?]> = [
     ["--version", "`agent-chat --version`", 1.15],
     ["post", "`agent-chat post …` (1,000-msg channel)", 1.3],
+    ["post (stdin)", "`agent-chat post …` with the body on stdin"],
     ["read", "`agent-chat read --peek` (1,000-msg channel)", 1.3],
     ["hook prompt", "`agent-chat hook prompt` (1 unread)", 1.3],
   ];
   return labels.map(([name, figure, goal]) => {
-    return {
+    const row: Row = {
       group: "start-up CPU time (user + system at exit, clean env)",
       figure,
       unit: "ms",
       stats: s.get(name)!,
       baseline: { name: "node -e 0", stats: s.get("node -e 0")! },
-      goal: `≤ ${goal}× node -e 0 (context: the goal is on wall time)`,
-      met: s.get(name)!.median / s.get("node -e 0")!.median <= goal,
     };
+    if (goal === undefined) return row;
+    row.goal = `≤ ${goal}× node -e 0 (context: the goal is on wall time)`;
+    row.met = s.get(name)!.median / s.get("node -e 0")!.median <= goal;
+    return row;
   });
 }
 

@@ -1,7 +1,9 @@
-import { promises as fsp } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { DEFAULT_MAX_BODY_BYTES } from "../store/types.js";
 import { UsageError } from "./context.js";
+import { readStdinHandle } from "./stdin-handle.js";
+import { readStdinReady } from "./stdio.js";
 
 export interface BodySources {
   body?: string;
@@ -22,29 +24,48 @@ export async function readBody(
   if (sources.body !== undefined) return sources.body;
   if (sources.bodyFile !== undefined) {
     const path = sources.bodyFile;
-    if (path === "-") return readStdin(maxBytes);
-    let size: number;
-    try {
-      size = (await fsp.stat(path)).size;
-    } catch (err) {
-      throw wrapIoError(err, `cannot read body file ${path}`);
-    }
-    if (size > maxBytes) throw tooLarge(size, maxBytes);
-    let data: Buffer;
-    try {
-      data = await fsp.readFile(path);
-    } catch (err) {
-      throw wrapIoError(err, `cannot read body file ${path}`);
-    }
-    return decodeBody(data, `body file ${path}`);
+    // Asked for by name: read from a terminal too, until its end of input.
+    if (path === "-") return readStdin(maxBytes, true);
+    return decodeBody(readBodyFile(path, maxBytes), `body file ${path}`);
   }
-  if (process.stdin.isTTY) {
-    throw new UsageError("give the body with --body, --body-file FILE, or on stdin");
-  }
-  return readStdin(maxBytes);
+  return readStdin(maxBytes, false);
 }
 
-async function readStdin(maxBytes: number): Promise<string> {
+/** Read synchronously: a one-shot command has nothing else to do meanwhile (no thread pool). */
+function readBodyFile(path: string, maxBytes: number): Buffer {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch (err) {
+    throw wrapIoError(err, `cannot read body file ${path}`);
+  }
+  if (size > maxBytes) throw tooLarge(size, maxBytes);
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw wrapIoError(err, `cannot read body file ${path}`);
+  }
+}
+
+/**
+ * All of stdin: a file or a pipe that holds it all already, or a socket (Node's spawn gives
+ * one) or a pipe still being written, read without Node's streams where Node allows; anything
+ * else (a terminal, a device) through `process.stdin`.
+ */
+async function readStdin(maxBytes: number, fromTerminal: boolean): Promise<string> {
+  const ready = readStdinReady(maxBytes);
+  const rest = ready?.complete ? ready : await readStdinHandle(ready?.bytes ?? EMPTY, maxBytes);
+  if (!rest) return readStdinStream(maxBytes, fromTerminal);
+  if (rest.over) throw tooLarge(0, maxBytes, true);
+  return decodeBody(rest.bytes, "the body on stdin");
+}
+
+const EMPTY = Buffer.alloc(0);
+
+async function readStdinStream(maxBytes: number, fromTerminal: boolean): Promise<string> {
+  if (process.stdin.isTTY && !fromTerminal) {
+    throw new UsageError("give the body with --body, --body-file FILE, or on stdin");
+  }
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const chunk of process.stdin) {

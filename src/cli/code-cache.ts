@@ -27,22 +27,50 @@ import { shortHash } from "../core/hash.js";
  *
  * `localRequire` is the caller's own `require`: the lean files sit beside the executable, so it
  * resolves what they require as their own would (`Module.createRequire` would load
- * `node:module`, and Node's ES-module loader with it, on every start).
+ * `node:module`, and Node's ES-module loader with it, on every start). The lazy files a lean file
+ * loads (`./lazy/…`, built beside it) go through the cache the same way, each once a process.
  */
 export function requireCached(
   file: string,
   cacheDir: string | undefined,
   localRequire: NodeJS.Require,
 ): unknown {
-  const loaded = cacheDir === undefined ? undefined : compileCached(file, cacheDir);
-  if (!loaded) return localRequire(file);
-  const { script, cachePath, stale } = loaded;
-  const run = script.runInThisContext() as ModuleWrapper;
-  const mod = { exports: {} as unknown };
-  run.call(mod.exports, mod.exports, localRequire, mod, file, dirname(file));
-  // Written at exit, so that it holds what this run compiled lazily too (most of a command).
-  if (stale) process.once("exit", () => writeCache(script, cachePath, file));
-  return mod.exports;
+  if (cacheDir === undefined) return localRequire(file);
+  return cachedLoader(cacheDir, localRequire)(file);
+}
+
+/**
+ * Loads our own CommonJS files through the code cache, each once, as Node's loader would: its
+ * `exports` kept from the start of its run (a cycle sees them), forgotten when the run throws.
+ * A file's relative `require`s are of our lazy files (scripts/build.mjs makes only those), the
+ * rest (built-ins, picomatch) go to `localRequire`. The lean files only call `require`, never
+ * its properties.
+ */
+function cachedLoader(cacheDir: string, localRequire: NodeJS.Require) {
+  const loaded = new Map<string, { exports: unknown }>();
+  const load = (file: string): unknown => {
+    const known = loaded.get(file);
+    if (known) return known.exports;
+    const compiled = compileCached(file, cacheDir);
+    if (!compiled) return localRequire(file);
+    const { script, cachePath, stale } = compiled;
+    const dir = dirname(file);
+    const ownRequire = (id: string) =>
+      id.startsWith("./") ? load(join(dir, id)) : localRequire(id);
+    const mod = { exports: {} as unknown };
+    loaded.set(file, mod);
+    try {
+      const run = script.runInThisContext() as ModuleWrapper;
+      run.call(mod.exports, mod.exports, ownRequire as NodeJS.Require, mod, file, dir);
+    } catch (err) {
+      loaded.delete(file);
+      throw err;
+    }
+    // Written at exit, so that it holds what this run compiled lazily too (most of a command).
+    if (stale) process.once("exit", () => writeCache(script, cachePath, file));
+    return mod.exports;
+  };
+  return load;
 }
 
 type ModuleWrapper = (

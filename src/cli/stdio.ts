@@ -77,6 +77,8 @@ function writeAll(fd: number, text: string): Buffer | "broken" | undefined {
 export interface StdinPart {
   bytes: Buffer;
   complete: boolean;
+  /** Stdin held more than `max` bytes: `bytes` holds those before the read that went past. */
+  over?: boolean;
 }
 
 /**
@@ -118,7 +120,8 @@ function readUpTo(fd: number, max: number): StdinPart {
       if ((err as NodeJS.ErrnoException).code !== "EAGAIN") throw err;
       return { bytes: Buffer.concat(chunks), complete: false };
     }
-    if (n === 0 || size + n > max) return { bytes: Buffer.concat(chunks), complete: true };
+    if (n === 0) return { bytes: Buffer.concat(chunks), complete: true };
+    if (size + n > max) return { bytes: Buffer.concat(chunks), complete: true, over: true };
     chunks.push(chunk.subarray(0, n));
     size += n;
   }

@@ -323,27 +323,46 @@ describe.skipIf(nodeCompileCache)(
     it("compiles a lean file once, then from the cache in the user's cache folder", () => {
       const base = join(tmp.dir, "cache-once");
       const install = readdirSync(DIST, { recursive: true }).sort();
-      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+      // The lean files alone: an unread signed message has the hook load the signing code too.
+      const lean = (loaded: string[]) =>
+        Object.fromEntries(
+          Object.entries(compiledBy(loaded)).filter(([file]) => !file.startsWith("lazy/")),
+        );
+      expect(lean(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
         "hot.cjs": "compiled",
       });
-      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
+      expect(lean(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
         "hot.cjs": "cached",
       });
-      expect(compiledBy(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
+      expect(lean(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
         "hook.cjs": "compiled",
       });
-      expect(compiledBy(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
+      expect(lean(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
         "hook.cjs": "cached",
       });
       // Only the user may read or replace it; nothing is written beside the install.
       expect(statSync(cacheOf(base)).mode & 0o777).toBe(0o700);
       const files = readdirSync(cacheOf(base));
-      expect(files.map((f) => f.replace(/(-[0-9a-f]{16}){2}\.v8$/, "")).sort()).toEqual([
+      const cached = files.map((f) => f.replace(/(-[0-9a-f]{16}){2}\.v8$/, ""));
+      expect(cached.filter((f) => !existsSync(join(DIST, "lazy", f))).sort()).toEqual([
         "hook.cjs",
         "hot.cjs",
       ]);
       for (const f of files) expect(statSync(join(cacheOf(base), f)).mode & 0o777).toBe(0o600);
       expect(readdirSync(DIST, { recursive: true }).sort()).toEqual(install);
+    });
+
+    it("a lazy file a lean file loads (the signing code of a signed post) is cached too", () => {
+      const base = join(tmp.dir, "cache-lazy");
+      const post = (body: string) => [...["post", "signed", "--from", "carol"], "--body", body];
+      expect(compiledBy(loadedBy(post("one"), "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "compiled",
+        "lazy/features-trust-ed25519.cjs": "compiled",
+      });
+      expect(compiledBy(loadedBy(post("two"), "", { XDG_CACHE_HOME: base }))).toEqual({
+        "hot.cjs": "cached",
+        "lazy/features-trust-ed25519.cjs": "cached",
+      });
     });
 
     it("two installs side by side each keep their cache (neither removes the other's)", () => {
