@@ -98,6 +98,63 @@ describeCluster("nats cluster: a checked write given one stale answer", () => {
     await Promise.all([poster.close(), waiter.close()]);
   });
 
+  /**
+   * `w` was woken with its first message; then a second one for it is posted, and a store reads
+   * w's cursor once as it was before that wake (a cut-off leader, around a heal, answers from
+   * its stale copy): a new store (a new CLI process), or `sameStore`, the one that woke w (an
+   * agent's loop in one process), which remembers the revision it saved.
+   */
+  async function afterOneStaleCursorRead(sameStore = false) {
+    const url = cluster.url(ns());
+    const poster = await NatsStore.open(url, { replicas: 3 });
+    await poster.init("ch");
+    await poster.post("ch", { from: "a", to: "w", body: "first" });
+    const before = await NatsStore.open(url);
+    const { quick } = before as unknown as { quick: { kv: KV } };
+    const stale = await quick.kv.get("cursor.ch.w");
+    await before.close();
+    const woken = await poster.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    expect(woken.messages.map((m) => m.body)).toEqual(["first"]);
+    await poster.post("ch", { from: "a", to: "w", body: "second" });
+    const late = sameStore ? poster : await NatsStore.open(url);
+    const lagging = (late as unknown as { quick: { kv: KV } }).quick.kv;
+    const realGet = lagging.get.bind(lagging);
+    let cursorReads = 0;
+    lagging.get = (key, opts) =>
+      key.startsWith("cursor.") && cursorReads++ === 0
+        ? Promise.resolve(stale)
+        : realGet(key, opts);
+    return { poster, late, staleGiven: () => cursorReads > 0 };
+  }
+
+  it("a wait that read its cursor stale is woken with what came after the real cursor only, never again with what an earlier wait returned", async () => {
+    const { poster, late, staleGiven } = await afterOneStaleCursorRead();
+    const woken = await late.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    expect(staleGiven(), "the stale answer was given").toBe(true);
+    expect(woken.messages.map((m) => m.body)).toEqual(["second"]);
+    expect(await poster.cursor("ch", "w")).toBe(2);
+    await Promise.all([poster.close(), late.close()]);
+  });
+
+  it("the same for a waiter in a loop, whose store remembers the cursor it saved", async () => {
+    const { poster, staleGiven } = await afterOneStaleCursorRead(true);
+    const woken = await poster.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    expect(staleGiven(), "the stale answer was given").toBe(true);
+    expect(woken.messages.map((m) => m.body)).toEqual(["second"]);
+    expect(await poster.cursor("ch", "w")).toBe(2);
+    await poster.close();
+  });
+
+  it("a read that read its cursor stale returns what came after the real cursor only", async () => {
+    const { poster, late, staleGiven } = await afterOneStaleCursorRead();
+    const read = await late.read("ch", { as: "w" });
+    expect(staleGiven(), "the stale answer was given").toBe(true);
+    expect(read.messages.map((m) => m.body)).toEqual(["second"]);
+    expect(read.cursor).toBe(2);
+    expect(await poster.cursor("ch", "w")).toBe(2);
+    await Promise.all([poster.close(), late.close()]);
+  });
+
   it("a KV compare-and-set that read a stale revision of its key is refused, not written over a newer value", async () => {
     const nc: NatsConnection = await connect({ servers: cluster.nodes.map((n) => n.server) });
     try {

@@ -3,12 +3,15 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
+import type { CursorMove } from "../../src/store/shared/index.js";
 import { freePort, NatsServer, natsSkipReason } from "../helpers/nats-server.js";
 import { waitParked } from "../helpers/parked.js";
 import { skipName } from "../helpers/tools.js";
 
 const POSTER = fileURLToPath(new URL("./fixtures/poster.mjs", import.meta.url));
 let counter = 0;
+/** The store's cursor save, called as a late or concurrent caller would. */
+type SaveCursor = (channel: string, agent: string, move: CursorMove) => Promise<number | undefined>;
 const ns = () => `t${process.pid}-${++counter}`;
 
 async function codeOf(promise: Promise<unknown>): Promise<AgentChatError> {
@@ -68,9 +71,10 @@ describe.skipIf(natsSkipReason !== undefined)(
         await late.read("dev", { as: "bob", peek: true });
         await current.read("dev", { as: "bob" });
         // What a write sent before the freeze of a node and passed on after its thaw does.
-        await (
-          late as unknown as { saveCursor(c: string, a: string, s: number): Promise<void> }
-        ).saveCursor("dev", "bob", 4);
+        await (late as unknown as { saveCursor: SaveCursor }).saveCursor("dev", "bob", {
+          from: 0,
+          to: 4,
+        });
         expect(await current.cursor("dev", "bob")).toBe(10);
         expect((await current.read("dev", { as: "bob" })).messages).toEqual([]);
       } finally {
@@ -85,12 +89,11 @@ describe.skipIf(natsSkipReason !== undefined)(
       try {
         await store.init("dev");
         await store.read("dev", { as: "bob", peek: true });
-        const save = (seq: number) =>
-          (
-            store as unknown as { saveCursor(c: string, a: string, s: number): Promise<void> }
-          ).saveCursor("dev", "bob", seq);
-        await save(9); // the read, done first
-        await save(8); // the wait, which had read the cursor before
+        const save = (from: number, to: number) =>
+          (store as unknown as { saveCursor: SaveCursor }).saveCursor("dev", "bob", { from, to });
+        expect(await save(0, 9), "the read, done first").toBeUndefined();
+        // The wait, which had read the cursor before: told where the cursor is, to look again.
+        expect(await save(0, 8)).toBe(9);
         expect(await store.cursor("dev", "bob")).toBe(9);
       } finally {
         await store.close();

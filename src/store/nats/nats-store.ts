@@ -24,6 +24,7 @@ import { FeatureStore } from "../feature-store.js";
 import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
 import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import {
+  type CursorMove,
   type Feed,
   formatLease,
   HOLDER,
@@ -699,13 +700,9 @@ export class NatsStore extends FeatureStore {
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const key = cursorKey(channel, agent);
-    const entry = await this.ask(
-      () => this.quick.kv.get(key),
-      `cannot read the cursor of ${agent}`,
-    );
-    const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
-    this.noteCursor(key, { revision: entry?.revision ?? 0, seq });
-    return seq;
+    const known = await this.readCursor(key, `cannot read the cursor of ${agent}`);
+    this.noteCursor(key, known);
+    return known.seq;
   }
 
   /**
@@ -715,38 +712,58 @@ export class NatsStore extends FeatureStore {
    * reads were saved; it would move the cursor back and hand those messages out again. Checked,
    * the late write finds a newer revision and does nothing. The subject's own check is
    * enough here (not CasWriter's): the writes it must refuse are long applied, not in flight.
+   *
+   * A refused write reads the cursor again. Past `move.from`, it is left as it is: the caller's
+   * `from` was read stale (around a healed partition a cut-off leader still answers from its
+   * old copy) or another call moved it, and what the caller found after `from` may have been
+   * handed out already. Written over, those messages would be handed out a second time.
    */
-  protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
+  protected async saveCursor(
+    channel: string,
+    agent: string,
+    move: CursorMove,
+  ): Promise<number | undefined> {
     const key = cursorKey(channel, agent);
     const what = `cannot save the cursor of ${agent}`;
     for (let attempt = 0; attempt < CURSOR_TRIES; attempt++) {
-      let known = this.cursors.get(key);
-      if (known === undefined || attempt > 0) {
-        if (attempt > 1) await delay(attempt * 10);
-        const entry = await this.ask(() => this.quick.kv.get(key), what);
-        const at = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
-        known = { revision: entry?.revision ?? 0, seq: at };
-      }
-      // Another operation of this store (a read beside a wait, in a daemon) may be further on.
-      if (known.seq >= seq) return;
-      const { revision } = known;
-      const written = await this.guard(
-        () =>
-          revision === 0
-            ? this.kv.create(key, String(seq))
-            : this.kv.update(key, String(seq), revision),
-        what,
-      ).catch((err: unknown) => {
-        if (isWrongLastSequence(err)) return undefined;
-        throw err;
-      });
+      if (attempt > 1) await delay(attempt * 10);
+      // The first try writes over the revision last seen here; a refused one reads it again.
+      const known = (attempt === 0 && this.cursors.get(key)) || (await this.readCursor(key, what));
+      const verdict = saveVerdict(known.seq, move);
+      if (verdict !== "write") return verdict === "there" ? undefined : known.seq;
+      const written = await this.writeCursor(key, move.to, known.revision, what);
       if (written !== undefined) {
-        this.noteCursor(key, { revision: written, seq });
+        this.noteCursor(key, { revision: written, seq: move.to });
         this.cas.acked(written);
-        return;
+        return undefined;
       }
     }
     throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${CURSOR_KEPT_CHANGING}`);
+  }
+
+  private async readCursor(key: string, what: string): Promise<{ revision: number; seq: number }> {
+    const entry = await this.ask(() => this.quick.kv.get(key), what);
+    const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
+    return { revision: entry?.revision ?? 0, seq };
+  }
+
+  /** The cursor's new revision; undefined when `revision` is no longer its last. */
+  private writeCursor(
+    key: string,
+    seq: number,
+    revision: number,
+    what: string,
+  ): Promise<number | undefined> {
+    return this.guard(
+      () =>
+        revision === 0
+          ? this.kv.create(key, String(seq))
+          : this.kv.update(key, String(seq), revision),
+      what,
+    ).catch((err: unknown) => {
+      if (isWrongLastSequence(err)) return undefined;
+      throw err;
+    });
   }
 
   private noteCursor(key: string, known: { revision: number; seq: number }): void {
@@ -965,7 +982,7 @@ export class NatsStore extends FeatureStore {
       previous = m.seq;
     }
     for (const [agent, seq] of Object.entries(dump.cursors)) {
-      await this.saveCursor(dump.name, agent, seq);
+      await this.saveCursor(dump.name, agent, { to: seq });
     }
     for (const task of dump.tasks) {
       const m = TASK_FILE.exec(task.file);
@@ -1108,6 +1125,16 @@ export class NatsStore extends FeatureStore {
 const TURN_AFTER = 2;
 /** One turn marker in so many (by stream seq) removes the markers before it. */
 const PURGE_TURNS_EVERY = 32;
+/**
+ * What a cursor save does about the cursor it found at `seq`: nothing ("there": already moved
+ * as asked), leave it ("moved": it is past the `from` the caller's scan began at), or write.
+ */
+function saveVerdict(seq: number, move: CursorMove): "there" | "moved" | "write" {
+  if (seq >= move.to && (move.from === undefined || move.retried)) return "there";
+  if (move.from !== undefined && seq > move.from) return "moved";
+  return "write";
+}
+
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
 /** Why a cursor save gave up after CURSOR_TRIES (see `isTransient`). */
