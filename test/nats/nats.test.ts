@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { KV } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
@@ -71,15 +72,55 @@ describe.skipIf(natsSkipReason !== undefined)(
         await late.read("dev", { as: "bob", peek: true });
         await current.read("dev", { as: "bob" });
         // What a write sent before the freeze of a node and passed on after its thaw does.
-        await (late as unknown as { saveCursor: SaveCursor }).saveCursor("dev", "bob", {
+        const late4 = (late as unknown as { saveCursor: SaveCursor }).saveCursor("dev", "bob", {
           from: 0,
           to: 4,
         });
+        expect(await late4, "where the cursor is instead").toBe(10);
         expect(await current.cursor("dev", "bob")).toBe(10);
         expect((await current.read("dev", { as: "bob" })).messages).toEqual([]);
       } finally {
         await late.close();
         await current.close();
+      }
+    });
+
+    it("two waits of one agent at once, in two processes, hand each message to one of them only", async () => {
+      const url = server.url(ns());
+      const poster = await NatsStore.open(url);
+      const [a, b] = [await NatsStore.open(url), await NatsStore.open(url)];
+      try {
+        await poster.init("dev");
+        await poster.post("dev", { from: "alice", to: "bob", body: "once" });
+        // Each wait's cursor write waits until both waits have scanned and are about to write.
+        let writing = 0;
+        let bothScanned!: () => void;
+        const both = new Promise<void>((resolve) => {
+          bothScanned = resolve;
+        });
+        for (const store of [a, b]) {
+          const { kv } = store as unknown as { kv: KV };
+          const create = kv.create.bind(kv);
+          kv.create = async (key, value) => {
+            if (key.startsWith("cursor.")) {
+              if (++writing === 2) bothScanned();
+              await both;
+            }
+            return create(key, value);
+          };
+        }
+        const woken = await Promise.all(
+          [a, b].map((store) =>
+            store.wait(["dev"], { as: "bob", timeoutMs: 2_000 }).then(
+              (r) => r.messages.map((m) => m.body).join(),
+              (err: AgentChatError) => err.code,
+            ),
+          ),
+        );
+        expect(writing, "both waits scanned before either saved").toBe(2);
+        expect(woken.sort()).toEqual(["TIMEOUT", "once"]);
+      } finally {
+        await Promise.all([poster.close(), a.close(), b.close()]);
       }
     });
 
