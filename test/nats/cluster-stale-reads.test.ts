@@ -1,11 +1,12 @@
 import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
+import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CasWriter } from "../../src/store/nats/kv-cas.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { describeCluster } from "../helpers/describe-cluster.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
+import { aroundCursorWrites, cursorEntry, lagCursorReads } from "../helpers/nats-cursors.js";
 
 /**
  * A cluster's checked writes make two reads: the stream's (or bucket's) last sequence, and the
@@ -71,27 +72,41 @@ describeCluster("nats cluster: a checked write given one stale answer", () => {
     await poster.init("ch");
     await poster.post("ch", { from: "a", to: "w", body: "for w" });
     const waiter = await NatsStore.open(url);
-    // The bucket as the store reads it (its leader's answers) and writes it.
-    const { quick, kv } = waiter as unknown as { quick: { kv: KV }; kv: KV };
-    const realGet = quick.kv.get.bind(quick.kv);
-    const realUpdate = kv.update.bind(kv);
-    const realCreate = kv.create.bind(kv);
     let staleReads = 0;
-    const landedUnanswered = async (write: Promise<number>) => {
-      await write;
-      // The next ten reads of the cursor answer as before the write (a leader that lags).
+    // The next ten reads of the cursor answer as before the write (a leader that lags).
+    lagCursorReads(waiter, "ch", "w", () => (staleReads-- > 0 ? null : undefined));
+    const undo = aroundCursorWrites(waiter, async (send) => {
+      await send();
       staleReads = 10;
       throw Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" });
-    };
-    kv.create = (key, value) => landedUnanswered(realCreate(key, value));
-    kv.update = (key, value, revision) => landedUnanswered(realUpdate(key, value, revision));
-    quick.kv.get = (key, opts) =>
-      key.startsWith("cursor.") && staleReads-- > 0 ? Promise.resolve(null) : realGet(key, opts);
+    });
     const woken = await waiter.wait(["ch"], { as: "w", timeoutMs: 20_000 });
-    kv.create = realCreate;
-    kv.update = realUpdate;
+    undo();
     expect(woken.messages.map((m) => m.body)).toEqual(["for w"]);
     // Once: the cursor did move.
+    await expect(waiter.wait(["ch"], { as: "w", timeoutMs: 500 })).rejects.toMatchObject({
+      code: "TIMEOUT",
+    });
+    await Promise.all([poster.close(), waiter.close()]);
+  });
+
+  it("a wait whose cursor save was refused by a cut-off leader while the real one stored it returns its messages, once", async () => {
+    const url = cluster.url(ns());
+    const poster = await NatsStore.open(url, { replicas: 3 });
+    await poster.init("ch");
+    await poster.post("ch", { from: "a", to: "w", body: "for w" });
+    const waiter = await NatsStore.open(url);
+    let refused = 0;
+    const undo = aroundCursorWrites(waiter, async (send) => {
+      const ack = await send();
+      if (refused++ > 0) return ack;
+      // Both leaders got the write; the cut-off one, whose copy lags, answered first.
+      throw Object.assign(new Error("wrong last sequence: 0"), { api_error: { err_code: 10071 } });
+    });
+    const woken = await waiter.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    undo();
+    expect(refused, "the refusal was given").toBeGreaterThan(0);
+    expect(woken.messages.map((m) => m.body)).toEqual(["for w"]);
     await expect(waiter.wait(["ch"], { as: "w", timeoutMs: 500 })).rejects.toMatchObject({
       code: "TIMEOUT",
     });
@@ -109,21 +124,13 @@ describeCluster("nats cluster: a checked write given one stale answer", () => {
     const poster = await NatsStore.open(url, { replicas: 3 });
     await poster.init("ch");
     await poster.post("ch", { from: "a", to: "w", body: "first" });
-    const before = await NatsStore.open(url);
-    const { quick } = before as unknown as { quick: { kv: KV } };
-    const stale = await quick.kv.get("cursor.ch.w");
-    await before.close();
+    const stale = await cursorEntry(poster, "ch", "w");
     const woken = await poster.wait(["ch"], { as: "w", timeoutMs: 20_000 });
     expect(woken.messages.map((m) => m.body)).toEqual(["first"]);
     await poster.post("ch", { from: "a", to: "w", body: "second" });
     const late = sameStore ? poster : await NatsStore.open(url);
-    const lagging = (late as unknown as { quick: { kv: KV } }).quick.kv;
-    const realGet = lagging.get.bind(lagging);
     let cursorReads = 0;
-    lagging.get = (key, opts) =>
-      key.startsWith("cursor.") && cursorReads++ === 0
-        ? Promise.resolve(stale)
-        : realGet(key, opts);
+    lagCursorReads(late, "ch", "w", () => (cursorReads++ === 0 ? stale : undefined));
     return { poster, late, staleGiven: () => cursorReads > 0 };
   }
 
@@ -151,19 +158,16 @@ describeCluster("nats cluster: a checked write given one stale answer", () => {
     for (const ch of ["a", "b"]) await poster.init(ch);
     await poster.post("a", { from: "p", to: "w", body: "a1" });
     await poster.post("b", { from: "p", to: "w", body: "b1" });
-    const { quick } = poster as unknown as { quick: { kv: KV } };
-    const stale = await quick.kv.get("cursor.b.w");
+    const stale = await cursorEntry(poster, "b", "w");
     expect((await poster.read("b", { as: "w" })).messages.map((m) => m.body)).toEqual(["b1"]);
     await poster.post("b", { from: "p", to: "w", body: "b2" });
     const late = await NatsStore.open(url);
-    const lagging = (late as unknown as { quick: { kv: KV } }).quick.kv;
-    const realGet = lagging.get.bind(lagging);
     let staleGiven = false;
-    lagging.get = (key, opts) => {
-      if (key !== "cursor.b.w" || staleGiven) return realGet(key, opts);
+    lagCursorReads(late, "b", "w", () => {
+      if (staleGiven) return undefined;
       staleGiven = true;
-      return Promise.resolve(stale);
-    };
+      return stale;
+    });
     const woken: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await late.wait(["a", "b"], { as: "w", timeoutMs: 500 }).catch(() => undefined);

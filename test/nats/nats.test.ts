@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { KV } from "@nats-io/kv";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import type { CursorMove } from "../../src/store/shared/index.js";
+import { aroundCursorWrites } from "../helpers/nats-cursors.js";
 import { freePort, NatsServer, natsSkipReason } from "../helpers/nats-server.js";
 import { waitParked } from "../helpers/parked.js";
 import { skipName } from "../helpers/tools.js";
@@ -99,15 +99,11 @@ describe.skipIf(natsSkipReason !== undefined)(
           bothScanned = resolve;
         });
         for (const store of [a, b]) {
-          const { kv } = store as unknown as { kv: KV };
-          const create = kv.create.bind(kv);
-          kv.create = async (key, value) => {
-            if (key.startsWith("cursor.")) {
-              if (++writing === 2) bothScanned();
-              await both;
-            }
-            return create(key, value);
-          };
+          aroundCursorWrites(store, async (send) => {
+            if (++writing === 2) bothScanned();
+            await both;
+            return send();
+          });
         }
         const woken = await Promise.all(
           [a, b].map((store) =>

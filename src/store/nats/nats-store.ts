@@ -165,7 +165,9 @@ export class NatsStore extends FeatureStore {
   /** The cluster's revision-checked KV writes (see CasWriter). */
   private readonly cas: CasWriter;
   /** Each cursor's value and revision as last read or written here (see `saveCursor`). */
-  private readonly cursors = new Map<string, { revision: number; seq: number }>();
+  private readonly cursors = new Map<string, KnownCursor>();
+  /** Names this store's cursor saves (see `saveCursor`). */
+  private readonly savePrefix = randomUUID();
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -717,6 +719,8 @@ export class NatsStore extends FeatureStore {
    * `from` was read stale (around a healed partition a cut-off leader still answers from its
    * old copy) or another call moved it, and what the caller found after `from` may have been
    * handed out already. Written over, those messages would be handed out a second time.
+   * A refusal may be a cut-off leader's too, while the real one stored the write: each try of
+   * a move names it in a header, and a cursor read back under that name is this move, landed.
    */
   protected async saveCursor(
     channel: string,
@@ -725,15 +729,16 @@ export class NatsStore extends FeatureStore {
   ): Promise<number | undefined> {
     const key = cursorKey(channel, agent);
     const what = `cannot save the cursor of ${agent}`;
+    const save = `${this.savePrefix}:${move.from ?? "-"}:${move.to}`;
     for (let attempt = 0; attempt < CURSOR_TRIES; attempt++) {
       if (attempt > 1) await delay(attempt * 10);
       // The first try writes over the revision last seen here; a refused one reads it again.
       const known = (attempt === 0 && this.cursors.get(key)) || (await this.readCursor(key, what));
-      const verdict = saveVerdict(known.seq, move);
+      const verdict = known.save === save ? "there" : saveVerdict(known.seq, move);
       if (verdict !== "write") return verdict === "there" ? undefined : known.seq;
-      const written = await this.writeCursor(key, move.to, known.revision, what);
+      const written = await this.writeCursor(key, { seq: move.to, save }, known.revision, what);
       if (written !== undefined) {
-        this.noteCursor(key, { revision: written, seq: move.to });
+        this.noteCursor(key, { revision: written, seq: move.to, save });
         this.cas.acked(written);
         return undefined;
       }
@@ -741,24 +746,43 @@ export class NatsStore extends FeatureStore {
     throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${CURSOR_KEPT_CHANGING}`);
   }
 
-  private async readCursor(key: string, what: string): Promise<{ revision: number; seq: number }> {
-    const entry = await this.ask(() => this.quick.kv.get(key), what);
-    const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
-    return { revision: entry?.revision ?? 0, seq };
+  /** A cursor's last entry, from the bucket's leader, with the name of the save that wrote it. */
+  private async readCursor(key: string, what: string): Promise<KnownCursor> {
+    const stored = await this.ask(
+      () =>
+        this.quick.jsm.streams.getMessage(`KV_${this.bucketName}`, {
+          last_by_subj: `$KV.${this.bucketName}.${key}`,
+        }),
+      what,
+    );
+    if (!stored) return { revision: 0, seq: 0 };
+    // A deletion (a prune) leaves a marker with no value: the cursor starts again.
+    const put = !stored.header?.get(KV_OPERATION_HEADER);
+    const save = stored.header?.get(CURSOR_SAVE_HEADER) || undefined;
+    return { revision: stored.seq, seq: put ? parseSeqText(stored.string()) : 0, save };
   }
 
-  /** The cursor's new revision; undefined when `revision` is no longer its last. */
+  /**
+   * Writes a cursor as a KV put that expects `revision` to be its last entry (0: none), named by
+   * its save in a header (KV reads and exports ignore it). Its new revision; undefined when
+   * `revision` is no longer its last.
+   */
   private writeCursor(
     key: string,
-    seq: number,
+    { seq, save }: { seq: number; save: string },
     revision: number,
     what: string,
   ): Promise<number | undefined> {
+    const headers = this.headerFactory();
+    headers.set(CURSOR_SAVE_HEADER, save);
     return this.guard(
-      () =>
-        revision === 0
-          ? this.kv.create(key, String(seq))
-          : this.kv.update(key, String(seq), revision),
+      async () =>
+        (
+          await this.js.publish(`$KV.${this.bucketName}.${key}`, String(seq), {
+            expect: { lastSubjectSequence: revision },
+            headers,
+          })
+        ).seq,
       what,
     ).catch((err: unknown) => {
       if (isWrongLastSequence(err)) return undefined;
@@ -766,7 +790,7 @@ export class NatsStore extends FeatureStore {
     });
   }
 
-  private noteCursor(key: string, known: { revision: number; seq: number }): void {
+  private noteCursor(key: string, known: KnownCursor): void {
     // A daemon serves any number of agents: the cache is only a shortcut, so it is simply reset.
     if (this.cursors.size >= MAX_CURSOR_REVISIONS) this.cursors.clear();
     const cached = this.cursors.get(key);
@@ -1134,6 +1158,18 @@ function saveVerdict(seq: number, move: CursorMove): "there" | "moved" | "write"
   if (move.from !== undefined && seq > move.from) return "moved";
   return "write";
 }
+
+/** A cursor as last read or written: its revision, its value and the save that wrote it. */
+interface KnownCursor {
+  revision: number;
+  seq: number;
+  save?: string | undefined;
+}
+
+/** Names the save that wrote a cursor entry (see `saveCursor`). */
+const CURSOR_SAVE_HEADER = "Agent-Chat-Cursor-Save";
+/** The KV's own header on a deletion marker (DEL, PURGE); a value has none. */
+const KV_OPERATION_HEADER = "KV-Operation";
 
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
