@@ -166,8 +166,9 @@ export class NatsStore extends FeatureStore {
   private readonly cas: CasWriter;
   /** Each cursor's value and revision as last read or written here (see `saveCursor`). */
   private readonly cursors = new Map<string, KnownCursor>();
-  /** Names this store's cursor saves (see `saveCursor`). */
+  /** Names this store's cursor saves (see `saveCursor`), with a count of them. */
   private readonly savePrefix = randomUUID();
+  private saves = 0;
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -719,8 +720,9 @@ export class NatsStore extends FeatureStore {
    * `from` was read stale (around a healed partition a cut-off leader still answers from its
    * old copy) or another call moved it, and what the caller found after `from` may have been
    * handed out already. Written over, those messages would be handed out a second time.
-   * A refusal may be a cut-off leader's too, while the real one stored the write: each try of
-   * a move names it in a header, and a cursor read back under that name is this move, landed.
+   * A refusal may be a cut-off leader's too, while the real one stored the write: every try of
+   * one save carries the save's own name in a header, and a cursor read back under it is this
+   * save, landed. (A save that failed unanswered is made again as `move.retried`.)
    */
   protected async saveCursor(
     channel: string,
@@ -729,7 +731,7 @@ export class NatsStore extends FeatureStore {
   ): Promise<number | undefined> {
     const key = cursorKey(channel, agent);
     const what = `cannot save the cursor of ${agent}`;
-    const save = `${this.savePrefix}:${move.from ?? "-"}:${move.to}`;
+    const save = `${this.savePrefix}.${++this.saves}`;
     for (let attempt = 0; attempt < CURSOR_TRIES; attempt++) {
       if (attempt > 1) await delay(attempt * 10);
       // The first try writes over the revision last seen here; a refused one reads it again.
