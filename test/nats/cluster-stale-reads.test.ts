@@ -1,11 +1,12 @@
 import { type JetStreamManager, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { type KV, Kvm } from "@nats-io/kv";
+import { Kvm } from "@nats-io/kv";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CasWriter } from "../../src/store/nats/kv-cas.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { describeCluster } from "../helpers/describe-cluster.js";
 import { NatsCluster } from "../helpers/nats-cluster.js";
+import { aroundCursorWrites, cursorEntry, lagCursorReads } from "../helpers/nats-cursors.js";
 
 /**
  * A cluster's checked writes make two reads: the stream's (or bucket's) last sequence, and the
@@ -71,31 +72,121 @@ describeCluster("nats cluster: a checked write given one stale answer", () => {
     await poster.init("ch");
     await poster.post("ch", { from: "a", to: "w", body: "for w" });
     const waiter = await NatsStore.open(url);
-    // The bucket as the store reads it (its leader's answers) and writes it.
-    const { quick, kv } = waiter as unknown as { quick: { kv: KV }; kv: KV };
-    const realGet = quick.kv.get.bind(quick.kv);
-    const realUpdate = kv.update.bind(kv);
-    const realCreate = kv.create.bind(kv);
     let staleReads = 0;
-    const landedUnanswered = async (write: Promise<number>) => {
-      await write;
-      // The next ten reads of the cursor answer as before the write (a leader that lags).
+    // The next ten reads of the cursor answer as before the write (a leader that lags).
+    lagCursorReads(waiter, "ch", "w", () => (staleReads-- > 0 ? null : undefined));
+    const undo = aroundCursorWrites(waiter, async (send) => {
+      await send();
       staleReads = 10;
       throw Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" });
-    };
-    kv.create = (key, value) => landedUnanswered(realCreate(key, value));
-    kv.update = (key, value, revision) => landedUnanswered(realUpdate(key, value, revision));
-    quick.kv.get = (key, opts) =>
-      key.startsWith("cursor.") && staleReads-- > 0 ? Promise.resolve(null) : realGet(key, opts);
+    });
     const woken = await waiter.wait(["ch"], { as: "w", timeoutMs: 20_000 });
-    kv.create = realCreate;
-    kv.update = realUpdate;
+    undo();
     expect(woken.messages.map((m) => m.body)).toEqual(["for w"]);
     // Once: the cursor did move.
     await expect(waiter.wait(["ch"], { as: "w", timeoutMs: 500 })).rejects.toMatchObject({
       code: "TIMEOUT",
     });
     await Promise.all([poster.close(), waiter.close()]);
+  });
+
+  it("a wait whose cursor save was refused by a cut-off leader while the real one stored it returns its messages, once", async () => {
+    const url = cluster.url(ns());
+    const poster = await NatsStore.open(url, { replicas: 3 });
+    await poster.init("ch");
+    await poster.post("ch", { from: "a", to: "w", body: "for w" });
+    const waiter = await NatsStore.open(url);
+    let refused = 0;
+    const undo = aroundCursorWrites(waiter, async (send) => {
+      const ack = await send();
+      if (refused++ > 0) return ack;
+      // Both leaders got the write; the cut-off one, whose copy lags, answered first.
+      throw Object.assign(new Error("wrong last sequence: 0"), { api_error: { err_code: 10071 } });
+    });
+    const woken = await waiter.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    undo();
+    expect(refused, "the refusal was given").toBeGreaterThan(0);
+    expect(woken.messages.map((m) => m.body)).toEqual(["for w"]);
+    await expect(waiter.wait(["ch"], { as: "w", timeoutMs: 500 })).rejects.toMatchObject({
+      code: "TIMEOUT",
+    });
+    await Promise.all([poster.close(), waiter.close()]);
+  });
+
+  /**
+   * `w` was woken with its first message; then a second one for it is posted, and a store reads
+   * w's cursor once as it was before that wake (a cut-off leader, around a heal, answers from
+   * its stale copy): a new store (a new CLI process), or `sameStore`, the one that woke w (an
+   * agent's loop in one process), which remembers the revision it saved.
+   */
+  async function afterOneStaleCursorRead(sameStore = false) {
+    const url = cluster.url(ns());
+    const poster = await NatsStore.open(url, { replicas: 3 });
+    await poster.init("ch");
+    await poster.post("ch", { from: "a", to: "w", body: "first" });
+    const stale = await cursorEntry(poster, "ch", "w");
+    const woken = await poster.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    expect(woken.messages.map((m) => m.body)).toEqual(["first"]);
+    await poster.post("ch", { from: "a", to: "w", body: "second" });
+    const late = sameStore ? poster : await NatsStore.open(url);
+    let cursorReads = 0;
+    lagCursorReads(late, "ch", "w", () => (cursorReads++ === 0 ? stale : undefined));
+    return { poster, late, staleGiven: () => cursorReads > 0 };
+  }
+
+  it("a wait that read its cursor stale is woken with what came after the real cursor only, never again with what an earlier wait returned", async () => {
+    const { poster, late, staleGiven } = await afterOneStaleCursorRead();
+    const woken = await late.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    expect(staleGiven(), "the stale answer was given").toBe(true);
+    expect(woken.messages.map((m) => m.body)).toEqual(["second"]);
+    expect(await poster.cursor("ch", "w")).toBe(2);
+    await Promise.all([poster.close(), late.close()]);
+  });
+
+  it("the same for a waiter in a loop, whose store remembers the cursor it saved", async () => {
+    const { poster, staleGiven } = await afterOneStaleCursorRead(true);
+    const woken = await poster.wait(["ch"], { as: "w", timeoutMs: 20_000 });
+    expect(staleGiven(), "the stale answer was given").toBe(true);
+    expect(woken.messages.map((m) => m.body)).toEqual(["second"]);
+    expect(await poster.cursor("ch", "w")).toBe(2);
+    await poster.close();
+  });
+
+  it("a wait on two channels, one cursor read stale: each message is handed out once, none lost", async () => {
+    const url = cluster.url(ns());
+    const poster = await NatsStore.open(url, { replicas: 3 });
+    for (const ch of ["a", "b"]) await poster.init(ch);
+    await poster.post("a", { from: "p", to: "w", body: "a1" });
+    await poster.post("b", { from: "p", to: "w", body: "b1" });
+    const stale = await cursorEntry(poster, "b", "w");
+    expect((await poster.read("b", { as: "w" })).messages.map((m) => m.body)).toEqual(["b1"]);
+    await poster.post("b", { from: "p", to: "w", body: "b2" });
+    const late = await NatsStore.open(url);
+    let staleGiven = false;
+    lagCursorReads(late, "b", "w", () => {
+      if (staleGiven) return undefined;
+      staleGiven = true;
+      return stale;
+    });
+    const woken: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await late.wait(["a", "b"], { as: "w", timeoutMs: 500 }).catch(() => undefined);
+      woken.push(...(r?.messages.map((m) => m.body) ?? []));
+    }
+    expect(staleGiven, "the stale answer was given").toBe(true);
+    expect(woken.sort()).toEqual(["a1", "b2"]);
+    expect([await poster.cursor("a", "w"), await poster.cursor("b", "w")]).toEqual([1, 2]);
+    await Promise.all([poster.close(), late.close()]);
+  });
+
+  it("a read that read its cursor stale returns what came after the real cursor only", async () => {
+    const { poster, late, staleGiven } = await afterOneStaleCursorRead();
+    const read = await late.read("ch", { as: "w" });
+    expect(staleGiven(), "the stale answer was given").toBe(true);
+    expect(read.messages.map((m) => m.body)).toEqual(["second"]);
+    expect(read.cursor).toBe(2);
+    expect(await poster.cursor("ch", "w")).toBe(2);
+    await Promise.all([poster.close(), late.close()]);
   });
 
   it("a KV compare-and-set that read a stale revision of its key is refused, not written over a newer value", async () => {

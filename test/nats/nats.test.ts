@@ -3,12 +3,16 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentChatError } from "../../src/core/errors.js";
 import { NatsStore } from "../../src/store/nats/nats-store.js";
+import type { CursorMove } from "../../src/store/shared/index.js";
+import { aroundCursorWrites } from "../helpers/nats-cursors.js";
 import { freePort, NatsServer, natsSkipReason } from "../helpers/nats-server.js";
 import { waitParked } from "../helpers/parked.js";
 import { skipName } from "../helpers/tools.js";
 
 const POSTER = fileURLToPath(new URL("./fixtures/poster.mjs", import.meta.url));
 let counter = 0;
+/** The store's cursor save, called as a late or concurrent caller would. */
+type SaveCursor = (channel: string, agent: string, move: CursorMove) => Promise<number | undefined>;
 const ns = () => `t${process.pid}-${++counter}`;
 
 async function codeOf(promise: Promise<unknown>): Promise<AgentChatError> {
@@ -68,14 +72,51 @@ describe.skipIf(natsSkipReason !== undefined)(
         await late.read("dev", { as: "bob", peek: true });
         await current.read("dev", { as: "bob" });
         // What a write sent before the freeze of a node and passed on after its thaw does.
-        await (
-          late as unknown as { saveCursor(c: string, a: string, s: number): Promise<void> }
-        ).saveCursor("dev", "bob", 4);
+        const late4 = (late as unknown as { saveCursor: SaveCursor }).saveCursor("dev", "bob", {
+          from: 0,
+          to: 4,
+        });
+        expect(await late4, "where the cursor is instead").toBe(10);
         expect(await current.cursor("dev", "bob")).toBe(10);
         expect((await current.read("dev", { as: "bob" })).messages).toEqual([]);
       } finally {
         await late.close();
         await current.close();
+      }
+    });
+
+    it("two waits of one agent at once, in two processes, hand each message to one of them only", async () => {
+      const url = server.url(ns());
+      const poster = await NatsStore.open(url);
+      const [a, b] = [await NatsStore.open(url), await NatsStore.open(url)];
+      try {
+        await poster.init("dev");
+        await poster.post("dev", { from: "alice", to: "bob", body: "once" });
+        // Each wait's cursor write waits until both waits have scanned and are about to write.
+        let writing = 0;
+        let bothScanned!: () => void;
+        const both = new Promise<void>((resolve) => {
+          bothScanned = resolve;
+        });
+        for (const store of [a, b]) {
+          aroundCursorWrites(store, async (send) => {
+            if (++writing === 2) bothScanned();
+            await both;
+            return send();
+          });
+        }
+        const woken = await Promise.all(
+          [a, b].map((store) =>
+            store.wait(["dev"], { as: "bob", timeoutMs: 2_000 }).then(
+              (r) => r.messages.map((m) => m.body).join(),
+              (err: AgentChatError) => err.code,
+            ),
+          ),
+        );
+        expect(writing, "both waits scanned before either saved").toBe(2);
+        expect(woken.sort()).toEqual(["TIMEOUT", "once"]);
+      } finally {
+        await Promise.all([poster.close(), a.close(), b.close()]);
       }
     });
 
@@ -85,12 +126,11 @@ describe.skipIf(natsSkipReason !== undefined)(
       try {
         await store.init("dev");
         await store.read("dev", { as: "bob", peek: true });
-        const save = (seq: number) =>
-          (
-            store as unknown as { saveCursor(c: string, a: string, s: number): Promise<void> }
-          ).saveCursor("dev", "bob", seq);
-        await save(9); // the read, done first
-        await save(8); // the wait, which had read the cursor before
+        const save = (from: number, to: number) =>
+          (store as unknown as { saveCursor: SaveCursor }).saveCursor("dev", "bob", { from, to });
+        expect(await save(0, 9), "the read, done first").toBeUndefined();
+        // The wait, which had read the cursor before: told where the cursor is, to look again.
+        expect(await save(0, 8)).toBe(9);
         expect(await store.cursor("dev", "bob")).toBe(9);
       } finally {
         await store.close();

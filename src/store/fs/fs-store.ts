@@ -50,6 +50,7 @@ import {
 } from "../../fsutil/root-files.js";
 import { FeatureStore, type IndexedFeed } from "../feature-store.js";
 import {
+  type CursorMove,
   formatLease,
   type Lease,
   leaseFileName,
@@ -647,11 +648,12 @@ export class FsStore extends FeatureStore<FolderFeed> {
     }
   }
 
-  protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
+  /** A plain file, as chat.py writes it: read back as written, so `move.from` is not checked. */
+  protected async saveCursor(channel: string, agent: string, move: CursorMove): Promise<undefined> {
     const dir = join(this.state(channel).dir, CURSORS);
     try {
       ensureRealDir(dir);
-      replaceFileSync(dir, `${identity(agent)}.txt`, String(seq));
+      replaceFileSync(dir, `${identity(agent)}.txt`, String(move.to));
     } catch (err) {
       throw wrapIoError(err, `cannot save the cursor of ${agent}`);
     }

@@ -24,6 +24,7 @@ import { FeatureStore } from "../feature-store.js";
 import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
 import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import {
+  type CursorMove,
   type Feed,
   formatLease,
   HOLDER,
@@ -164,7 +165,10 @@ export class NatsStore extends FeatureStore {
   /** The cluster's revision-checked KV writes (see CasWriter). */
   private readonly cas: CasWriter;
   /** Each cursor's value and revision as last read or written here (see `saveCursor`). */
-  private readonly cursors = new Map<string, { revision: number; seq: number }>();
+  private readonly cursors = new Map<string, KnownCursor>();
+  /** Names this store's cursor saves (see `saveCursor`), with a count of them. */
+  private readonly savePrefix = randomUUID();
+  private saves = 0;
   private readonly timeoutMs: number;
   private gone: AgentChatError | undefined;
   private advisories: Subscription | undefined;
@@ -699,13 +703,9 @@ export class NatsStore extends FeatureStore {
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const key = cursorKey(channel, agent);
-    const entry = await this.ask(
-      () => this.quick.kv.get(key),
-      `cannot read the cursor of ${agent}`,
-    );
-    const seq = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
-    this.noteCursor(key, { revision: entry?.revision ?? 0, seq });
-    return seq;
+    const known = await this.readCursor(key, `cannot read the cursor of ${agent}`);
+    this.noteCursor(key, known);
+    return known.seq;
   }
 
   /**
@@ -715,41 +715,84 @@ export class NatsStore extends FeatureStore {
    * reads were saved; it would move the cursor back and hand those messages out again. Checked,
    * the late write finds a newer revision and does nothing. The subject's own check is
    * enough here (not CasWriter's): the writes it must refuse are long applied, not in flight.
+   *
+   * A refused write reads the cursor again. Past `move.from`, it is left as it is: the caller's
+   * `from` was read stale (around a healed partition a cut-off leader still answers from its
+   * old copy) or another call moved it, and what the caller found after `from` may have been
+   * handed out already. Written over, those messages would be handed out a second time.
+   * A refusal may be a cut-off leader's too, while the real one stored the write: every try of
+   * one save carries the save's own name in a header, and a cursor read back under it is this
+   * save, landed. (A save that failed unanswered is made again as `move.retried`.)
    */
-  protected async saveCursor(channel: string, agent: string, seq: number): Promise<void> {
+  protected async saveCursor(
+    channel: string,
+    agent: string,
+    move: CursorMove,
+  ): Promise<number | undefined> {
     const key = cursorKey(channel, agent);
     const what = `cannot save the cursor of ${agent}`;
+    const save = `${this.savePrefix}.${++this.saves}`;
     for (let attempt = 0; attempt < CURSOR_TRIES; attempt++) {
-      let known = this.cursors.get(key);
-      if (known === undefined || attempt > 0) {
-        if (attempt > 1) await delay(attempt * 10);
-        const entry = await this.ask(() => this.quick.kv.get(key), what);
-        const at = entry?.operation === "PUT" ? parseSeqText(entry.string()) : 0;
-        known = { revision: entry?.revision ?? 0, seq: at };
-      }
-      // Another operation of this store (a read beside a wait, in a daemon) may be further on.
-      if (known.seq >= seq) return;
-      const { revision } = known;
-      const written = await this.guard(
-        () =>
-          revision === 0
-            ? this.kv.create(key, String(seq))
-            : this.kv.update(key, String(seq), revision),
-        what,
-      ).catch((err: unknown) => {
-        if (isWrongLastSequence(err)) return undefined;
-        throw err;
-      });
+      if (attempt > 1) await delay(attempt * 10);
+      // The first try writes over the revision last seen here; a refused one reads it again.
+      const known = (attempt === 0 && this.cursors.get(key)) || (await this.readCursor(key, what));
+      const verdict = known.save === save ? "there" : saveVerdict(known.seq, move);
+      if (verdict !== "write") return verdict === "there" ? undefined : known.seq;
+      const written = await this.writeCursor(key, { seq: move.to, save }, known.revision, what);
       if (written !== undefined) {
-        this.noteCursor(key, { revision: written, seq });
+        this.noteCursor(key, { revision: written, seq: move.to, save });
         this.cas.acked(written);
-        return;
+        return undefined;
       }
     }
     throw new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${CURSOR_KEPT_CHANGING}`);
   }
 
-  private noteCursor(key: string, known: { revision: number; seq: number }): void {
+  /** A cursor's last entry, from the bucket's leader, with the name of the save that wrote it. */
+  private async readCursor(key: string, what: string): Promise<KnownCursor> {
+    const stored = await this.ask(
+      () =>
+        this.quick.jsm.streams.getMessage(`KV_${this.bucketName}`, {
+          last_by_subj: `$KV.${this.bucketName}.${key}`,
+        }),
+      what,
+    );
+    if (!stored) return { revision: 0, seq: 0 };
+    // A deletion (a prune) leaves a marker with no value: the cursor starts again.
+    const put = !stored.header?.get(KV_OPERATION_HEADER);
+    const save = stored.header?.get(CURSOR_SAVE_HEADER) || undefined;
+    return { revision: stored.seq, seq: put ? parseSeqText(stored.string()) : 0, save };
+  }
+
+  /**
+   * Writes a cursor as a KV put that expects `revision` to be its last entry (0: none), named by
+   * its save in a header (KV reads and exports ignore it). Its new revision; undefined when
+   * `revision` is no longer its last.
+   */
+  private writeCursor(
+    key: string,
+    { seq, save }: { seq: number; save: string },
+    revision: number,
+    what: string,
+  ): Promise<number | undefined> {
+    const headers = this.headerFactory();
+    headers.set(CURSOR_SAVE_HEADER, save);
+    return this.guard(
+      async () =>
+        (
+          await this.js.publish(`$KV.${this.bucketName}.${key}`, String(seq), {
+            expect: { lastSubjectSequence: revision },
+            headers,
+          })
+        ).seq,
+      what,
+    ).catch((err: unknown) => {
+      if (isWrongLastSequence(err)) return undefined;
+      throw err;
+    });
+  }
+
+  private noteCursor(key: string, known: KnownCursor): void {
     // A daemon serves any number of agents: the cache is only a shortcut, so it is simply reset.
     if (this.cursors.size >= MAX_CURSOR_REVISIONS) this.cursors.clear();
     const cached = this.cursors.get(key);
@@ -965,7 +1008,7 @@ export class NatsStore extends FeatureStore {
       previous = m.seq;
     }
     for (const [agent, seq] of Object.entries(dump.cursors)) {
-      await this.saveCursor(dump.name, agent, seq);
+      await this.saveCursor(dump.name, agent, { to: seq });
     }
     for (const task of dump.tasks) {
       const m = TASK_FILE.exec(task.file);
@@ -1108,6 +1151,28 @@ export class NatsStore extends FeatureStore {
 const TURN_AFTER = 2;
 /** One turn marker in so many (by stream seq) removes the markers before it. */
 const PURGE_TURNS_EVERY = 32;
+/**
+ * What a cursor save does about the cursor it found at `seq`: nothing ("there": already moved
+ * as asked), leave it ("moved": it is past the `from` the caller's scan began at), or write.
+ */
+function saveVerdict(seq: number, move: CursorMove): "there" | "moved" | "write" {
+  if (seq >= move.to && (move.from === undefined || move.retried)) return "there";
+  if (move.from !== undefined && seq > move.from) return "moved";
+  return "write";
+}
+
+/** A cursor as last read or written: its revision, its value and the save that wrote it. */
+interface KnownCursor {
+  revision: number;
+  seq: number;
+  save?: string | undefined;
+}
+
+/** Names the save that wrote a cursor entry (see `saveCursor`). */
+const CURSOR_SAVE_HEADER = "Agent-Chat-Cursor-Save";
+/** The KV's own header on a deletion marker (DEL, PURGE); a value has none. */
+const KV_OPERATION_HEADER = "KV-Operation";
+
 /** Checked cursor writes lost to another writer of the same cursor before giving up. */
 const CURSOR_TRIES = 8;
 /** Why a cursor save gave up after CURSOR_TRIES (see `isTransient`). */

@@ -106,10 +106,21 @@ const SETTLE_ON_CLOSE_MS = 5_000;
 /** How soon a wait looks again after its backend failed for a moment ({@link isTransient}). */
 const TRANSIENT_RETRY_MS = 250;
 
-/** A wait's scan that found relevant messages, and the cursors it moves. */
+/**
+ * A cursor move: from the cursor a scan began at to the seq it scanned to. `from` omitted: the
+ * cursor moves forward from wherever it is (an import). `retried`: an earlier save of this move
+ * may have landed unanswered, so a cursor found at `to` or past it is taken as that save.
+ */
+export interface CursorMove {
+  from?: number;
+  to: number;
+  retried?: boolean;
+}
+
+/** A wait's scan that found relevant messages, and the cursor moves that hand them out. */
 interface Found {
   result: WaitResult;
-  advance: Record<string, number>;
+  advance: Record<string, { from: number; to: number }>;
 }
 
 /** What one wait remembers between its passes. */
@@ -196,7 +207,17 @@ export abstract class BackendStore<F extends Feed = Feed> {
   protected abstract append(draft: PostDraft): Promise<PostResult>;
   protected abstract openFeed(channel: string): Promise<F>;
   protected abstract loadCursor(channel: string, agent: string): Promise<number>;
-  protected abstract saveCursor(channel: string, agent: string, seq: number): Promise<void>;
+  /**
+   * Moves a cursor as `move` says. Returns where the cursor is instead, and leaves it there,
+   * when it had moved past `move.from` (another call moved it, or `from` was read stale from a
+   * lagging replica): what the caller found after `from` may have been handed out already, so
+   * it looks again from the returned cursor. A backend without such a check returns undefined.
+   */
+  protected abstract saveCursor(
+    channel: string,
+    agent: string,
+    move: CursorMove,
+  ): Promise<number | undefined>;
   /** Every task marker of a channel, in any order. */
   protected abstract taskRecords(channel: string): Promise<TaskRecord[]>;
   /** Creates an open task marker; false when one with that id exists. */
@@ -363,17 +384,24 @@ export abstract class BackendStore<F extends Feed = Feed> {
     validateName("agent", options.as);
     await this.roster(channel);
     const feed = await this.openFeed(channel);
-    const cursor = await this.loadCursor(channel, options.as);
-    const scan = await feed.scan(options.all ? 0 : cursor);
+    const loaded = await this.loadCursor(channel, options.as);
+    let cursor = loaded;
+    let scan = await feed.scan(options.all ? 0 : cursor);
+    let next = cursor;
+    while (!options.peek && scan.scannedTo > cursor) {
+      const at = await this.saveCursor(channel, options.as, { from: cursor, to: scan.scannedTo });
+      if (at === undefined) {
+        next = scan.scannedTo;
+        break;
+      }
+      // Moved on meanwhile: what came before it is not this read's to return.
+      cursor = next = at;
+      scan = await feed.scan(options.all ? 0 : cursor);
+    }
     const messages = options.everyone
       ? scan.messages
       : scan.messages.filter((m) => isRelevant(m, options.as));
-    let next = cursor;
-    if (!options.peek && scan.scannedTo > cursor) {
-      next = scan.scannedTo;
-      await this.saveCursor(channel, options.as, next);
-    }
-    const movedTo = next > cursor ? next : undefined;
+    const movedTo = next > loaded ? next : undefined;
     for (const extension of this.extensions) {
       await extension.afterRead?.(channel, options.as, movedTo);
     }
@@ -465,6 +493,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
 
   private async waitLoop(pass: WaitPass<F>, wake: Wakeup): Promise<WaitResult> {
     let found: Found | undefined;
+    let retried = false;
     for (;;) {
       try {
         pass.net.scanned();
@@ -473,11 +502,13 @@ export abstract class BackendStore<F extends Feed = Feed> {
         found ??= await this.findForWait(pass);
         if (!found) tellWarnings(pass);
         if (found) {
-          for (const [channel, seq] of Object.entries(found.advance)) {
-            await this.saveCursor(channel, pass.agent, seq);
-            this.tellMoved(pass, channel, seq);
-          }
-          return found.result;
+          const saving = retried;
+          retried = true;
+          const result = await this.saveFound(pass, found, saving);
+          if (result) return result;
+          found = undefined;
+          retried = false;
+          wake.kick();
         }
       } catch (err) {
         if (!this.isTransient(err)) throw err;
@@ -487,6 +518,35 @@ export abstract class BackendStore<F extends Feed = Feed> {
       await wake.next().catch((err: unknown) => this.endedWhileSaving(pass, found, err));
       for (const feed of pass.feeds) feed.throwIfFailed?.();
     }
+  }
+
+  /**
+   * Saves the cursors of what a pass found. A channel whose cursor had moved past where the pass
+   * began (read stale, or moved by another call for the agent) keeps that cursor, and its
+   * messages are left out: they may have been handed out already. What is left is the answer;
+   * undefined when nothing is (the wait looks again, from the cursors as they are).
+   */
+  private async saveFound(
+    pass: WaitPass<F>,
+    found: Found,
+    retried: boolean,
+  ): Promise<WaitResult | undefined> {
+    const cursors = { ...found.result.cursors };
+    const moved = new Set<string>();
+    for (const [channel, move] of Object.entries(found.advance)) {
+      const at = await this.saveCursor(channel, pass.agent, { ...move, retried });
+      if (at === undefined) {
+        this.tellMoved(pass, channel, move.to);
+        continue;
+      }
+      moved.add(channel);
+      cursors[channel] = at;
+      const feed = pass.feeds.find((f) => f.channel === channel);
+      if (feed) pass.floors.set(feed, Math.max(at, pass.floors.get(feed) ?? 0));
+    }
+    if (moved.size === 0) return found.result;
+    const messages = found.result.messages.filter((m) => !moved.has(m.channel));
+    return messages.length > 0 ? { ...found.result, messages, cursors } : undefined;
   }
 
   /**
@@ -503,9 +563,9 @@ export abstract class BackendStore<F extends Feed = Feed> {
   }
 
   /** Whether every cursor of `advance` is already there (saved by an earlier try). */
-  private async cursorsAt(agent: string, advance: Record<string, number>): Promise<boolean> {
-    for (const [channel, seq] of Object.entries(advance)) {
-      if ((await this.loadCursor(channel, agent)) < seq) return false;
+  private async cursorsAt(agent: string, advance: Found["advance"]): Promise<boolean> {
+    for (const [channel, { to }] of Object.entries(advance)) {
+      if ((await this.loadCursor(channel, agent)) < to) return false;
     }
     return true;
   }
@@ -535,10 +595,10 @@ export abstract class BackendStore<F extends Feed = Feed> {
       return undefined;
     }
     const cursors: Record<string, number> = {};
-    const advance: Record<string, number> = {};
+    const advance: Found["advance"] = {};
     for (const { feed, cursor, scan } of usable) {
       cursors[feed.channel] = Math.max(cursor, scan.scannedTo);
-      if (scan.scannedTo > cursor) advance[feed.channel] = scan.scannedTo;
+      if (scan.scannedTo > cursor) advance[feed.channel] = { from: cursor, to: scan.scannedTo };
     }
     const warnings = pass.warnings.splice(0);
     return { result: { messages: delivered, cursors, warnings }, advance };

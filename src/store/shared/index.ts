@@ -2,7 +2,13 @@
  * The message core: the logic every backend shares, written once (docs/architecture.md). It
  * knows no feature; a feature hooks into post, read and wait through {@link StoreExtension}.
  */
-export { BackendStore, type Feed, type SafetyNet, type Scan } from "./backend-store.js";
+export {
+  BackendStore,
+  type CursorMove,
+  type Feed,
+  type SafetyNet,
+  type Scan,
+} from "./backend-store.js";
 export { MAX_FRONTMATTER_BYTES, type PostDraft, renderMessage } from "./draft.js";
 export {
   type ParkingWait,
