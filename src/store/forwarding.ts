@@ -20,6 +20,7 @@ export class ForwardingStore implements Store {
   readonly attestRead?: Store["attestRead"];
   readonly channelState?: Store["channelState"];
   readonly recoverPending?: Store["recoverPending"];
+  readonly refuseWhilePathLocksPending?: Store["refuseWhilePathLocksPending"];
 
   constructor(protected readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
@@ -30,6 +31,9 @@ export class ForwardingStore implements Store {
     if (inner.attestRead) this.attestRead = inner.attestRead.bind(inner);
     if (inner.channelState) this.channelState = inner.channelState.bind(inner);
     if (inner.recoverPending) this.recoverPending = inner.recoverPending.bind(inner);
+    if (inner.refuseWhilePathLocksPending) {
+      this.refuseWhilePathLocksPending = inner.refuseWhilePathLocksPending.bind(inner);
+    }
   }
 
   get capabilities(): Capabilities {

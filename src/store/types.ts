@@ -92,6 +92,14 @@ export interface Store {
   recoverPending?(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
 
   /**
+   * Optional (folder roots): refuses (`TASK_INCONSISTENT`, the message led by chat.py's
+   * `PATH_LOCK_TRANSACTION_PENDING`) while a change of chat.py 0.7's path locks in the channel
+   * died half-way, as chat.py's `check` does: which locks hold is not known until
+   * `recover-pending` settles it. Every path-lease change refuses so by itself.
+   */
+  refuseWhilePathLocksPending?(channel: string): Promise<void>;
+
+  /**
    * Reserves the paths a repository-relative glob covers (docs/leases.md): a lease with its own
    * fencing token. An exclusive lease that overlaps another agent's live lease (or a shared one
    * that overlaps an exclusive one) is refused with `CLAIM_LOST` naming them, unless `force`.

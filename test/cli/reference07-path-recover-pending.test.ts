@@ -70,6 +70,17 @@ describe.skipIf(skip !== undefined)(
         expect(
           runReference("0.7", root.dir, ["lock", "dev", "src/b.py", "--from", "bob"]).stderr,
         ).toContain("PATH_LOCK_TRANSACTION_PENDING");
+        // Which locks hold is not known until it is mended: both checks refuse, exit 1.
+        const theirCheck = runReference("0.7", root.dir, ["check", "dev", "src/b.py"]);
+        expect([theirCheck.status, theirCheck.stderr]).toEqual([
+          1,
+          expect.stringContaining("PATH_LOCK_TRANSACTION_PENDING"),
+        ]);
+        const ourCheck = await ours("check", "dev", "src/b.py");
+        expect([ourCheck.code, ourCheck.stderr], ourCheck.stderr).toEqual([
+          1,
+          expect.stringContaining("PATH_LOCK_TRANSACTION_PENDING"),
+        ]);
         cpSync(root.dir, copy.dir, { recursive: true });
         expect(
           runReference("0.7", copy.dir, ["recover-pending", "dev", "--as", "fixer"]).status,
@@ -83,6 +94,8 @@ describe.skipIf(skip !== undefined)(
         });
         expect(locks(root.dir)).toEqual(locks(copy.dir));
         expect(Object.keys(locks(root.dir))).toHaveLength(posted ? 1 : 0);
+        const checked = await ours("check", "dev", "src/b.py");
+        expect(checked.code, checked.stderr).toBe(0);
         expect(
           runReference("0.7", root.dir, ["lock", "dev", "src/b.py", "--from", "bob"]).status,
         ).toBe(0);

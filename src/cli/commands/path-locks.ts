@@ -170,6 +170,13 @@ function registerCheck(program: Command, ctx: CliContext): void {
       "\nExample:\n  agent-chat check review src/store --as carol",
   }).action(async (channel: string, paths: string[]) => {
     const store = await ctx.open();
+    if (ctx.rootSpec.kind === "folder") {
+      const folder = await ctx.openWith(
+        "refuseWhilePathLocksPending",
+        "check: this folder store cannot tell whether a path-lock change is pending",
+      );
+      await folder.refuseWhilePathLocksPending(channel);
+    }
     const locks = await asPathLock(async () => {
       // chat.py refuses a path outside the workspace here too, rather than call it free.
       const patterns = await Promise.all(paths.map((p) => normalizePattern(pattern(p))));

@@ -980,6 +980,11 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return recoverPendingPathLock(this.state(channel).dir, channel, options.resolve);
   }
 
+  async refuseWhilePathLocksPending(channel: string): Promise<void> {
+    await this.roster(channel);
+    refuseWhilePending(this.state(channel).dir, channel);
+  }
+
   /** chat.py 0.7's derived summary of the channel, and its `state.md` (reference07/state/). */
   async channelState(
     channel: string,
