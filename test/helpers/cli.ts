@@ -18,10 +18,7 @@ export interface CliOptions {
   input?: string | Buffer;
   /** Leave stdin open for the test to write to (else it is ended at once, or after `input`). */
   keepStdin?: boolean;
-  /**
-   * A bound on a hang, not on speed (default 45 s): one CLI call on a loaded 2-core machine has
-   * been seen to take over 20 s. A test of a command that is meant to wait gives its own.
-   */
+  /** A bound on a hang, not on speed (default 20 s); a command that is meant to wait gives its own. */
   timeoutMs?: number;
   /** The working folder (default: the test runner's). */
   cwd?: string;
@@ -84,7 +81,7 @@ function gather(child: ChildProcess, args: string[], options: CliOptions): Promi
           `CLI timed out: agent-chat ${args.join(" ")}\nstdout: ${stdout}\nstderr: ${stderr}`,
         ),
       );
-    }, options.timeoutMs ?? 45_000);
+    }, options.timeoutMs ?? 20_000);
     child.on("error", reject);
     // A CLI that refuses its input early closes stdin; that is an outcome, not a test error.
     child.stdin?.on("error", () => {});
