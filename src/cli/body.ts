@@ -2,8 +2,7 @@ import { readFileSync, statSync } from "node:fs";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { DEFAULT_MAX_BODY_BYTES } from "../store/types.js";
 import { UsageError } from "./context.js";
-import { readStdinHandle } from "./stdin-handle.js";
-import { readStdinReady } from "./stdio.js";
+import { readStdinWithoutStreams } from "./stdin-handle.js";
 
 export interface BodySources {
   body?: string;
@@ -47,27 +46,25 @@ function readBodyFile(path: string, maxBytes: number): Buffer {
   }
 }
 
-/**
- * All of stdin: a file or a pipe that holds it all already, or a socket (Node's spawn gives
- * one) or a pipe still being written, read without Node's streams where Node allows; anything
- * else (a terminal, a device) through `process.stdin`.
- */
+/** All of stdin, without Node's streams where Node allows (stdin-handle.ts). */
 async function readStdin(maxBytes: number, fromTerminal: boolean): Promise<string> {
-  const ready = readStdinReady(maxBytes);
-  const rest = ready?.complete ? ready : await readStdinHandle(ready?.bytes ?? EMPTY, maxBytes);
-  if (!rest) return readStdinStream(maxBytes, fromTerminal);
-  if (rest.over) throw tooLarge(0, maxBytes, true);
-  return decodeBody(rest.bytes, "the body on stdin");
+  const lean = await readStdinWithoutStreams(maxBytes);
+  if (!("read" in lean)) return readStdinStream(maxBytes, fromTerminal, lean.head);
+  if (lean.read.over) throw tooLarge(0, maxBytes, true);
+  return decodeBody(lean.read.bytes, "the body on stdin");
 }
 
-const EMPTY = Buffer.alloc(0);
-
-async function readStdinStream(maxBytes: number, fromTerminal: boolean): Promise<string> {
+/** The rest of stdin through `process.stdin`, after `head` (what was read without it). */
+async function readStdinStream(
+  maxBytes: number,
+  fromTerminal: boolean,
+  head: Buffer,
+): Promise<string> {
   if (process.stdin.isTTY && !fromTerminal) {
     throw new UsageError("give the body with --body, --body-file FILE, or on stdin");
   }
-  const chunks: Buffer[] = [];
-  let total = 0;
+  const chunks: Buffer[] = [head];
+  let total = head.length;
   for await (const chunk of process.stdin) {
     const buf = chunk as Buffer;
     total += buf.length;

@@ -17,8 +17,7 @@ import { WAKE_EVENT } from "../mcp/wake.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Harness, Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
-import { readStdinHandle } from "./stdin-handle.js";
-import { readStdinReady } from "./stdio.js";
+import { readStdinWithoutStreams } from "./stdin-handle.js";
 import { markTurn, TURN_MARK_ENV } from "./turn-mark.js";
 import { oneOf, UsageError } from "./usage.js";
 
@@ -184,16 +183,12 @@ async function firstTelling(
 }
 
 async function readHookStdin(): Promise<string> {
-  // Mostly all there already: read without loading Node's streams.
-  const ready = readStdinReady(HOOK_STDIN_MAX);
-  if (ready?.complete) return ready.bytes.toString("utf8");
-  // A socket (Node's spawn gives one) or a pipe still open: still without the streams.
-  const rest = readStdinHandle(ready?.bytes ?? Buffer.alloc(0), HOOK_STDIN_MAX, HOOK_STDIN_MS);
-  if (rest) return (await rest).bytes.toString("utf8");
+  const lean = await readStdinWithoutStreams(HOOK_STDIN_MAX, HOOK_STDIN_MS);
+  if ("read" in lean) return lean.read.bytes.toString("utf8");
   if (process.stdin.isTTY) return "";
   return new Promise((resolveText) => {
-    const chunks: Buffer[] = ready ? [ready.bytes] : [];
-    let size = ready?.bytes.length ?? 0;
+    const chunks: Buffer[] = [lean.head];
+    let size = lean.head.length;
     const done = () => {
       clearTimeout(timer);
       process.stdin.off("data", onData);

@@ -1,4 +1,5 @@
 import { fstatSync } from "node:fs";
+import { readStdinReady } from "./stdio.js";
 
 /**
  * Reading stdin through libuv's stream handle itself, as `process.stdin` does underneath, but
@@ -30,15 +31,29 @@ export interface StdinRead {
 }
 
 /**
+ * All of stdin without Node's streams where Node allows, at most `max` bytes (and waiting at
+ * most `ms` when given): a file or a pipe that holds it all already is read at once, a socket
+ * (Node's spawn gives one) or a pipe still being written through the stream handle. `head`
+ * instead when only `process.stdin` can read the rest (a terminal, a device, a Node without the
+ * handle): the bytes already taken from a pipe, which the caller puts first.
+ */
+export async function readStdinWithoutStreams(
+  max: number,
+  ms?: number,
+): Promise<{ read: StdinRead } | { head: Buffer }> {
+  const ready = readStdinReady(max);
+  if (ready?.complete) return { read: { bytes: ready.bytes, over: ready.over === true } };
+  const head = ready?.bytes ?? Buffer.alloc(0);
+  const rest = readStdinHandle(head, max, ms);
+  return rest ? { read: await rest } : { head };
+}
+
+/**
  * Reads stdin (a socket, or a pipe still open) to its end, at most `max` bytes, and for at most
  * `ms` when given: what came by then, after `head` (what the caller read already). Undefined when
  * stdin is neither or this Node does not offer the handle as expected.
  */
-export function readStdinHandle(
-  head: Buffer,
-  max: number,
-  ms?: number,
-): Promise<StdinRead> | undefined {
+function readStdinHandle(head: Buffer, max: number, ms?: number): Promise<StdinRead> | undefined {
   const binding = stdinIsStream() ? handleBinding() : undefined;
   const handle = binding && openHandle(binding);
   if (!binding || !handle) return undefined;
