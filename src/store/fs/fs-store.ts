@@ -101,6 +101,7 @@ import {
   hasTaskRecords,
   type LockHost,
   type LockRecord,
+  leasePattern,
   lockInfo,
   recoverPendingPathLock,
   referenceLocks,
@@ -1066,8 +1067,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     for (const l of await this.pathLeases(channel)) {
       if (l.lock === record.lock_id || l.holder === owner || l.state !== "live") continue;
       for (const p of record.paths) {
-        const path = p.normalized_path === "." ? "**" : p.normalized_path;
-        if (!(await patternsOverlap(path, l.pattern))) continue;
+        if (!(await patternsOverlap(leasePattern(p.normalized_path), l.pattern))) continue;
         out.push(
           `${l.holder} holds ${l.pattern} (${l.lock ? `chat.py path lock ${l.lock}` : `token ${l.token}`}, until ${l.expiresAt})`,
         );

@@ -9,6 +9,7 @@ export {
   lockInfo,
   refuseWhilePending,
 } from "./lock-changes.js";
+export { leasePattern } from "./lock-records.js";
 export { hasClaims, hasStructuredTask, hasTaskRecords } from "./looks.js";
 export { PATH_LOCKS_MUTEX, TASKS_MUTEX, withPathLocksMutex } from "./mutex.js";
 export { recoverPendingPathLock } from "./path-lock-pending.js";

@@ -11,6 +11,7 @@ import { pastGrace } from "../../shared/index.js";
 import type { PathLeaseInfo, PostInput } from "../../types.js";
 import { recordFolder } from "./files.js";
 import { encodeBytes } from "./journals.js";
+import { leasePattern } from "./lock-records.js";
 import {
   formatRecord,
   isMirror,
@@ -224,7 +225,7 @@ export function lockInfo(
   return {
     token: 0,
     channel,
-    pattern: path === "." ? "**" : path,
+    pattern: leasePattern(path),
     holder: identity(record.owner),
     exclusive: true,
     state,

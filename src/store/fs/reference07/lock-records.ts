@@ -1,3 +1,4 @@
+import type { LockedPath } from "../../../features/leases/index.js";
 import { parseTime, REFERENCE_ID } from "./records.js";
 
 /**
@@ -6,12 +7,12 @@ import { parseTime, REFERENCE_ID } from "./records.js";
  * path-lock change that died half-way.
  */
 
-/** One path lock as chat.py's `state --json` prints it. */
+/** One path lock record as chat.py writes it (and its `state --json` prints it). */
 export interface LockRecord {
   lock_id: string;
   channel: string;
   owner: string;
-  paths: { normalized_path: string; display_path: string; kind: string }[];
+  paths: LockedPath[];
   expires_at: string;
   locked_at: string;
   updated_at: string;
@@ -48,7 +49,7 @@ function lockPath(value: unknown): LockRecord["paths"][number] {
   return {
     normalized_path: p.normalized_path as string,
     display_path: p.display_path as string,
-    kind: p.kind as string,
+    kind: p.kind as LockedPath["kind"],
   };
 }
 
@@ -80,4 +81,9 @@ export function parseLock(name: string, text: string, channel: string): LockReco
     previous_expires_at: nullable("previous_expires_at"),
     recovery_reason: nullable("recovery_reason"),
   };
+}
+
+/** A locked path as a lease pattern: chat.py's `.` (the whole workspace) is every path. */
+export function leasePattern(normalizedPath: string): string {
+  return normalizedPath === "." ? "**" : normalizedPath;
 }

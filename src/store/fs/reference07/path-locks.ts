@@ -1,11 +1,6 @@
 import { join } from "node:path";
 import { identity } from "../../../core/names.js";
-import {
-  type LockedPath,
-  lockedPath,
-  type PathLease,
-  pathLeaseLive,
-} from "../../../features/leases/index.js";
+import { lockedPath, type PathLease, pathLeaseLive } from "../../../features/leases/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -14,7 +9,10 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
+import { type LockRecord, leasePattern } from "./lock-records.js";
 import { sortedJson } from "./records.js";
+
+export type { LockRecord };
 
 /**
  * chat.py 0.7's path locks, `CH/locks/<lock_id>.json`: one record per lock, each naming its
@@ -30,20 +28,6 @@ const MAX_RECORD_BYTES = 64 * 1024;
 const MAX_RECORDS = 1_000;
 /** chat.py's identities and lock ids. */
 const ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
-/** One record as chat.py writes it. */
-export interface LockRecord {
-  channel: string;
-  expires_at: string;
-  lock_id: string;
-  locked_at: string;
-  owner: string;
-  paths: LockedPath[];
-  previous_expires_at: string | null;
-  previous_owner: string | null;
-  recovery_reason: string | null;
-  updated_at: string;
-}
 
 /** The records of a channel folder that parse (files in a root are untrusted: others are skipped). */
 function readRecords(dir: string): LockRecord[] {
@@ -98,7 +82,7 @@ export function referenceLocks(dir: string): PathLease[] {
     for (const path of record.paths) {
       out.push({
         token: 0,
-        pattern: path.normalized_path === "." ? "**" : path.normalized_path,
+        pattern: leasePattern(path.normalized_path),
         holder: identity(record.owner),
         exclusive: true,
         at: Number.isNaN(at) ? expiresAt : at,
