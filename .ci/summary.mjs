@@ -2,12 +2,13 @@
 // It reads each vitest run's JSON report, exit status and output from the folder given, so that
 // the tail of a CI log is enough to tell what broke, without scrolling back through thousands of
 // lines. Exits 1 when anything failed.
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 
 const dir = process.argv[2];
 /**
- * At most this many lines name failures: with the phases' line before them and the three lines
- * around them, the whole summary stays within the log's last 30 lines.
+ * At most this many lines name failures: with the phases' line before them and the lines
+ * around them (a count per run, the skipped and the total), the summary stays within the log's
+ * last 32 lines.
  */
 const MAX_FAILURE_LINES = 24;
 
@@ -71,19 +72,22 @@ function* errorsOutsideTests(log) {
   }
 }
 
+// In the order they ran: the whole suite on the LTS, the floor's suites, the torture run.
 const runs = readdirSync(dir)
   .filter((n) => n.endsWith(".status"))
-  .map((n) => n.slice(0, -".status".length))
-  .sort()
-  .reverse(); // "unit" before "torture"
+  .map((n) => ({ run: n.slice(0, -".status".length), at: statSync(`${dir}/${n}`).mtimeMs }))
+  .sort((a, b) => a.at - b.at)
+  .map((r) => r.run);
 let passed = 0;
 let skipped = 0;
 const failures = [];
+const counts = [];
 for (const run of runs) {
   const r = summarize(run);
   passed += r.passed;
   skipped += r.skipped;
   failures.push(...r.failures);
+  counts.push(`${run}: ${r.passed} passed, ${r.failures.length} failed`);
 }
 if (runs.length === 0) failures.push("no test run left a report");
 
@@ -95,6 +99,8 @@ if (failures.length > 0) {
     console.log(`  ... and ${failures.length - shown.length} more, each marked with × above`);
   }
 }
+// Each run's own count (each Node line's), then the total as the last line.
+for (const line of counts) console.log(line);
 console.log(`${skipped} skipped`);
 console.log(`${passed} passed, ${failures.length} failed`);
 process.exit(failures.length > 0 ? 1 : 0);

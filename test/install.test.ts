@@ -2,8 +2,9 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
 /**
- * What a clean `npm ci` on Node 20 prints is decided by the lockfile and `package.json`
- * (README, "What `npm ci` prints on Node 20"): these tests keep the explanation true.
+ * What a clean `npm ci` prints on the supported Node lines is decided by the lockfile and
+ * `package.json` (README, "Which Node"): these tests keep it free of EBADENGINE warnings on the
+ * two Node versions CI tests with, the floor and the current LTS, which `.ci/run` pins.
  */
 interface Locked {
   version?: string;
@@ -22,7 +23,14 @@ const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as {
 const installed = Object.entries(lock.packages).filter(([path]) => path !== "");
 const nameOf = (path: string) => path.slice(path.lastIndexOf("node_modules/") + 13);
 
-const NODE_20 = [20, 20, 2];
+/** The versions `.ci/run` installs and tests with (`NODE_FLOOR=…`, `NODE_LTS=…`). */
+const ciRun = readFileSync(".ci/run", "utf8");
+const pinned = (name: string) => {
+  const version = new RegExp(`^${name}=(\\d+\\.\\d+\\.\\d+)$`, "m").exec(ciRun)?.[1];
+  if (!version) throw new Error(`.ci/run pins no ${name}`);
+  return version;
+};
+const TESTED = [pinned("NODE_FLOOR"), pinned("NODE_LTS")];
 
 /** `1.2.3` (missing parts 0) as numbers. */
 const triple = (v: string) => [...v.split("."), "0", "0"].slice(0, 3).map((n) => Number(n) || 0);
@@ -47,44 +55,41 @@ function satisfies(v: number[], comparator: string): boolean {
   return c === 0;
 }
 
-/** Whether an `engines.node` range admits Node 20 (the release CI runs). */
-function admitsNode20(range: string): boolean {
+/** Whether an `engines.node` range admits the Node version `v`. */
+function admits(range: string, v: string): boolean {
   return range.split("||").some((alt) =>
     alt
       .trim()
       .replace(/(>=|<=|>|<|\^|~|=)\s+/g, "$1")
       .split(/\s+/)
-      .every((comparator) => satisfies(NODE_20, comparator)),
+      .every((comparator) => satisfies(triple(v), comparator)),
   );
 }
 
-describe("a clean npm ci on Node 20", () => {
-  it("every runtime dependency supports the Node our engines field names", () => {
-    expect(pkg.engines.node).toBe(">=20");
-    const tooNew = installed
-      .filter(([, p]) => !p.dev && p.engines?.node !== undefined)
-      .filter(([, p]) => !admitsNode20(p.engines!.node!))
-      .map(([path]) => nameOf(path));
-    expect(tooNew).toEqual([]);
+describe.each(TESTED)("a clean npm ci on Node %s", (version) => {
+  it("our engines field admits it, and no package installed refuses it", () => {
+    expect(admits(pkg.engines.node, version)).toBe(true);
+    const refusing = installed
+      .filter(([, p]) => p.engines?.node !== undefined && !admits(p.engines.node, version))
+      .map(([path, p]) => `${nameOf(path)}@${p.version} wants ${p.engines!.node}`);
+    expect(refusing).toEqual([]);
   });
+});
 
-  it("the only packages that want a newer Node are the dev dependencies the README names", () => {
-    const wanting = installed
-      .filter(([, p]) => p.engines?.node !== undefined && !admitsNode20(p.engines.node))
-      .map(([path, p]) => `${nameOf(path)}@${p.version}`)
-      .sort();
-    expect(wanting).toEqual([
-      "@anthropic-ai/claude-code@2.1.332",
-      "@modelcontextprotocol/inspector@2.12.0",
-      "commander@15.1.0",
-      "undici@8.13.1",
-    ]);
-    const readme = readFileSync("README.md", "utf8");
-    for (const name of ["@anthropic-ai/claude-code", "@modelcontextprotocol/inspector"]) {
-      expect(readme).toContain(`\`${name}\``);
+describe("the supported Node lines", () => {
+  it("are the even lines from the floor CI tests, no end-of-life line and no odd one", () => {
+    const [floor] = TESTED;
+    expect(floor!.startsWith("22.")).toBe(true);
+    for (const v of ["20.20.2", "21.7.3", "22.18.0", "23.11.0", "25.2.1"]) {
+      expect(admits(pkg.engines.node, v), v).toBe(false);
+    }
+    for (const v of [floor!, "22.23.5", "24.0.0", "24.22.3", "26.12.1", "28.0.0"]) {
+      expect(admits(pkg.engines.node, v), v).toBe(true);
     }
   });
+});
 
+describe("install scripts", () => {
   it("every package with an install script has a decision in allowScripts, and only those", () => {
     const scripted = [
       ...new Set(installed.filter(([, p]) => p.hasInstallScript).map(([path]) => nameOf(path))),
