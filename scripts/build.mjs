@@ -8,7 +8,9 @@ import { analyzeMetafile, build } from "esbuild";
 rmSync("dist", { recursive: true, force: true });
 
 const SRC = resolve("src") + sep;
-const { version } = JSON.parse(readFileSync("package.json", "utf8"));
+const { version, engines } = JSON.parse(readFileSync("package.json", "utf8"));
+/** The oldest Node we support, `[major, minor]`: the first version `engines.node` names. */
+const nodeFloor = /(\d+)\.(\d+)\.\d+/.exec(engines.node).slice(1, 3).map(Number);
 
 await build({
   entryPoints: { main: "src/cli/main.ts", index: "src/index.ts" },
@@ -17,7 +19,7 @@ await build({
   splitting: true,
   format: "esm",
   platform: "node",
-  target: "node20",
+  target: "node22",
   // Small dependencies are bundled for start-up speed; heavy ones stay external and are imported
   // lazily by the commands that need them.
   external: [
@@ -43,7 +45,7 @@ await build({
 // time, one CommonJS file each (one file to load instead of the CLI's chunks and commander):
 // the hook, and the hot commands (post, read, wait, peek, channels, tasks, claim).
 // bench/README.md ("Start-up") says what must stay out of these two files.
-const commonjs = { bundle: true, format: "cjs", platform: "node", target: "node20" };
+const commonjs = { bundle: true, format: "cjs", platform: "node", target: "node22" };
 /** The NATS backend's entry replaced by a module that fails if it is ever loaded. */
 const withoutNats = {
   name: "without-nats",
@@ -96,7 +98,11 @@ await build({
   outfile: "dist/cli.cjs",
   external: ["./main.js"],
   banner: { js: "#!/usr/bin/env node" },
-  define: { __VERSION__: JSON.stringify(version), __HELP__: JSON.stringify(help) },
+  define: {
+    __VERSION__: JSON.stringify(version),
+    __HELP__: JSON.stringify(help),
+    __NODE_FLOOR__: JSON.stringify(nodeFloor),
+  },
   // Node's entry point is compiled without any cache, on every run: less text, less to parse.
   minifyWhitespace: true,
   minifySyntax: true,
@@ -111,8 +117,8 @@ const lean = {
   // Path lease globs (picomatch) are needed only when activity renews a path lease: required
   // from node_modules then, never read at start-up.
   external: ["picomatch"],
-  // `import()` as `require`: src/cli/code-cache.ts compiles these files with V8's code cache,
-  // where an `import()` would need a loader callback of its own.
+  // `import()` as `require`: an `import()` of a lazy file would start Node's ES-module loader,
+  // which a lean command otherwise never loads.
   supported: { "dynamic-import": false },
   // Less text for V8 to read at each start; names are kept, so stack traces still read.
   minifyWhitespace: true,

@@ -4,24 +4,33 @@
 // dist/hot.cjs, each one CommonJS file; every other line loads the full CLI (dist/main.js).
 // See bench/README.md, "Start-up".
 import { join } from "node:path";
-import { codeCacheDir, nodeCompileCache, requireCached } from "./code-cache.js";
+import { enableUserCompileCache } from "./compile-cache.js";
+import { EXIT } from "./exit-codes.js";
 import { parseHookLine } from "./hook-line.js";
 import { parseHotLine } from "./hot-line.js";
 import { exitQuietlyOnBrokenPipe } from "./pipe.js";
-import { writeStdout } from "./stdio.js";
+import { writeStderr, writeStdout } from "./stdio.js";
+import { compileCacheDir } from "./user-dirs.js";
 
 declare const __VERSION__: string;
 /** The full CLI's `--help` output to a pipe, taken at build time (scripts/build.mjs). */
 declare const __HELP__: string;
+/** The oldest Node we support, `[major, minor]`: package.json's `engines`, at build time. */
+declare const __NODE_FLOOR__: [number, number];
 
-// Compiled code is kept between runs: by Node itself from 22.1 on, else by V8's code cache
-// (code-cache.ts). Either lives in the user's cache folder; none there means compiling afresh.
-const cacheDir = codeCacheDir(process.env);
-const enableCompileCache = nodeCompileCache();
-if (enableCompileCache && cacheDir) enableCompileCache(join(cacheDir, "..", "node"));
-/** One of the lean files beside this one, through the code cache where Node has none. */
-const lean = (name: string) =>
-  requireCached(join(__dirname, name), enableCompileCache ? undefined : cacheDir, require);
+const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+const [floorMajor, floorMinor] = __NODE_FLOOR__;
+if (major < floorMajor || (major === floorMajor && minor < floorMinor)) {
+  // Said plainly, before anything newer than that Node is touched and fails with a stack.
+  writeStderr(
+    `agent-chat: Node ${floorMajor}.${floorMinor} or later is needed; this is Node v${process.versions.node}. ` +
+      'Use a supported line (22, 24 or 26): README.md, "Which Node".\n',
+  );
+  process.exit(EXIT.ERROR);
+}
+enableUserCompileCache(compileCacheDir(process.env));
+/** One of the lean files beside this one. */
+const lean = (name: string): unknown => require(join(__dirname, name));
 
 const argv = process.argv.slice(2);
 const envRoot = process.env.AGENT_CHAT_ROOT;

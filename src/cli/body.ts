@@ -2,7 +2,7 @@ import { readFileSync, statSync } from "node:fs";
 import { AgentChatError, wrapIoError } from "../core/errors.js";
 import { DEFAULT_MAX_BODY_BYTES } from "../store/types.js";
 import { UsageError } from "./context.js";
-import { readStdinWithoutStreams } from "./stdin-handle.js";
+import { readAllStdin } from "./stdio.js";
 
 export interface BodySources {
   body?: string;
@@ -46,35 +46,12 @@ function readBodyFile(path: string, maxBytes: number): Buffer {
   }
 }
 
-/** All of stdin, without Node's streams where Node allows (stdin-handle.ts). */
+/** All of stdin; a terminal only when asked for by name (`--body-file -`). */
 async function readStdin(maxBytes: number, fromTerminal: boolean): Promise<string> {
-  const lean = await readStdinWithoutStreams(maxBytes);
-  if (!("read" in lean)) return readStdinStream(maxBytes, fromTerminal, lean.head);
-  if (lean.read.over) throw tooLarge(0, maxBytes, true);
-  return decodeBody(lean.read.bytes, "the body on stdin");
-}
-
-/** The rest of stdin through `process.stdin`, after `head` (what was read without it). */
-async function readStdinStream(
-  maxBytes: number,
-  fromTerminal: boolean,
-  head: Buffer,
-): Promise<string> {
-  if (process.stdin.isTTY && !fromTerminal) {
-    throw new UsageError("give the body with --body, --body-file FILE, or on stdin");
-  }
-  const chunks: Buffer[] = [head];
-  let total = head.length;
-  for await (const chunk of process.stdin) {
-    const buf = chunk as Buffer;
-    total += buf.length;
-    if (total > maxBytes) {
-      process.stdin.destroy();
-      throw tooLarge(total, maxBytes, true);
-    }
-    chunks.push(buf);
-  }
-  return decodeBody(Buffer.concat(chunks), "the body on stdin");
+  const read = await readAllStdin(maxBytes, { terminal: fromTerminal });
+  if (!read) throw new UsageError("give the body with --body, --body-file FILE, or on stdin");
+  if (read.over) throw tooLarge(0, maxBytes, true);
+  return decodeBody(read.bytes, "the body on stdin");
 }
 
 const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });

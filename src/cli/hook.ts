@@ -17,7 +17,7 @@ import { WAKE_EVENT } from "../mcp/wake.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Harness, Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
-import { readStdinWithoutStreams } from "./stdin-handle.js";
+import { readAllStdin } from "./stdio.js";
 import { markTurn, TURN_MARK_ENV } from "./turn-mark.js";
 import { oneOf, UsageError } from "./usage.js";
 
@@ -182,29 +182,12 @@ async function firstTelling(
   return true;
 }
 
+/** The host's JSON; nothing from a terminal, or when stdin cannot be read. */
 async function readHookStdin(): Promise<string> {
-  const lean = await readStdinWithoutStreams(HOOK_STDIN_MAX, HOOK_STDIN_MS);
-  if ("read" in lean) return lean.read.bytes.toString("utf8");
-  if (process.stdin.isTTY) return "";
-  return new Promise((resolveText) => {
-    const chunks: Buffer[] = [lean.head];
-    let size = lean.head.length;
-    const done = () => {
-      clearTimeout(timer);
-      process.stdin.off("data", onData);
-      process.stdin.off("end", done);
-      process.stdin.off("error", done);
-      process.stdin.pause();
-      resolveText(Buffer.concat(chunks).toString("utf8"));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > HOOK_STDIN_MAX) return done();
-      chunks.push(chunk);
-    };
-    const timer = setTimeout(done, HOOK_STDIN_MS);
-    process.stdin.on("data", onData);
-    process.stdin.once("end", done);
-    process.stdin.once("error", done);
-  });
+  try {
+    const read = await readAllStdin(HOOK_STDIN_MAX, { ms: HOOK_STDIN_MS, terminal: false });
+    return read && !read.over ? read.bytes.toString("utf8") : "";
+  } catch {
+    return "";
+  }
 }

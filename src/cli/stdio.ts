@@ -73,6 +73,58 @@ function writeAll(fd: number, text: string): Buffer | "broken" | undefined {
   return undefined;
 }
 
+/** All of stdin that was read, and whether it held more than the reader may take. */
+export interface StdinRead {
+  bytes: Buffer;
+  /** More than `max` bytes came: `bytes` holds those before the read that went past it. */
+  over: boolean;
+}
+
+/**
+ * All of stdin, at most `max` bytes, waiting at most `ms` when given (then what came by then);
+ * undefined when stdin is a terminal and `terminal` is false. A file, or a pipe whose writer is
+ * done (a host writes a hook's JSON before the hook starts), is read at once without Node's
+ * streams ({@link readStdinReady}); a socket (what Node's `spawn` gives), a pipe still being
+ * written or a terminal is read on through `process.stdin`, the one public way to wait on it with
+ * a timeout (a pending `fs.read` would hold the process's exit for ever), after the bytes taken.
+ */
+export async function readAllStdin(
+  max: number,
+  options: { ms?: number; terminal: boolean },
+): Promise<StdinRead | undefined> {
+  const ready = readStdinReady(max);
+  if (ready?.complete) return { bytes: ready.bytes, over: ready.over === true };
+  // Loaded only here: `node:tty` loads `node:net`, which the lean commands otherwise never need.
+  if (!ready && !options.terminal && (await import("node:tty")).isatty(0)) return undefined;
+  return readStdinStream(ready?.bytes ?? Buffer.alloc(0), max, options.ms);
+}
+
+/** The rest of stdin through `process.stdin`, after `head`; rejects when reading it fails. */
+function readStdinStream(head: Buffer, max: number, ms?: number): Promise<StdinRead> {
+  const stdin = process.stdin;
+  return new Promise((resolve, reject) => {
+    const chunks = [head];
+    let size = head.length;
+    const settle = (over: boolean, err?: Error) => {
+      clearTimeout(timer);
+      stdin.off("data", onData).off("end", onEnd).off("error", onError);
+      // Paused, not destroyed: stdin stays open for the host, and holds the event loop no longer.
+      stdin.pause();
+      if (err) reject(err);
+      else resolve({ bytes: Buffer.concat(chunks), over });
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) return settle(true);
+      chunks.push(chunk);
+    };
+    const onEnd = () => settle(false);
+    const onError = (err: Error) => settle(false, err);
+    const timer = ms === undefined ? undefined : setTimeout(onEnd, ms);
+    stdin.on("data", onData).once("end", onEnd).once("error", onError);
+  });
+}
+
 /** What {@link readStdinReady} read: all of stdin (`complete`), or what was there so far. */
 export interface StdinPart {
   bytes: Buffer;
@@ -85,8 +137,8 @@ export interface StdinPart {
  * Reads what stdin already holds without Node's streams: all of a file, or of a pipe whose
  * writer has written and closed it (as a host tool does with a hook's JSON before the hook has
  * started). A pipe still open is read without blocking, through a second, non-blocking opening
- * of it (Linux's /proc/self/fd/0); what was there so far is returned incomplete, for the caller
- * to read the rest with `process.stdin`. Undefined for a terminal or anything else: the caller
+ * of it (Linux's /proc/self/fd/0); what was there so far is returned incomplete, for
+ * {@link readAllStdin} to read the rest with `process.stdin`. Undefined for a terminal or anything else: the caller
  * reads it all that way. At most `max` bytes.
  */
 export function readStdinReady(max: number): StdinPart | undefined {

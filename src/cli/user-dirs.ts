@@ -21,3 +21,15 @@ export function hookStateDir(env: NodeJS.ProcessEnv, home: string): string {
     "hook-sessions",
   );
 }
+
+/**
+ * Node's compile cache for our files: `$XDG_CACHE_HOME/agent-chat/node`, else
+ * `~/.cache/agent-chat/node`; none without an absolute home.
+ */
+export function compileCacheDir(env: NodeJS.ProcessEnv): string | undefined {
+  const home = env.HOME;
+  if (!(env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) && !(home && isAbsolute(home))) {
+    return undefined;
+  }
+  return join(xdgBase(env.XDG_CACHE_HOME, home ?? "", [".cache"]), "agent-chat", "node");
+}

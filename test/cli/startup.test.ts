@@ -1,16 +1,16 @@
 import { spawnSync } from "node:child_process";
 import {
   chmodSync,
-  cpSync,
+  closeSync,
   existsSync,
+  mkdirSync,
+  openSync,
   readdirSync,
   readFileSync,
-  renameSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import Module from "node:module";
 import { dirname, join } from "node:path";
 import { Command, type Option } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,23 +28,12 @@ const DIST = dirname(CLI);
 
 /**
  * A preload that logs every module the process loads: CommonJS `require`s (built-ins included)
- * through Module._load, the lean files compiled with V8's code cache through vm.Script (each
- * also as `vm <file> <how>`: "cached" when V8 took the cache given, "compiled" otherwise), ES
- * modules through a resolve hook.
+ * through Module._load, ES modules through a resolve hook.
  */
 const RECORDER = `
 const Module = require("node:module");
-const vm = require("node:vm");
 const { appendFileSync } = require("node:fs");
 const log = process.env.LOAD_LOG;
-const Script = vm.Script;
-vm.Script = class extends Script {
-  constructor(code, options) {
-    super(code, options);
-    const how = options.cachedData && !this.cachedDataRejected ? "cached" : "compiled";
-    appendFileSync(log, options.filename + "\\n" + "vm " + options.filename + " " + how + "\\n");
-  }
-};
 const load = Module._load;
 Module._load = function (request, parent, isMain) {
   const loaded = load.apply(this, arguments);
@@ -100,11 +89,17 @@ function loadedBy(args: string[], input = "", more: NodeJS.ProcessEnv = {}, cli 
     ...more,
   };
   delete env.NODE_OPTIONS;
+  // The input as a file, as a pipe its writer closed is read: at once, without Node's streams
+  // (a socket, which spawn would give, is read through process.stdin: test/cli/stdin.test.ts).
+  const inputFile = `${log}.in`;
+  writeFileSync(inputFile, input);
+  const stdin = openSync(inputFile, "r");
   const r = spawnSync(process.execPath, ["--require", recorder, cli, ...args], {
     env,
-    input,
+    stdio: [stdin, "pipe", "pipe"],
     encoding: "utf8",
   });
+  closeSync(stdin);
   expect(r.status, `${args.join(" ")}: ${r.stderr}`).toBe(0);
   return readFileSync(log, "utf8").split("\n").filter(Boolean);
 }
@@ -123,8 +118,6 @@ const HEAVY = [
   // Built-ins a folder command does not need without a daemon; node:crypto alone costs several
   // ms of each start (temporary names and socket names are made without it).
   /^node:(net|child_process|http|https|worker_threads|crypto)$/,
-  // Node's ES-module loader comes with it; only Node's own compile cache (22.1+) needs it.
-  ...(Number(process.versions.node.split(".")[0]) < 22 ? [/^node:module$/] : []),
 ];
 
 describe("start-up: what the commands agents run all the time load", () => {
@@ -141,7 +134,7 @@ describe("start-up: what the commands agents run all the time load", () => {
     ["--help", ["--help"]],
   ];
   it.each(lines)(
-    "%s loads neither the MCP SDK, NATS, zod, playwright, commander, node:net, node:crypto nor (before Node 22) node:module",
+    "%s loads neither the MCP SDK, NATS, zod, playwright, commander, node:net nor node:crypto",
     (_, args, input) => {
       const loaded = loadedBy(args, input);
       expect(loaded.length).toBeGreaterThan(0);
@@ -305,140 +298,96 @@ function declares(text: string, declaration: string): boolean {
   return new RegExp(`\\b${kind} ${name}\\b${minified}`).test(text);
 }
 
-/** How each lean file was compiled in that run: "cached", "compiled", or absent (a plain require). */
-function compiledBy(loaded: string[], dist = DIST): Record<string, string> {
-  const lines = loaded.filter((m) => m.startsWith("vm ")).map((m) => m.split(" "));
-  return Object.fromEntries(lines.map(([, file, how]) => [file!.slice(dist.length + 1), how!]));
+/**
+ * Which of our files Node compiled from its compile cache in one run of a line, and what the run
+ * printed: Node says so itself under `NODE_DEBUG_NATIVE=COMPILE_CACHE` (on stderr, after ours).
+ */
+function cacheUse(args: string[], more: NodeJS.ProcessEnv, input = "") {
+  const r = runWith(args, { NODE_DEBUG_NATIVE: "COMPILE_CACHE", ...more }, input);
+  const accepted = [...r.stderr.matchAll(/cache for (?:CommonJS |ESM )?(\S+) was accepted/g)];
+  const ours = accepted.map((m) => m[1]!).filter((f) => f.startsWith(DIST));
+  return { cached: ours.map((f) => f.slice(DIST.length + 1)).sort(), stdout: r.stdout };
 }
 
-const nodeCompileCache = "enableCompileCache" in Module;
+describe("start-up: Node's compile cache, in the user's own cache folder", () => {
+  const peek = ["peek", "review", "-n", "1"];
+  const hook = JSON.stringify({ hook_event_name: "UserPromptSubmit" });
+  const cacheOf = (base: string) => join(base, "agent-chat", "node");
 
-describe.skipIf(nodeCompileCache)(
-  `start-up: V8's code cache where Node has no compile cache${nodeCompileCache ? " (skipped: this Node has module.enableCompileCache)" : ""}`,
-  () => {
-    const peek = ["peek", "review", "-n", "1"];
-    const hook = JSON.stringify({ hook_event_name: "UserPromptSubmit" });
-    const cacheOf = (base: string) => join(base, "agent-chat", "v8");
-
-    it("compiles a lean file once, then from the cache in the user's cache folder", () => {
-      const base = join(tmp.dir, "cache-once");
-      const install = readdirSync(DIST, { recursive: true }).sort();
-      // The lean files alone: an unread signed message has the hook load the signing code too.
-      const lean = (loaded: string[]) =>
-        Object.fromEntries(
-          Object.entries(compiledBy(loaded)).filter(([file]) => !file.startsWith("lazy/")),
-        );
-      expect(lean(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "compiled",
-      });
-      expect(lean(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "cached",
-      });
-      expect(lean(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
-        "hook.cjs": "compiled",
-      });
-      expect(lean(loadedBy(["hook", "prompt"], hook, { XDG_CACHE_HOME: base }))).toEqual({
-        "hook.cjs": "cached",
-      });
-      // Only the user may read or replace it; nothing is written beside the install.
-      expect(statSync(cacheOf(base)).mode & 0o777).toBe(0o700);
-      const files = readdirSync(cacheOf(base));
-      const cached = files.map((f) => f.replace(/(-[0-9a-f]{16}){2}\.v8$/, ""));
-      expect(cached.filter((f) => !existsSync(join(DIST, "lazy", f))).sort()).toEqual([
-        "hook.cjs",
-        "hot.cjs",
-      ]);
-      for (const f of files) expect(statSync(join(cacheOf(base), f)).mode & 0o777).toBe(0o600);
-      expect(readdirSync(DIST, { recursive: true }).sort()).toEqual(install);
+  it("compiles a lean file once, then from the cache, kept where only the user may write", () => {
+    const base = join(tmp.dir, "cache-once");
+    const install = readdirSync(DIST, { recursive: true }).sort();
+    const first = cacheUse(peek, { XDG_CACHE_HOME: base });
+    expect(first.cached).toEqual([]);
+    expect(cacheUse(peek, { XDG_CACHE_HOME: base })).toEqual({
+      cached: ["hot.cjs"],
+      stdout: first.stdout,
     });
+    expect(cacheUse(["hook", "prompt"], { XDG_CACHE_HOME: base }, hook).cached).toEqual([]);
+    expect(cacheUse(["hook", "prompt"], { XDG_CACHE_HOME: base }, hook).cached).toEqual([
+      "hook.cjs",
+    ]);
+    expect(statSync(cacheOf(base)).mode & 0o777).toBe(0o700);
+    expect(readdirSync(DIST, { recursive: true }).sort()).toEqual(install);
+  });
 
-    it("a lazy file a lean file loads (the signing code of a signed post) is cached too", () => {
-      const base = join(tmp.dir, "cache-lazy");
-      const post = (body: string) => [...["post", "signed", "--from", "carol"], "--body", body];
-      expect(compiledBy(loadedBy(post("one"), "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "compiled",
-        "lazy/features-trust-ed25519.cjs": "compiled",
-      });
-      expect(compiledBy(loadedBy(post("two"), "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "cached",
-        "lazy/features-trust-ed25519.cjs": "cached",
-      });
-    });
+  it("a lazy file a lean file loads (the signing code of a signed post) is cached too", () => {
+    const base = join(tmp.dir, "cache-lazy");
+    const post = (body: string) => [...["post", "signed", "--from", "carol"], "--body", body];
+    expect(cacheUse(post("one"), { XDG_CACHE_HOME: base }).cached).toEqual([]);
+    expect(cacheUse(post("two"), { XDG_CACHE_HOME: base }).cached).toEqual([
+      "hot.cjs",
+      "lazy/features-trust-ed25519.cjs",
+    ]);
+  });
 
-    it("two installs side by side each keep their cache (neither removes the other's)", () => {
-      const base = join(tmp.dir, "cache-two");
-      const other = join(tmp.dir, "other-install");
-      cpSync(DIST, join(other, "dist"), { recursive: true });
-      const otherCli = join(other, "dist", "cli.cjs");
-      const how = (cli: string) =>
-        compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }, cli), dirname(cli));
-      expect(how(CLI)).toEqual({ "hot.cjs": "compiled" });
-      expect(how(otherCli)).toEqual({ "hot.cjs": "compiled" });
-      for (let turn = 0; turn < 2; turn++) {
-        expect(how(CLI)).toEqual({ "hot.cjs": "cached" });
-        expect(how(otherCli)).toEqual({ "hot.cjs": "cached" });
+  it("never uses a folder others may write, nor a link, and prints the same without one", () => {
+    const plain = runWith(peek, { NODE_DISABLE_COMPILE_CACHE: "1" });
+    expect(plain.status).toBe(0);
+    const shared = join(tmp.dir, "cache-shared");
+    mkdirSync(cacheOf(shared), { recursive: true });
+    chmodSync(cacheOf(shared), 0o777);
+    const linked = join(tmp.dir, "cache-linked");
+    mkdirSync(join(linked, "agent-chat"), { recursive: true });
+    symlinkSync(cacheOf(shared), cacheOf(linked));
+    for (const base of [shared, linked]) {
+      for (let run = 0; run < 2; run++) {
+        expect(cacheUse(peek, { XDG_CACHE_HOME: base })).toEqual({
+          cached: [],
+          stdout: plain.stdout,
+        });
       }
-    });
+    }
+    // Someone else's code could have been put there: nothing of ours was read or written in it.
+    expect(readdirSync(cacheOf(shared))).toEqual([]);
+  });
 
-    it("ignores a cache it cannot trust and runs as without one", () => {
-      const base = join(tmp.dir, "cache-bad");
-      const plain = runWith(peek, { AGENT_CHAT_CODE_CACHE: "off" });
-      expect(plain.status).toBe(0);
-      loadedBy(peek, "", { XDG_CACHE_HOME: base });
-      const [file] = readdirSync(cacheOf(base));
-      const cache = join(cacheOf(base), file!);
-      // Corrupt: V8 rejects it, and it is written anew.
-      writeFileSync(cache, Buffer.alloc(4096, 7));
-      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "compiled",
-      });
-      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "cached",
-      });
-      // Writable by others: someone else may have put code there; not read.
-      chmodSync(cache, 0o666);
-      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "compiled",
-      });
-      // A link planted in its place is not followed.
-      const planted = join(tmp.dir, "planted.v8");
-      renameSync(cache, planted);
-      chmodSync(planted, 0o600);
-      symlinkSync(planted, cache);
-      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: base }))).toEqual({
-        "hot.cjs": "compiled",
-      });
-      expect(runWith(peek, { XDG_CACHE_HOME: base })).toEqual(plain);
-    });
-
-    it("runs as without a cache when its folder cannot be made, or when turned off", () => {
-      const notDir = join(tmp.dir, "cache-is-a-file");
-      writeFileSync(notDir, "");
-      const plain = runWith(peek, { AGENT_CHAT_CODE_CACHE: "off" });
-      expect(runWith(peek, { XDG_CACHE_HOME: notDir })).toEqual(plain);
-      expect(compiledBy(loadedBy(peek, "", { XDG_CACHE_HOME: notDir }))).toEqual({
-        "hot.cjs": "compiled",
-      });
-      const off = join(tmp.dir, "cache-off");
-      const loaded = loadedBy(peek, "", { XDG_CACHE_HOME: off, AGENT_CHAT_CODE_CACHE: "off" });
-      expect(compiledBy(loaded)).toEqual({});
-      expect(loaded.some((m) => m === join(DIST, "hot.cjs"))).toBe(true);
-      expect(existsSync(off)).toBe(false);
-    });
-  },
-);
+  it("runs as without a cache when its folder cannot be made, or when Node's is turned off", () => {
+    const plain = runWith(peek, { NODE_DISABLE_COMPILE_CACHE: "1" });
+    const notDir = join(tmp.dir, "cache-is-a-file");
+    writeFileSync(notDir, "");
+    expect(runWith(peek, { XDG_CACHE_HOME: notDir })).toEqual(plain);
+    const off = join(tmp.dir, "cache-off");
+    for (let run = 0; run < 2; run++) {
+      const use = cacheUse(peek, { XDG_CACHE_HOME: off, NODE_DISABLE_COMPILE_CACHE: "1" });
+      expect(use).toEqual({ cached: [], stdout: plain.stdout });
+    }
+    expect(existsSync(cacheOf(off)) ? readdirSync(cacheOf(off)) : []).toEqual([]);
+  });
+});
 
 /** The CLI's status and output for a line, in the root of these tests. */
-function runWith(args: string[], more: NodeJS.ProcessEnv) {
+function runWith(args: string[], more: NodeJS.ProcessEnv, input = "") {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     AGENT_CHAT_ROOT: join(tmp.dir, "root"),
     AGENT_CHAT_SOCKET: join(tmp.dir, "no-daemon.sock"),
+    XDG_CONFIG_HOME: join(tmp.dir, "config"),
     XDG_CACHE_HOME: join(tmp.dir, "cache"),
     ...more,
   };
   delete env.NODE_OPTIONS;
-  const r = spawnSync(process.execPath, [CLI, ...args], { env, encoding: "utf8" });
+  const r = spawnSync(process.execPath, [CLI, ...args], { env, input, encoding: "utf8" });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -70,7 +70,7 @@ function startMcp(root: string) {
 }
 
 describe("agent-chat mcp and oversized input", () => {
-  it("answers a 50 MB line with a JSON-RPC error, never holds it, and keeps serving", async () => {
+  it("answers a 200 MB line with a JSON-RPC error, never holds it, and keeps serving", async () => {
     const tmp = tempDir("agent-chat-mcp-limit-");
     cleanups.push(tmp.cleanup);
     await initChannels(tmp.dir, { ch: [] });
@@ -89,7 +89,7 @@ describe("agent-chat mcp and oversized input", () => {
     mcp.send({ jsonrpc: "2.0", method: "notifications/initialized" });
     const before = memory(mcp.child.pid!);
 
-    // 50 MB in 1 MiB writes, each waiting for the pipe: the server reads it as it comes.
+    // 200 MB in 1 MiB writes, each waiting for the pipe: the server reads it as it comes.
     const head =
       '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"chat_post","arguments":{"channel":"ch","body":"';
     const piece = "x".repeat(1024 * 1024);
@@ -100,7 +100,7 @@ describe("agent-chat mcp and oversized input", () => {
         void mcp.exited.then(() => resolve());
       });
     await write(head);
-    for (let i = 0; i < 50; i++) await write(piece);
+    for (let i = 0; i < 200; i++) await write(piece);
     await write('"}}}\n');
 
     const refused = await mcp.answer(7);
@@ -120,11 +120,13 @@ describe("agent-chat mcp and oversized input", () => {
     });
     expect(await mcp.answer(8)).toHaveProperty("result");
     const after = memory(mcp.child.pid!);
-    // Holding the line would cost 50 MiB or more; 30 MiB measured (pipe chunks not yet collected).
+    // Holding the line would cost 200 MiB or more. Not holding it, the peak still grows by the
+    // pipe's chunks not yet collected, which V8 leaves until their external memory passes its
+    // own threshold (about 64 MiB): 30 MiB measured on Node 20, 56 MiB on Node 26.
     expect(
       after.peak - before.now,
       `peak grew by ${(after.peak - before.now).toFixed(0)} MiB`,
-    ).toBeLessThan(48);
+    ).toBeLessThan(100);
 
     // A line that is not JSON gets the JSON-RPC parse error, and the session goes on.
     mcp.child.stdin.write("{oops\n");
