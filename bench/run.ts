@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [--only=NAME] [--clean-env] [--chat-py=PATH]`: runs every bench
+// `npm run bench [-- --quick] [--only=NAME] [--clean-env] [--node=PATH,…] [--chat-py=PATH]`: runs every bench
 // module, prints one table (median, p99, the baseline measured in the same run and the ratio),
 // states the machine, and writes bench/results/latest.json.
 import { execFileSync } from "node:child_process";
@@ -26,6 +26,8 @@ if (process.argv.includes("--help")) {
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
+  --node=PATH,...  the Node executables the start-up figures are measured with, each against
+                   its own \`node -e 0\` (default: the one running the bench)
   --chat-py=PATH   the reference chat.py for the start-up baselines: a chat.py file, or the
                    console command PyPI's agent-chat-plugin installs (default: $AGENT_CHAT_REFERENCE,
                    else $AGENT_CHAT_REFERENCE_0_7, else bench/reference/chat_standin.py)`);
@@ -34,7 +36,15 @@ if (process.argv.includes("--help")) {
 
 const modules: BenchModule[] = [
   // This machine's environment as it is, before --clean-env below, for the context rows.
-  startupBench({ chatPy: chatPyFrom(process.argv, process.env), env: { ...process.env } }),
+  startupBench({
+    chatPy: chatPyFrom(process.argv, process.env),
+    env: { ...process.env },
+    nodes: process.argv
+      .find((a) => a.startsWith("--node="))
+      ?.slice(7)
+      .split(",")
+      .map((p) => resolve(p)),
+  }),
   fsBench,
   daemonBench,
   natsBench,

@@ -59,9 +59,14 @@ const CPU_PROBE = new URL("./workers/cpu-probe.cjs", import.meta.url).pathname;
  * exit (a preloaded probe writes `process.cpuUsage()` to descriptor 3): what the machine's load
  * moves less than wall time, since waiting for a core is not counted.
  */
-function spawnCpu(args: string[], env: NodeJS.ProcessEnv, input = ""): Promise<number> {
+function spawnCpu(
+  node: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  input = "",
+): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--require", CPU_PROBE, ...args], {
+    const child = spawn(node, ["--require", CPU_PROBE, ...args], {
       env,
       stdio: ["pipe", "ignore", "ignore", "pipe"],
     });
@@ -141,137 +146,155 @@ async function wakeOnce(
   return performance.now() - t0;
 }
 
-export function startupBench(options: {
+interface StartupOptions {
   chatPy?: string | undefined;
   /** This machine's environment. */
   env: NodeJS.ProcessEnv;
-}): BenchModule {
+  /** The Node executables to measure with, each in a run of its own (default: this one). */
+  nodes?: readonly string[];
+}
+
+export function startupBench(options: StartupOptions): BenchModule {
   return {
     name: "start-up",
     async run(ctx: BenchContext): Promise<Row[]> {
       const rows: Row[] = [];
-      const n = ctx.quick ? 15 : 40;
-      const { root, postRoot, refRoot, wakeRoot, waker } = await prepareRoots(ctx);
-
-      const { machine, clean, slowing } = environments(options.env, root, ctx.tmp());
-
-      const machinePy = python();
-      const chatPy = options.chatPy ?? STANDIN;
-      const py = machinePy && referenceInterpreter(chatPy, machinePy);
-      const reference = options.chatPy ? "python3 chat.py" : "python3 chat.py (stand-in)";
-      const node = process.execPath;
-      const cli =
-        (env: NodeJS.ProcessEnv, args: string[], input = "") =>
-        () =>
-          spawnTime(node, [ctx.cli, ...args], env, input);
-      // The same line for ours and the reference (whose `post` requires a title).
-      const post = [
-        "post",
-        "small",
-        "--from",
-        "alice",
-        "--to",
-        "nobody",
-        "--title",
-        "t",
-        "--body",
-        "x",
-      ];
-      // The same post with its body on stdin (a socket, as Node's spawn gives it), as an agent
-      // posts a long message.
-      const postStdin = post.filter((a, i) => a !== "--body" && post[i - 1] !== "--body");
-      const hookInput = JSON.stringify({ hook_event_name: "UserPromptSubmit", prompt: "go" });
-      const bob = { ...clean, AGENT_CHAT_NAME: "bob" };
-
-      const figures: Figure[] = [
-        { name: "node -e 0", run: () => spawnTime(node, ["-e", "0"], clean) },
-        { name: "--version", run: cli(clean, ["--version"]) },
-        { name: "--help", run: cli(clean, ["--help"]) },
-        { name: "post", run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, post) },
-        {
-          name: "post (stdin)",
-          run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, postStdin, "x"),
-        },
-        { name: "read", run: cli(clean, ["read", "small", "--as", "bob", "--peek"]) },
-        { name: "peek", run: cli(clean, ["peek", "small"]) },
-        { name: "channels", run: cli(clean, ["channels"]) },
-        { name: "tasks", run: cli(clean, ["tasks", "small"]) },
-        { name: "hook prompt", run: cli(bob, ["hook", "prompt"], hookInput) },
-      ];
-      if (py) {
-        const ref = (args: string[], at: string) => () =>
-          spawnTime(py, [chatPy, ...args], { ...clean, AGENT_CHAT_ROOT: at });
-        figures.push(
-          { name: "python3 -c pass", run: () => spawnTime(py, ["-c", "pass"], clean) },
-          {
-            name: "ref post",
-            run: ref(post, refRoot),
-          },
-          { name: "ref read", run: ref(["read", "small", "--as", "nobody"], root) },
-        );
-      }
-      const s = await rounds(figures, n);
-      const at = (name: string) => s.get(name)!;
-      const group = "start-up (clean env)";
-      const vsNode = (figure: string, name: string, goal?: number): Row => {
-        const row: Row = {
-          group,
-          figure,
-          unit: "ms",
-          stats: at(name),
-          baseline: { name: "node -e 0", stats: at("node -e 0") },
-        };
-        if (goal !== undefined) {
-          row.goal = `≤ ${goal}× node -e 0`;
-          row.met = at(name).median / at("node -e 0").median <= goal;
-        }
-        return row;
-      };
-      rows.push(
-        vsNode("`agent-chat --version`", "--version", 1.15),
-        vsNode("`agent-chat --help`", "--help"),
-        vsNode("`agent-chat post …` (1,000-msg channel)", "post", 1.3),
-        vsNode("`agent-chat post …` with the body on stdin", "post (stdin)"),
-        vsNode("`agent-chat read --peek` (1,000-msg channel)", "read", 1.3),
-        vsNode("`agent-chat peek`", "peek", 1.3),
-        vsNode("`agent-chat channels`", "channels", 1.3),
-        vsNode("`agent-chat tasks`", "tasks"),
-        vsNode("`agent-chat hook prompt` (1 unread)", "hook prompt", 1.3),
-      );
-      rows.push(...referenceRows(group, at, py && { py, chatPy, reference }));
-
-      const cpu =
-        (args: string[], env = clean, input = "") =>
-        () =>
-          spawnCpu(args, env, input);
-      const cpuFigures: Figure[] = [
-        { name: "node -e 0", run: cpu(["-e", "0"]) },
-        { name: "--version", run: cpu([ctx.cli, "--version"]) },
-        { name: "post", run: cpu([ctx.cli, ...post], { ...clean, AGENT_CHAT_ROOT: postRoot }) },
-        {
-          name: "post (stdin)",
-          run: cpu([ctx.cli, ...postStdin], { ...clean, AGENT_CHAT_ROOT: postRoot }, "x"),
-        },
-        { name: "read", run: cpu([ctx.cli, "read", "small", "--as", "bob", "--peek"]) },
-        { name: "hook prompt", run: cpu([ctx.cli, "hook", "prompt"], bob, hookInput) },
-      ];
-      rows.push(...cpuRows(await rounds(cpuFigures, Math.ceil(n / 2))));
-
-      const wakeEnv = { ...clean, AGENT_CHAT_ROOT: wakeRoot };
-      rows.push(await wakeRow(ctx, group, wakeEnv, waker, py && { py, chatPy, reference }));
-      await waker.close();
-      if (slowing.length > 0) {
-        const figures = {
-          "node -e 0": () => spawnTime(node, ["-e", "0"], machine),
-          "--version": cli(machine, ["--version"]),
-          post: cli({ ...machine, AGENT_CHAT_ROOT: postRoot }, post),
-          "hook prompt": cli({ ...machine, AGENT_CHAT_NAME: "bob" }, ["hook", "prompt"], hookInput),
-        };
-        rows.push(...(await contextRows(figures, slowing, Math.ceil(n / 2))));
+      for (const node of options.nodes ?? [process.execPath]) {
+        rows.push(...(await startupOn(node, ctx, options)));
       }
       return rows;
     },
   };
+}
+
+/** The version a Node executable reports (`v26.12.1`). */
+function versionOf(node: string): string {
+  return spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim();
+}
+
+/** Every start-up figure with one Node: its own `node -e 0` is the baseline of each. */
+async function startupOn(node: string, ctx: BenchContext, options: StartupOptions): Promise<Row[]> {
+  const rows: Row[] = [];
+  const n = ctx.quick ? 15 : 40;
+  const { root, postRoot, refRoot, wakeRoot, waker } = await prepareRoots(ctx);
+
+  const { machine, clean, slowing } = environments(options.env, root, ctx.tmp());
+
+  const machinePy = python();
+  const chatPy = options.chatPy ?? STANDIN;
+  const py = machinePy && referenceInterpreter(chatPy, machinePy);
+  const reference = options.chatPy ? "python3 chat.py" : "python3 chat.py (stand-in)";
+  const on = `Node ${versionOf(node)}`;
+  const cli =
+    (env: NodeJS.ProcessEnv, args: string[], input = "") =>
+    () =>
+      spawnTime(node, [ctx.cli, ...args], env, input);
+  // The same line for ours and the reference (whose `post` requires a title).
+  const post = [
+    "post",
+    "small",
+    "--from",
+    "alice",
+    "--to",
+    "nobody",
+    "--title",
+    "t",
+    "--body",
+    "x",
+  ];
+  // The same post with its body on stdin (a socket, as Node's spawn gives it), as an agent
+  // posts a long message.
+  const postStdin = post.filter((a, i) => a !== "--body" && post[i - 1] !== "--body");
+  const hookInput = JSON.stringify({ hook_event_name: "UserPromptSubmit", prompt: "go" });
+  const bob = { ...clean, AGENT_CHAT_NAME: "bob" };
+
+  const figures: Figure[] = [
+    { name: "node -e 0", run: () => spawnTime(node, ["-e", "0"], clean) },
+    { name: "--version", run: cli(clean, ["--version"]) },
+    { name: "--help", run: cli(clean, ["--help"]) },
+    { name: "post", run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, post) },
+    {
+      name: "post (stdin)",
+      run: cli({ ...clean, AGENT_CHAT_ROOT: postRoot }, postStdin, "x"),
+    },
+    { name: "read", run: cli(clean, ["read", "small", "--as", "bob", "--peek"]) },
+    { name: "peek", run: cli(clean, ["peek", "small"]) },
+    { name: "channels", run: cli(clean, ["channels"]) },
+    { name: "tasks", run: cli(clean, ["tasks", "small"]) },
+    { name: "hook prompt", run: cli(bob, ["hook", "prompt"], hookInput) },
+  ];
+  if (py) {
+    const ref = (args: string[], at: string) => () =>
+      spawnTime(py, [chatPy, ...args], { ...clean, AGENT_CHAT_ROOT: at });
+    figures.push(
+      { name: "python3 -c pass", run: () => spawnTime(py, ["-c", "pass"], clean) },
+      {
+        name: "ref post",
+        run: ref(post, refRoot),
+      },
+      { name: "ref read", run: ref(["read", "small", "--as", "nobody"], root) },
+    );
+  }
+  const s = await rounds(figures, n);
+  const at = (name: string) => s.get(name)!;
+  const group = `start-up (clean env, ${on})`;
+  const vsNode = (figure: string, name: string, goal?: number): Row => {
+    const row: Row = {
+      group,
+      figure,
+      unit: "ms",
+      stats: at(name),
+      baseline: { name: "node -e 0", stats: at("node -e 0") },
+    };
+    if (goal !== undefined) {
+      row.goal = `≤ ${goal}× node -e 0`;
+      row.met = at(name).median / at("node -e 0").median <= goal;
+    }
+    return row;
+  };
+  rows.push(
+    vsNode("`agent-chat --version`", "--version", 1.15),
+    vsNode("`agent-chat --help`", "--help"),
+    vsNode("`agent-chat post …` (1,000-msg channel)", "post", 1.3),
+    vsNode("`agent-chat post …` with the body on stdin", "post (stdin)"),
+    vsNode("`agent-chat read --peek` (1,000-msg channel)", "read", 1.3),
+    vsNode("`agent-chat peek`", "peek", 1.3),
+    vsNode("`agent-chat channels`", "channels", 1.3),
+    vsNode("`agent-chat tasks`", "tasks"),
+    vsNode("`agent-chat hook prompt` (1 unread)", "hook prompt", 1.3),
+  );
+  rows.push(...referenceRows(group, at, py && { py, chatPy, reference }));
+
+  const cpu =
+    (args: string[], env = clean, input = "") =>
+    () =>
+      spawnCpu(node, args, env, input);
+  const cpuFigures: Figure[] = [
+    { name: "node -e 0", run: cpu(["-e", "0"]) },
+    { name: "--version", run: cpu([ctx.cli, "--version"]) },
+    { name: "post", run: cpu([ctx.cli, ...post], { ...clean, AGENT_CHAT_ROOT: postRoot }) },
+    {
+      name: "post (stdin)",
+      run: cpu([ctx.cli, ...postStdin], { ...clean, AGENT_CHAT_ROOT: postRoot }, "x"),
+    },
+    { name: "read", run: cpu([ctx.cli, "read", "small", "--as", "bob", "--peek"]) },
+    { name: "hook prompt", run: cpu([ctx.cli, "hook", "prompt"], bob, hookInput) },
+  ];
+  rows.push(...cpuRows(await rounds(cpuFigures, Math.ceil(n / 2)), on));
+
+  const wakeEnv = { ...clean, AGENT_CHAT_ROOT: wakeRoot };
+  rows.push(await wakeRow(ctx, node, group, wakeEnv, waker, py && { py, chatPy, reference }));
+  await waker.close();
+  if (slowing.length > 0) {
+    const figures = {
+      "node -e 0": () => spawnTime(node, ["-e", "0"], machine),
+      "--version": cli(machine, ["--version"]),
+      post: cli({ ...machine, AGENT_CHAT_ROOT: postRoot }, post),
+      "hook prompt": cli({ ...machine, AGENT_CHAT_NAME: "bob" }, ["hook", "prompt"], hookInput),
+    };
+    rows.push(...(await contextRows(figures, `${slowing.join(", ")}; ${on}`, Math.ceil(n / 2))));
+  }
+  return rows;
 }
 
 /**
@@ -379,12 +402,12 @@ function referenceRows(
 /** The wake of a waiting process: parked, then woken by a post; the reference's beside it. */
 async function wakeRow(
   ctx: BenchContext,
+  node: string,
   group: string,
   env: NodeJS.ProcessEnv,
   waker: FsStore,
   python: { py: string; chatPy: string; reference: string } | undefined | "" | null,
 ): Promise<Row> {
-  const node = process.execPath;
   const ours: number[] = [];
   for (let i = 0; i < (ctx.quick ? 10 : 30) + 2; i++) {
     const ms = await wakeOnce(
@@ -427,7 +450,7 @@ async function wakeRow(
 }
 
 /** The CPU time figures against `node -e 0`'s, with the goals of the wall-time ones. */
-function cpuRows(s: Map<string, Stats>): Row[] {
+function cpuRows(s: Map<string, Stats>, on: string): Row[] {
   const labels: Array<[string, string, number?]> = [
     ["--version", "`agent-chat --version`", 1.15],
     ["post", "`agent-chat post …` (1,000-msg channel)", 1.3],
@@ -437,7 +460,7 @@ function cpuRows(s: Map<string, Stats>): Row[] {
   ];
   return labels.map(([name, figure, goal]) => {
     const row: Row = {
-      group: "start-up CPU time (user + system at exit, clean env)",
+      group: `start-up CPU time (user + system at exit, clean env, ${on})`,
       figure,
       unit: "ms",
       stats: s.get(name)!,
@@ -453,7 +476,7 @@ function cpuRows(s: Map<string, Stats>): Row[] {
 /** The machine's own environment (the variables that slow Node kept), as context only. */
 async function contextRows(
   figures: Record<"node -e 0" | "--version" | "post" | "hook prompt", () => Promise<number>>,
-  slowing: string[],
+  slowing: string,
   n: number,
 ): Promise<Row[]> {
   const m = await rounds(
@@ -468,7 +491,7 @@ async function contextRows(
   };
   return Object.entries(labels).map(([name, figure]) => {
     const row: Row = {
-      group: `context: this machine's env (${slowing.join(", ")})`,
+      group: `context: this machine's env (${slowing})`,
       figure,
       unit: "ms",
       stats: m.get(name)!,
