@@ -81,7 +81,7 @@ describe("the hook's input on a socket (what Node's spawn gives a hook, as Gemin
   });
 });
 
-describe("the hook's input on a pipe its host wrote and closed (Claude Code, Codex)", () => {
+describe("the hook's input on a pipe its host wrote and closed (a shell's |, a Rust host's piped stdin)", () => {
   it("is read at once, without Node's streams", async () => {
     runs += 1;
     const log = join(tmp.dir, `modules-${runs}.log`);
