@@ -210,6 +210,16 @@ describe("layering (docs/architecture.md)", () => {
     const impure = all.filter((e) => e.from === "core" && CORE_FORBIDDEN.test(e.specifier));
     expect(impure.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
   });
+
+  it("src/ reaches none of Node's internals: public APIs only (issue 39)", () => {
+    // Node's internal bindings change in any release and warn under --pending-deprecation.
+    const internal =
+      /\bprocess\s*\.\s*(binding|_linkedBinding)\b|\binternalBinding\b|node:internal\//;
+    const reaching = sourceFiles(SRC)
+      .filter((file) => internal.test(readFileSync(file, "utf8")))
+      .map((file) => relative(SRC, file));
+    expect(reaching).toEqual([]);
+  });
 });
 
 describe('features as modules (docs/architecture.md, "Features")', () => {
