@@ -4,7 +4,8 @@ import type { Command } from "commander";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { DaemonClient } from "../daemon/client.js";
-import { b00tSocketPath, socketPathFor } from "../daemon/paths.js";
+import { b00tSocketPath, type SocketPlace, socketPathFor } from "../daemon/paths.js";
+import { takenByOthers, untrustedSocket } from "../daemon/socket-trust.js";
 import { hasPrivateKey } from "../features/trust/index.js";
 import { type NatsConnectionOptions, type ParsedRoot, parseRoot } from "../store/roots.js";
 import {
@@ -17,7 +18,7 @@ import {
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { writeStderr, writeStdout } from "./stdio.js";
 import { UsageError } from "./usage.js";
-import { userConfigDir } from "./user-dirs.js";
+import { ownSocketDir, userConfigDir } from "./user-dirs.js";
 
 export { UsageError };
 
@@ -181,6 +182,12 @@ export class CliContext {
     // No socket file, no daemon (connecting would fail with ENOENT): a folder command then does
     // not load the socket client and node:net, one of the costlier built-ins to start.
     if (noSuchFile(path)) return undefined;
+    // Another user's socket would receive every post and answer as the root (DESIGN §10).
+    const untrusted = untrustedSocket(path);
+    if (untrusted !== undefined) {
+      this.warn(`not using the daemon socket ${path}: ${untrusted}; working on the root directly`);
+      return undefined;
+    }
     const { DaemonClient } = await import("../daemon/client.js");
     try {
       return await DaemonClient.connect(path, { timeoutMs: 1000, harness: this.harness });
@@ -190,15 +197,28 @@ export class CliContext {
     }
   }
 
-  /** The daemon socket of this root: `$AGENT_CHAT_SOCKET`, else derived from the root. */
+  /**
+   * The daemon socket of this root: `$AGENT_CHAT_SOCKET`, else derived from the root, in the
+   * user's own folder when the shared one is another user's (paths.ts; `serve` and `info` say so).
+   */
   get socketPath(): string {
-    const given = this.env.AGENT_CHAT_SOCKET;
-    if (given) return given;
-    return socketPathFor(this.rootSpec, {
+    return (
+      this.env.AGENT_CHAT_SOCKET || socketPathFor(this.rootSpec, this.socketPlace, takenByOthers)
+    );
+  }
+
+  /** Where the socket would be if no other user had taken its shared folder. */
+  get sharedSocketPath(): string {
+    return this.env.AGENT_CHAT_SOCKET || socketPathFor(this.rootSpec, this.socketPlace);
+  }
+
+  private get socketPlace(): SocketPlace {
+    return {
       runtimeDir: this.env.XDG_RUNTIME_DIR,
       tmpDir: tmpdir(),
       uid: process.getuid?.() ?? 0,
-    });
+      ownDir: ownSocketDir(this.env, this.env.HOME || homedir()),
+    };
   }
 
   /** Where unmodified b00t clients write. */

@@ -23,6 +23,14 @@ export function hookStateDir(env: NodeJS.ProcessEnv, home: string): string {
 }
 
 /**
+ * The daemon's sockets when the shared socket folder is another user's:
+ * `$XDG_STATE_HOME/agent-chat/sockets`, default `~/.local/state/agent-chat/sockets`.
+ */
+export function ownSocketDir(env: NodeJS.ProcessEnv, home: string): string {
+  return join(xdgBase(env.XDG_STATE_HOME, home, [".local", "state"]), "agent-chat", "sockets");
+}
+
+/**
  * Node's compile cache for our files: `$XDG_CACHE_HOME/agent-chat/node`, else
  * `~/.cache/agent-chat/node`; none without an absolute home.
  */

@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { shortHash } from "../core/hash.js";
 import { canonicalRoot, type ParsedRoot } from "../store/roots.js";
 
@@ -12,6 +12,11 @@ export interface SocketPlace {
   tmpDir: string;
   /** The user id, so that users sharing /tmp never share a folder. */
   uid: number;
+  /**
+   * A folder of the user's own (`$XDG_STATE_HOME/agent-chat/sockets`), used when the shared one
+   * is taken by another user: who makes `<tmp>/agent-chat-<uid>` first owns it.
+   */
+  ownDir?: string | undefined;
 }
 
 /**
@@ -27,13 +32,21 @@ export function socketDir(place: SocketPlace): string {
  * The socket of the daemon that owns `root`: a short hash of the canonical root (a folder's real
  * path, a NATS root's servers and namespace), so every working folder and spelling of one root
  * finds one daemon, and the path stays far below the 108-byte limit however long the root is.
- * When even that is too long (a deep `$XDG_RUNTIME_DIR`), `/tmp` is used instead.
+ * When even that is too long (a deep `$XDG_RUNTIME_DIR`), `/tmp` is used instead; when the folder
+ * chosen is another user's (made first in a shared /tmp), the user's own `ownDir`.
  */
-export function socketPathFor(root: string | ParsedRoot, place: SocketPlace): string {
-  const hash = shortHash(canonicalRoot(root));
-  const path = join(socketDir(place), `${hash}.sock`);
-  if (Buffer.byteLength(path) <= MAX_SOCKET_PATH_BYTES) return path;
-  return join(socketDir({ tmpDir: "/tmp", uid: place.uid }), `${hash}.sock`);
+export function socketPathFor(
+  root: string | ParsedRoot,
+  place: SocketPlace,
+  /** Whether a folder exists and is not the user's (socket-trust.ts): then `ownDir` is used. */
+  taken: (folder: string) => boolean = () => false,
+): string {
+  const name = `${shortHash(canonicalRoot(root))}.sock`;
+  let path = join(socketDir(place), name);
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES) {
+    path = join(socketDir({ tmpDir: "/tmp", uid: place.uid }), name);
+  }
+  return place.ownDir !== undefined && taken(dirname(path)) ? join(place.ownDir, name) : path;
 }
 
 /** Where unmodified b00t clients write (seed 002). */

@@ -6,6 +6,7 @@ import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { DaemonClient } from "../../daemon/client.js";
 import { probeSocket, type SocketState } from "../../daemon/listen.js";
 import type { DaemonInfo } from "../../daemon/protocol.js";
+import { untrustedSocket } from "../../daemon/socket-trust.js";
 import { canonicalRoot } from "../../store/roots.js";
 import { type CliContext, UsageError } from "../context.js";
 import { LOG_LEVELS, runServe, type ServeFlags } from "./serve.js";
@@ -93,19 +94,27 @@ function registerSend(program: Command, ctx: CliContext): void {
       if (opts.transport !== "local") {
         throw new UsageError(`--transport must be local or nats, not ${opts.transport}`);
       }
-      const socket = opts.socket ?? ctx.socketPath;
-      if (!(await isOurSocket(ctx, socket))) return sendToForeignSocket(ctx, socket, envelope);
-      const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
-      try {
-        const result = await client.envelope(envelope);
-        if (ctx.json) {
-          return ctx.printJson({ transport: "local", socket, ...result, acknowledged: true });
-        }
-        ctx.out(`sent #${result.seq} to ${result.channel} (${result.file})\n`);
-      } finally {
-        await client.close();
-      }
+      return sendLocal(ctx, opts.socket ?? ctx.socketPath, envelope);
     });
+}
+
+/** `send` over a Unix socket: our daemon's, acknowledged, or another program's (b00t's). */
+async function sendLocal(ctx: CliContext, socket: string, envelope: B00tEnvelope): Promise<void> {
+  const untrusted = untrustedSocket(socket);
+  if (untrusted !== undefined) {
+    throw new AgentChatError("BACKEND_UNAVAILABLE", `not sending to ${socket}: ${untrusted}`);
+  }
+  if (!(await isOurSocket(ctx, socket))) return sendToForeignSocket(ctx, socket, envelope);
+  const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
+  try {
+    const result = await client.envelope(envelope);
+    if (ctx.json) {
+      return ctx.printJson({ transport: "local", socket, ...result, acknowledged: true });
+    }
+    ctx.out(`sent #${result.seq} to ${result.channel} (${result.file})\n`);
+  } finally {
+    await client.close();
+  }
 }
 
 function registerInfo(program: Command, ctx: CliContext): void {
@@ -135,8 +144,13 @@ function registerInfo(program: Command, ctx: CliContext): void {
           ],
         });
       }
+      const shared = ctx.sharedSocketPath;
+      const taken =
+        opts.socket === undefined && shared !== socket
+          ? `            (${dirname(shared)} is another user's, or a link: not used)\n`
+          : "";
       ctx.out(
-        `root:       ${root}\nsocket:     ${socket}\ndaemon:     ${liveText(state, daemon, socket)}\n` +
+        `root:       ${root}\nsocket:     ${socket}\n${taken}daemon:     ${liveText(state, daemon, socket)}\n` +
           `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
           `transports: local (unix socket), nats (${natsUrl})\n` +
           envelopesLine(daemon),
@@ -147,9 +161,11 @@ function registerInfo(program: Command, ctx: CliContext): void {
 /** The socket's state, and the daemon's own account when one answers there within a second. */
 async function askDaemon(
   socket: string,
-): Promise<{ state: SocketState | "not-responding"; daemon?: DaemonInfo }> {
+): Promise<{ state: SocketState | "not-responding" | "untrusted"; daemon?: DaemonInfo }> {
   const state = await probeSocket(socket);
   if (state !== "live") return { state };
+  // Not asked: another user's listener would answer as a daemon of ours.
+  if (untrustedSocket(socket) !== undefined) return { state: "untrusted" };
   try {
     const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
     const daemon = await client.info();
@@ -163,10 +179,13 @@ async function askDaemon(
 }
 
 function liveText(
-  state: SocketState | "not-responding",
+  state: SocketState | "not-responding" | "untrusted",
   daemon: DaemonInfo | undefined,
   socket: string,
 ): string {
+  if (state === "untrusted") {
+    return `not used: ${untrustedSocket(socket)} (every command works on the root directly)`;
+  }
   if (daemon) {
     return `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`;
   }
@@ -264,6 +283,7 @@ async function isOurSocket(ctx: CliContext, socket: string): Promise<boolean> {
   const own = ctx.socketPath;
   const target = resolve(socket);
   if (target === resolve(own) || dirname(target) === dirname(resolve(own))) return true;
+  if (untrustedSocket(own) !== undefined) return false;
   let client: DaemonClient;
   try {
     client = await DaemonClient.connect(own, { timeoutMs: 1000 });

@@ -25,10 +25,21 @@ export interface ServeFlags {
 export const LOG_LEVELS = ["info", "warn"] as const;
 type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** Says where the socket goes when another user took the shared socket folder first. */
+function warnIfFolderTaken(ctx: CliContext, socketPath: string): void {
+  const shared = ctx.sharedSocketPath;
+  if (shared === socketPath) return;
+  ctx.warn(
+    `the socket folder ${dirname(shared)} is not yours (another user made it first, or it is a ` +
+      `link): serving at ${socketPath} instead, where every command of yours looks too`,
+  );
+}
+
 /** `agent-chat serve`: runs the daemon until Ctrl-C or SIGTERM. */
 export async function runServe(ctx: CliContext, opts: ServeFlags, version: string): Promise<void> {
   const { DaemonServer } = await import("../../daemon/server.js");
   const socketPath = opts.socket ?? ctx.socketPath;
+  if (opts.socket === undefined) warnIfFolderTaken(ctx, socketPath);
   const level = logLevel(ctx, opts.log);
   const http =
     opts.http === undefined ? undefined : parseListenAddress(opts.http === true ? "" : opts.http);
