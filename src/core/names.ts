@@ -50,6 +50,16 @@ export function validateName(kind: NameKind, value: unknown): string {
   return value;
 }
 
+/** Whether `value` passes {@link validateName}: a name that may be shown as a name. */
+export function isValidName(kind: NameKind, value: unknown): value is string {
+  try {
+    validateName(kind, value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The reference's slug: lower-case; each run of characters outside [a-z0-9] becomes one `-`;
  * trim `-`; cut to 40 characters; trim `-` again; empty becomes `msg`.

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { isRelevant, type Message } from "../core/message.js";
+import { isValidName } from "../core/names.js";
 import type { Store } from "../store/types.js";
 import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
+import { fromName } from "./wake.js";
 
 /**
  * Claude Code channels (research preview). What Claude Code 2.1.332 does, read in its shipped
@@ -21,7 +23,7 @@ export const CHANNEL_METHOD = "notifications/claude/channel";
 // A type, not an interface: notification params must be assignable to an index signature.
 export type ChannelNotice = {
   content: string;
-  meta: { channel: string; seq: string; from: string; title: string };
+  meta: { channel: string; seq: string; from?: string };
 };
 
 export interface ChannelPushOptions {
@@ -78,13 +80,16 @@ export async function pushChannelMessages(
   }
 }
 
-/** One short line for the model, and what it is about as the block's attributes. */
+/**
+ * One short line for the model, and what it is about as the block's attributes: fixed text of
+ * ours with the channel, the number and a sender that is a valid name, never the title (the
+ * host renders `meta` as attributes, where a title could close the tag and write its own).
+ */
 export function channelNotice(message: Message): ChannelNotice {
-  const title = message.title.slice(0, 200);
+  const meta: ChannelNotice["meta"] = { channel: message.channel, seq: String(message.seq) };
+  if (isValidName("agent", message.from)) meta.from = message.from;
   return {
-    content:
-      `New agent-chat message from ${message.from} in ${message.channel} (#${message.seq})` +
-      `${title ? `: ${title}` : ""}. Read it with chat_read.`,
-    meta: { channel: message.channel, seq: String(message.seq), from: message.from, title },
+    content: `New agent-chat message${fromName(message)} in ${message.channel} (#${message.seq}). Read it with chat_read.`,
+    meta,
   };
 }

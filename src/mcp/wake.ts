@@ -1,4 +1,5 @@
 import { isRelevant, type Message } from "../core/message.js";
+import { isValidName } from "../core/names.js";
 import type { Store } from "../store/types.js";
 import { describeUnread, type UnreadCount } from "./unread.js";
 import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
@@ -113,14 +114,21 @@ async function firstNews(
 
 /**
  * What the woken session reads (Claude Code puts it in the model's context, after its own
- * "Stop hook blocking error from command" prefix, which is why it says it is no error).
+ * "Stop hook blocking error from command" prefix, which is why it says it is no error). Fixed
+ * text of ours (docs/signatures.md, "What the model sees"): the channel, the number and the
+ * sender when it is a valid name, never a title or a body, which anyone who can write a file in
+ * the root wrote; the message itself is read through chat_read, framed and marked.
  */
 export function wakeNotice(message: Message, count: UnreadCount, agent: string): string {
-  const title = message.title ? ` ("${message.title.slice(0, 80)}")` : "";
   const unread = count.msgs > 0 ? ` ${describeUnread(count, agent)}.` : "";
   return (
     `not an error: a new agent-chat message arrived while you were idle: ${message.channel} ` +
-    `#${message.seq} from ${message.from}${title}.${unread} Read it with the chat_read tool ` +
+    `#${message.seq}${fromName(message)}.${unread} Read it with the chat_read tool ` +
     `(or: agent-chat read ${message.channel} --as ${agent}).`
   );
+}
+
+/** ` from NAME` when the sender is a valid agent name, else nothing: never raw file text. */
+export function fromName(message: Message): string {
+  return isValidName("agent", message.from) ? ` from ${message.from}` : "";
 }

@@ -141,7 +141,7 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
       expect(results[1]!.origin?.kind).toBe("task-notification");
       expect(stub.requests).toHaveLength(before + 1);
       expect(wakeNotices(stub.requests.at(-1)!.body)).toEqual([
-        'not an error: a new agent-chat message arrived while you were idle: general #1 from bob ("Review?"). 1 unread agent-chat message for alice (general: 1). Read it with the chat_read tool (or: agent-chat read general --as alice).',
+        "not an error: a new agent-chat message arrived while you were idle: general #1 from bob. 1 unread agent-chat message for alice (general: 1). Read it with the chat_read tool (or: agent-chat read general --as alice).",
       ]);
       // The woken turn's Stop parks a new wait that stays silent about #1 (the model did not
       // read it: the cursor is where it was); a new message wakes it about #2 only.

@@ -56,8 +56,8 @@ describe("agent-chat mcp --channel-push", () => {
     const first = await post("review", "bob", "# Review?\n\nPR 7 is ready", "alice");
     await until(pushed, 1);
     expect(pushed[0]).toEqual({
-      content: `New agent-chat message from bob in review (#${first}): Review?. Read it with chat_read.`,
-      meta: { channel: "review", seq: String(first), from: "bob", title: "Review?" },
+      content: `New agent-chat message from bob in review (#${first}). Read it with chat_read.`,
+      meta: { channel: "review", seq: String(first), from: "bob" },
     });
     // Not for alice: her own message, one addressed to someone else. Then one for her again.
     await post("review", "alice", "my own");

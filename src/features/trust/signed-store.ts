@@ -180,8 +180,10 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     channels: readonly string[],
     options?: WatchOptions,
   ): AsyncIterable<Message> {
+    // As a read delivers them: what the policy holds back (an unsigned message where signatures
+    // are required) neither shows in a tail nor wakes an agent (hook wait, channel push, run).
     for await (const message of this.inner.watch(channels, options)) {
-      yield* await this.verifier.check([message]);
+      yield* await this.deliver(message.channel, [message]);
     }
   }
 
