@@ -3,6 +3,7 @@ import { homedir, tmpdir, userInfo } from "node:os";
 import type { Command } from "commander";
 import { type OpenOptions, openStore, resolveRoot } from "../client/open.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
+import { escapeControls } from "../core/safe-text.js";
 import type { DaemonClient } from "../daemon/client.js";
 import { b00tSocketPath, type SocketPlace, socketPathFor } from "../daemon/paths.js";
 import { takenByOthers, untrustedSocket } from "../daemon/socket-trust.js";
@@ -255,21 +256,30 @@ export class CliContext {
     return name;
   }
 
+  /**
+   * Everything a command prints passes here, and with it text that others wrote (bodies, titles,
+   * topics, names, file names of the root): control characters are escaped on the way, so that
+   * nothing in a root moves the cursor, rewrites a line or sets the clipboard of the terminal it
+   * is read in (docs/signatures.md, "What the model sees"). We print none of our own.
+   */
   out(text: string): void {
-    writeStdout(text);
+    writeStdout(escapeControls(text));
   }
 
   err(text: string): void {
-    writeStderr(text);
+    writeStderr(escapeControls(text));
   }
 
-  /** Prints one JSON document (or one NDJSON line). */
+  /**
+   * Prints one JSON document (or one NDJSON line). JSON.stringify escapes C0 controls itself;
+   * the rest of what {@link escapeControls} escapes becomes a `\\u` escape of the same string.
+   */
   printJson(value: unknown): void {
-    writeStdout(`${JSON.stringify(value)}\n`);
+    writeStdout(`${escapeControls(JSON.stringify(value))}\n`);
   }
 
   warn(message: string): void {
-    writeStderr(`agent-chat: warning: ${message}\n`);
+    this.err(`agent-chat: warning: ${message}\n`);
   }
 
   async close(): Promise<void> {

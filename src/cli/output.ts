@@ -1,21 +1,32 @@
 import { type Message, serializeMessage } from "../core/message.js";
+import { isValidName } from "../core/names.js";
+import { safeLine } from "../core/safe-text.js";
 import * as slashParser from "../core/slash.js";
 
 type SlashParser = Pick<typeof slashParser, "slashJson" | "slashOfBody">;
 
 /**
  * The reference's human form: a rule of 70 `=`, the message file's text, an empty line. A
- * signed message's rule ends with what its signature proves (docs/signatures.md): the rule is
- * the one line a message's own text cannot reach.
+ * signed message's rule ends with what its signature proves (docs/signatures.md). The rule is
+ * the one line a message's own text cannot reach: a line of its text that starts like a rule is
+ * shown behind a `\` (control characters are escaped where everything is printed, `ctx.out`).
+ * A sender that is no valid name is marked.
  */
 export function formatMessageHuman(message: Message): string {
   const text = serializeMessage({ ...message, extra: message.extra });
-  return `${"=".repeat(70)}${trustMark(message)}\n${text}\n`;
+  const shown = text.replace(RULE_LIKE, "\\$1");
+  return `${RULE}${trustMark(message)}\n${shown}\n`;
 }
 
+const RULE = "=".repeat(70);
+/** A line that a reader could take for the rule between two messages. */
+const RULE_LIKE = /^(={20,})/gm;
+
 function trustMark(message: Message): string {
+  if (!isValidName("agent", message.from)) return " FORGED: the sender is not a valid name";
   if (message.trust === "verified") return ` verified: signed by ${message.from}`;
-  if (message.trust === "forged") return ` FORGED: ${message.trustNote ?? "bad signature"}`;
+  if (message.trust === "forged")
+    return ` FORGED: ${safeLine(message.trustNote ?? "bad signature")}`;
   return "";
 }
 

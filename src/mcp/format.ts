@@ -1,37 +1,45 @@
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
+import { isValidName } from "../core/names.js";
+import { framed, safeLine } from "../core/safe-text.js";
 import type { TaskInfo } from "../store/types.js";
 
 /**
- * Messages as a model reads them best: one header line with the routing fields, the title when
- * it says more than the body's first line, then the body. Denser than the file's frontmatter.
+ * Messages as a model reads them best: one header line with the routing fields, then the title
+ * when it says more than the body's first line, and the body, each of their lines behind
+ * {@link BODY_FRAME} (docs/signatures.md, "What the model sees"): a header line starts with
+ * `──` and only ours do, so nothing a member wrote can pass for a header, a sender or a verified
+ * mark. Every field from the file is one line with its control characters escaped; a sender that
+ * is no valid name is never shown as one.
  */
 export function formatMessages(messages: readonly Message[]): string {
   return messages.map(formatMessage).join("\n\n");
 }
 
+/** What starts every line a message's author wrote. */
+export const BODY_FRAME = "│ ";
+
 function formatMessage(m: Message): string {
-  const head = [
-    `── ${m.channel} #${m.seq}`,
-    `from ${m.from}${trustWord(m)}`,
-    `to ${m.to || "all"}`,
-  ];
-  if (m.status) head.push(m.status);
+  const head = [`── ${m.channel} #${m.seq}`, senderOf(m), `to ${safeLine(m.to || "all")}`];
+  if (m.status) head.push(safeLine(m.status));
   if (m.replyTo !== undefined) head.push(`re #${m.replyTo}`);
-  head.push(m.ts);
+  head.push(safeLine(m.ts));
   const firstLine = m.body.split("\n", 1)[0]?.trim() ?? "";
   const title = m.title && m.title !== firstLine ? `${m.title}\n` : "";
-  return `${head.join(" · ")}\n${title}${m.body.trimEnd()}`;
+  return `${head.join(" · ")}\n${framed(`${title}${m.body.trimEnd()}`, BODY_FRAME)}`;
 }
 
 /**
- * What the signature proves, in one word after the sender (docs/signatures.md); nothing for an
- * unsigned message, which most are, so that a model reads no noise.
+ * `from NAME` and what the signature proves (docs/signatures.md), nothing more for an unsigned
+ * message, which most are, so that a model reads no noise. A `from` that fails the name rules
+ * (a look-alike in another script, words, a mark of its own) is not a sender: never shown.
  */
-function trustWord(m: Message): string {
-  if (m.trust === "verified") return " (verified)";
-  if (m.trust === "forged") return ` (FORGED: ${m.trustNote ?? "bad signature"})`;
-  return "";
+function senderOf(m: Message): string {
+  if (!isValidName("agent", m.from)) return "from ? (FORGED: the sender is not a valid name)";
+  if (m.trust === "verified") return `from ${m.from} (verified)`;
+  if (m.trust === "forged")
+    return `from ${m.from} (FORGED: ${safeLine(m.trustNote ?? "bad signature")})`;
+  return `from ${m.from}`;
 }
 
 export function formatTasks(channel: string, tasks: readonly TaskInfo[]): string {
@@ -42,7 +50,7 @@ export function formatTasks(channel: string, tasks: readonly TaskInfo[]): string
         t.state === "open"
           ? "open"
           : `${t.state === "expired" ? "expired, held by" : `${t.state} by`} ${t.holder}`;
-      return `task ${t.id} · ${state} · ${t.title}`;
+      return `task ${t.id} · ${safeLine(state)} · ${safeLine(t.title)}`;
     })
     .join("\n");
 }

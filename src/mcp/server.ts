@@ -6,6 +6,7 @@ import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { isMember } from "../core/meta.js";
 import { validateName } from "../core/names.js";
+import { safeLine } from "../core/safe-text.js";
 import { NotifiedRecorder, OwedCounter, presenceLine } from "../features/delivery/mcp.js";
 import { leaseAction } from "../features/leases/mcp.js";
 import { findText } from "../features/search/mcp.js";
@@ -285,8 +286,10 @@ function registerChatChannels(
           ? await presenceLine(store, c.name, agent)
           : c.members.join(",") || "open";
         const state = mine ? `${unread.channels[c.name] ?? 0} unread` : "not a member";
+        // Members and topic are _meta.json's, which any member may write: one line each.
+        const topic = c.topic ? ` · ${safeLine(c.topic)}` : "";
         lines.push(
-          `${c.name} · ${state} · last #${c.lastSeq} · members ${members}${c.topic ? ` · ${c.topic}` : ""}`,
+          `${c.name} · ${state} · last #${c.lastSeq} · members ${safeLine(members)}${topic}`,
         );
       }
       return lines.join("\n");

@@ -61,7 +61,8 @@ describe("agent-chat mcp", () => {
 
     const read = await bob.call("chat_read", { channel: "review" });
     expect(read.text).toContain("review #1 · from alice · to bob · proposal");
-    expect(read.text).toContain("Schema draft\nPlease review the schema.\nIt is in PR 12.");
+    // The author's lines, each behind the frame that no header of ours starts with.
+    expect(read.text).toContain("│ Schema draft\n│ Please review the schema.\n│ It is in PR 12.");
     expect(footerJson(read.footer).chat.msgs).toBe(0);
     expect((await bob.call("chat_read", { channel: "review" })).text).toBe("No new messages.");
 

@@ -1,0 +1,35 @@
+/**
+ * Text that others wrote (bodies, titles, topics, names from a root's files), made safe to put
+ * before a model or on a terminal (docs/signatures.md, "What the model sees"). One place, used
+ * by every surface that prints it.
+ */
+
+/**
+ * What a terminal acts on or a reader cannot see: C0 controls but tab and newline (ESC starts
+ * cursor moves and OSC 52 clipboard writes, CR returns over a line), DEL, C1 controls, and the
+ * bidirectional controls that show text in another order than it is read ("Trojan Source"),
+ * and the line and paragraph separators some renderers break lines at (a line no frame marks).
+ */
+const UNSAFE =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+/** `text` with every unsafe character written as its escape (`\u001b`); newlines and tabs kept. */
+export function escapeControls(text: string): string {
+  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** One line of safe text: a line break (CR LF or LF) as `\n`, then {@link escapeControls}. */
+export function safeLine(text: string): string {
+  return escapeControls(text.replace(/\r?\n/g, "\\n"));
+}
+
+/**
+ * Each line of a text written by others behind `prefix`, which no line of ours starts with: a
+ * body cannot draw a header, a verified mark, a rule or a footer of the output it sits in.
+ */
+export function framed(text: string, prefix: string): string {
+  return escapeControls(text)
+    .split("\n")
+    .map((line) => `${prefix}${line}`)
+    .join("\n");
+}
