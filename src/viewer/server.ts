@@ -254,17 +254,33 @@ class ViewerRoutes {
     const post = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
     if (post) return this.postMessage(res, channelParam(post[1]!), body);
     const notified = /^\/api\/channels\/([^/]+)\/notified$/.exec(path);
-    if (notified) {
-      const { as, seq } = parseNotifiedRequest(body);
-      await this.options.store.notify(channelParam(notified[1]!), as, seq);
-      return sendJson(res, 200, {});
-    }
+    if (notified) return this.notified(res, channelParam(notified[1]!), body);
     const act =
       /^\/api\/channels\/([^/]+)\/panels\/([^/]+)\/items\/([^/]+)\/(approve|reject|veto)$/.exec(
         path,
       );
     if (act) return this.panelAction(res, act, body);
     return sendText(res, 404, "not found");
+  }
+
+  /**
+   * That the page showed `as` the channel up to `seq` (docs/delivery.md): only for the viewer's
+   * own person when it was opened `--as`, a valid name, and a message that exists; a page of
+   * another port must not mark someone's messages seen.
+   */
+  private async notified(res: ServerResponse, channel: string, body: unknown): Promise<void> {
+    const { as, seq } = parseNotifiedRequest(body);
+    validateName("agent", as);
+    this.onlyAsOpener(as);
+    const newest = (await this.options.store.peek(channel, 1))[0]?.seq ?? 0;
+    if (seq > newest) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        `${channel} has no message #${seq} (the newest is #${newest})`,
+      );
+    }
+    await this.options.store.notify(channel, as, seq);
+    return sendJson(res, 200, {});
   }
 
   private async postMessage(res: ServerResponse, channel: string, body: unknown): Promise<void> {
