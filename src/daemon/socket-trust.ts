@@ -21,7 +21,9 @@ export function untrustedSocket(
   if (dir === undefined) return undefined;
   const folderProblem = notOwnFolder(dir, folder, uid);
   if (folderProblem) return folderProblem;
-  if ((dir.mode & 0o022) !== 0) {
+  // In a sticky folder (/tmp) others may add names but not remove or replace ours, so only
+  // the socket's owner below decides.
+  if ((dir.mode & 0o022) !== 0 && (dir.mode & 0o1000) === 0) {
     return `its folder ${folder} may be written by others (mode ${octal(dir.mode)})`;
   }
   const socket = lstatOrUndefined(path);
@@ -61,4 +63,4 @@ function lstatOrUndefined(path: string): Stats | undefined {
   }
 }
 
-const octal = (mode: number) => (mode & 0o777).toString(8).padStart(4, "0");
+const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, "0");

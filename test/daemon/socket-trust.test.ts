@@ -46,6 +46,13 @@ describe("whose socket a client uses (the folder and the socket must be the user
     servers.push(await listen(join(open, "d.sock")));
     expect(untrustedSocket(join(open, "d.sock"))).toMatch(/may be written by others \(mode 0777\)/);
 
+    // A sticky folder (/tmp): others cannot remove or replace a socket of ours there.
+    const sticky = join(w.dir, "sticky");
+    mkdirSync(sticky);
+    chmodSync(sticky, 0o1777);
+    servers.push(await listen(join(sticky, "d.sock")));
+    expect(untrustedSocket(join(sticky, "d.sock"))).toBeUndefined();
+
     const linked = join(w.dir, "linked");
     symlinkSync(own, linked);
     expect(untrustedSocket(join(linked, "d.sock"))).toMatch(/is a symbolic link/);
