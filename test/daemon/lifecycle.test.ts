@@ -5,18 +5,13 @@ import { describe, expect, it } from "vitest";
 import {
   HAS_PYTHON,
   IS_ROOT,
-  missingReason,
-  pythonSkipReason,
+  otherUserSkipReason,
   requirePresent,
   skipName,
 } from "../helpers/tools.js";
 import { daemonFixture, envelope, RawClient } from "./harness.js";
 
 const { world, serve } = daemonFixture();
-
-/** Acting as user nobody takes root; the client that tries to connect is python3. */
-const otherUserSkipReason =
-  missingReason("root", IS_ROOT, "run the tests as root") ?? pythonSkipReason;
 
 describe("the socket", () => {
   it("lives under $XDG_RUNTIME_DIR/agent-chat, mode 0600 in a 0700 folder, under 108 bytes", async () => {

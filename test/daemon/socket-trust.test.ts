@@ -7,8 +7,7 @@ import { untrustedSocket } from "../../src/daemon/socket-trust.js";
 import {
   HAS_PYTHON,
   IS_ROOT,
-  missingReason,
-  pythonSkipReason,
+  otherUserSkipReason,
   requirePresent,
   skipName,
 } from "../helpers/tools.js";
@@ -79,9 +78,7 @@ describe("whose socket a client uses (the folder and the socket must be the user
   });
 });
 
-/** Acting as another user takes root; the squatter's listener is python3 run as user nobody. */
-const otherUserSkipReason =
-  missingReason("root", IS_ROOT, "run the tests as root") ?? pythonSkipReason;
+// The squatter's listener is python3 run as user nobody (otherUserSkipReason: needs root).
 
 /** A listener of user nobody at `path` that logs every byte it receives and answers as a daemon. */
 const SQUATTER = `

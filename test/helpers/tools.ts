@@ -29,3 +29,7 @@ export const HAS_PYTHON = spawnSync("python3", ["-c", "pass"]).status === 0;
 export const pythonSkipReason = missingReason("python3", HAS_PYTHON, "apt-get install python3");
 
 export const IS_ROOT = process.getuid?.() === 0;
+
+/** Acting as another user (nobody) takes root; what acts for that user is python3. */
+export const otherUserSkipReason =
+  missingReason("root", IS_ROOT, "run the tests as root") ?? pythonSkipReason;
