@@ -1,6 +1,5 @@
 import { type Message, serializeMessage } from "../core/message.js";
-import { isValidName } from "../core/names.js";
-import { safeLine } from "../core/safe-text.js";
+import { NOT_A_SENDER, safeLine, shownSender } from "../core/safe-text.js";
 import * as slashParser from "../core/slash.js";
 
 type SlashParser = Pick<typeof slashParser, "slashJson" | "slashOfBody">;
@@ -23,7 +22,7 @@ const RULE = "=".repeat(70);
 const RULE_LIKE = /^(={20,})/gm;
 
 function trustMark(message: Message): string {
-  if (!isValidName("agent", message.from)) return " FORGED: the sender is not a valid name";
+  if (shownSender(message.from) === undefined) return ` FORGED: ${NOT_A_SENDER}`;
   if (message.trust === "verified") return ` verified: signed by ${message.from}`;
   if (message.trust === "forged")
     return ` FORGED: ${safeLine(message.trustNote ?? "bad signature")}`;

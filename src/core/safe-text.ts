@@ -1,3 +1,5 @@
+import { isValidName } from "./names.js";
+
 /**
  * Text that others wrote (bodies, titles, topics, names from a root's files), made safe to put
  * before a model or on a terminal (docs/signatures.md, "What the model sees"). One place, used
@@ -33,3 +35,15 @@ export function framed(text: string, prefix: string): string {
     .map((line) => `${prefix}${line}`)
     .join("\n");
 }
+
+/**
+ * The sender a message may be shown as: its `from` when it passes the name rules (ASCII, so a
+ * look-alike of another script fails them), else undefined. Such a `from` (words, a mark of its
+ * own) is never shown as a sender; the message is marked forged with {@link NOT_A_SENDER}.
+ */
+export function shownSender(from: string): string | undefined {
+  return isValidName("agent", from) ? from : undefined;
+}
+
+/** Why a message whose `from` is no name is marked forged, in every surface alike. */
+export const NOT_A_SENDER = "the sender is not a valid name";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { isRelevant, type Message } from "../core/message.js";
-import { isValidName } from "../core/names.js";
+import { shownSender } from "../core/safe-text.js";
 import type { Store } from "../store/types.js";
 import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
 import { fromName } from "./wake.js";
@@ -87,7 +87,8 @@ export async function pushChannelMessages(
  */
 export function channelNotice(message: Message): ChannelNotice {
   const meta: ChannelNotice["meta"] = { channel: message.channel, seq: String(message.seq) };
-  if (isValidName("agent", message.from)) meta.from = message.from;
+  const sender = shownSender(message.from);
+  if (sender !== undefined) meta.from = sender;
   return {
     content: `New agent-chat message${fromName(message)} in ${message.channel} (#${message.seq}). Read it with chat_read.`,
     meta,

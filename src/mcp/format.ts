@@ -1,7 +1,6 @@
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
-import { isValidName } from "../core/names.js";
-import { framed, safeLine } from "../core/safe-text.js";
+import { framed, NOT_A_SENDER, safeLine, shownSender } from "../core/safe-text.js";
 import type { TaskInfo } from "../store/types.js";
 
 /**
@@ -35,7 +34,7 @@ function formatMessage(m: Message): string {
  * (a look-alike in another script, words, a mark of its own) is not a sender: never shown.
  */
 function senderOf(m: Message): string {
-  if (!isValidName("agent", m.from)) return "from ? (FORGED: the sender is not a valid name)";
+  if (shownSender(m.from) === undefined) return `from ? (FORGED: ${NOT_A_SENDER})`;
   if (m.trust === "verified") return `from ${m.from} (verified)`;
   if (m.trust === "forged")
     return `from ${m.from} (FORGED: ${safeLine(m.trustNote ?? "bad signature")})`;

@@ -1,5 +1,5 @@
 import { isRelevant, type Message } from "../core/message.js";
-import { isValidName } from "../core/names.js";
+import { shownSender } from "../core/safe-text.js";
 import type { Store } from "../store/types.js";
 import { describeUnread, type UnreadCount } from "./unread.js";
 import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
@@ -130,5 +130,6 @@ export function wakeNotice(message: Message, count: UnreadCount, agent: string):
 
 /** ` from NAME` when the sender is a valid agent name, else nothing: never raw file text. */
 export function fromName(message: Message): string {
-  return isValidName("agent", message.from) ? ` from ${message.from}` : "";
+  const sender = shownSender(message.from);
+  return sender === undefined ? "" : ` from ${sender}`;
 }

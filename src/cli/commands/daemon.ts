@@ -126,7 +126,8 @@ function registerInfo(program: Command, ctx: CliContext): void {
     .action(async (opts: { socket?: string }) => {
       const socket = opts.socket ?? ctx.socketPath;
       const b00t = ctx.b00tSocketPath;
-      const { state, daemon } = await askDaemon(socket);
+      const found = await askDaemon(socket);
+      const { state, daemon } = found;
       const b00tState = await probeSocket(b00t).catch(() => "absent" as const);
       const natsUrl = natsServer(ctx);
       const root = canonicalRoot(ctx.rootSpec);
@@ -150,7 +151,7 @@ function registerInfo(program: Command, ctx: CliContext): void {
           ? `            (${dirname(shared)} is another user's, or a link: not used)\n`
           : "";
       ctx.out(
-        `root:       ${root}\nsocket:     ${socket}\n${taken}daemon:     ${liveText(state, daemon, socket)}\n` +
+        `root:       ${root}\nsocket:     ${socket}\n${taken}daemon:     ${liveText(found, socket)}\n` +
           `b00t:       ${b00t} (${b00tState === "live" ? (daemon?.sockets.includes(b00t) ? "ours" : "live") : b00tState})\n` +
           `transports: local (unix socket), nats (${natsUrl})\n` +
           envelopesLine(daemon),
@@ -161,11 +162,12 @@ function registerInfo(program: Command, ctx: CliContext): void {
 /** The socket's state, and the daemon's own account when one answers there within a second. */
 async function askDaemon(
   socket: string,
-): Promise<{ state: SocketState | "not-responding" | "untrusted"; daemon?: DaemonInfo }> {
+): Promise<{ state: DaemonState; daemon?: DaemonInfo; untrusted?: string }> {
   const state = await probeSocket(socket);
   if (state !== "live") return { state };
   // Not asked: another user's listener would answer as a daemon of ours.
-  if (untrustedSocket(socket) !== undefined) return { state: "untrusted" };
+  const untrusted = untrustedSocket(socket);
+  if (untrusted !== undefined) return { state: "untrusted", untrusted };
   try {
     const client = await DaemonClient.connect(socket, { timeoutMs: 1000 });
     const daemon = await client.info();
@@ -178,13 +180,15 @@ async function askDaemon(
   }
 }
 
+/** What `info` found at a socket: a probe's answer, or what it judged before asking. */
+type DaemonState = SocketState | "not-responding" | "untrusted";
+
 function liveText(
-  state: SocketState | "not-responding" | "untrusted",
-  daemon: DaemonInfo | undefined,
+  { state, daemon, untrusted }: Awaited<ReturnType<typeof askDaemon>>,
   socket: string,
 ): string {
-  if (state === "untrusted") {
-    return `not used: ${untrustedSocket(socket)} (every command works on the root directly)`;
+  if (untrusted !== undefined) {
+    return `not used: ${untrusted} (every command works on the root directly)`;
   }
   if (daemon) {
     return `live (pid ${daemon.pid}, ${daemon.connections} connection(s), ${daemon.subscriptions} subscription(s))`;
