@@ -197,6 +197,58 @@ async function policyDowngrade(place: Place): Promise<void> {
   expect(read.stderr).toContain("review: _meta.json states a weaker policy");
 }
 
+/** Bob's read of review: what reaches him, and what he was told. */
+async function bobReads(place: Place, who = "bob") {
+  const read = await cli(place, who, ["--json", "read", "review", "--as", who]);
+  const got = JSON.parse(read.stdout) as { messages: Array<{ from: string; trust: string }> };
+  return { messages: got.messages, stderr: read.stderr };
+}
+
+/**
+ * Finding 3 of issue 40: alice, the maintainer, signs a stricter policy; mallory puts back the
+ * `_meta.json` bob pinned before it. Bob follows what alice signed, not the file.
+ */
+async function signedTighteningRestored(place: Place): Promise<void> {
+  for (const who of ["alice", "bob"]) await cli(place, who, ["id", "new", "--as", who]);
+  await cli(place, "alice", [
+    ...["init", "review", "--members", "alice,bob,mallory", "--maintainer", "alice"],
+    ...["--band", "*=auto"],
+  ]);
+  await cli(place, "alice", ["post", "review", "--from", "alice", "--body", "rules"]);
+  expect((await bobReads(place)).messages).toHaveLength(1);
+  let before: Record<string, unknown> = {};
+  await place.editMeta("review", (meta) => {
+    before = { ...meta };
+  });
+  await cli(place, "alice", ["policy", "review", "--signatures", "require", "--as", "alice"]);
+  await place.editMeta("review", (meta) => {
+    for (const key of Object.keys(meta)) delete meta[key];
+    Object.assign(meta, before);
+  });
+  await place.plantReply({ from: "alice", to: "bob", replyTo: 1, status: "approved" });
+  const read = await bobReads(place);
+  expect(read.messages.map((m) => m.trust)).toEqual(["verified"]);
+  expect(read.stderr).toContain("signatures off (pinned: require)");
+  const policy = JSON.parse((await cli(place, "bob", ["--json", "policy", "review"])).stdout);
+  expect(policy).toMatchObject({ signatures: "require" });
+}
+
+/**
+ * Finding 3 of issue 40: carol holds no key; she reads an empty channel that requires
+ * signatures, and that first contact pins its policy: a hand downgrade after it is not obeyed.
+ */
+async function keylessReaderPins(place: Place): Promise<void> {
+  await cli(place, "alice", ["init", "review", "--signatures", "require"]);
+  expect((await bobReads(place, "carol")).messages).toEqual([]);
+  await place.editMeta("review", (meta) => {
+    meta.signatures = "off";
+  });
+  await place.plantReply({ from: "alice", to: "carol", replyTo: 1, status: "open" });
+  const read = await bobReads(place, "carol");
+  expect(read.messages).toEqual([]);
+  expect(read.stderr).toContain("signatures off (pinned: require)");
+}
+
 describe("attacks by a member who wants to be someone else: the folder store", () => {
   it("1: a key published and 'approved' in the root by mallory is not alice's for bob", async () => {
     await identityTakeover(folderPlace());
@@ -209,6 +261,14 @@ describe("attacks by a member who wants to be someone else: the folder store", (
   it("4: a _meta.json edited down to off (and another maintainer) is reported, not obeyed", async () => {
     await policyDowngrade(folderPlace());
   }, 90_000);
+
+  it("3: a signed tightening holds though _meta.json is put back", async () => {
+    await signedTighteningRestored(folderPlace());
+  }, 90_000);
+
+  it("3: a reader with no key of its own pins on first contact", async () => {
+    await keylessReaderPins(folderPlace());
+  }, 60_000);
 
   it("the pinned maintainer's policy change is posted signed and followed; --accept is the reader's own", async () => {
     const place = folderPlace();
@@ -311,6 +371,10 @@ describe("attacks through a daemon that bob's reads go to", () => {
     await withDaemon(policyDowngrade);
   }, 90_000);
 
+  it("3: the daemon follows alice's signed tightening, not the file put back", async () => {
+    await withDaemon(signedTighteningRestored);
+  }, 90_000);
+
   it("9: a renamed signed file read through the daemon is not verified", async () => {
     await withDaemon(async (place) => {
       await cli(place, "alice", ["init", "review"]);
@@ -354,4 +418,8 @@ describeNats("attacks on NATS", (server) => {
   it("4: a meta entry edited down to off is reported, not obeyed", async () => {
     await policyDowngrade(natsPlace(server()));
   }, 90_000);
+
+  it("3: a reader with no key of its own pins on first contact", async () => {
+    await keylessReaderPins(natsPlace(server()));
+  }, 60_000);
 });

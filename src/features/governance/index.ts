@@ -22,7 +22,7 @@ export {
 } from "./governance.js";
 export { type GuardTrust, guardPost, type Pause } from "./loop-guard.js";
 export { admitPost, deliverable, signaturesRequired } from "./policy.js";
-export { type PolicySnapshot, weakenings, withPinnedPolicy } from "./policy-pin.js";
+export { POLICY_STATUS, type PolicySnapshot, weakenings, withPinnedPolicy } from "./policy-pin.js";
 export { PolicyPins, type PolicyStanding } from "./policy-pins.js";
 export { policyMetaKeys, policyOf } from "./policy-rules.js";
 export {

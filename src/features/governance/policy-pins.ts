@@ -21,62 +21,47 @@ export interface PolicyStanding {
   warning?: string;
 }
 
-/** What the pins need of the channel: its last seq and its verified messages after a seq. */
+/** What the pins need of the channel: its last seq and its verified policy changes after a seq. */
 export interface PinSource {
   lastSeq(channel: string): Promise<number>;
-  /** The messages after `seq`, each with its `trust` set. */
-  checkedAfter(channel: string, seq: number): Promise<Message[]>;
+  /** The `status: policy` messages after `seq` up to `last`, in order, each with `trust` set. */
+  policyChangesAfter(channel: string, seq: number, last: number): Promise<Message[]>;
 }
 
 /**
- * Policy pins (docs/signatures.md, "Threat model"): the first non-trivial policy a reader sees
- * for a channel is pinned with the user's trust; a `_meta.json` at least as strict in every
- * respect replaces the pin, a weaker one is reported and the pin applies. A weaker policy counts
- * only when the pinned maintainer signed it (a `status: policy` message after the pin) or when
- * the user accepts it ({@link accept}, their own act).
+ * Policy pins (docs/signatures.md, "Threat model"): a reader pins the first non-trivial policy
+ * it sees for a channel, on first contact, with the user's trust. From then on the pin follows
+ * what the pinned maintainer signs (a `status: policy` message after the pin), stricter or
+ * weaker, whatever `_meta.json` says; a `_meta.json` at least as strict in every respect
+ * replaces the pin, a weaker one is reported and the pin applies until the maintainer signs it
+ * or the user accepts it ({@link accept}, their own act). The pin's `asOf` is how far the
+ * channel was searched for signed changes, so each message is looked at once per reader.
  */
 export class PolicyPins {
-  /** The standing last worked out per channel, valid while the meta and the last seq stay. */
-  private readonly known = new Map<string, { key: string; standing: PolicyStanding }>();
-
   constructor(
     private readonly trust: UserTrust,
     private readonly source: PinSource,
   ) {}
 
   async standing(channel: string, meta: ChannelMeta): Promise<PolicyStanding> {
-    let pin = this.trust.channelPin(channel);
     const stated = policySnapshot(meta);
-    if (pin === undefined) {
-      if (pinsAnything(stated)) await this.accept(channel, meta);
-      return { meta, weaker: [] };
-    }
-    let weaker = weakenings(pin.policy, meta);
-    if (weaker.length > 0) {
-      const key = JSON.stringify([stated, pin, await this.source.lastSeq(channel)]);
-      const known = this.known.get(channel);
-      if (known?.key === key) return known.standing;
-      const changed = await this.signedChange(channel, pin);
-      if (changed !== undefined) {
-        this.trust.setChannelPin(channel, changed);
-        pin = changed;
-        weaker = weakenings(pin.policy, meta);
-      }
-      if (weaker.length > 0) {
-        const standing = this.downgrade(channel, meta, pin.policy, weaker);
-        this.known.set(channel, { key, standing });
-        return standing;
-      }
-    }
-    if (JSON.stringify(stated) !== JSON.stringify(pin.policy)) await this.accept(channel, meta);
-    return { meta, weaker: [] };
+    const last = await this.source.lastSeq(channel);
+    const held = this.trust.channelPin(channel);
+    if (held === undefined && !pinsAnything(stated)) return { meta, weaker: [] };
+    let pin = held ?? { policy: stated, asOf: last };
+    if (last > pin.asOf) pin = await this.followSignedChanges(channel, pin, last);
+    const weaker = weakenings(pin.policy, meta);
+    if (weaker.length === 0) pin = { policy: stated, asOf: pin.asOf };
+    if (JSON.stringify(pin) !== JSON.stringify(held)) this.trust.setChannelPin(channel, pin);
+    return weaker.length > 0
+      ? this.downgrade(channel, meta, pin.policy, weaker)
+      : { meta, weaker: [] };
   }
 
   /** Pins the policy `meta` states: what the user did or accepted themselves. */
   async accept(channel: string, meta: ChannelMeta): Promise<void> {
     const asOf = await this.source.lastSeq(channel);
     this.trust.setChannelPin(channel, { policy: policySnapshot(meta), asOf });
-    this.known.delete(channel);
   }
 
   private downgrade(
@@ -98,19 +83,23 @@ export class PolicyPins {
   }
 
   /**
-   * The last policy change after the pin that the pinned maintainer signed, as the new pin at
-   * its seq. Only after the pin: an older change, or a newer one deleted from the root, cannot
-   * bring back what the pin already moved past.
+   * The pin moved along every change after it that the pinned maintainer of the moment signed
+   * (one may hand the channel to another maintainer), searched up to `last`. Only after the
+   * pin: an older change, or a newer one deleted from the root, cannot bring back what the pin
+   * already moved past.
    */
-  private async signedChange(channel: string, pin: ChannelPin): Promise<ChannelPin | undefined> {
-    const maintainer = pin.policy.maintainer;
-    if (typeof maintainer !== "string") return undefined;
-    const after = await this.source.checkedAfter(channel, pin.asOf);
-    for (const m of after.reverse()) {
-      if (m.trust !== "verified" || !sameAgent(m.from, maintainer)) continue;
-      const policy = policyChangeOf(m);
-      if (policy !== undefined) return { policy, asOf: m.seq };
+  private async followSignedChanges(
+    channel: string,
+    pin: ChannelPin,
+    last: number,
+  ): Promise<ChannelPin> {
+    let policy = pin.policy;
+    for (const m of await this.source.policyChangesAfter(channel, pin.asOf, last)) {
+      const maintainer = policy.maintainer;
+      if (typeof maintainer !== "string" || m.trust !== "verified") continue;
+      if (!sameAgent(m.from, maintainer)) continue;
+      policy = policyChangeOf(m) ?? policy;
     }
-    return undefined;
+    return { policy, asOf: last };
   }
 }

@@ -29,6 +29,7 @@ import {
   type GuardTrust,
   guardPost,
   type Pause,
+  POLICY_STATUS,
   PolicyPins,
   type PolicyStanding,
   signaturesRequired,
@@ -77,11 +78,12 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     this.verifier = new Verifier(options);
     this.policies = new PolicyPins(this.verifier.trust, {
       lastSeq: async (channel) => (await inner.peek(channel, 1))[0]?.seq ?? 0,
-      checkedAfter: async (channel, seq) => {
-        const last = (await inner.peek(channel, 1))[0]?.seq ?? 0;
-        if (last <= seq) return [];
+      policyChangesAfter: async (channel, seq, last) => {
         const after = await inner.peek(channel, last - seq);
-        return this.verifier.check(after.filter((m) => m.seq > seq));
+        // Only a policy message can move a pin: the others cost no signature check.
+        return this.verifier.check(
+          after.filter((m) => m.seq > seq && m.seq <= last && m.status === POLICY_STATUS),
+        );
       },
     });
     const update = inner.updateMeta?.bind(inner);
@@ -140,6 +142,7 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
   }
 
   override async read(channel: string, options: ReadOptions): Promise<ReadResult> {
+    await this.meta(channel); // pins the channel's policy on first contact, messages or not
     const result = await this.inner.read(channel, options);
     if (options.peek !== true) await this.signReadReceipt(channel, options.as, result.cursor);
     const messages = await this.deliver(channel, result.messages);
@@ -158,6 +161,7 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
   override async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
     const deadline = Date.now() + (options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS);
     const held: string[] = [];
+    for (const channel of channels) await this.meta(channel); // first contact pins, as read
     for (;;) {
       const result = await this.inner.wait(channels, options);
       const messages: Message[] = [];
