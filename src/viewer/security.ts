@@ -17,21 +17,23 @@ export function sameToken(given: string | undefined, token: string): boolean {
 }
 
 /**
- * Cookies are shared by every port of a host, so the name carries the port: two viewers on one
- * machine do not overwrite each other's session.
+ * Where the page lives: `/s/<token>/`. The browser's only credential is this address, which it
+ * sends to this server alone; a cookie would go to every port of the host (cookies ignore ports),
+ * so a page on any other loopback port would receive it.
  */
-export function cookieName(port: number): string {
-  return `agent_chat_viewer_${port}`;
+export function secretPrefix(token: string): string {
+  return `/s/${token}/`;
 }
 
-export function readCookie(req: IncomingMessage, name: string): string | undefined {
-  const header = req.headers.cookie;
-  if (!header) return undefined;
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
+/**
+ * What `path` asks for under the secret prefix (`/s/<token>/api/state` → `/api/state`); `""` for
+ * the prefix without its last slash; undefined when it does not start with the right token
+ * (compared in constant time).
+ */
+export function underSecretPrefix(path: string, token: string): string | undefined {
+  const m = /^\/s\/([^/]*)(\/.*)?$/.exec(path);
+  if (!m || !sameToken(m[1], token)) return undefined;
+  return m[2] ?? "";
 }
 
 export function bearer(req: IncomingMessage): string | undefined {
@@ -81,8 +83,8 @@ function splitHostHeader(value: string): { name: string; port?: number } | undef
 
 /**
  * A state-changing request must come from our own page: its `Origin` is exactly this server as
- * the browser reached it. Only a caller authenticated by header (a script, not a browser
- * carrying our cookie) may omit it, since it cannot be a forged cross-site form.
+ * the browser reached it. Only a caller authenticated by header (a script: a browser never adds
+ * that header on its own) may omit it, since it cannot be a forged cross-site form.
  */
 export function originAllowed(req: IncomingMessage, byHeader: boolean): boolean {
   const origin = req.headers.origin;

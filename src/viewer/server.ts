@@ -24,13 +24,13 @@ import { defaultPanels, type PanelProvider } from "./panels.js";
 import { parseNotifiedRequest, parsePanelActionRequest, parsePostRequest } from "./requests.js";
 import {
   bearer,
-  cookieName,
   HostPolicy,
   newToken,
   originAllowed,
-  readCookie,
   SECURITY_HEADERS,
   sameToken,
+  secretPrefix,
+  underSecretPrefix,
 } from "./security.js";
 import {
   DEFAULT_STREAM_LIMITS,
@@ -64,7 +64,7 @@ export interface ViewerOptions {
 }
 
 export interface Viewer {
-  /** The page's address with the access token. */
+  /** The page's address: the token is in its path (`/s/<token>/`), the browser's only credential. */
   url: string;
   token: string;
   /** The event streams' figures: open, unsent bytes, closed for falling behind, refused. */
@@ -118,7 +118,7 @@ export async function startViewer(options: ViewerOptions): Promise<Viewer> {
   const port = (server.address() as AddressInfo).port;
   routes.listening(host, port);
   const shownHost = isWildcardHost(host) ? (host === "::" ? "::1" : "127.0.0.1") : host;
-  const url = `http://${urlHost(shownHost)}:${port}/?token=${token}`;
+  const url = `http://${urlHost(shownHost)}:${port}${secretPrefix(token)}`;
 
   let closing: Promise<void> | undefined;
   return {
@@ -146,9 +146,8 @@ class ViewerRoutes {
   private readonly assets = locateAssets();
   private readonly postStore: Store;
   readonly streams: EventStreams;
-  /** Set once the server listens: both depend on the port it got. */
+  /** Set once the server listens: it depends on the port it got. */
   private hostPolicy: HostPolicy | undefined;
-  private cookie = "";
 
   constructor(
     private readonly options: ViewerOptions,
@@ -160,50 +159,40 @@ class ViewerRoutes {
     this.streams = new EventStreams({ ...DEFAULT_STREAM_LIMITS, ...options.streamLimits });
   }
 
-  /** The address the server listens on: the Host headers allowed and the cookie's name. */
+  /** The address the server listens on: the Host headers allowed. */
   listening(host: string, port: number): void {
     this.hostPolicy = new HostPolicy(host, port);
-    this.cookie = cookieName(port);
   }
 
+  /**
+   * A request holds the token in its path (`/s/<token>/…`: the page, which a browser sends only
+   * to this port) or in an `Authorization: Bearer` header (a script). Nothing else is answered.
+   */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!this.hostPolicy?.allows(req.headers.host)) {
       return sendText(res, 403, "agent-chat viewer: unexpected Host header (refused)");
     }
     const url = new URL(req.url ?? "/", "http://viewer.invalid");
     const viaHeader = sameToken(bearer(req), this.token);
-    const authorised = viaHeader || sameToken(readCookie(req, this.cookie), this.token);
-
-    if (req.method === "GET" && url.pathname === "/" && url.searchParams.has("token")) {
-      return this.tradeToken(res, url.searchParams.get("token") ?? undefined);
+    const inside = underSecretPrefix(url.pathname, this.token);
+    // The page's addresses are relative: they need the prefix's last slash.
+    if (inside === "") return redirect(res, `${secretPrefix(this.token)}${url.search}`);
+    const path = inside ?? (viaHeader ? url.pathname : undefined);
+    if (path === undefined) return sendText(res, 404, refusal);
+    if (req.method === "GET" || req.method === "HEAD") {
+      return this.serveRead(res, path, url.searchParams);
     }
-    if (!authorised) return sendText(res, 401, refusal);
-    if (req.method === "GET" || req.method === "HEAD") return this.serveRead(res, url);
-    if (req.method === "POST") return this.serveWrite(req, res, url.pathname, viaHeader);
+    if (req.method === "POST") return this.serveWrite(req, res, path, viaHeader);
     res.setHeader("Allow", "GET, HEAD, POST");
     return sendText(res, 405, "method not allowed");
   }
 
-  /**
-   * Trades the token in the address for a cookie that scripts cannot read and other sites
-   * cannot send, and takes the token out of the address bar and history.
-   */
-  private tradeToken(res: ServerResponse, given: string | undefined): void {
-    if (!sameToken(given, this.token)) {
-      sendText(res, 401, refusal);
-      return;
-    }
-    res.writeHead(303, {
-      ...SECURITY_HEADERS,
-      "Set-Cookie": `${this.cookie}=${this.token}; HttpOnly; SameSite=Strict; Path=/`,
-      Location: "/",
-    });
-    res.end();
-  }
-
   /** GET and HEAD, for a caller holding the token: the page's files, the state, the stream. */
-  private async serveRead(res: ServerResponse, url: URL): Promise<void> {
-    const path = url.pathname;
+  private async serveRead(
+    res: ServerResponse,
+    path: string,
+    params: URLSearchParams,
+  ): Promise<void> {
     if (path === "/" || path === "/index.html") {
       return sendFile(res, this.assets, "index.html", "text/html; charset=utf-8");
     }
@@ -212,11 +201,11 @@ class ViewerRoutes {
     if (path === "/api/state") return sendJson(res, 200, await this.model.state());
     if (path === "/api/events") return this.openStream(res);
     if (path === "/api/search")
-      return sendJson(res, 200, await searchRequest(this.options.store, url));
+      return sendJson(res, 200, await searchRequest(this.options.store, params));
     const m = /^\/api\/channels\/([^/]+)\/messages$/.exec(path);
     if (m) {
       const channel = channelParam(m[1]!);
-      return sendJson(res, 200, await this.model.messages(channel, pageParams(url.searchParams)));
+      return sendJson(res, 200, await this.model.messages(channel, pageParams(params)));
     }
     const thread = /^\/api\/channels\/([^/]+)\/thread\/([^/]+)$/.exec(path);
     if (thread) {
@@ -404,9 +393,10 @@ function checkedOptions(options: ViewerOptions): {
   return { host, requestedPort, token };
 }
 
+// The same answer for no token and a wrong one, and the same as for any unknown address.
 const refusal =
-  "agent-chat viewer: access token missing or wrong. Open the address printed at start " +
-  "(it ends in ?token=...).";
+  "agent-chat viewer: not found. Open the address printed at start " +
+  "(http://HOST:PORT/s/<token>/), or send the token as Authorization: Bearer <token>.";
 
 /** The page's files: beside the bundle (dist/viewer), or built from a source checkout. */
 function locateAssets(): string {
@@ -516,6 +506,11 @@ function sendError(res: ServerResponse, err: unknown): void {
   }
 }
 
+function redirect(res: ServerResponse, location: string): void {
+  res.writeHead(308, { ...SECURITY_HEADERS, Location: location, "Content-Length": 0 });
+  res.end();
+}
+
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   send(res, status, { "Content-Type": "application/json; charset=utf-8" }, JSON.stringify(value));
 }
@@ -548,9 +543,9 @@ function send(
 }
 
 /** `GET /api/search?q=…[&channel=…]`: the 20 newest matches (docs/search.md). */
-async function searchRequest(store: Store, url: URL): Promise<SearchResult> {
-  const channel = url.searchParams.get("channel");
-  return store.search(url.searchParams.get("q") ?? "", {
+async function searchRequest(store: Store, params: URLSearchParams): Promise<SearchResult> {
+  const channel = params.get("channel");
+  return store.search(params.get("q") ?? "", {
     limit: 20,
     ...(channel ? { channels: [channel] } : {}),
   });

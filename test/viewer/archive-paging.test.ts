@@ -47,8 +47,7 @@ describe("viewer on an archived channel: pages reach into the archive", () => {
     const context = await on.browser.newContext();
     try {
       const p = await context.newPage();
-      await p.goto(on.view.url);
-      await p.goto(`${on.view.origin}/#/old`);
+      await p.goto(`${on.view.url}#/old`);
       await p.waitForSelector(`article.message[data-seq="${TOTAL}"]`, { timeout: 15_000 });
       expect(await p.locator(`#m-${TOTAL} .badge.archived`).count()).toBe(0);
       while ((await p.locator("#m-1").count()) === 0) {

@@ -77,9 +77,10 @@ describe("web viewer in headless Chromium", () => {
     return join(tmp.dir, channel, name);
   };
 
-  it("opens with the token, drops it from the address and shows the channels", async () => {
+  it("opens at its secret address, sets no cookie and shows the channels", async () => {
     await page.goto(view.url);
-    expect(page.url()).toBe(`${view.origin}/`);
+    expect(page.url()).toBe(view.url);
+    expect(await page.context().cookies()).toEqual([]);
     await page.waitForSelector('[data-channel="review"]');
     const channels = await page.locator(".channel .channel-name").allTextContents();
     expect(channels).toEqual(["#deploy", "#review"]);
@@ -89,7 +90,7 @@ describe("web viewer in headless Chromium", () => {
   });
 
   it("shows a channel's messages, members with cursors and unread counts, and tasks", async () => {
-    await page.goto(`${view.origin}/#/review`);
+    await page.goto(`${view.url}#/review`);
     await page.waitForSelector('article.message[data-seq="4"]');
     expect(await page.locator("article.message").count()).toBe(4);
     const first = page.locator('article.message[data-seq="1"]');
@@ -121,7 +122,7 @@ describe("web viewer in headless Chromium", () => {
     expect(await link.textContent()).toContain("in reply to #2");
     await link.click();
     await expect.poll(() => page.locator("#m-2").getAttribute("class")).toContain("flash");
-    expect(page.url()).toBe(`${view.origin}/#/review/2`);
+    expect(page.url()).toBe(`${view.url}#/review/2`);
   });
 
   it("shows a message posted by the CLI without reloading (delay measured)", async () => {
@@ -272,7 +273,7 @@ describe("web viewer in headless Chromium", () => {
       join(tmp.dir, "xss", "0002-x-hand.md"),
       `---\nseq: 2\nfrom: ${XSS_IMG}\nto: ${XSS_SCRIPT}\nchannel: xss\nts: <b>now</b>\nstatus: ${XSS_SCRIPT}\ntitle: ${XSS_IMG}\n---\nbody\n`,
     );
-    await page.goto(`${view.origin}/#/xss`);
+    await page.goto(`${view.url}#/xss`);
     // The previous test's channel also has a message #2: wait until the page shows this one.
     await page.locator("h1", { hasText: "#xss" }).waitFor({ timeout: 5000 });
     await page

@@ -62,8 +62,11 @@ export function viewerOn(
 }
 
 export interface RunningViewer {
+  /** The page's address, `http://127.0.0.1:<port>/s/<token>/`. */
   url: string;
   token: string;
+  /** The secret path the page and its API live under, `/s/<token>` (no last slash). */
+  prefix: string;
   port: number;
   origin: string;
   child: ChildProcess;
@@ -99,6 +102,7 @@ export async function startView(
   return {
     url: info.url,
     token: info.token,
+    prefix: url.pathname.replace(/\/$/, ""),
     port: Number(url.port),
     origin: url.origin,
     child,

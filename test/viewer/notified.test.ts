@@ -43,8 +43,7 @@ describe("viewer: what it shows a person is notified", () => {
     const page = await browser.newPage();
     // The name the From box remembers (src/viewer/page/state.ts), as a person who posted before.
     await page.addInitScript('localStorage.setItem("agent-chat-viewer:name", "bob")');
-    await page.goto(view.url);
-    await page.goto(`${view.origin}/#/review`);
+    await page.goto(`${view.url}#/review`);
     await expect.poll(() => stateOf("bob", 1), { timeout: 10_000 }).toBe("notified");
     const store = new FsStore(tmp.dir);
     await store.post("review", { from: "alice", to: "bob", body: "and now?" });
@@ -62,8 +61,7 @@ describe("viewer: what it shows a person is notified", () => {
     page.on("request", (r) => {
       if (r.url().endsWith("/notified")) told.push(r.url());
     });
-    await page.goto(view.url);
-    await page.goto(`${view.origin}/#/review`);
+    await page.goto(`${view.url}#/review`);
     await page.locator("#m-3").waitFor({ timeout: 10_000 });
     expect(told).toEqual([]);
     expect(await stateOf("carol", 3)).toBe("stored");

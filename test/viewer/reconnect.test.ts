@@ -52,8 +52,7 @@ describe("viewer page after the server was away", () => {
     port = Number(new URL(viewer.url).port);
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
-    await page.goto(viewer.url);
-    await page.goto(`http://127.0.0.1:${port}/#/long`);
+    await page.goto(`${viewer.url}#/long`);
     await page.waitForSelector('article.message[data-seq="300"]', { timeout: 30_000 });
   }, 60_000);
 
@@ -109,8 +108,7 @@ describe("viewer page whose event stream was cut for falling behind", () => {
     });
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1366, height: 800 } });
-    await page.goto(viewer.url);
-    await page.goto(`${new URL(viewer.url).origin}/#/burst`);
+    await page.goto(`${viewer.url}#/burst`);
     await page.locator("#live", { hasText: /^live$/ }).waitFor({ timeout: 30_000 });
   }, 60_000);
 

@@ -89,8 +89,7 @@ describe("web viewer screenshots (docs/viewer-*.png)", () => {
       const page = await browser.newPage({ viewport, deviceScaleFactor: scale });
       try {
         await page.addInitScript(`localStorage.setItem("agent-chat-viewer:name", "alice")`);
-        await page.goto(view.url);
-        await page.goto(`${view.origin}/#/review`);
+        await page.goto(`${view.url}#/review`);
         await page.waitForSelector(`article.message[data-seq="${MESSAGES}"]`);
         await page.waitForSelector('[data-task="1"]');
         await page.waitForSelector(`#governance [data-request="${MESSAGES}"]`);

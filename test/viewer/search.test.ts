@@ -36,7 +36,7 @@ describe("web viewer: search box", () => {
     expect(await page.locator("#search-results li mark").first().textContent()).toBe("thread");
     await page.locator("#search-results li a").first().click();
     await expect.poll(() => page.locator("#m-2").getAttribute("class")).toContain("flash");
-    expect(page.url()).toBe(`${view.origin}/#/review/2`);
+    expect(page.url()).toBe(`${view.url}#/review/2`);
     expect(await page.locator("#search-results").isHidden()).toBe(true);
   });
 

@@ -10,15 +10,12 @@ import { type RunningViewer, rawRequest, startView } from "./helpers.js";
 describe("viewer security (agent-chat view over real HTTP)", () => {
   const tmp = tempDir("agent-chat-viewer-sec-");
   let view: RunningViewer;
-  let cookie: string;
 
   beforeAll(async () => {
     expect(
       (await runCli(["init", "review", "--members", "alice,bob"], { root: tmp.dir })).code,
     ).toBe(0);
     view = await startView(tmp.dir);
-    const exchange = await rawRequest(view.port, `/?token=${view.token}`);
-    cookie = String(exchange.headers["set-cookie"]).split(";")[0]!;
   });
   afterAll(async () => {
     await view?.stop();
@@ -26,50 +23,64 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
   });
 
   const messageFiles = () => readdirSync(join(tmp.dir, "review")).filter((f) => /^\d+-/.test(f));
-  const post = (headers: Record<string, string>, body = { from: "dana", body: "hello" }) =>
-    rawRequest(view.port, "/api/channels/review/messages", {
+  /** A POST of a message, at the secret address unless told otherwise. */
+  const post = (
+    headers: Record<string, string>,
+    body = { from: "dana", body: "hello" },
+    prefix = view.prefix,
+  ) =>
+    rawRequest(view.port, `${prefix}/api/channels/review/messages`, {
       method: "POST",
       headers: { "Content-Type": "application/json", ...headers },
       body: JSON.stringify(body),
     });
 
-  it("prints a loopback URL with a long random token", () => {
-    expect(view.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}$/);
+  it("prints a loopback URL whose path holds a long random token", () => {
+    expect(view.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/s\/[A-Za-z0-9_-]{43}\/$/);
+    expect(view.url).toContain(`/s/${view.token}/`);
   });
 
-  it("refuses every request without the token", async () => {
+  it("answers nothing outside its secret path without the token", async () => {
     for (const path of ["/", "/index.html", "/app.js", "/app.css", "/api/state", "/api/events"]) {
       const res = await rawRequest(view.port, path);
-      expect(res.status, path).toBe(401);
+      expect(res.status, path).toBe(404);
       expect(res.body).not.toContain("agent-chat</title>");
     }
-    expect((await post({ Origin: view.origin })).status).toBe(401);
+    // The old address, with the token as a query, no longer opens anything.
+    expect((await rawRequest(view.port, `/?token=${view.token}`)).status).toBe(404);
+    expect((await post({ Origin: view.origin }, undefined, "")).status).toBe(404);
     expect(messageFiles()).toEqual([]);
   });
 
-  it("refuses a wrong token, in the address, a cookie or a header", async () => {
+  it("refuses a wrong token, in the path, a cookie or a header", async () => {
     const wrong = `${view.token.slice(0, -1)}${view.token.endsWith("A") ? "B" : "A"}`;
-    expect((await rawRequest(view.port, `/?token=${wrong}`)).status).toBe(401);
-    const name = cookie.split("=")[0];
+    for (const secret of [wrong, view.token.slice(0, -1), `${view.token}A`, ""]) {
+      for (const rest of ["/", "/api/state"]) {
+        expect((await rawRequest(view.port, `/s/${secret}${rest}`)).status, secret).toBe(404);
+      }
+    }
+    const cookie = `agent_chat_viewer_${view.port}=${view.token}`;
     expect(
-      (await rawRequest(view.port, "/api/state", { headers: { Cookie: `${name}=${wrong}` } }))
-        .status,
-    ).toBe(401);
+      (await rawRequest(view.port, "/api/state", { headers: { Cookie: cookie } })).status,
+    ).toBe(404);
     expect(
       (await rawRequest(view.port, "/api/state", { headers: { Authorization: `Bearer ${wrong}` } }))
         .status,
-    ).toBe(401);
+    ).toBe(404);
   });
 
-  it("trades the token in the URL for an HttpOnly SameSite=Strict cookie and drops it from the address", async () => {
-    const res = await rawRequest(view.port, `/?token=${view.token}`);
-    expect(res.status).toBe(303);
-    expect(res.headers.location).toBe("/");
-    const setCookie = String(res.headers["set-cookie"]);
-    expect(setCookie).toContain("HttpOnly");
-    expect(setCookie).toContain("SameSite=Strict");
-    const state = await rawRequest(view.port, "/api/state", { headers: { Cookie: cookie } });
+  it("serves the page and its API under /s/<token>/, sets no cookie, and takes a bearer header", async () => {
+    const page = await rawRequest(view.port, `${view.prefix}/`);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain("agent-chat</title>");
+    expect(page.headers["set-cookie"]).toBeUndefined();
+    const bare = await rawRequest(view.port, view.prefix);
+    expect(bare.status).toBe(308);
+    expect(bare.headers.location).toBe(`${view.prefix}/`);
+    expect((await rawRequest(view.port, `${view.prefix}/app.js`)).status).toBe(200);
+    const state = await rawRequest(view.port, `${view.prefix}/api/state`);
     expect(state.status).toBe(200);
+    expect(state.headers["set-cookie"]).toBeUndefined();
     expect(JSON.parse(state.body).channels.map((c: { name: string }) => c.name)).toEqual([
       "review",
     ]);
@@ -80,7 +91,7 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
   });
 
   it("sends a strict Content-Security-Policy and no-sniff, no-frame headers", async () => {
-    const res = await rawRequest(view.port, "/", { headers: { Cookie: cookie } });
+    const res = await rawRequest(view.port, `${view.prefix}/`);
     expect(res.status).toBe(200);
     const csp = String(res.headers["content-security-policy"]);
     expect(csp).toContain("default-src 'self'");
@@ -89,59 +100,47 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
     expect(csp).not.toContain("unsafe-inline");
     expect(res.headers["x-content-type-options"]).toBe("nosniff");
     expect(res.headers["x-frame-options"]).toBe("DENY");
+    // The secret address must not leave with a link followed from the page.
     expect(res.headers["referrer-policy"]).toBe("no-referrer");
     // The page itself carries no inline script for the policy to have to allow.
     expect(res.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
   });
 
   it("refuses a DNS-rebinding Host header even with a valid token", async () => {
+    const state = `${view.prefix}/api/state`;
     for (const host of [
       `evil.example:${view.port}`,
       `127.0.0.1.evil.example:${view.port}`,
       `localhost:${view.port + 1}`,
     ]) {
-      const res = await rawRequest(view.port, "/api/state", {
-        headers: { Host: host, Cookie: cookie },
-      });
+      const res = await rawRequest(view.port, state, { headers: { Host: host } });
       expect(res.status, host).toBe(403);
     }
     // No Host at all: Node's HTTP server already answers 400 Bad Request.
-    const hostless = await rawRequest(view.port, "/api/state", {
-      headers: { Host: "", Cookie: cookie },
-    });
+    const hostless = await rawRequest(view.port, state, { headers: { Host: "" } });
     expect([400, 403]).toContain(hostless.status);
-    const page = await rawRequest(view.port, `/?token=${view.token}`, {
+    const page = await rawRequest(view.port, `${view.prefix}/`, {
       headers: { Host: `attacker.test:${view.port}` },
     });
     expect(page.status).toBe(403);
-    expect(page.headers["set-cookie"]).toBeUndefined();
+    expect(page.body).not.toContain("agent-chat</title>");
     // Loopback names of this port are accepted.
     for (const host of [`localhost:${view.port}`, `[::1]:${view.port}`]) {
-      const res = await rawRequest(view.port, "/api/state", {
-        headers: { Host: host, Cookie: cookie },
-      });
+      const res = await rawRequest(view.port, state, { headers: { Host: host } });
       expect(res.status, host).toBe(200);
     }
   });
 
-  it("refuses a POST from another origin, or with no origin, when authenticated by cookie", async () => {
+  it("refuses a POST at the secret address from another origin, or with no origin", async () => {
     const before = messageFiles();
-    expect((await post({ Cookie: cookie, Origin: "http://evil.example" })).status).toBe(403);
-    expect(
-      (await post({ Cookie: cookie, Origin: `http://127.0.0.1:${view.port + 1}` })).status,
-    ).toBe(403);
-    expect((await post({ Cookie: cookie })).status).toBe(403);
-    expect(
-      (await post({ Cookie: cookie, Origin: view.origin, "Sec-Fetch-Site": "cross-site" })).status,
-    ).toBe(403);
+    expect((await post({ Origin: "http://evil.example" })).status).toBe(403);
+    expect((await post({ Origin: `http://127.0.0.1:${view.port + 1}` })).status).toBe(403);
+    expect((await post({})).status).toBe(403);
+    expect((await post({ Origin: view.origin, "Sec-Fetch-Site": "cross-site" })).status).toBe(403);
     // A classic cross-site form post cannot send JSON.
-    const form = await rawRequest(view.port, "/api/channels/review/messages", {
+    const form = await rawRequest(view.port, `${view.prefix}/api/channels/review/messages`, {
       method: "POST",
-      headers: {
-        Cookie: cookie,
-        Origin: view.origin,
-        "Content-Type": "application/x-www-form-urlencoded",
-      },
+      headers: { Origin: view.origin, "Content-Type": "application/x-www-form-urlencoded" },
       body: "from=dana&body=hi",
     });
     expect(form.status).toBe(415);
@@ -149,25 +148,21 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
   });
 
   it("accepts a same-origin POST and reports validation errors as JSON", async () => {
-    const ok = await post({ Cookie: cookie, Origin: view.origin });
+    const ok = await post({ Origin: view.origin });
     expect(ok.status).toBe(201);
     expect(JSON.parse(ok.body)).toMatchObject({ seq: 1, channel: "review" });
     const scripted = await post(
       { Authorization: `Bearer ${view.token}` },
       { from: "dana", body: "from a script" },
+      "",
     );
     expect(scripted.status).toBe(201);
-    const bad = await post(
-      { Cookie: cookie, Origin: view.origin },
-      { from: "not a name!", body: "x" },
-    );
+    const bad = await post({ Origin: view.origin }, { from: "not a name!", body: "x" });
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body).error).toMatchObject({ code: "INVALID_NAME" });
-    const empty = await post({ Cookie: cookie, Origin: view.origin }, { from: "dana", body: "" });
+    const empty = await post({ Origin: view.origin }, { from: "dana", body: "" });
     expect(JSON.parse(empty.body).error.message).toMatch(/body is required/);
-    const missing = await rawRequest(view.port, "/api/channels/nope/messages", {
-      headers: { Cookie: cookie },
-    });
+    const missing = await rawRequest(view.port, `${view.prefix}/api/channels/nope/messages`);
     expect(missing.status).toBe(404);
     expect(messageFiles()).toHaveLength(2);
   });
@@ -181,7 +176,7 @@ describe("viewer security (agent-chat view over real HTTP)", () => {
   it("still needs the token when remote access is allowed", async () => {
     const remote = await startView(tmp.dir, ["--http", "0.0.0.0:0", "--http-allow-remote"]);
     try {
-      expect((await rawRequest(remote.port, "/api/state")).status).toBe(401);
+      expect((await rawRequest(remote.port, "/api/state")).status).toBe(404);
       const ok = await rawRequest(remote.port, "/api/state", {
         headers: { Authorization: `Bearer ${remote.token}` },
       });
@@ -201,7 +196,7 @@ describe("startViewer (the library call behind agent-chat serve --http)", () => 
       const viewer = await startViewer({ store, port: 0, token });
       expect(viewer.token).toBe(token);
       const port = Number(new URL(viewer.url).port);
-      expect(viewer.url).toBe(`http://127.0.0.1:${port}/?token=${token}`);
+      expect(viewer.url).toBe(`http://127.0.0.1:${port}/s/${token}/`);
       const res = await rawRequest(port, "/api/state", {
         headers: { Authorization: `Bearer ${token}` },
       });

@@ -39,8 +39,7 @@ describe("viewer: a thread beside the channel", () => {
     const context = await on.browser.newContext();
     try {
       const p = await context.newPage();
-      await p.goto(on.view.url);
-      await p.goto(`${on.view.origin}/#/plan`);
+      await p.goto(`${on.view.url}#/plan`);
       await p.waitForSelector('article.message[data-seq="5"]', { timeout: 15_000 });
       // An unrelated message has no thread to open.
       expect(await p.locator("#m-3 .thread-button").count()).toBe(0);

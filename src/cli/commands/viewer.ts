@@ -18,7 +18,8 @@ export function registerViewerCommands(program: Command, ctx: CliContext): void 
     )
     .addHelpText(
       "after",
-      "\nPrints the page's address with a random access token; requests without it are refused.\n" +
+      "\nPrints the page's address, whose path holds a random access token (http://HOST:PORT/s/<token>/);\n" +
+        "requests without it are refused. The viewer sets no cookie that other ports could receive.\n" +
         "\nExamples:\n  agent-chat view\n  agent-chat view --http 8080\n" +
         "  agent-chat --root ./chat view --http 127.0.0.1:0\n" +
         "  agent-chat view --http 0.0.0.0:7391 --http-allow-remote\n  agent-chat view --as alice",

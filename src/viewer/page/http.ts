@@ -8,10 +8,14 @@ import type {
   ThreadPage,
 } from "../api-types.js";
 
-/** The viewer's JSON API (src/viewer/server.ts); a refusal rejects with the server's message. */
+/**
+ * The viewer's JSON API (src/viewer/server.ts); a refusal rejects with the server's message.
+ * Paths are relative to the page's address, whose secret prefix (`/s/<token>/`) is the credential.
+ */
 
 async function api<T>(path: string, init?: RequestInit): Promise<T> {
-  const res = await fetch(path, { credentials: "same-origin", ...init });
+  // No cookie is ever needed (or set): the address carries the credential.
+  const res = await fetch(path, { credentials: "omit", ...init });
   const text = await res.text();
   let body: unknown;
   try {
@@ -36,7 +40,7 @@ function postJson<T>(path: string, body: unknown): Promise<T> {
 }
 
 function channelPath(channel: string): string {
-  return `/api/channels/${encodeURIComponent(channel)}`;
+  return `api/channels/${encodeURIComponent(channel)}`;
 }
 
 /** A page of the channel's messages; `query` is empty (the newest page) or `?before=…&limit=…`. */

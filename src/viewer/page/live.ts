@@ -1,7 +1,7 @@
 import type { MessageEvent, StateView } from "../api-types.js";
 import { byId } from "./dom.js";
 
-/** The server's event stream (`/api/events`): the root's state and each new message, live. */
+/** The server's event stream (`api/events`, under the page's own secret address): the root's state and each new message, live. */
 
 const RETRY_REFUSED_MS = 5000;
 
@@ -20,7 +20,7 @@ export function followEvents(handlers: LiveHandlers): void {
 }
 
 function connect(status: { connected: boolean }, handlers: LiveHandlers): void {
-  const events = new EventSource("/api/events");
+  const events = new EventSource("api/events");
   events.addEventListener("open", () => {
     const wasDown = !status.connected;
     status.connected = true;

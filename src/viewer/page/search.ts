@@ -36,8 +36,8 @@ async function run(query: string, results: HTMLElement): Promise<void> {
   results.replaceChildren(h("p", { class: "search-note" }, "Searching…"));
   results.hidden = false;
   try {
-    const res = await fetch(`/api/search?q=${encodeURIComponent(query)}`, {
-      credentials: "same-origin",
+    const res = await fetch(`api/search?q=${encodeURIComponent(query)}`, {
+      credentials: "omit",
     });
     const body = (await res.json()) as SearchResult & { error?: { message: string } };
     if (!res.ok) throw new Error(body.error?.message ?? `HTTP ${res.status}`);
