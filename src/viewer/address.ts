@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import { AgentChatError } from "../core/errors.js";
 
-/** The viewer's fixed default port, so that a bookmark keeps working from one run to the next. */
+/** The viewer's fixed default port, so the address is easy to find again (its secret path is new each run). */
 export const DEFAULT_VIEWER_PORT = 7391;
 export const DEFAULT_VIEWER_HOST = "127.0.0.1";
 
