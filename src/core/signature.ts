@@ -6,7 +6,9 @@ import { type Message, serializeMessage } from "./message.js";
  * 32-byte Ed25519 public key and `<signature>` the 64-byte signature, both base64url without
  * padding. The signature is over the message's canonical bytes: the file as this package writes
  * it ({@link serializeMessage}) without that line. The seq is the one of the file name and the
- * channel the folder's, so a signed file copied to another number or channel no longer verifies.
+ * channel the folder's, so a signed file copied to another number or channel no longer verifies;
+ * a message signed in a channel with an instance id carries it ({@link CHANNEL_ID_KEY}), so a
+ * copy into another root's channel of the same name does not verify either.
  *
  * This module is pure (no `node:crypto`): it only says what is signed and what a line holds, so
  * that a reader of unsigned messages never loads a crypto library.
@@ -99,19 +101,57 @@ export function approvalText(name: string, key: string, by: string, channel: str
 }
 
 /**
- * What an agent signs to say it was given a channel up to `seq` (a read receipt): where
- * signatures are required, the only proof of `read` (docs/delivery.md).
+ * The key, in `_meta.json` and in a signed message's frontmatter, of the channel's instance id:
+ * random, made at `init`, pinned by every reader with the channel's policy. A signature covers
+ * it, so a signed text copied from another root, or from an earlier channel of the same name,
+ * names another instance and is forged there (docs/signatures.md, "Bound to its place").
  */
-export function readReceiptText(channel: string, agent: string, seq: number, at: number): string {
-  return `agent-chat read receipt\nchannel: ${channel}\nagent: ${agent}\nseq: ${seq}\nat: ${at}\n`;
+export const CHANNEL_ID_KEY = "channel_id";
+const CHANNEL_ID = /^[A-Za-z0-9_-]{22}$/;
+
+/** A new channel instance id: 128 random bits, base64url (the Web Crypto global, no import). */
+export function newChannelId(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64url");
+}
+
+/** The instance id a `_meta.json` (or a pin) states, when it is a well-formed one. */
+export function channelIdOf(meta: Record<string, unknown>): string | undefined {
+  const id = meta[CHANNEL_ID_KEY];
+  return typeof id === "string" && CHANNEL_ID.test(id) ? id : undefined;
+}
+
+/** The line that binds a statement to a channel instance; none for a channel made without one. */
+function instanceLine(instance: string | undefined): string {
+  return instance === undefined ? "" : `instance: ${instance}\n`;
+}
+
+/**
+ * What an agent signs to say it was given a channel up to `seq` (a read receipt): where
+ * signatures are required, the only proof of `read` (docs/delivery.md). Bound to the channel's
+ * instance: a receipt copied from another root counts for nothing here.
+ */
+export function readReceiptText(
+  channel: string,
+  agent: string,
+  seq: number,
+  at: number,
+  instance: string | undefined,
+): string {
+  return `agent-chat read receipt\nchannel: ${channel}\n${instanceLine(instance)}agent: ${agent}\nseq: ${seq}\nat: ${at}\n`;
 }
 
 /**
  * What a poster's own tools sign when its loop guard pauses it: where signatures are required,
  * a pause counts only so signed, so that no one else can pause a member by editing `_meta.json`.
  */
-export function pauseText(channel: string, agent: string, since: string, reason: string): string {
-  return `agent-chat pause\nchannel: ${channel}\nagent: ${agent}\nsince: ${since}\nreason: ${reason}\n`;
+export function pauseText(
+  channel: string,
+  instance: string | undefined,
+  agent: string,
+  since: string,
+  reason: string,
+): string {
+  return `agent-chat pause\nchannel: ${channel}\n${instanceLine(instance)}agent: ${agent}\nsince: ${since}\nreason: ${reason}\n`;
 }
 
 export function isKeyText(value: unknown): value is string {

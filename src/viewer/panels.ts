@@ -1,6 +1,12 @@
 import { AgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
-import { decide, governanceOf, openRequests, type Verdict } from "../features/governance/index.js";
+import {
+  decide,
+  governanceOf,
+  openRequests,
+  requestDigest,
+  type Verdict,
+} from "../features/governance/index.js";
 import type { Store } from "../store/types.js";
 import type { PanelAction, PanelActionResponse, PanelView, RequestItem } from "./api-types.js";
 
@@ -51,7 +57,8 @@ export const governancePanel: PanelProvider = {
     const profile = governanceOf(await store.roster(channel));
     // No profile, or one with nobody to decide: nothing can be pending, so no panel.
     if (!profile?.maintainer) return undefined;
-    const items: RequestItem[] = openRequests(messages, profile.maintainer, Date.now()).map((r) => {
+    const open = openRequests(messages, profile.maintainer, Date.now(), await requestDigest());
+    const items: RequestItem[] = open.map((r) => {
       const item: RequestItem = {
         id: String(r.seq),
         seq: r.seq,

@@ -1,4 +1,12 @@
-import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { NatsStore } from "../../src/store/nats/index.js";
@@ -31,9 +39,12 @@ const tmp = tempDir("agent-chat-trust-attacks-");
 afterAll(() => tmp.cleanup());
 let places = 0;
 
-function folderPlace(extra: (who: string) => Record<string, string> = () => ({})): Place {
-  const dir = join(tmp.dir, `place-${++places}`);
-  const root = join(dir, "root");
+function folderPlace(
+  extra: (who: string) => Record<string, string> = () => ({}),
+  dir = join(tmp.dir, `place-${++places}`),
+  rootName = "root",
+): Place {
+  const root = join(dir, rootName);
   mkdirSync(join(dir, "run"), { recursive: true });
   return {
     root,
@@ -144,6 +155,19 @@ async function governedChannel(place: Place): Promise<void> {
   expect(JSON.parse(seen.stdout).messages).toHaveLength(1);
 }
 
+/** Bob asks to deploy `title` in `place`'s deploy channel; `answer(seq)` runs meanwhile. */
+async function bobRequestsIn(place: Place, title: string, answer: (seq: number) => Promise<void>) {
+  const args = ["request", "deploy", "--as", "bob", "--action", "deploy", "--title", title];
+  const child = startCli([...args, "--timeout", "4"], {
+    root: place.root,
+    env: place.env("bob"),
+    timeoutMs: 30_000,
+  });
+  const posted = await stderrContains(child, "agent-chat: posted #");
+  await answer(Number(/posted #(\d+)/.exec(posted)![1]));
+  return collect(child);
+}
+
 /** Bob asks to merge; `answer(seq)` is what mallory does then; resolves with bob's result. */
 async function bobRequests(place: Place, answer: (seq: number) => Promise<void>) {
   const child = startCli(
@@ -249,6 +273,37 @@ async function keylessReaderPins(place: Place): Promise<void> {
   expect(read.stderr).toContain("signatures off (pinned: require)");
 }
 
+/**
+ * Finding 2 of issue 40: the same people in two roots, each with a governed `deploy` channel
+ * that requires signatures, the same history in each. Whatever alice or bob signed in root B,
+ * copied by mallory into root A, counts for nothing there.
+ */
+async function twinRoots(): Promise<[Place, Place]> {
+  const a = folderPlace();
+  const b = folderPlace(undefined, join(a.root, ".."), "other-root");
+  for (const who of ["alice", "bob"]) await cli(a, who, ["id", "new", "--as", who]);
+  for (const place of [a, b]) {
+    await cli(place, "alice", [
+      ...["init", "deploy", "--members", "alice,bob,mallory", "--maintainer", "alice"],
+      ...["--band", "deploy=approval", "--signatures", "require"],
+    ]);
+    await cli(place, "alice", ["post", "deploy", "--from", "alice", "--body", "rules"]);
+  }
+  return [a, b];
+}
+
+/** Copies each file of B's `deploy` that A's does not have into A's (mallory's copy). */
+function copyNewFiles(b: Place, a: Place, sub = ""): void {
+  const [from, to] = [join(b.root, "deploy", sub), join(a.root, "deploy", sub)];
+  mkdirSync(to, { recursive: true });
+  const have = new Set(readdirSync(to));
+  for (const name of readdirSync(from)) {
+    if (!have.has(name) && name.endsWith(sub ? ".json" : ".md")) {
+      copyFileSync(join(from, name), join(to, name));
+    }
+  }
+}
+
 describe("attacks by a member who wants to be someone else: the folder store", () => {
   it("1: a key published and 'approved' in the root by mallory is not alice's for bob", async () => {
     await identityTakeover(folderPlace());
@@ -260,6 +315,56 @@ describe("attacks by a member who wants to be someone else: the folder store", (
 
   it("4: a _meta.json edited down to off (and another maintainer) is reported, not obeyed", async () => {
     await policyDowngrade(folderPlace());
+  }, 90_000);
+
+  it("2: alice's signed message copied from another root's channel of the name is forged", async () => {
+    const [a, b] = await twinRoots();
+    await cli(b, "alice", ["post", "deploy", "--from", "alice", "--body", "ship it to prod"]);
+    copyNewFiles(b, a);
+    const peek = await cli(a, "bob", ["--json", "peek", "deploy"]);
+    const messages = JSON.parse(peek.stdout).messages as Array<Record<string, unknown>>;
+    expect(messages.map((m) => m.trust)).toEqual(["verified", "forged"]);
+    expect(messages[1]!.trust_note).toContain("another instance of the channel");
+    const read = await cli(a, "bob", ["--json", "read", "deploy", "--as", "bob"]);
+    expect(JSON.parse(read.stdout).messages).toHaveLength(1);
+    expect(read.stderr).toContain("#2 from alice is forged");
+  }, 90_000);
+
+  it("2: alice's approval of a request in another root approves nothing here", async () => {
+    const [a, b] = await twinRoots();
+    const there = await bobRequestsIn(b, "ship v2", async (seq) => {
+      await cli(b, "alice", ["approve", "deploy", String(seq), "--as", "alice"]);
+    });
+    expect(there.code, there.stderr).toBe(0);
+    const here = await bobRequestsIn(a, "drop the prod database", async () => copyNewFiles(b, a));
+    expect(here.code, here.stderr).toBe(2);
+    expect(here.stderr).toContain("no verdict from alice");
+  }, 90_000);
+
+  it("2: bob's signed read receipts from another root prove nothing here", async () => {
+    const [a, b] = await twinRoots();
+    for (const place of [a, b]) {
+      await cli(place, "alice", [
+        "post",
+        "deploy",
+        "--from",
+        "alice",
+        "--to",
+        "bob",
+        "--body",
+        "go",
+      ]);
+    }
+    await cli(b, "bob", ["read", "deploy", "--as", "bob"]);
+    copyNewFiles(b, a, ".signed-receipts");
+    const receipts = JSON.parse(
+      (await cli(a, "alice", ["--json", "receipts", "deploy", "2"])).stdout,
+    );
+    expect(receipts.addressees[0]).toMatchObject({ agent: "bob" });
+    expect(receipts.addressees[0].state).not.toBe("read");
+    await cli(a, "bob", ["read", "deploy", "--as", "bob"]);
+    const after = JSON.parse((await cli(a, "alice", ["--json", "receipts", "deploy", "2"])).stdout);
+    expect(after.addressees[0].state).toBe("read");
   }, 90_000);
 
   it("3: a signed tightening holds though _meta.json is put back", async () => {

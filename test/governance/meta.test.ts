@@ -40,6 +40,7 @@ describe("the profile in _meta.json (init, govern)", () => {
     const meta = JSON.parse(readFileSync(metaPath(), "utf8"));
     expect(Object.keys(meta)).toEqual([
       ...REFERENCE_KEYS,
+      "channel_id",
       "maintainer",
       "bands",
       "veto_window_seconds",
@@ -47,6 +48,7 @@ describe("the profile in _meta.json (init, govern)", () => {
     expect(meta).toMatchObject({
       members: ["alice", "bob"],
       topic: "release",
+      channel_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
       maintainer: "alice",
       bands: { deploy: "approval", merge: "approval", refactor: "notify", "*": "auto" },
       veto_window_seconds: 120,

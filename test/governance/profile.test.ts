@@ -177,6 +177,7 @@ describe("verdicts", () => {
     band: "approval",
     title: "Merge",
     ts: "",
+    digest: "digest-of-5",
   };
 
   it("only the maintainer's reply to that very request counts", () => {
@@ -196,6 +197,26 @@ describe("verdicts", () => {
     expect(judge({ from: "alice", status: "approved" })).toBeUndefined();
     expect(judge({ from: "alice", replyTo: 5, status: "discussion" })).toMatchObject({
       kind: "comment",
+    });
+  });
+
+  it("a verdict bound to another request of the same number, or another requester, is none", () => {
+    const judge = (extra: Record<string, string>) =>
+      judgeReply(
+        msg(6, { from: "alice", replyTo: 5, status: "approved", extra }),
+        request,
+        "alice",
+      );
+    const elsewhere = {
+      kind: "ignored",
+      reason: "it answers another request than #5 as it stands",
+    };
+    expect(judge({ request_digest: "digest-of-another-5", requester: "bob" })).toMatchObject(
+      elsewhere,
+    );
+    expect(judge({ request_digest: "digest-of-5", requester: "carol" })).toMatchObject(elsewhere);
+    expect(judge({ request_digest: "digest-of-5", requester: "Bob" })).toMatchObject({
+      kind: "verdict",
     });
   });
 
@@ -236,7 +257,8 @@ describe("verdicts", () => {
       msg(7, { status: "needs-approval", extra: { action: "merge" } }),
       msg(8, { replyTo: 7, status: "expired" }),
     ];
-    expect(openRequests(messages, "alice", now).map((r) => [r.seq, r.action])).toEqual([
+    const digest = (m: Message) => `digest-of-${m.seq}`;
+    expect(openRequests(messages, "alice", now, digest).map((r) => [r.seq, r.action])).toEqual([
       [2, "deploy"],
       [5, "refactor"],
     ]);

@@ -65,7 +65,7 @@ for (const backend of trustBackends()) {
         await raw.attestRead!("ops", "bob", {
           seq: 1,
           at,
-          sig: sign(readReceiptText("ops", "bob", 1, at)),
+          sig: sign(readReceiptText("ops", "bob", 1, at, undefined)),
         });
         expect((await stateOf(alice)).state).toBe("stored");
 
@@ -75,7 +75,7 @@ for (const backend of trustBackends()) {
         const bobs = (await signerFor(r.configDir("bob"), "bob"))!;
         const copied = formatSigValue({
           key: bobs.key,
-          signature: bobs.sign(readReceiptText("other", "bob", 1, at)),
+          signature: bobs.sign(readReceiptText("other", "bob", 1, at, undefined)),
         });
         await raw.attestRead!("ops", "bob", { seq: 1, at, sig: copied });
         expect((await stateOf(alice)).state).toBe("stored");

@@ -237,8 +237,11 @@ export class Delivery {
   }
 
   /**
-   * Keeps the agent's signed read receipt when it goes further than the one kept. A courtesy of
-   * the read it rides on, like every record here: one that cannot be written is said once.
+   * Keeps the agent's latest signed read receipt in place of the one kept. The kept one is not
+   * trusted to go further: anyone can write that file, and a planted receipt claiming a huge seq
+   * would otherwise keep every real one out. (Two reads of the same agent racing may leave the
+   * lower one kept until the next read.) A courtesy of the read it rides on, like every record
+   * here: one that cannot be written is said once.
    */
   async attest(channel: string, agent: string, receipt: SignedReadReceipt): Promise<void> {
     validateName("agent", agent);
@@ -249,7 +252,7 @@ export class Delivery {
       for (let i = 0; i < WRITE_TRIES; i++) {
         const current = await this.host.readNote(channel, "signed-receipts", key);
         const kept = parseSignedReceipt(current?.text);
-        if (kept && kept.seq >= receipt.seq) return;
+        if (kept && kept.seq === receipt.seq && kept.sig === receipt.sig) return;
         const text = formatSignedReceipt(receipt);
         if (await this.host.writeNote(channel, "signed-receipts", key, text, current?.version)) {
           return;

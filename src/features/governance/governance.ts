@@ -2,6 +2,7 @@ import { AgentChatError } from "../../core/errors.js";
 import { formatTimestamp, type Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { assertDistinctAgents, sameAgent, validateName } from "../../core/names.js";
+import { canonicalText } from "../../core/signature.js";
 import { DEFAULT_WAIT_TIMEOUT_MS, type Store } from "../../store/types.js";
 import { signaturesRequired } from "./policy.js";
 import {
@@ -17,13 +18,24 @@ import {
   REQUEST_ACTION_KEY,
   REQUEST_VETO_UNTIL_KEY,
   type ReplyJudgement,
+  type RequestDigest,
   requestOf,
   requestStates,
   STATUS,
   type Verdict,
   verdictAllows,
+  verdictBinding,
   withProfile,
 } from "./rules.js";
+
+/**
+ * The digest a verdict names its request by: SHA-256 of the request as signed (its canonical
+ * text). `node:crypto` is loaded here, by governance commands only, never at every start.
+ */
+export async function requestDigest(): Promise<RequestDigest> {
+  const { createHash } = await import("node:crypto");
+  return (request) => createHash("sha256").update(canonicalText(request)).digest("base64url");
+}
 
 /**
  * The governance profile (SPEC §9) on top of any Store: read and change a channel's profile,
@@ -163,14 +175,9 @@ export async function requestAction(
     extra,
   });
   input.onEvent?.({ type: "posted", seq: posted.seq, band, maintainer });
-  const request: GovernanceRequest = {
-    seq: posted.seq,
-    from: input.as,
-    action: lookup.action,
-    band,
-    title: input.title,
-    ts: "",
-  };
+  // As stored: a verdict names the request by the digest of what the maintainer reads.
+  const stored = (await store.thread(channel, posted.seq)).message;
+  const request = requestOf(stored, await requestDigest()) as GovernanceRequest;
 
   const base = { band, action: lookup.action, matched: lookup.matched, seq: posted.seq };
   const ignored: Array<Extract<ReplyJudgement, { kind: "ignored" }>> = [];
@@ -314,7 +321,8 @@ export async function decide(
   const messages = await allMessages(store, channel);
   const target = messages.find((m) => m.seq === seq);
   if (!target) throw new AgentChatError("NOT_FOUND", `no message #${seq} in ${channel}`);
-  const request = requestOf(target);
+  const digest = await requestDigest();
+  const request = requestOf(target, digest);
   if (!request) {
     throw new AgentChatError(
       "INVALID_ARGUMENT",
@@ -322,7 +330,7 @@ export async function decide(
         `${STATUS.needsApproval} or ${STATUS.notify})`,
     );
   }
-  const state = requestStates(messages, maintainer, input.now ?? Date.now()).find(
+  const state = requestStates(messages, maintainer, input.now ?? Date.now(), digest).find(
     (s) => s.request.seq === seq,
   )!;
   if (state.decision?.kind === "verdict") {
@@ -351,6 +359,7 @@ export async function decide(
     status: input.verdict,
     title: `${input.verdict}: ${request.title}`.slice(0, 200),
     body: note || `${input.verdict} by ${input.as}.`,
+    extra: verdictBinding(request),
   });
   return { channel, request, verdict: input.verdict, seq: posted.seq, file: posted.file };
 }
@@ -364,7 +373,8 @@ export async function pendingRequests(
   const profile = await profileOf(store, channel);
   if (!profile.maintainer) return { profile, requests: [] };
   const messages = await allMessages(store, channel);
-  return { profile, requests: openRequests(messages, profile.maintainer, now) };
+  const digest = await requestDigest();
+  return { profile, requests: openRequests(messages, profile.maintainer, now, digest) };
 }
 
 /**

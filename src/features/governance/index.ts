@@ -19,6 +19,7 @@ export {
   type RequestInput,
   type RequestOutcome,
   requestAction,
+  requestDigest,
 } from "./governance.js";
 export { type GuardTrust, guardPost, type Pause } from "./loop-guard.js";
 export { admitPost, deliverable, signaturesRequired } from "./policy.js";

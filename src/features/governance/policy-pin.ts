@@ -1,5 +1,6 @@
 import type { ChannelMeta } from "../../core/meta.js";
 import { sameAgent } from "../../core/names.js";
+import { CHANNEL_ID_KEY, channelIdOf } from "../../core/signature.js";
 import { META_MEMBERSHIP, META_SIGNATURES, policyOf } from "./policy-rules.js";
 import { governanceOf, META_BANDS, META_MAINTAINER, META_VETO_WINDOW } from "./rules.js";
 
@@ -21,14 +22,29 @@ const PINNED_KEYS = [
   META_VETO_WINDOW,
 ] as const;
 
-/** The pinned keys of a meta; the member list only where membership is strict. */
+/**
+ * The pinned keys of a meta; the member list only where membership is strict, and the channel's
+ * instance id (which signatures are bound to) when it is a well-formed one.
+ */
 export function policySnapshot(meta: ChannelMeta): PolicySnapshot {
   const out: PolicySnapshot = {};
   for (const key of PINNED_KEYS) {
     if (meta[key] !== undefined) out[key] = meta[key];
   }
   if (policyOf(meta).membership !== "strict") delete out[MEMBERS];
+  const instance = channelIdOf(meta);
+  if (instance !== undefined) out[CHANNEL_ID_KEY] = instance;
   return out;
+}
+
+/**
+ * `policy` with the channel instance of `pin`: an instance id is the channel's identity, not
+ * part of a policy a maintainer changes, so a signed change never moves it.
+ */
+export function keepInstance(policy: PolicySnapshot, pin: PolicySnapshot): PolicySnapshot {
+  const { [CHANNEL_ID_KEY]: _theirs, ...rest } = policy;
+  const instance = channelIdOf(pin);
+  return instance === undefined ? rest : { ...rest, [CHANNEL_ID_KEY]: instance };
 }
 
 /** Whether a snapshot holds anything stricter than a channel made with no policy at all. */
@@ -39,7 +55,7 @@ export function pinsAnything(snapshot: PolicySnapshot): boolean {
 /** `meta` with the pinned policy in place of the one it states (other keys untouched). */
 export function withPinnedPolicy(meta: ChannelMeta, pinned: PolicySnapshot): ChannelMeta {
   const out: ChannelMeta = { ...meta };
-  for (const key of PINNED_KEYS) if (key !== MEMBERS) delete out[key];
+  for (const key of [...PINNED_KEYS, CHANNEL_ID_KEY]) if (key !== MEMBERS) delete out[key];
   const { [MEMBERS]: members, ...rest } = pinned;
   Object.assign(out, rest);
   if (Array.isArray(members)) out.members = members as string[];
@@ -52,7 +68,7 @@ export function withPinnedPolicy(meta: ChannelMeta, pinned: PolicySnapshot): Cha
  */
 export function weakenings(pinned: PolicySnapshot, current: ChannelMeta): string[] {
   const before = asMeta(pinned, current.channel);
-  const out = [...authorWeakenings(before, current)];
+  const out = [...instanceChange(before, current), ...authorWeakenings(before, current)];
   const was = profileOf(before);
   if (was === undefined) return out;
   const now = profileOf(current);
@@ -86,6 +102,15 @@ function authorWeakenings(before: ChannelMeta, current: ChannelMeta): string[] {
   const added = current.members.filter((m) => !before.members.some((p) => sameAgent(p, m)));
   if (added.length > 0) out.push(`members ${added.join(", ")} added (pinned: strict)`);
   return out;
+}
+
+/**
+ * Another instance id (or one added or taken away) is no policy of anyone's to weaken or
+ * tighten: the pinned one stays, so that copies signed for another instance stay forged.
+ */
+function instanceChange(before: ChannelMeta, current: ChannelMeta): string[] {
+  const [was, now] = [channelIdOf(before), channelIdOf(current)];
+  return was === now ? [] : [`channel id ${now ?? "none"} (pinned: ${was ?? "none"})`];
 }
 
 function bandFor(bands: Record<string, string>, action: string): string {

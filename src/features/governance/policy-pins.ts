@@ -3,6 +3,7 @@ import type { ChannelMeta } from "../../core/meta.js";
 import { sameAgent } from "../../core/names.js";
 import type { ChannelPin, UserTrust } from "../trust/index.js";
 import {
+  keepInstance,
   type PolicySnapshot,
   pinsAnything,
   policyChangeOf,
@@ -98,7 +99,8 @@ export class PolicyPins {
       const maintainer = policy.maintainer;
       if (typeof maintainer !== "string" || m.trust !== "verified") continue;
       if (!sameAgent(m.from, maintainer)) continue;
-      policy = policyChangeOf(m) ?? policy;
+      const change = policyChangeOf(m);
+      if (change !== undefined) policy = keepInstance(change, policy);
     }
     return { policy, asOf: last };
   }

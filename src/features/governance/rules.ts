@@ -39,6 +39,16 @@ export const STATUS = {
 /** Frontmatter keys of a request message (beyond the SPEC's). */
 export const REQUEST_ACTION_KEY = "action";
 export const REQUEST_VETO_UNTIL_KEY = "veto_until";
+/**
+ * Frontmatter keys of a verdict of ours: the digest of the request it answers and who asked.
+ * Signed with the verdict, they bind it to that request: a verdict copied onto another request
+ * of the same number (planted, or in another root) answers nothing there.
+ */
+export const VERDICT_DIGEST_KEY = "request_digest";
+export const VERDICT_REQUESTER_KEY = "requester";
+
+/** A request message's digest (src/features/governance/governance.ts makes one, lazily). */
+export type RequestDigest = (request: Message) => string;
 
 export type Verdict = "approved" | "rejected" | "vetoed";
 const VERDICTS: readonly string[] = [STATUS.approved, STATUS.rejected, STATUS.vetoed];
@@ -248,9 +258,11 @@ export interface GovernanceRequest {
   ts: string;
   /** End of the veto window (notify requests only), as written in the message. */
   vetoUntil?: string;
+  /** What a verdict on it names ({@link VERDICT_DIGEST_KEY}). */
+  digest: string;
 }
 
-export function requestOf(message: Message): GovernanceRequest | undefined {
+export function requestOf(message: Message, digest: RequestDigest): GovernanceRequest | undefined {
   const status = normalStatus(message.status);
   let band: GovernanceRequest["band"];
   if (status === STATUS.needsApproval) band = "approval";
@@ -263,6 +275,7 @@ export function requestOf(message: Message): GovernanceRequest | undefined {
     band,
     title: message.title,
     ts: message.ts,
+    digest: digest(message),
   };
   const until = message.extra[REQUEST_VETO_UNTIL_KEY];
   if (band === "notify" && until) request.vetoUntil = until;
@@ -292,6 +305,9 @@ export function judgeReply(
   const status = normalStatus(reply.status);
   const by = reply.from;
   if (VERDICTS.includes(status)) {
+    const elsewhere = answersAnother(reply, request);
+    if (elsewhere !== undefined)
+      return { kind: "ignored", status, by, seq: reply.seq, reason: elsewhere };
     // The name itself, case aside: `alice.` shares alice's cursor key but is not alice.
     if (sameAgent(by, maintainer)) {
       return { kind: "verdict", verdict: status as Verdict, by, seq: reply.seq, note: reply.body };
@@ -308,6 +324,24 @@ export function judgeReply(
     return { kind: "closed", status, by, seq: reply.seq };
   }
   return { kind: "comment", status, by, seq: reply.seq, title: reply.title };
+}
+
+/** The fields that bind a verdict to `request` (see {@link VERDICT_DIGEST_KEY}). */
+export function verdictBinding(request: GovernanceRequest): Record<string, string> {
+  return { [VERDICT_DIGEST_KEY]: request.digest, [VERDICT_REQUESTER_KEY]: request.from };
+}
+
+/**
+ * Why a verdict bound to a request is not bound to this one, or undefined when it is (or names
+ * none: chat.py's verdicts and ours from before carry no binding).
+ */
+function answersAnother(reply: Message, request: GovernanceRequest): string | undefined {
+  const digest = reply.extra[VERDICT_DIGEST_KEY];
+  const requester = reply.extra[VERDICT_REQUESTER_KEY];
+  const same =
+    (digest === undefined || digest === request.digest) &&
+    (requester === undefined || sameAgent(requester, request.from));
+  return same ? undefined : `it answers another request than #${request.seq} as it stands`;
 }
 
 /** Approved lets the action go ahead; rejected and vetoed stop it, in either band. */
@@ -328,10 +362,11 @@ export function requestStates(
   messages: readonly Message[],
   maintainer: string,
   now: number,
+  digest: RequestDigest,
 ): RequestState[] {
   const states = new Map<number, RequestState>();
   for (const message of messages) {
-    const request = requestOf(message);
+    const request = requestOf(message, digest);
     if (request) {
       const until = request.vetoUntil ? Date.parse(request.vetoUntil) : Number.NaN;
       states.set(message.seq, {
@@ -354,8 +389,9 @@ export function openRequests(
   messages: readonly Message[],
   maintainer: string,
   now: number,
+  digest: RequestDigest,
 ): GovernanceRequest[] {
-  return requestStates(messages, maintainer, now)
+  return requestStates(messages, maintainer, now, digest)
     .filter((s) => !s.decision && !s.windowClosed)
     .map((s) => s.request);
 }

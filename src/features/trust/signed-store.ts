@@ -1,10 +1,18 @@
 import type { Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { identity } from "../../core/names.js";
-import { formatSigValue, pauseText, readReceiptText } from "../../core/signature.js";
+import {
+  CHANNEL_ID_KEY,
+  channelIdOf,
+  formatSigValue,
+  newChannelId,
+  pauseText,
+  readReceiptText,
+} from "../../core/signature.js";
 import { ForwardingStore } from "../../store/forwarding.js";
 import type {
   DeliveryProof,
+  InitOptions,
   PeekOptions,
   PostInput,
   PostResult,
@@ -75,7 +83,7 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     private readonly options: SignatureOptions,
   ) {
     super(inner);
-    this.verifier = new Verifier(options);
+    this.verifier = new Verifier(options, (channel) => this.instanceOf(channel));
     this.policies = new PolicyPins(this.verifier.trust, {
       lastSeq: async (channel) => (await inner.peek(channel, 1))[0]?.seq ?? 0,
       policyChangesAfter: async (channel, seq, last) => {
@@ -88,6 +96,28 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     });
     const update = inner.updateMeta?.bind(inner);
     if (update) this.updateMeta = (channel, change) => this.changeMeta(update, channel, change);
+  }
+
+  /**
+   * A new channel has an instance id that every signature made in it is bound to, pinned at
+   * once for its maker (docs/signatures.md, "Bound to its place").
+   */
+  override async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
+    const extra = { [CHANNEL_ID_KEY]: newChannelId(), ...options.extra };
+    const meta = await this.inner.init(channel, { ...options, extra });
+    await this.policies.accept(channel, meta);
+    return meta;
+  }
+
+  /**
+   * The instance id this reader pinned for the channel, or the one its `_meta.json` states
+   * before any pin (read from the pin, not through {@link roster}: following the pin's signed
+   * changes checks signatures, which asks this).
+   */
+  private async instanceOf(channel: string): Promise<string | undefined> {
+    const pin = this.verifier.trust.channelPin(channel);
+    if (pin !== undefined) return channelIdOf(pin.policy);
+    return channelIdOf(await this.inner.roster(channel).catch(() => ({})));
   }
 
   /** The meta with the policy this reader pinned in place of a weaker one (reported once). */
@@ -128,6 +158,9 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     const signer =
       input.signer ?? (this.options.sign === false ? undefined : await this.signer(input.from));
     const meta = await this.meta(channel);
+    const instance = meta && channelIdOf(meta);
+    if (signer && instance)
+      input = { ...input, extra: { ...input.extra, [CHANNEL_ID_KEY]: instance } };
     if (meta) {
       admitPost(channel, meta, input.from, signer !== undefined);
       await guardPost(
@@ -241,10 +274,16 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
   private readonly proof: DeliveryProof = {
     authored: async (messages) =>
       (await this.verifier.check(messages)).filter((m) => m.trust === "verified"),
-    readBy: (channel, agent, receipt) =>
+    readBy: async (channel, agent, receipt) =>
       this.verifier.signedBy(
         agent,
-        readReceiptText(channel, identity(agent), receipt.seq, receipt.at),
+        readReceiptText(
+          channel,
+          identity(agent),
+          receipt.seq,
+          receipt.at,
+          await this.instanceOf(channel),
+        ),
         receipt.sig,
       ),
   };
@@ -260,7 +299,8 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     const meta = await this.meta(channel);
     if (!meta || !signaturesRequired(meta)) return;
     const at = Date.now();
-    const signature = signer.sign(readReceiptText(channel, identity(agent), seq, at));
+    const text = readReceiptText(channel, identity(agent), seq, at, channelIdOf(meta));
+    const signature = signer.sign(text);
     const sig = formatSigValue({ key: signer.key, signature });
     await this.inner.attestRead(channel, agent, { seq, at, sig });
   }
@@ -284,7 +324,8 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     signer: PostSigner | undefined,
   ): GuardTrust {
     const required = signaturesRequired(meta);
-    const text = (p: Pause) => pauseText(channel, identity(from), p.since, p.reason);
+    const instance = channelIdOf(meta);
+    const text = (p: Pause) => pauseText(channel, instance, identity(from), p.since, p.reason);
     return {
       recent: (count) => this.recentDeliverable(channel, meta, count),
       binds: async (pause) => {

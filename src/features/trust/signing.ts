@@ -3,6 +3,7 @@ import { type Message, messageFileName } from "../../core/message.js";
 import { identity } from "../../core/names.js";
 import {
   approvalText,
+  CHANNEL_ID_KEY,
   canonicalText,
   hasSignature,
   parseSigValue,
@@ -74,7 +75,15 @@ export class Verifier {
   /** Warnings not yet handed to a caller (a read result carries them). */
   private pending: string[] = [];
 
-  constructor(private readonly options: SignatureOptions) {
+  /**
+   * @param instanceOf the instance id of a channel as this reader pinned it (none for a channel
+   *   made without one): what a signed message there must be bound to.
+   */
+  constructor(
+    private readonly options: SignatureOptions,
+    private readonly instanceOf: (channel: string) => Promise<string | undefined> = async () =>
+      undefined,
+  ) {
     const { configDir, rootId, rootAlias } = options;
     this.pins = configDir ? filePins(configDir, rootId, rootAlias) : memoryPins();
     this.trust = configDir ? fileTrust(configDir, rootId, rootAlias) : memoryTrust();
@@ -87,11 +96,14 @@ export class Verifier {
     }
     const ed = await loadEd25519();
     const keys = new Map<string, string[] | undefined>();
+    const instances = new Map<string, string | undefined>();
     for (const m of messages) {
+      if (!hasSignature(m)) continue;
       const id = identity(m.from);
-      if (hasSignature(m) && !keys.has(id)) keys.set(id, await this.pinnedKeys(m.from, ed));
+      if (!keys.has(id)) keys.set(id, await this.pinnedKeys(m.from, ed));
+      if (!instances.has(m.channel)) instances.set(m.channel, await this.instanceOf(m.channel));
     }
-    return messages.map((m) => this.checkOne(m, ed, keys));
+    return messages.map((m) => this.checkOne(m, ed, keys, instances.get(m.channel)));
   }
 
   /**
@@ -130,9 +142,14 @@ export class Verifier {
     return out;
   }
 
-  private checkOne(m: Message, ed: Ed25519, keys: Map<string, string[] | undefined>): Message {
+  private checkOne(
+    m: Message,
+    ed: Ed25519,
+    keys: Map<string, string[] | undefined>,
+    instance: string | undefined,
+  ): Message {
     if (!hasSignature(m)) return { ...m, trust: "unsigned" };
-    const defect = signatureDefect(m);
+    const defect = signatureDefect(m) ?? placeDefect(m, instance);
     if (defect !== undefined) return forged(m, defect);
     const sig = parseSigValue(m.extra[SIG_KEY]!)!;
     const id = identity(m.from);
@@ -268,6 +285,19 @@ export function validRotations(doc: PublishedKey, ed: Ed25519): boolean {
 function namedAsSigned(m: Message): boolean {
   const name = m.file.slice(Math.max(m.file.lastIndexOf("/"), m.file.lastIndexOf("\\")) + 1);
   return name === messageFileName(m.seq, m.from, m.title);
+}
+
+/**
+ * Why a signed message is not bound to this channel instance, or undefined when it is: checked
+ * before its key is, so that a copy from elsewhere never pins a key on first use.
+ */
+function placeDefect(m: Message, instance: string | undefined): string | undefined {
+  const bound = m.extra[CHANNEL_ID_KEY];
+  if (bound === instance) return undefined;
+  if (bound === undefined) {
+    return "signed for no channel instance in a channel that has one (a copy from elsewhere)";
+  }
+  return "signed for another instance of the channel (a copy from another root or an earlier channel of the name)";
 }
 
 function forged(m: Message, note: string): Message {
