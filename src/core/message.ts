@@ -58,6 +58,15 @@ export const MESSAGE_FILE = /^(\d+)-[^/\\]*\.md$/;
  */
 export const MAX_SEQ = 1e12;
 
+/**
+ * How far past the channel's last message a number may lie and still belong to it. A number
+ * further on (a planted `999999999999-x.md`, or a `.seq` saying so) is not part of the sequence:
+ * it is reported and ignored, and numbering goes on from the last real message, so that no
+ * single file can use the numbers up. A gap this wide never happens by itself: it would take a
+ * million numbers burned in a row.
+ */
+export const MAX_SEQ_GAP = 1_000_000;
+
 /** The seq encoded in a message file name, or undefined when the name is not a message's. */
 export function seqOfFileName(name: string): number | undefined {
   const m = MESSAGE_FILE.exec(name);

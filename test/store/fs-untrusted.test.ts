@@ -278,6 +278,31 @@ describe("numbers read from a root are sane", () => {
     expect(read.warnings.join()).toMatch(/9007199254740991-eve-big\.md: its number is beyond/);
   });
 
+  it("one planted 999999999999-x.md uses nothing up: posting goes on after the real messages (issue 40, finding 10)", async () => {
+    await store.post("ch", { from: "alice", title: "before", body: "before" });
+    writeOldFile(
+      join(chDir(), "999999999999-eve-x.md"),
+      "---\nseq: 999999999999\nfrom: eve\n---\nplanted\n",
+    );
+    const seqs = [];
+    for (const body of ["a", "b"]) seqs.push((await store.post("ch", { from: "alice", body })).seq);
+    expect(seqs).toEqual([2, 3]);
+    const read = await store.read("ch", { as: "bob" });
+    expect(read.messages.map((m) => m.body)).toEqual(["before", "a", "b"]);
+    expect(read.warnings.join()).toMatch(
+      /999999999999-eve-x\.md: its number is more than 1000000 past the channel's last message \(#3\)/,
+    );
+    // A later post is read by a reader whose cursor stands at the last real message.
+    await store.post("ch", { from: "alice", body: "c" });
+    expect((await store.read("ch", { as: "bob" })).messages.map((m) => m.body)).toEqual(["c"]);
+  });
+
+  it("a planted .seq far past the last message uses nothing up either", async () => {
+    await store.post("ch", { from: "alice", body: "one" });
+    writeFileSync(join(chDir(), ".seq"), "999999999999");
+    expect((await store.post("ch", { from: "alice", body: "two" })).seq).toBe(2);
+  });
+
   it("a .seq near 2^53 is ignored: posts get small, distinct numbers that readers deliver", async () => {
     writeFileSync(join(chDir(), ".seq"), "9007199254740990");
     const seqs = [];

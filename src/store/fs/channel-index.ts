@@ -1,6 +1,12 @@
 import { existsSync, type FSWatcher, promises as fsp, readdirSync, statSync, watch } from "node:fs";
 import { join } from "node:path";
-import { hasOversizedSeq, MAX_SEQ, MESSAGE_FILE, seqOfFileName } from "../../core/message.js";
+import {
+  hasOversizedSeq,
+  MAX_SEQ,
+  MAX_SEQ_GAP,
+  MESSAGE_FILE,
+  seqOfFileName,
+} from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
 import { TASK_FILE } from "../shared/index.js";
 
@@ -17,6 +23,12 @@ export class ChannelIndex {
   private readonly bySeq = new Map<number, string[]>();
   /** The keys of {@link bySeq}, ascending: range queries and the maximum without a full pass. */
   private seqs: number[] = [];
+  /**
+   * How many of {@link seqs} belong to the sequence: those before the first gap wider than
+   * {@link MAX_SEQ_GAP}; the rest are planted (see {@link aheadOfSequence}). Worked out again
+   * only for what changed: appends, the usual case, are checked one by one.
+   */
+  private inSequence = { of: this.seqs, checked: 0, count: 0 };
   /** A poll-driven rescan under way, shared by every waiter that polls meanwhile. */
   private polling: Promise<void> | undefined;
   private lastPollAt = 0;
@@ -157,7 +169,8 @@ export class ChannelIndex {
   /** Seqs above `after`, ascending, with their file names (normally one each). */
   after(after: number): Array<[number, string[]]> {
     const out: Array<[number, string[]]> = [];
-    for (let i = firstAbove(this.seqs, after); i < this.seqs.length; i++) {
+    const end = this.sequenceLength();
+    for (let i = firstAbove(this.seqs, after); i < end; i++) {
       const seq = this.seqs[i]!;
       out.push([seq, this.bySeq.get(seq)!]);
     }
@@ -179,8 +192,28 @@ export class ChannelIndex {
     return this.bySeq.has(seq);
   }
 
+  /** The last number of the sequence (numbers planted far past it aside). */
   maxSeq(): number {
-    return this.seqs.at(-1) ?? 0;
+    return this.seqs[this.sequenceLength() - 1] ?? 0;
+  }
+
+  /** The files whose number lies more than {@link MAX_SEQ_GAP} past the sequence: never messages. */
+  aheadOfSequence(): string[] {
+    return this.seqs.slice(this.sequenceLength()).flatMap((seq) => this.bySeq.get(seq) ?? []);
+  }
+
+  private sequenceLength(): number {
+    let { of, checked, count } = this.inSequence;
+    // Anything but appends to the array last checked (a rescan, a file forgotten): start over.
+    if (of !== this.seqs || checked > this.seqs.length) {
+      [of, checked, count] = [this.seqs, 0, 0];
+    }
+    for (; checked < this.seqs.length && count === checked; checked++) {
+      const previous = checked === 0 ? 0 : this.seqs[checked - 1]!;
+      if (this.seqs[checked]! - previous <= MAX_SEQ_GAP) count++;
+    }
+    this.inSequence = { of, checked, count };
+    return count;
   }
 
   /** Forgets a file that turned out to be gone. */
@@ -195,6 +228,7 @@ export class ChannelIndex {
     this.bySeq.delete(seq);
     const i = firstAbove(this.seqs, seq - 1);
     if (this.seqs[i] === seq) this.seqs.splice(i, 1);
+    this.inSequence.checked = Number.POSITIVE_INFINITY; // not an append: count again
   }
 
   /**
@@ -233,7 +267,10 @@ export class ChannelIndex {
     this.version++;
     // Messages arrive in seq order, so this is almost always an append.
     if (seq > (this.seqs.at(-1) ?? -1)) this.seqs.push(seq);
-    else this.seqs.splice(firstAbove(this.seqs, seq), 0, seq);
+    else {
+      this.seqs.splice(firstAbove(this.seqs, seq), 0, seq);
+      this.inSequence.checked = Number.POSITIVE_INFINITY; // not an append: count again
+    }
   }
 
   /** A marker seen by a rescan exists; one named by the watch may have been renamed away. */

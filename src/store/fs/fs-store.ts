@@ -4,6 +4,7 @@ import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors
 import {
   formatTimestamp,
   MAX_SEQ,
+  MAX_SEQ_GAP,
   type Message,
   messageFileName,
   parseMessage,
@@ -479,13 +480,22 @@ export class FsStore extends FeatureStore<FolderFeed> {
    */
   private async allocateSeq(state: ChannelState): Promise<number> {
     await state.index.sync(true);
-    const mark = this.readHighWater(state);
+    const mark = this.sequenceHighWater(state);
     for (const [seq, names] of state.index.descending(mark)) {
       for (const name of names) {
         if ((await this.parseFile(state, name, seq)) !== undefined) return seq + 1;
       }
     }
     return mark + 1;
+  }
+
+  /**
+   * The high-water mark, unless it lies more than {@link MAX_SEQ_GAP} past the last message (a
+   * planted `.seq` must not use the numbers up): then the messages alone decide.
+   */
+  private sequenceHighWater(state: ChannelState): number {
+    const mark = this.readHighWater(state);
+    return mark - state.index.maxSeq() > MAX_SEQ_GAP ? 0 : mark;
   }
 
   /** The high-water mark; 0 when missing, unreadable or not a sane number (anyone can write it). */
@@ -615,6 +625,14 @@ export class FsStore extends FeatureStore<FolderFeed> {
     for (const name of state.index.outOfRange) {
       this.warnOnce(
         `${name}: its number is beyond ${MAX_SEQ}, ignored`,
+        (w) => warnings.push(w),
+        state.dir,
+      );
+    }
+    for (const name of state.index.aheadOfSequence()) {
+      this.warnOnce(
+        `${name}: its number is more than ${MAX_SEQ_GAP} past the channel's last message ` +
+          `(#${state.index.maxSeq()}), ignored: planted, or numbered after such a file`,
         (w) => warnings.push(w),
         state.dir,
       );
