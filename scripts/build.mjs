@@ -114,9 +114,6 @@ const lean = {
   // Neither serves a URL root (the executable sends those to the full CLI): the NATS backend
   // stays out of both, so V8 has a quarter less to read at each start.
   plugins: [withoutNats, lazyChunks("lazy/")],
-  // Path lease globs (picomatch) are needed only when activity renews a path lease: required
-  // from node_modules then, never read at start-up.
-  external: ["picomatch"],
   // `import()` as `require`: an `import()` of a lazy file would start Node's ES-module loader,
   // which a lean command otherwise never loads.
   supported: { "dynamic-import": false },

@@ -478,7 +478,7 @@ function registerChatTasks(tool: ToolRegistrar, store: Store, agent: string): vo
         .string()
         .optional()
         .describe(
-          "For lease: a repository-relative glob, e.g. src/api/**; unlease: it or its token",
+          "For lease: a repository-relative glob (* ** ? [abc] {a,b}), e.g. src/api/**; unlease: it or its token",
         ),
     },
     // add creates a task, claim marks it; release gives back only the caller's own claim and

@@ -183,6 +183,34 @@ describe("agent-chat guard and setup git-hook", () => {
     expect(nats.stderr).toContain("cannot read the leases");
   });
 
+  it("a lease pattern that backtracks wedges neither the guard nor the channel (issue 40, finding 7)", async () => {
+    const extglob = "**/+(*?)+(*?)+(*?)+(*?)Q";
+    const refused = await cli(["lease", "add", "review", extglob, "--as", "mallory"]);
+    expect(refused.code).toBe(64);
+    expect(refused.stderr).toContain("extglob");
+    const stars = "**/*a*a*a*a*a*a*a*a*a*aQ";
+    expect((await cli(["lease", "add", "review", stars, "--as", "mallory"])).code).toBe(0);
+    // The refused one planted in the lease document, as anyone who can write the root can.
+    const doc = join(root, "review", ".leases.json");
+    const planted = JSON.parse(readFileSync(doc, "utf8"));
+    planted.leases.push({ ...planted.leases[0], token: 2, pattern: extglob });
+    planted.token = 2;
+    writeFileSync(doc, JSON.stringify(planted));
+    const long = "a".repeat(80);
+    writeFileSync(join(repo, long), "x\n");
+    git("add", "-A");
+    // Each of these spun in picomatch's RegExp for minutes, the last two holding the channel
+    // lock; the runner's timeout catches a hang.
+    const guard = await cli(["guard", "review", "--dir", repo, "--as", "carol"]);
+    expect(guard.code).toBe(0);
+    expect(guard.stderr).toContain("none under another agent's lease");
+    // Refused, rightly: a path under the folder aaa… may end in aQ.
+    const add = await cli(["lease", "add", "review", long, "--as", "carol"]);
+    expect(add.code).toBe(3);
+    expect(add.stderr).toContain(`mallory holds ${stars}`);
+    expect((await cli(["post", "review", "--from", "carol", "--body", "still here"])).code).toBe(0);
+  });
+
   it("setup git-hook is idempotent and keeps an existing shell hook", async () => {
     const hook = join(repo, ".git", "hooks", "pre-commit");
     mkdirSync(join(repo, ".git", "hooks"), { recursive: true });

@@ -43,6 +43,13 @@ interface Verdict {
 
 const through = (why: string): Verdict => ({ why: `${why}; commit let through`, blocked: [] });
 
+/**
+ * How long the guard may look for leased paths. Each match is linear, but a commit of many
+ * paths under many leases still adds up, and a pre-commit hook must not hold git for long:
+ * what is left unchecked then lets the commit through, saying so.
+ */
+const GUARD_MS = 10_000;
+
 async function guard(
   ctx: CliContext,
   channelList: string | undefined,
@@ -61,8 +68,14 @@ async function guard(
     return through(`cannot read the leases of ${ctx.root} (${(err as Error).message})`);
   }
   if (leases.length === 0) return through(`no path leases in ${ctx.root}`);
-  const blocked = await blockedPaths(leases, staged, me ?? "");
+  const limit = { until: Date.now() + GUARD_MS, now: Date.now };
+  const { blocked, unchecked } = await blockedPaths(leases, staged, me ?? "", limit);
   if (blocked.length > 0) return { why: `${blocked.length} staged path(s) leased`, blocked };
+  if (unchecked > 0) {
+    return through(
+      `${unchecked} of ${staged.length} staged path(s) not checked against the leases within ${GUARD_MS / 1000} s`,
+    );
+  }
   return through(
     `${staged.length} staged path(s), none under another agent's lease${me ? "" : " (identity unknown: set AGENT_CHAT_NAME)"}`,
   );

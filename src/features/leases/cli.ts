@@ -27,7 +27,10 @@ function registerLease(program: Command, ctx: CliContext): void {
     .command("add")
     .description("reserve the paths a glob covers; refused (exit 3) over another agent's lease")
     .argument("<channel>")
-    .argument("<pattern>", "a repository-relative glob, e.g. 'src/store/**' (quote it)")
+    .argument(
+      "<pattern>",
+      "a repository-relative glob (* ** ? [abc] {a,b}), e.g. 'src/store/**' (quote it)",
+    )
     .option("--as <name>", "the holder (default: $AGENT_CHAT_NAME)")
     .option(
       "--ttl <duration>",

@@ -1,16 +1,17 @@
-import { AgentChatError } from "../../core/errors.js";
+import { AgentChatError, isAgentChatError } from "../../core/errors.js";
+import type { Glob } from "./glob.js";
 
 /**
- * Path lease patterns: repository-relative globs (picomatch syntax). Loaded lazily: the hot
- * commands (post, read, wait) never evaluate picomatch.
+ * Path lease patterns: repository-relative globs, in the grammar of glob.ts, which matches in
+ * linear time. Loaded lazily: the hot commands (post, read, wait) never read it.
  */
 type Matcher = (path: string) => boolean;
-type Picomatch = typeof import("picomatch");
+type Globs = typeof import("./glob.js");
 
-let loaded: Picomatch | undefined;
+let loaded: Globs | undefined;
 
-async function picomatch(): Promise<Picomatch> {
-  loaded ??= ((await import("picomatch")) as unknown as { default: Picomatch }).default;
+async function globs(): Promise<Globs> {
+  loaded ??= await import("./glob.js");
   return loaded;
 }
 
@@ -19,8 +20,9 @@ export const MAX_PATTERN_LENGTH = 500;
 /**
  * A pattern as given, checked and put in one form: `./src/**` is `src/**`, a trailing `/` is
  * dropped. Refused: empty, too long, control characters, backslashes (a Windows path or an
- * escape, either way ambiguous), negation, and anything that could name a path outside the
- * repository: an absolute path, a drive letter, a `..` segment.
+ * escape, either way ambiguous), negation, anything that could name a path outside the
+ * repository (an absolute path, a drive letter, a `.` or `..` segment, in any alternative of
+ * its braces), and glob syntax that glob.ts does not take.
  */
 export async function normalizePattern(pattern: string): Promise<string> {
   const bad = (why: string) =>
@@ -35,40 +37,42 @@ export async function normalizePattern(pattern: string): Promise<string> {
   if (p.length > MAX_PATTERN_LENGTH) throw bad(`is longer than ${MAX_PATTERN_LENGTH} characters`);
   if (/[\u0000-\u001f\u007f]/.test(p)) throw bad("holds a control character");
   if (p.includes("\\")) throw bad("holds a backslash: use / between folders");
-  if (p.startsWith("/") || /^[A-Za-z]:/.test(p)) {
-    throw bad("is absolute: patterns are relative to the repository's top folder");
-  }
   if (p.startsWith("!")) throw bad("is negated: reserve what you need, not what you do not");
-  // A `.` or `..` anywhere a path segment can start or end, braces and extglobs included.
-  if (/(^|[/{,(|])\.\.?($|[/},)|])/.test(p)) {
-    throw bad("has a '.' or '..' segment: patterns stay inside the repository");
-  }
-  const pm = await picomatch();
+  const { compileGlob } = await globs();
   try {
-    pm.makeRe(p, { dot: true });
+    compileGlob(p);
   } catch (err) {
-    throw bad(`is not a valid glob (${(err as Error).message})`);
+    if (isAgentChatError(err, "INVALID_ARGUMENT")) throw bad(err.message);
+    throw err;
   }
   return p;
 }
 
-/** Whether `pattern` holds glob syntax; one without is a literal path (a file or a folder). */
-export async function isGlob(pattern: string): Promise<boolean> {
-  return (await picomatch()).scan(pattern).isGlob;
+/**
+ * What a stored pattern covers. One of ours passed {@link normalizePattern}; but `.leases.json`
+ * and chat.py's lock records are written by others, and a pattern there that glob.ts refuses (an
+ * extglob planted to stall the guard, a chat.py path such as `docs/a (1).md`, one over the
+ * length bound) is never refused here: it is the literal path it spells, matched in linear time.
+ */
+async function coverage(pattern: string): Promise<Glob> {
+  const { compileGlob, literalPath } = await globs();
+  if (pattern.length > MAX_PATTERN_LENGTH) return literalPath(pattern);
+  try {
+    return compileGlob(pattern);
+  } catch (err) {
+    if (isAgentChatError(err, "INVALID_ARGUMENT")) return literalPath(pattern);
+    throw err;
+  }
 }
 
 /**
- * What a lease covers. A glob matches as picomatch does, dot files included (a reservation of
- * `src/**` covers `src/.env`); a literal covers that path and, when it is a folder, everything
- * under it (`src/store` covers `src/store/fs.ts`).
+ * What a lease covers. A glob matches as documented (docs/leases.md), dot files included (a
+ * reservation of `src/**` covers `src/.env`); a literal covers that path and, when it is a
+ * folder, everything under it (`src/store` covers `src/store/fs.ts`).
  */
 export async function leaseMatcher(pattern: string): Promise<Matcher> {
-  const pm = await picomatch();
-  if (!pm.scan(pattern).isGlob) {
-    return (path) => path === pattern || path.startsWith(`${pattern}/`);
-  }
-  const glob = pm(pattern, { dot: true });
-  return (path) => glob(path);
+  const glob = await coverage(pattern);
+  return (path) => glob.covers(path);
 }
 
 /**
@@ -76,7 +80,7 @@ export async function leaseMatcher(pattern: string): Promise<Matcher> {
  * `''` for `*.md`), and whether it is a glob at all (a literal is a path).
  */
 export async function staticBase(pattern: string): Promise<{ base: string; isGlob: boolean }> {
-  const { base, isGlob } = (await picomatch()).scan(pattern);
+  const { base, isGlob } = await coverage(pattern);
   return { base, isGlob };
 }
 
@@ -102,30 +106,25 @@ export async function lockedPath(pattern: string): Promise<LockedPath> {
 
 /**
  * Whether two patterns may cover a common path. Sound (never "no" for two that share a path),
- * and exact for two literals and for a literal against a glob without `**` or extglobs:
+ * and exact for two literals and for a literal against a glob without `**`:
  *
  * - Every path a pattern covers lies under its static base (the folders before the first glob
  *   character; `''` for `*.ts`). Two patterns whose bases are not on one line (neither is the
  *   other or a folder above it) share nothing.
  * - Two literals overlap when they are equal or one is a folder above the other.
  * - A literal L and a glob G overlap when G matches L, or when G can match a path under the
- *   folder L: G's base lies under L, or G is unbounded in depth (`**`, extglobs) or has more
- *   segments than L.
+ *   folder L: G's base lies under L, or G is unbounded in depth (`**`) or has more segments
+ *   than L.
  * - Two globs on one line overlap: `src/*.ts` and `src/*.md` are refused together (an exclusive
  *   lease errs on the side of refusing; `--shared` and `--force` exist).
  */
 export async function patternsOverlap(a: string, b: string): Promise<boolean> {
-  const pm = await picomatch();
-  const sa = pm.scan(a);
-  const sb = pm.scan(b);
-  if (!onOneLine(sa.base, sb.base)) return false;
-  if (!sa.isGlob && !sb.isGlob) return true;
-  if (sa.isGlob && sb.isGlob) return true;
-  const [literal, glob, globBase] = sa.isGlob ? [b, a, sa.base] : [a, b, sb.base];
-  if (pm(glob, { dot: true })(literal)) return true;
-  if (underOrAt(globBase, literal)) return true;
-  const unbounded = glob.includes("**") || /[@*+?!]\(/.test(glob);
-  return unbounded || glob.split("/").length > literal.split("/").length;
+  const [ga, gb] = await Promise.all([coverage(a), coverage(b)]);
+  if (!onOneLine(ga.base, gb.base)) return false;
+  if (ga.isGlob === gb.isGlob) return true;
+  const [literal, glob] = ga.isGlob ? [b, ga] : [a, gb];
+  if (glob.covers(literal) || underOrAt(glob.base, literal)) return true;
+  return glob.unbounded || glob.depth > literal.split("/").length;
 }
 
 /** `path` is `folder` or lies under it (`''` is the top folder, above everything). */
@@ -150,24 +149,40 @@ export interface Blocked {
   };
 }
 
+/** What the guard found: the blocked paths, and how many it had no time left to look at. */
+export interface GuardScan {
+  blocked: Blocked[];
+  unchecked: number;
+}
+
+/** When a check stops: once `now()` reaches `until`. */
+export interface TimeLimit {
+  until: number;
+  now: () => number;
+}
+
 /**
  * The paths that live exclusive leases of agents other than `me` cover (each with the first
  * such lease): what a commit of `paths` by `me` would step on. Shared and expired leases, and
- * `me`'s own, never block.
+ * `me`'s own, never block. Each match takes linear time, but a commit may stage many paths
+ * and a channel hold many leases: given a `limit`, the paths left when it is reached are
+ * counted, not checked.
  */
 export async function blockedPaths(
   leases: ReadonlyArray<Blocked["lease"] & { exclusive: boolean; state: string }>,
   paths: readonly string[],
   me: string,
-): Promise<Blocked[]> {
+  limit?: TimeLimit,
+): Promise<GuardScan> {
   const others = leases.filter((l) => l.exclusive && l.state === "live" && l.holder !== me);
-  const matchers = await Promise.all(
-    others.map(async (l) => [l, await leaseMatcher(l.pattern)] as const),
+  const compiled = await Promise.all(
+    others.map(async (l) => [l, await coverage(l.pattern)] as const),
   );
-  const out: Blocked[] = [];
-  for (const path of paths) {
-    const hit = matchers.find(([, matches]) => matches(path));
-    if (hit) out.push({ path, lease: hit[0] });
+  const blocked: Blocked[] = [];
+  for (const [i, path] of paths.entries()) {
+    if (limit && limit.now() >= limit.until) return { blocked, unchecked: paths.length - i };
+    const hit = compiled.find(([, glob]) => underOrAt(path, glob.base) && glob.covers(path));
+    if (hit) blocked.push({ path, lease: hit[0] });
   }
-  return out;
+  return { blocked, unchecked: 0 };
 }

@@ -197,6 +197,10 @@ export class PathLeaseBook {
     const holder = identity(agent);
     const exclusive = options.shared !== true;
     this.nextLook.delete(`${channel}\n${holder}`);
+    const overlaps = overlapsOf(pattern);
+    // Matched before the channel lock, against the leases there now: under it, only a lease
+    // granted in between is matched, so the channel's writers never wait on our matching.
+    await this.conflicts(await this.contenders(channel), overlaps, holder, exclusive);
     return this.changeOne(channel, async (doc, now) => {
       const leases = pruned(doc, now);
       const mine = leases.find(
@@ -205,7 +209,7 @@ export class PathLeaseBook {
       const theirs = await this.storage.foreign(channel);
       const conflicts = await this.conflicts(
         [...leases, ...theirs],
-        pattern,
+        overlaps,
         holder,
         exclusive,
         now,
@@ -305,21 +309,27 @@ export class PathLeaseBook {
     }
   }
 
-  /** Live leases of others that a new lease of `holder` on `pattern` would overlap. */
+  /** Live leases of others that a new lease of `holder` would overlap, as `overlaps` says. */
   private async conflicts(
     leases: PathLease[],
-    pattern: string,
+    overlaps: (pattern: string) => Promise<boolean>,
     holder: string,
     exclusive: boolean,
-    now: number,
+    now = this.storage.now(),
   ): Promise<PathLease[]> {
     const out: PathLease[] = [];
     for (const l of leases) {
       if (l.holder === holder || !pathLeaseLive(l, now)) continue;
       if (!exclusive && !l.exclusive) continue;
-      if (await patternsOverlap(pattern, l.pattern)) out.push(l);
+      if (await overlaps(l.pattern)) out.push(l);
     }
     return out;
+  }
+
+  /** The channel's leases and another implementation's, read without the lock. */
+  private async contenders(channel: string): Promise<PathLease[]> {
+    const { doc } = await this.storage.read(channel);
+    return [...doc.leases, ...(await this.storage.foreign(channel))];
   }
 
   /**
@@ -380,6 +390,19 @@ export class PathLeaseBook {
     if (state !== undefined) info.state = state;
     return info;
   }
+}
+
+/** Whether `pattern` overlaps another, each other pattern worked out once. */
+function overlapsOf(pattern: string): (other: string) => Promise<boolean> {
+  const known = new Map<string, Promise<boolean>>();
+  return (other) => {
+    let overlap = known.get(other);
+    if (overlap === undefined) {
+      overlap = patternsOverlap(pattern, other);
+      known.set(other, overlap);
+    }
+    return overlap;
+  };
 }
 
 interface Outcome {
