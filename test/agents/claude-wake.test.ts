@@ -196,17 +196,23 @@ describe("Claude Code (real binary) after setup claude-code --write --wake", () 
   it("a one-shot claude -p with the wake hook installed ends as soon as its turn does", async () => {
     const { sandbox } = session;
     await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
-    await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write", "--wake"]);
     // No trust question under `claude -p`: Claude Code's docs (Security, "Trust verification")
     // say it is disabled when running non-interactively with -p; first-run.test.ts answers it.
-    const started = Date.now();
-    const run = await runTool(sandbox, claude(), ["-p", "Say hi."], { env: session.env });
-    const took = Date.now() - started;
-    expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout).toContain("Done.");
+    const oneShot = async () => {
+      const started = Date.now();
+      const run = await runTool(sandbox, claude(), ["-p", "Say hi."], { env: session.env });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain("Done.");
+      return Date.now() - started;
+    };
+    // The same run without the wake hook, on this machine now: what the run itself costs.
+    await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write"]);
+    const baseline = await oneShot();
+    await sandbox.agentChat(["setup", "claude-code", "--as", "alice", "--write", "--wake"]);
+    const took = await oneShot();
     // Claude Code waits up to 30 s at the end of a headless run for a parked asyncRewake hook;
-    // under a one-shot run the hook does not park.
-    expect(took).toBeLessThan(25_000);
+    // under a one-shot run the hook does not park, so the run costs what it costs without it.
+    expect(took - baseline).toBeLessThan(20_000);
     expect(waiters()).toEqual([]);
-  }, 60_000);
+  }, 120_000);
 });

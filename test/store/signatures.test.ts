@@ -133,7 +133,7 @@ describe("signed messages", () => {
     await s.post("review", { from: "alice", body: "signed" });
     await s.post("review", { from: "bob", body: "no key" });
     expect(readFileSync(messageFile(1), "utf8")).toMatch(
-      /\ntitle: signed\nsig: ed25519:\S+\n---\n/,
+      /\ntitle: signed\nchannel_id: [A-Za-z0-9_-]{22}\nsig: ed25519:\S+\n---\n/,
     );
     const got = await trustOf();
     expect(got.map((m) => [m.from, m.trust])).toEqual([
