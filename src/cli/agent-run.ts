@@ -29,18 +29,44 @@ const ENTER_TRIES = 3;
 /** The longest wait for the tool to draw a typed line before its Enter goes anyway. */
 const ECHO_WAIT_MS = 2_000;
 
+/**
+ * After a line the user sent, how long the tool's prompt hook has to mark a turn started before
+ * the line is taken for one that opens none (a local command such as `/help`).
+ */
+const NO_TURN_AFTER_MS = 3_000;
+
+/**
+ * What a terminal sends by itself, never typed: focus in and out, cursor position and device
+ * attribute reports, OSC answers, mouse reports. Anything else with an escape is the user's
+ * (an arrow recalling history, a paste, a word deleted).
+ */
+const TERMINAL_REPORT =
+  /\x1b\[[IO]|\x1b\[\d+;\d+R|\x1b\[[?>][\d;]*c|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[<\d+;\d+;\d+[Mm]/g;
+
 /** How long a round of `waitForNews` lasts before it starts over (it never needs to end). */
 const NEWS_ROUND_MS = 3_600_000;
 
 /**
- * When the session may be typed into: the user's line is empty (the last key was Enter or
- * Ctrl-C, or none yet), and either the tool's own stop hook marked its turn ended since the
- * last prompt was sent (`turn`, under setup's hooks), or nothing came out of the agent and
- * nothing was typed for `quietMs` (any tool: a screen that keeps redrawing is slower to count).
+ * When the session may be typed into (docs/delivery.md, "run"): the user's line is known to be
+ * empty, and
+ * - where the tool's hooks mark its turns (`turn`, under setup's hooks): its stop hook marked
+ *   the turn ended since the last prompt was sent. During an open turn nothing else counts: a
+ *   question the tool asks then ("Allow execution?") may sit on a quiet screen, and a line
+ *   typed into it would answer it;
+ * - else: nothing came out of the agent and nothing was typed for `quietMs` (a screen that
+ *   keeps redrawing is slower to count).
+ *
+ * The line is known empty when nothing was typed since the last Enter or Ctrl-C, or what was
+ * typed was plain characters all erased again with Backspace. Anything else (an arrow that may
+ * recall history, a paste, a key with an escape) means the user is typing until Enter or
+ * Ctrl-C: never a notice glued to a draft.
  */
 export class IdleGate {
   private lastActivity = Date.now();
-  private lineDirty = false;
+  /** Plain characters typed since the line was last known empty, less those erased. */
+  private typed = 0;
+  /** Whether something typed since then leaves the line's content unknown. */
+  private lineUnknown = false;
   private lastSubmit = 0;
   private turnEnded = -1;
   private turnStarted = 0;
@@ -62,11 +88,25 @@ export class IdleGate {
   }
 
   keys(data: string): void {
+    const typed = data.replace(TERMINAL_REPORT, "");
+    if (typed === "") return; // the terminal answering the tool, not the user
     this.lastActivity = Date.now();
-    // An escape sequence (an arrow, a function key) leaves the line as it was.
-    if (data.startsWith("\x1b")) return;
-    if (this.lineDirty && /\r$/.test(data)) this.lastSubmit = Date.now();
-    this.lineDirty = !/[\r\n\x03\x04]$/.test(data);
+    if (/[\r\n\x03\x04]$/.test(typed)) {
+      if (this.lineDirty && typed.endsWith("\r")) this.lastSubmit = Date.now();
+      [this.typed, this.lineUnknown] = [0, false];
+      return;
+    }
+    if (typed.includes("\x1b")) this.lineUnknown = true;
+    for (const char of typed) {
+      if (char === "\x7f" || char === "\b") this.typed = Math.max(0, this.typed - 1);
+      else if (char < " ")
+        this.lineUnknown = true; // Tab completes, Ctrl-U, Ctrl-W: unknown
+      else this.typed++;
+    }
+  }
+
+  private get lineDirty(): boolean {
+    return this.lineUnknown || this.typed > 0;
   }
 
   /** A line of ours was sent as a prompt: the tool is at work until its hook says otherwise. */
@@ -83,18 +123,25 @@ export class IdleGate {
 
   /** Whether the tool's hooks mark its turns (then a turn started since `since` is seen). */
   get marksTurns(): boolean {
-    return this.turnEnded >= 0;
+    return this.turnEnded >= 0 || this.turnStarted > 0;
   }
 
   startedSince(since: number): boolean {
     return this.turnStarted >= since;
   }
 
-  /** Milliseconds until it is idle if nothing happens meanwhile; undefined while a line is half typed. */
+  /**
+   * Milliseconds until it is idle if nothing happens meanwhile; undefined while a line is half
+   * typed or the tool's turn is open (only its hook can end that).
+   */
   idleIn(): number | undefined {
     if (this.lineDirty) return undefined;
-    if (this.turnEnded >= this.lastSubmit && this.turnEnded >= this.turnStarted) return 0;
-    return Math.max(0, this.lastActivity + this.quietMs - Date.now());
+    const quiet = Math.max(0, this.lastActivity + this.quietMs - Date.now());
+    if (!this.marksTurns) return quiet;
+    if (this.turnStarted > this.turnEnded) return undefined;
+    if (this.turnEnded >= this.lastSubmit) return 0;
+    // A line sent since the turn ended that started no turn (a local command) leaves it idle.
+    return Math.max(quiet, this.lastSubmit + NO_TURN_AFTER_MS - Date.now());
   }
 }
 

@@ -155,6 +155,41 @@ describe("agent-chat run", () => {
     expect(await run.exit).toBe(7);
   });
 
+  it("never answers a question the tool asks during its turn, however quiet its screen (issue 40, finding 6)", async () => {
+    const run = startRun();
+    await run.until(/> /);
+    run.child.stdin!.write("ask\r");
+    await run.until(/Allow execution of \[Shell\]\? \(y\/n\) /);
+    await post("while it asks");
+    // Many quiet periods (0.3 s) long: a notice typed now would answer the question.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(run.output()).not.toMatch(/\[agent-chat\]/);
+    run.child.stdin!.write("n\r");
+    await run.until(/answered: n\r?\n/);
+    await run.until(gotNotice);
+    expect(run.output()).not.toMatch(/answered: \[agent-chat\]/);
+    run.child.stdin!.write("quit\r");
+    expect(await run.exit).toBe(7);
+  });
+
+  it("takes an arrow or a paste for a draft until it is sent; a line typed and erased is empty", async () => {
+    const run = startRun();
+    await run.until(/> /);
+    run.child.stdin!.write("\x1b[A"); // Up: the tool may have put the last prompt back
+    await post("after an arrow");
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(run.output()).not.toMatch(/\[agent-chat\]/);
+    run.child.stdin!.write("\r");
+    await run.until(gotNotice);
+
+    run.child.stdin!.write("draft");
+    run.child.stdin!.write("\x7f".repeat(5)); // all of it erased: the line is known empty
+    await post("after an erased draft");
+    await run.until(new RegExp(`${gotNotice.source}[\\s\\S]*${gotNotice.source}`));
+    run.child.stdin!.write("quit\r");
+    expect(await run.exit).toBe(7);
+  });
+
   it("counts the session idle once the agent's own stop hook marks its turn ended, however its screen keeps redrawing", async () => {
     // A quiet period that never passes in this test: only the hooks' mark can make it idle.
     const run = startRun("600");
