@@ -66,6 +66,44 @@ describeCluster("nats cluster: a checked write given one stale answer", () => {
     expect(read.warnings, "stored posts that readers skip").toEqual([]);
   });
 
+  it("a post that read the channel's few newest messages from a lagging copy (the newest missing) is refused and renumbered", async () => {
+    const url = cluster.url(ns());
+    const first = await NatsStore.open(url, { replicas: 3 });
+    await first.init("ch");
+    for (const body of ["one", "two"]) await first.post("ch", { from: "a", body });
+    const lagsAt = (await first.lastOf("ch")).streamSeq;
+    await first.post("ch", { from: "a", body: "three" });
+    const late = await NatsStore.open(url);
+    // Its reads of messages answer as a copy that ends at "two", until its first publish.
+    const { streams } = (late as unknown as { quick: { jsm: JetStreamManager } }).quick.jsm;
+    const real = streams.getMessage.bind(streams);
+    let lagging = true;
+    let lagged = 0;
+    streams.getMessage = async (stream, query) => {
+      const answer = await real(stream, query);
+      if (!lagging || stream !== late.streamName || !answer || answer.seq <= lagsAt) return answer;
+      lagged++;
+      return null;
+    };
+    const publish = late.js.publish.bind(late.js);
+    late.js.publish = (...args) =>
+      publish(...args).finally(() => {
+        lagging = false;
+      });
+    const posted = await late.post("ch", { from: "b", body: "four" });
+    expect(lagged, "the lagging answer was given").toBeGreaterThan(0);
+    expect(posted.seq).toBe(4);
+    const read = await first.read("ch", { as: "reader", all: true, everyone: true, peek: true });
+    expect(read.messages.map((m) => [m.seq, m.body])).toEqual([
+      [1, "one"],
+      [2, "two"],
+      [3, "three"],
+      [4, "four"],
+    ]);
+    expect(read.warnings, "stored posts that readers skip").toEqual([]);
+    await Promise.all([first.close(), late.close()]);
+  });
+
   it("a wait whose cursor save landed unanswered, then read back stale many times, still returns its messages once", async () => {
     const url = cluster.url(ns());
     const poster = await NatsStore.open(url, { replicas: 3 });

@@ -13,6 +13,38 @@ export const SEQ_HEADER = "Agent-Chat-Seq";
 /** The SPEC file name of a message, so that export writes exactly what the folder store would. */
 export const FILE_HEADER = "Agent-Chat-File";
 
+/** A message as the stream holds it: where, its headers and its text. */
+export interface StreamMessage {
+  streamSeq: number;
+  headers: MsgHdrs | undefined;
+  text: string;
+}
+
+/**
+ * A message of the stream as one of ours, or why it is none: its text must parse as a message
+ * named by its file header, and its seq header must say the seq of that name. Anyone with the
+ * namespace's credentials can publish on a channel's subject: such a message is reported and
+ * skipped (as a stray file in a channel folder), never trusted and never fatal.
+ */
+export function readStored(
+  { streamSeq, headers, text }: StreamMessage,
+  channel: string,
+): { message: Message } | { problem: string } {
+  const file = headers?.get(FILE_HEADER) ?? "";
+  const name = file || `stream message ${streamSeq}`;
+  const seqHeader = headers?.get(SEQ_HEADER) ?? "";
+  if (seqHeader === "") {
+    return { problem: `${name}: no ${SEQ_HEADER} header (not written by agent-chat)` };
+  }
+  const parsed = parseMessage(text, file, channel);
+  if (!parsed.ok) return { problem: `${name}: ${parsed.reason}` };
+  if (Number(seqHeader) !== parsed.message.seq) {
+    const seq = parsed.message.seq;
+    return { problem: `${name}: its ${SEQ_HEADER} header is not ${seq}, the seq of its file name` };
+  }
+  return { message: parsed.message };
+}
+
 /** What a feed needs from its store. */
 export interface FeedSource {
   /**
@@ -146,18 +178,15 @@ export class ChannelFeed {
   private accept(streamSeq: number, headers: MsgHdrs | undefined, text: string): void {
     if (streamSeq <= this.delivered) return;
     this.delivered = streamSeq;
-    const seq = Number(headers?.get(SEQ_HEADER));
-    const file = headers?.get(FILE_HEADER) ?? "";
-    const name = file || `stream message ${streamSeq}`;
-    const parsed = parseMessage(text, file, this.channel);
+    const read = readStored({ streamSeq, headers, text }, this.channel);
     const last = this.maxSeq();
-    if (!parsed.ok) this.warnings.push(`${name}: ${parsed.reason}, skipped`);
-    else if (parsed.message.seq !== seq) {
-      this.warnings.push(`${name}: its ${SEQ_HEADER} header says ${seq}, skipped`);
-    } else if (seq <= last) {
-      this.warnings.push(`${name}: seq ${seq} is not after ${last}, skipped`);
+    if ("problem" in read) this.warnings.push(`${read.problem}, skipped`);
+    else if (read.message.seq <= last) {
+      this.warnings.push(
+        `${read.message.file}: seq ${read.message.seq} is not after ${last}, skipped`,
+      );
     } else {
-      this.entries.push({ seq, streamSeq, message: parsed.message, text });
+      this.entries.push({ seq: read.message.seq, streamSeq, message: read.message, text });
     }
     if (this.entries.at(-1)?.streamSeq !== streamSeq) this.firstSkipped ??= streamSeq;
     for (const r of this.reachers) if (streamSeq >= r.target) r.done();
@@ -272,6 +301,11 @@ export class ChannelFeed {
 
   maxSeq(): number {
     return this.entries.at(-1)?.seq ?? 0;
+  }
+
+  /** The stream seq of the last message delivered, and the largest seq of ours up to it. */
+  highWater(): { streamSeq: number; seq: number } {
+    return { streamSeq: this.delivered, seq: this.maxSeq() };
   }
 
   /** The messages held, with their stream seqs (archive's export). */

@@ -10,7 +10,7 @@ import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { parseUntrustedJson } from "../../core/json.js";
-import { formatTimestamp, messageFileName, parseSeqText } from "../../core/message.js";
+import { formatTimestamp, MAX_SEQ, messageFileName, parseSeqText } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
@@ -38,7 +38,7 @@ import {
 } from "../shared/index.js";
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
-import { ChannelFeed, FILE_HEADER, SEQ_HEADER } from "./feed.js";
+import { ChannelFeed, FILE_HEADER, readStored, SEQ_HEADER } from "./feed.js";
 import { CasWriter } from "./kv-cas.js";
 import type { NatsStoreOptions } from "./options.js";
 import {
@@ -77,10 +77,24 @@ interface StoredTask {
   lease?: Lease;
 }
 
-/** The last message of a channel: its stream seq (for the publish check) and our seq. */
+/**
+ * A channel's high-water mark as of one of its messages: that message's stream seq (for the
+ * publish check) and the largest seq of ours up to it (see `lastOf`).
+ */
 interface LastOf {
   streamSeq: number;
   seq: number;
+}
+
+/** A channel's mark as last read or written here, with its KV revision (0: none). */
+interface KnownMark extends LastOf {
+  revision: number;
+}
+
+/** The stream seqs after a channel's mark up to `upTo`, to read at once (see `readSpan`). */
+interface SpanToRead {
+  mark: LastOf;
+  upTo: number;
 }
 
 /**
@@ -88,7 +102,7 @@ interface LastOf {
  * the channel's own (the message the post numbered after), on a cluster the stream's too.
  */
 interface Basis {
-  last: LastOf | undefined;
+  last: LastOf;
   expect: { lastSubjectSequence: number; lastSequence?: number };
 }
 
@@ -145,9 +159,10 @@ export interface ChannelDump {
  * The NATS JetStream backend (docs/design.md §6): one stream per namespace with one subject per
  * channel, one KV bucket per namespace for channel metadata, cursors and task markers.
  *
- * - Gapless seq: a post publishes seq = last + 1 with the expected-last-subject-sequence header
- *   set to the stream seq of the last message it knows; a concurrent post makes the server refuse
- *   it, and it re-reads and retries. Our seq travels in a header and must match the text.
+ * - Gapless seq: a post publishes seq = the channel's high-water mark + 1 (see `lastOf`) with the
+ *   expected-last-subject-sequence header set to the stream seq of the last message it knows; a
+ *   concurrent post (or any other publish) makes the server refuse it, and it re-reads and
+ *   retries. Our seq travels in a header and must match the text.
  * - init, addTask and claim are KV creates or revision-checked updates: exactly one winner.
  * - read, wait, peek and watch read through a per-channel ordered consumer that the server
  *   pushes to; after a reconnect it resumes after the last stream seq it delivered.
@@ -158,6 +173,12 @@ export class NatsStore extends FeatureStore {
   readonly namespace: string;
   private readonly feeds = new Map<string, ChannelFeed>();
   private readonly lastKnown = new Map<string, LastOf>();
+  /** Each channel's mark in KV as last read or written here (see `raiseMark`). */
+  private readonly marks = new Map<string, KnownMark>();
+  /** The highest mark asked for per channel and not yet written (see `raiseMark`). */
+  private readonly wantedMarks = new Map<string, LastOf>();
+  /** The mark write under way per channel (close waits for them). */
+  private readonly markWrites = new Map<string, Promise<void>>();
   /** The stream seq of this store's last post, for the cluster's check (see `basis`). */
   private streamLast = -1;
   /** Connected to a cluster: posts check the stream's last sequence (see `basis`). */
@@ -337,7 +358,7 @@ export class NatsStore extends FeatureStore {
   }
 
   protected async lastSeq(channel: string): Promise<number> {
-    return (await this.lastOf(channel))?.seq ?? 0;
+    return (await this.lastOf(channel)).seq;
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
@@ -397,6 +418,12 @@ export class NatsStore extends FeatureStore {
   private posted(pending: Pending, { streamSeq, seq, file }: Copy, attempt: number): PostResult {
     const { channel, turn } = pending;
     this.lastKnown.set(channel, { streamSeq, seq });
+    const mark = this.marks.get(channel);
+    // A post that read past the mark moved it (see `lastOf`); posts on this store's own basis
+    // move it now and then, so that a store reading anew reads some MARK_EVERY at most.
+    if (mark && !this.markWrites.has(channel) && seq - mark.seq >= MARK_EVERY) {
+      this.raiseMark(channel, { streamSeq, seq });
+    }
     this.streamLast = streamSeq;
     this.options.onPosted?.({ channel, seq, tries: attempt + 1 });
     if (turn !== undefined && turn % PURGE_TURNS_EVERY === 0) {
@@ -418,16 +445,19 @@ export class NatsStore extends FeatureStore {
    */
   private async inTurn(draft: PostDraft): Promise<Pending> {
     const { channel } = draft;
-    const marker = await this.guard(
-      () =>
-        this.js.publish(turnSubject(this.subject(channel)), "", {
-          timeout: Math.min(this.timeoutMs, ATTEMPT_MS),
-        }),
-      `cannot post to ${channel}`,
-    );
-    // The leader answered once the marker was applied: the channel's last is read after it.
-    const last = await this.lastOf(channel);
-    const expect = { lastSequence: marker.seq, lastSubjectSequence: last?.streamSeq ?? 0 };
+    const [marker, mark] = await Promise.all([
+      this.guard(
+        () =>
+          this.js.publish(turnSubject(this.subject(channel)), "", {
+            timeout: Math.min(this.timeoutMs, ATTEMPT_MS),
+          }),
+        `cannot post to ${channel}`,
+      ),
+      this.readMark(channel),
+    ]);
+    // The leader answered once the marker was applied: the channel is read up to it after it.
+    const last = await this.lastOf(channel, { mark, upTo: marker.seq });
+    const expect = { lastSequence: marker.seq, lastSubjectSequence: last.streamSeq };
     const pending = await this.onBasis(draft, { last, expect });
     return { ...pending, turn: marker.seq };
   }
@@ -435,7 +465,13 @@ export class NatsStore extends FeatureStore {
   /** The post as seq = last + 1 on `basis`. */
   private async onBasis(draft: PostDraft, basis: Basis): Promise<Pending> {
     const { channel } = draft;
-    const seq = (basis.last?.seq ?? 0) + 1;
+    const seq = basis.last.seq + 1;
+    if (seq > MAX_SEQ) {
+      throw new AgentChatError(
+        "TOO_LARGE",
+        `channel ${channel} has no numbers left: a message on its subject holds ${MAX_SEQ}, the largest number`,
+      );
+    }
     const text = renderMessage(draft, seq, formatTimestamp());
     this.checkPayload(text);
     const file = messageFileName(seq, draft.from, draft.title);
@@ -476,7 +512,7 @@ export class NatsStore extends FeatureStore {
   ): Promise<Copy | undefined> {
     if (!pending?.sent || !isWrongLastSequence(err)) return undefined;
     const { channel } = pending;
-    const after = pending.basis.last?.streamSeq ?? 0;
+    const after = pending.basis.last.streamSeq;
     const next = await this.ask(
       () =>
         // The server takes `next_by_subj` here too; the client's type names it for direct gets.
@@ -527,18 +563,18 @@ export class NatsStore extends FeatureStore {
     const cached = this.lastKnown.get(channel);
     if (!this.clustered) {
       const last = cached ?? (await this.lastOf(channel));
-      return { last, expect: { lastSubjectSequence: last?.streamSeq ?? 0 } };
+      return { last, expect: { lastSubjectSequence: last.streamSeq } };
     }
     if (cached && cached.streamSeq === this.streamLast) {
       const expect = { lastSequence: cached.streamSeq, lastSubjectSequence: cached.streamSeq };
       return { last: cached, expect };
     }
-    const info = await this.ask(
-      () => this.quick.jsm.streams.info(this.streamName),
-      `cannot read ${channel}`,
-    );
-    const last = await this.lastOf(channel);
-    const expect = { lastSequence: info.state.last_seq, lastSubjectSequence: last?.streamSeq ?? 0 };
+    const [info, mark] = await Promise.all([
+      this.ask(() => this.quick.jsm.streams.info(this.streamName), `cannot read ${channel}`),
+      this.readMark(channel),
+    ]);
+    const last = await this.lastOf(channel, { mark, upTo: info.state.last_seq });
+    const expect = { lastSequence: info.state.last_seq, lastSubjectSequence: last.streamSeq };
     return { last, expect };
   }
 
@@ -585,18 +621,141 @@ export class NatsStore extends FeatureStore {
     return h;
   }
 
-  /** The last message of a channel, straight from the server (undefined when empty). */
-  async lastOf(channel: string): Promise<LastOf | undefined> {
-    const stored = await this.lastStored(channel);
-    if (!stored) return undefined;
-    const seq = Number(stored.header?.get(SEQ_HEADER));
-    if (!Number.isSafeInteger(seq) || seq <= 0) {
-      throw new AgentChatError(
-        "PROTOCOL_ERROR",
-        `the last message of ${channel} (stream seq ${stored.seq}) has no ${SEQ_HEADER} header: not written by agent-chat`,
-      );
+  /**
+   * The channel's last message and the largest seq of ours up to it, straight from the server
+   * (stream seq 0 when it has none). The next post numbers on from that seq, never from the
+   * last message's own header: anyone with the namespace's credentials can publish on the
+   * channel's subject, and a message that is not ours, or not after the ones before it, is
+   * skipped by readers (see `readStored`). The channel's mark (`mark.<channel>` in KV, see
+   * `raiseMark`) spares looking at the messages before it; those after it are looked at one by
+   * one, up to WALK_LIMIT, or else through the channel's feed, and the mark is raised to them.
+   * A post on a cluster gives the mark it read beside a stream seq it expects to be the last
+   * (`known`): the few messages up to that one are read at once, in one round trip.
+   */
+  async lastOf(channel: string, known?: { mark: KnownMark; upTo: number }): Promise<LastOf> {
+    if (known && fitsSpan(known)) {
+      this.marks.set(channel, known.mark);
+      return this.reached(channel, known.mark, await this.readSpan(channel, known));
     }
-    return { streamSeq: stored.seq, seq };
+    const [mark, last] = await Promise.all([this.readMark(channel), this.lastStreamSeq(channel)]);
+    // A mark past the last message was written since that read, or planted: not trusted.
+    const from = mark.streamSeq > (last ?? 0) ? { streamSeq: 0, seq: 0 } : mark;
+    this.marks.set(channel, { revision: mark.revision, streamSeq: from.streamSeq, seq: from.seq });
+    // No message at all (purged by hand): the numbering still goes on from the mark.
+    if (last === undefined) return { streamSeq: 0, seq: mark.seq };
+    return this.reached(channel, from, await this.walk(channel, from, last));
+  }
+
+  /** `top`, which `lastOf` reached from `from`: the mark moves up to it. */
+  private reached(channel: string, from: LastOf, top: LastOf): LastOf {
+    if (top.streamSeq > from.streamSeq) this.raiseMark(channel, top);
+    return top;
+  }
+
+  /** `from` raised by the channel's messages after it, up to stream seq `last`. */
+  private async walk(channel: string, from: LastOf, last: number): Promise<LastOf> {
+    const span = { mark: from, upTo: last };
+    if (fitsSpan(span)) return this.readSpan(channel, span);
+    let top = from;
+    for (let steps = 0; top.streamSeq < last; steps++) {
+      if (steps === WALK_LIMIT) {
+        // A long way (a flood, or a channel from before marks): the feed reads it in batches.
+        const fed = (await this.feed(channel)).highWater();
+        return { streamSeq: fed.streamSeq, seq: Math.max(fed.seq, from.seq) };
+      }
+      const next = await this.ask(
+        () =>
+          this.quick.jsm.streams.getMessage(this.streamName, {
+            next_by_subj: this.subject(channel),
+            seq: top.streamSeq + 1,
+          } as unknown as MsgRequest),
+        `cannot read ${channel}`,
+      );
+      if (!next) break;
+      top = { streamSeq: next.seq, seq: Math.max(top.seq, ourSeq(next, channel)) };
+    }
+    return top;
+  }
+
+  /**
+   * As `walk`, for a few stream seqs: every message between, of any subject, read at once (one
+   * round trip, where posts racing on a channel would otherwise wait for one after another).
+   * What it reaches is the last message of the channel it read: a lagging server that has not
+   * the newest yet leaves the post's check to refuse it, as a walk does.
+   */
+  private async readSpan(channel: string, { mark: from, upTo }: SpanToRead): Promise<LastOf> {
+    const seqs = Array.from({ length: upTo - from.streamSeq }, (_, i) => from.streamSeq + 1 + i);
+    const stored = await Promise.all(
+      seqs.map((seq) =>
+        this.ask(
+          () => this.quick.jsm.streams.getMessage(this.streamName, { seq }),
+          `cannot read ${channel}`,
+        ),
+      ),
+    );
+    let top = from;
+    for (const m of stored) {
+      if (m?.subject !== this.subject(channel)) continue;
+      top = { streamSeq: m.seq, seq: Math.max(top.seq, ourSeq(m, channel)) };
+    }
+    return top;
+  }
+
+  /** The channel's mark and its revision; all 0 when it has none (or one that is not a mark). */
+  private async readMark(channel: string): Promise<KnownMark> {
+    const entry = await this.ask(
+      () => this.quick.kv.get(markKey(channel)),
+      `cannot read ${channel}`,
+    );
+    const mark = (entry?.operation === "PUT" && parseMark(entry.string())) || {
+      streamSeq: 0,
+      seq: 0,
+    };
+    return { revision: entry?.revision ?? 0, ...mark };
+  }
+
+  /**
+   * Moves the channel's mark up to `top`, in the background, one write at a time per channel:
+   * the write under way takes the highest `top` asked for meanwhile next. The mark only spares
+   * reading: any mark `lastOf` or a post writes is true, an older one leaves more to look at.
+   * (On a cluster each write also makes the bucket's checked writes of other connections read
+   * again, as a cursor save does: so it is written after a walk, or every MARK_EVERY posts.)
+   */
+  private raiseMark(channel: string, top: LastOf): void {
+    const wanted = this.wantedMarks.get(channel);
+    if (!wanted || wanted.streamSeq < top.streamSeq) this.wantedMarks.set(channel, top);
+    if (this.markWrites.has(channel)) return;
+    const writing = this.writeMarks(channel).finally(() => this.markWrites.delete(channel));
+    this.markWrites.set(channel, writing);
+  }
+
+  /**
+   * Writes the channel's wanted marks, each checked against the revision last seen here so
+   * that it never replaces a newer one.
+   */
+  private async writeMarks(channel: string): Promise<void> {
+    for (let top = this.takeWanted(channel); top; top = this.takeWanted(channel)) {
+      const known = this.marks.get(channel);
+      if (!known || top.streamSeq <= known.streamSeq) continue;
+      try {
+        const ack = await this.quick.js.publish(
+          `$KV.${this.bucketName}.${markKey(channel)}`,
+          formatMark(top),
+          { expect: { lastSubjectSequence: known.revision } },
+        );
+        this.marks.set(channel, { revision: ack.seq, ...top });
+        this.cas.acked(ack.seq);
+      } catch {
+        // Another writer came first (or the server is away): read the mark before writing it.
+        this.marks.delete(channel);
+      }
+    }
+  }
+
+  private takeWanted(channel: string): LastOf | undefined {
+    const top = this.wantedMarks.get(channel);
+    this.wantedMarks.delete(channel);
+    return top;
   }
 
   private lastStored(channel: string): Promise<StoredMsg | null> {
@@ -620,9 +779,9 @@ export class NatsStore extends FeatureStore {
       this.feeds.set(channel, feed);
       feed.start();
     }
-    const last = await this.lastOf(channel);
+    const last = await this.lastStreamSeq(channel);
     // Room for a few consumer placements on a cluster with a node down (see FeedSource.feedJs).
-    if (last) await feed.reach(last.streamSeq, 3 * this.timeoutMs);
+    if (last) await feed.reach(last, 3 * this.timeoutMs);
     feed.throwIfFailed();
     return feed;
   }
@@ -986,7 +1145,8 @@ export class NatsStore extends FeatureStore {
     parseMeta(dump.metaText, dump.name);
     await this.createMeta(dump.name, dump.metaText);
     const subject = this.subject(dump.name);
-    let last = (await this.lastOf(dump.name))?.streamSeq ?? 0;
+    this.marks.set(dump.name, await this.readMark(dump.name));
+    let last = (await this.lastStreamSeq(dump.name)) ?? 0;
     let previous = 0;
     for (const m of dump.messages) {
       if (m.seq <= previous) {
@@ -1007,6 +1167,7 @@ export class NatsStore extends FeatureStore {
       last = ack.seq;
       previous = m.seq;
     }
+    this.raiseMark(dump.name, { streamSeq: last, seq: previous });
     for (const [agent, seq] of Object.entries(dump.cursors)) {
       await this.saveCursor(dump.name, agent, { to: seq });
     }
@@ -1045,6 +1206,7 @@ export class NatsStore extends FeatureStore {
 
   async close(): Promise<void> {
     await this.settleRecords();
+    await Promise.all(this.markWrites.values());
     for (const feed of this.feeds.values()) feed.stop();
     this.feeds.clear();
     this.advisories?.unsubscribe();
@@ -1147,6 +1309,12 @@ export class NatsStore extends FeatureStore {
   }
 }
 
+/** Messages after a channel's mark that `lastOf` reads one by one before it reads them all. */
+const WALK_LIMIT = 64;
+/** Stream seqs after a channel's mark that `lastOf` reads all at once (see `readSpan`). */
+const SPAN_AT_ONCE = 16;
+/** A store's posts on its own basis after the channel's mark before it moves the mark. */
+const MARK_EVERY = 32;
 /** Races a post loses on a cluster before it takes its turn (see `inTurn`). */
 const TURN_AFTER = 2;
 /** One turn marker in so many (by stream seq) removes the markers before it. */
@@ -1351,6 +1519,41 @@ export function bucketOf(namespace: string): string {
 
 function metaKey(channel: string): string {
   return `meta.${token(channel)}`;
+}
+
+/** Whether `span` is short enough to read at once (a mark past `upTo` is not trusted). */
+function fitsSpan({ mark, upTo }: SpanToRead): boolean {
+  return mark.streamSeq <= upTo && upTo - mark.streamSeq <= SPAN_AT_ONCE;
+}
+
+/** The seq of a stored message when it is one of ours, else 0 (see `readStored`). */
+function ourSeq(stored: StoredMsg, channel: string): number {
+  const read = readStored(
+    { streamSeq: stored.seq, headers: stored.header, text: stored.string() },
+    channel,
+  );
+  return "message" in read ? read.message.seq : 0;
+}
+
+/** Where a channel's high-water mark is kept (as `.seq` is in its folder). */
+function markKey(channel: string): string {
+  return `mark.${token(channel)}`;
+}
+
+function formatMark(mark: LastOf): string {
+  return JSON.stringify({ seq: mark.seq, streamSeq: mark.streamSeq });
+}
+
+/** A mark as read from KV, which any client of the server may have written. */
+function parseMark(text: string): LastOf | undefined {
+  const value = parseUntrustedJson(text) as Partial<Record<keyof LastOf, unknown>> | undefined;
+  const { seq, streamSeq } = value !== null && typeof value === "object" ? value : {};
+  if (!isCount(seq) || !isCount(streamSeq) || seq > MAX_SEQ) return undefined;
+  return { seq, streamSeq };
+}
+
+function isCount(n: unknown): n is number {
+  return Number.isSafeInteger(n) && (n as number) >= 0;
 }
 
 function cursorKey(channel: string, agent: string): string {

@@ -35,8 +35,9 @@ import type {
  * stream, below the stream seq of the first message kept. A crash between the two loses
  * nothing: running archive again finds the files already there (the same text) and purges.
  * Numbering never goes back: the newest message always stays, and a post numbers on from the
- * subject's last message. Cursors are numbers and stay valid. A message this store could not
- * read (not written by agent-chat) is never purged unexported: the cut stops before it.
+ * channel's high-water mark (see NatsStore.lastOf). Cursors are numbers and stay valid. A
+ * message this store could not read (not written by agent-chat) is never purged unexported:
+ * the cut stops before it.
  */
 export interface NatsArchiveHost {
   channel: string;
