@@ -10,5 +10,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration tests spawn real processes; two workers suit the 2-core machines we run on.
     maxWorkers: 2,
+    // The user's own config folder is never the tests' (test/setup-env.ts).
+    setupFiles: ["test/setup-env.ts"],
   },
 });

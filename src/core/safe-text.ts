@@ -1,4 +1,4 @@
-import { isValidName } from "./names.js";
+import { isValidName, sameAgent } from "./names.js";
 
 /**
  * Text that others wrote (bodies, titles, topics, names from a root's files), made safe to put
@@ -47,3 +47,36 @@ export function shownSender(from: string): string | undefined {
 
 /** Why a message whose `from` is no name is marked forged, in every surface alike. */
 export const NOT_A_SENDER = "the sender is not a valid name";
+
+/**
+ * Letters that read as others in many fonts, as one form: `a1ice` and `aIice` read as `alice`,
+ * `rnallory` as `mallory`, `b0b` as `bob`; `.`, `-` and `_` are left out (`al_ice`). The name
+ * rules keep names ASCII, so a look-alike from another script cannot be a sender at all.
+ */
+function skeleton(name: string): string {
+  return name
+    .toLowerCase()
+    .replace(/[-_.]/g, "")
+    .replace(/rn/g, "m")
+    .replace(/vv/g, "w")
+    .replace(/cl/g, "d")
+    .replace(/0/g, "o")
+    .replace(/[1|]/g, "l");
+}
+
+/**
+ * The first of `known` (the channel's members, its maintainer) that `from` reads as but is not:
+ * a message from it is marked forged in every surface ({@link lookAlikeNote}).
+ */
+export function lookAlikeOf(from: string, known: Iterable<string>): string | undefined {
+  const form = skeleton(from);
+  for (const name of known) {
+    if (!sameAgent(name, from) && skeleton(name) === form) return name;
+  }
+  return undefined;
+}
+
+/** Why a message from a look-alike of `name` is marked forged. */
+export function lookAlikeNote(name: string): string {
+  return `the sender's name reads as ${name}'s but is another`;
+}

@@ -36,6 +36,7 @@ export async function connectAgent(
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
+      XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME ?? "",
       AGENT_CHAT_ROOT: root,
       ...extraEnv,
     },

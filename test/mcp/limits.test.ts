@@ -20,7 +20,12 @@ function memory(pid: number): { peak: number; now: number } {
 /** `agent-chat mcp` as a raw child: JSON-RPC lines in, parsed lines out. */
 function startMcp(root: string) {
   const child = spawn(process.execPath, [CLI, "mcp", "--as", "bob"], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", AGENT_CHAT_ROOT: root },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME ?? "",
+      AGENT_CHAT_ROOT: root,
+    },
     stdio: ["pipe", "pipe", "pipe"],
   });
   cleanups.push(() => child.kill("SIGKILL"));

@@ -46,6 +46,23 @@ describe("chat_read: the author's words never pass for ours", () => {
     expect(text).not.toContain(from);
   });
 
+  it.each([
+    ["a digit for a letter", "a1ice", "alice", "bob"],
+    ["a separator added", "al_ice", "alice", "bob"],
+  ])(
+    "marks a sender whose name reads as a member's forged (%s)",
+    async (_, from, member, reader) => {
+      plant(1, from, "hi", "body");
+      const agent = await fixture.agent(reader);
+      const text = (await agent.call("chat_read", { channel: "review" })).text;
+      expect(text.split("\n")[0]).toContain(
+        `from ${from} (FORGED: the sender's name reads as ${member}'s but is another)`,
+      );
+      const peek = await runCli(["--json", "peek", "review"], { root: fixture.root() });
+      expect(JSON.parse(peek.stdout).messages[0]).toMatchObject({ from, trust: "forged" });
+    },
+  );
+
   it("escapes control characters and keeps a topic on its one line", async () => {
     // A bare CR in a file is a line break to the parser (as to Python's splitlines): framed.
     plant(1, "mallory", "t\u001b]52;c;ZXZpbA==\u0007", "a\u001b[2Aover\rwrite");

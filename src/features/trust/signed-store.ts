@@ -44,7 +44,7 @@ import {
   weakenings,
   withPinnedPolicy,
 } from "../governance/index.js";
-import { type SignatureOptions, signerFor, Verifier } from "./signing.js";
+import { type ChannelPlace, type SignatureOptions, signerFor, Verifier } from "./signing.js";
 
 /** How many times the loop guards' window a `require` channel's guard reads. */
 const GUARD_LOOK_BACK = 4;
@@ -83,7 +83,7 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
     private readonly options: SignatureOptions,
   ) {
     super(inner);
-    this.verifier = new Verifier(options, (channel) => this.instanceOf(channel));
+    this.verifier = new Verifier(options, (channel) => this.placeOf(channel));
     this.policies = new PolicyPins(this.verifier.trust, {
       lastSeq: async (channel) => (await inner.peek(channel, 1))[0]?.seq ?? 0,
       policyChangesAfter: async (channel, seq, last) => {
@@ -115,9 +115,22 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
    * changes checks signatures, which asks this).
    */
   private async instanceOf(channel: string): Promise<string | undefined> {
-    const pin = this.verifier.trust.channelPin(channel);
-    if (pin !== undefined) return channelIdOf(pin.policy);
-    return channelIdOf(await this.inner.roster(channel).catch(() => ({})));
+    return (await this.placeOf(channel)).instance;
+  }
+
+  /**
+   * The channel's instance (see {@link instanceOf}) and the names a sender must not read as:
+   * the members and maintainer the file names and those pinned.
+   */
+  private async placeOf(channel: string): Promise<ChannelPlace> {
+    const pinned = this.verifier.trust.channelPin(channel)?.policy;
+    const meta: Partial<ChannelMeta> = await this.inner.roster(channel).catch(() => ({}));
+    const names = [meta, pinned ?? {}].flatMap((m) => [
+      ...(Array.isArray(m.members) ? m.members : []),
+      ...(typeof m.maintainer === "string" ? [m.maintainer] : []),
+    ]);
+    const instance = pinned === undefined ? channelIdOf(meta) : channelIdOf(pinned);
+    return { instance, names };
   }
 
   /** The meta with the policy this reader pinned in place of a weaker one (reported once). */

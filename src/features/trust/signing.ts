@@ -1,6 +1,7 @@
 import { AgentChatError } from "../../core/errors.js";
 import { type Message, messageFileName } from "../../core/message.js";
 import { identity } from "../../core/names.js";
+import { lookAlikeNote, lookAlikeOf } from "../../core/safe-text.js";
 import {
   approvalText,
   CHANNEL_ID_KEY,
@@ -30,6 +31,12 @@ type Ed25519 = typeof import("./ed25519.js");
 const MAX_TOLD = 10_000;
 /** Good signatures remembered per store (with their text: a few MB at most). */
 const MAX_GOOD = 2_000;
+
+/** What a reader knows of a channel when it checks its messages (see {@link Verifier}). */
+export interface ChannelPlace {
+  instance: string | undefined;
+  names: readonly string[];
+}
 
 /** Loaded on the first signature made or checked, never by a reader of unsigned messages. */
 let ed25519: Promise<Ed25519> | undefined;
@@ -76,34 +83,51 @@ export class Verifier {
   private pending: string[] = [];
 
   /**
-   * @param instanceOf the instance id of a channel as this reader pinned it (none for a channel
-   *   made without one): what a signed message there must be bound to.
+   * @param placeOf what a reader knows of a channel: its instance id as pinned (none for a
+   *   channel made without one), which a signed message there must be bound to, and the names
+   *   whose look-alikes are marked forged there.
    */
   constructor(
     private readonly options: SignatureOptions,
-    private readonly instanceOf: (channel: string) => Promise<string | undefined> = async () =>
-      undefined,
+    private readonly placeOf: (channel: string) => Promise<ChannelPlace> = async () => ({
+      instance: undefined,
+      names: [],
+    }),
   ) {
     const { configDir, rootId, rootAlias } = options;
     this.pins = configDir ? filePins(configDir, rootId, rootAlias) : memoryPins();
     this.trust = configDir ? fileTrust(configDir, rootId, rootAlias) : memoryTrust();
   }
 
-  /** Copies of the messages with `trust` (and `trustNote` when forged) set. */
+  /**
+   * Copies of the messages with `trust` (and `trustNote` when forged) set. A sender whose name
+   * reads as another's of the channel is forged whatever it signed (docs/signatures.md).
+   */
   async check(messages: readonly Message[]): Promise<Message[]> {
-    if (!messages.some(hasSignature)) {
-      return messages.map((m) => ({ ...m, trust: "unsigned" }));
+    const places = new Map<string, ChannelPlace>();
+    for (const m of messages) {
+      if (!places.has(m.channel)) places.set(m.channel, await this.placeOf(m.channel));
     }
+    const checked = messages.some(hasSignature)
+      ? await this.checkSigned(messages, places)
+      : messages.map((m): Message => ({ ...m, trust: "unsigned" }));
+    return checked.map((m) => {
+      const like = lookAlikeOf(m.from, places.get(m.channel)?.names ?? []);
+      return like === undefined ? m : forged(m, lookAlikeNote(like));
+    });
+  }
+
+  private async checkSigned(
+    messages: readonly Message[],
+    places: Map<string, ChannelPlace>,
+  ): Promise<Message[]> {
     const ed = await loadEd25519();
     const keys = new Map<string, string[] | undefined>();
-    const instances = new Map<string, string | undefined>();
     for (const m of messages) {
-      if (!hasSignature(m)) continue;
       const id = identity(m.from);
-      if (!keys.has(id)) keys.set(id, await this.pinnedKeys(m.from, ed));
-      if (!instances.has(m.channel)) instances.set(m.channel, await this.instanceOf(m.channel));
+      if (hasSignature(m) && !keys.has(id)) keys.set(id, await this.pinnedKeys(m.from, ed));
     }
-    return messages.map((m) => this.checkOne(m, ed, keys, instances.get(m.channel)));
+    return messages.map((m) => this.checkOne(m, ed, keys, places.get(m.channel)?.instance));
   }
 
   /**
