@@ -18,8 +18,13 @@ export function formatMessageHuman(message: Message): string {
 }
 
 const RULE = "=".repeat(70);
-/** A line that a reader could take for the rule between two messages. */
-const RULE_LIKE = /^(={20,})/gm;
+/**
+ * A line that a reader could take for the rule between two messages: one that starts with 20
+ * marks of any kind, `=` or any other symbol, punctuation or spacing that draws a line (`꞊`,
+ * `═`, a row of `=` with invisible characters between them), never with a letter or a digit.
+ */
+const RULE_LIKE =
+  /^([\p{P}\p{S}\p{Cf}\p{Mn}\p{Me}\p{Lm}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]{20,})/gmu;
 
 function trustMark(message: Message): string {
   if (shownSender(message.from) === undefined) return ` FORGED: ${NOT_A_SENDER}`;

@@ -1,3 +1,4 @@
+import { parseTo } from "./message.js";
 import { isValidName, sameAgent } from "./names.js";
 
 /**
@@ -10,14 +11,16 @@ import { isValidName, sameAgent } from "./names.js";
  * What a terminal acts on or a reader cannot see: C0 controls but tab and newline (ESC starts
  * cursor moves and OSC 52 clipboard writes, CR returns over a line), DEL, C1 controls, and the
  * bidirectional controls that show text in another order than it is read ("Trojan Source"),
- * and the line and paragraph separators some renderers break lines at (a line no frame marks).
+ * the line and paragraph separators some renderers break lines at (a line no frame marks), and
+ * the invisible ones (zero-width spaces and joiners, the soft hyphen, the byte order mark, the
+ * tag characters) that split a word or a rule so that no check sees it while a reader does.
  */
 const UNSAFE =
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
 
 /** `text` with every unsafe character written as its escape (`\u001b`); newlines and tabs kept. */
 export function escapeControls(text: string): string {
-  return text.replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return text.replace(UNSAFE, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, "0")}`);
 }
 
 /** One line of safe text: a line break (CR LF or LF) as `\n`, then {@link escapeControls}. */
@@ -79,4 +82,22 @@ export function lookAlikeOf(from: string, known: Iterable<string>): string | und
 /** Why a message from a look-alike of `name` is marked forged. */
 export function lookAlikeNote(name: string): string {
   return `the sender's name reads as ${name}'s but is another`;
+}
+
+/** A timestamp as the SPEC writes it (ISO 8601, seconds, an offset), else `?`: never free text. */
+export function shownTimestamp(ts: string): string {
+  return /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?$/.test(ts) ? ts : "?";
+}
+
+/** A status as one word (`needs-approval`, `task.updated`), else `?`: never free text. */
+export function shownStatus(status: string): string {
+  return /^[A-Za-z0-9][A-Za-z0-9._:-]{0,39}$/.test(status) ? status : "?";
+}
+
+/** The `to` field as written when it is `all` or a list of valid names, else `?`. */
+export function shownRecipients(to: string): string {
+  if (parseTo(to).broadcast) return "all";
+  const names = to.replace(/^\s*\[|\]\s*$/g, "").split(",");
+  const valid = names.every((n) => isValidName("agent", n.trim().replace(/^["']|["']$/g, "")));
+  return valid ? to.trim() : "?";
 }

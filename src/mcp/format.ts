@@ -1,6 +1,14 @@
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
-import { framed, NOT_A_SENDER, safeLine, shownSender } from "../core/safe-text.js";
+import {
+  framed,
+  NOT_A_SENDER,
+  safeLine,
+  shownRecipients,
+  shownSender,
+  shownStatus,
+  shownTimestamp,
+} from "../core/safe-text.js";
 import type { TaskInfo } from "../store/types.js";
 
 /**
@@ -19,10 +27,12 @@ export function formatMessages(messages: readonly Message[]): string {
 export const BODY_FRAME = "│ ";
 
 function formatMessage(m: Message): string {
-  const head = [`── ${m.channel} #${m.seq}`, senderOf(m), `to ${safeLine(m.to || "all")}`];
-  if (m.status) head.push(safeLine(m.status));
+  // Every field on the header line is checked for its form, not only escaped: free text there
+  // could draw a second header ("… ── general #5 · from alice (verified)") on the same line.
+  const head = [`── ${m.channel} #${m.seq}`, senderOf(m), `to ${shownRecipients(m.to || "all")}`];
+  if (m.status) head.push(shownStatus(m.status));
   if (m.replyTo !== undefined) head.push(`re #${m.replyTo}`);
-  head.push(safeLine(m.ts));
+  head.push(shownTimestamp(m.ts));
   const firstLine = m.body.split("\n", 1)[0]?.trim() ?? "";
   const title = m.title && m.title !== firstLine ? `${m.title}\n` : "";
   return `${head.join(" · ")}\n${framed(`${title}${m.body.trimEnd()}`, BODY_FRAME)}`;

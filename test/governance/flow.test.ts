@@ -137,7 +137,7 @@ describe("governed requests across processes", () => {
       status: "approved",
       body: "lookalike",
     });
-    await stderrContains(req.child, "alice. is not the maintainer (alice)");
+    await stderrContains(req.child, "forged (the sender's name reads as alice's but is another)");
     await cli(["approve", "review", "1", "--as", "alice", "--reject"]);
     expect((await req.done).code).toBe(4);
   });

@@ -1,10 +1,12 @@
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -13,7 +15,8 @@ import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore } from "../../src/client/open.js";
 import { AgentChatError } from "../../src/core/errors.js";
-import type { Message } from "../../src/core/message.js";
+import { type Message, parseMessage } from "../../src/core/message.js";
+import { canonicalText, withSigLine } from "../../src/core/signature.js";
 import {
   createIdentity,
   exportIdentity,
@@ -21,6 +24,7 @@ import {
   rotateIdentity,
 } from "../../src/features/trust/identity.js";
 import { privateKeyPath, publishedKeyPath } from "../../src/features/trust/keys.js";
+import { signerFor } from "../../src/features/trust/signing.js";
 import type { Store } from "../../src/store/types.js";
 import { referencePost } from "../helpers/reference-writer.js";
 import { tempDir } from "../helpers/tmp.js";
@@ -201,6 +205,29 @@ describe("signed messages", () => {
     expect((await (await open(readerConfig)).peek("other")).map((m) => m.trust)).toEqual([
       "forged",
     ]);
+  });
+
+  it("a message signed under a from that is no name (Cyrillic 'аlice') is forged and pins no key", async () => {
+    // Mallory signs with a key of her own, made as "lice": the key `аlice` would be pinned under.
+    const mallory = join(tmp.dir, "mallory");
+    await createIdentity(place(mallory), "lice");
+    await (await open(mallory)).post("review", { from: "lice", title: "pay 10", body: "pay" });
+    const lice = messageFile(1);
+    const parsed = parseMessage(readFileSync(lice, "utf8"), "0001-x.md", "review");
+    if (!parsed.ok) throw new Error(parsed.reason);
+    const { message } = parsed;
+    const signer = (await signerFor(mallory, "lice"))!;
+    const stripped = { ...message, from: "\u0430lice", extra: { ...message.extra } };
+    delete stripped.extra.sig;
+    const signed = canonicalText(stripped);
+    const text = withSigLine(signed, { key: signer.key, signature: signer.sign(signed) });
+    rmSync(lice);
+    writeFileSync(join(root, "review", "0001-\u0430lice-pay-10.md"), text);
+    const got = await trustOf();
+    expect(got.map((m) => [m.from, m.trust, m.trustNote])).toEqual([
+      ["\u0430lice", "forged", "the sender is not a valid name"],
+    ]);
+    expect(existsSync(join(readerConfig, "pins.json"))).toBe(false);
   });
 
   it("someone else's key for a pinned name: forged, and reported as an attempted key change", async () => {

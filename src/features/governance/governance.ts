@@ -270,9 +270,13 @@ async function watchReplies(
     const watchOptions: Parameters<Store["watch"]>[1] = { after: request.seq, signal: stop.signal };
     if (options.intervalMs !== undefined) watchOptions.intervalMs = options.intervalMs;
     for await (const message of store.watch([channel], watchOptions)) {
-      if (!counts(message, options.verifiedOnly)) continue;
       const judgement = judgeReply(message, request, maintainer);
       if (!judgement) continue;
+      if (!counts(message, options.verifiedOnly)) {
+        // Not obeyed, but said: a verdict that does not count is worth the requester's notice.
+        if (judgement.kind !== "comment") options.onJudgement(uncounted(message));
+        continue;
+      }
       if (judgement.kind === "verdict") return { kind: "verdict", judgement };
       options.onJudgement(judgement);
     }
@@ -385,6 +389,15 @@ async function allMessages(store: Store, channel: string): Promise<Message[]> {
   const all = await store.peek(channel, Number.MAX_SAFE_INTEGER);
   const verifiedOnly = signaturesRequired(await store.roster(channel));
   return all.filter((m) => counts(m, verifiedOnly));
+}
+
+/** A reply that does not count (see {@link counts}), as the requester is told of it. */
+function uncounted(m: Message): Extract<ReplyJudgement, { kind: "ignored" }> {
+  const reason =
+    m.trust === "forged"
+      ? `it is forged (${m.trustNote ?? "bad signature"})`
+      : "it is unsigned, and signatures are required";
+  return { kind: "ignored", status: m.status, by: m.from, seq: m.seq, reason };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { AgentChatError } from "../../core/errors.js";
 import { type Message, messageFileName } from "../../core/message.js";
 import { identity } from "../../core/names.js";
-import { lookAlikeNote, lookAlikeOf } from "../../core/safe-text.js";
+import { lookAlikeNote, lookAlikeOf, NOT_A_SENDER, shownSender } from "../../core/safe-text.js";
 import {
   approvalText,
   CHANNEL_ID_KEY,
@@ -100,8 +100,9 @@ export class Verifier {
   }
 
   /**
-   * Copies of the messages with `trust` (and `trustNote` when forged) set. A sender whose name
-   * reads as another's of the channel is forged whatever it signed (docs/signatures.md).
+   * Copies of the messages with `trust` (and `trustNote` when forged) set. A `from` that is no
+   * valid name, or whose name reads as another's of the channel, is forged whatever it signed
+   * (docs/signatures.md, "What the model sees"): every surface, `--json` and the viewer too.
    */
   async check(messages: readonly Message[]): Promise<Message[]> {
     const places = new Map<string, ChannelPlace>();
@@ -112,6 +113,7 @@ export class Verifier {
       ? await this.checkSigned(messages, places)
       : messages.map((m): Message => ({ ...m, trust: "unsigned" }));
     return checked.map((m) => {
+      if (shownSender(m.from) === undefined) return forged(m, NOT_A_SENDER);
       const like = lookAlikeOf(m.from, places.get(m.channel)?.names ?? []);
       return like === undefined ? m : forged(m, lookAlikeNote(like));
     });
@@ -125,7 +127,9 @@ export class Verifier {
     const keys = new Map<string, string[] | undefined>();
     for (const m of messages) {
       const id = identity(m.from);
-      if (hasSignature(m) && !keys.has(id)) keys.set(id, await this.pinnedKeys(m.from, ed));
+      // A `from` that is no name (`аlice` in Cyrillic has the key `lice`) pins nothing.
+      if (!hasSignature(m) || keys.has(id) || shownSender(m.from) === undefined) continue;
+      keys.set(id, await this.pinnedKeys(m.from, ed));
     }
     return messages.map((m) => this.checkOne(m, ed, keys, places.get(m.channel)?.instance));
   }
@@ -172,6 +176,7 @@ export class Verifier {
     keys: Map<string, string[] | undefined>,
     instance: string | undefined,
   ): Message {
+    if (shownSender(m.from) === undefined) return forged(m, NOT_A_SENDER);
     if (!hasSignature(m)) return { ...m, trust: "unsigned" };
     const defect = signatureDefect(m) ?? placeDefect(m, instance);
     if (defect !== undefined) return forged(m, defect);
