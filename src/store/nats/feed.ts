@@ -6,7 +6,7 @@ import type {
 } from "@nats-io/jetstream";
 import type { MsgHdrs } from "@nats-io/transport-node";
 import { AgentChatError } from "../../core/errors.js";
-import { type Message, parseMessage } from "../../core/message.js";
+import { MAX_SEQ_GAP, type Message, parseMessage } from "../../core/message.js";
 
 /** Our seq of a message, kept beside the payload so that it can be checked against the text. */
 export const SEQ_HEADER = "Agent-Chat-Seq";
@@ -184,6 +184,11 @@ export class ChannelFeed {
     else if (read.message.seq <= last) {
       this.warnings.push(
         `${read.message.file}: seq ${read.message.seq} is not after ${last}, skipped`,
+      );
+    } else if (read.message.seq > last + MAX_SEQ_GAP) {
+      // As a folder does with a planted 999999999999-x.md: one publish must not use numbers up.
+      this.warnings.push(
+        `${read.message.file}: seq ${read.message.seq} is more than ${MAX_SEQ_GAP} past ${last}, skipped`,
       );
     } else {
       this.entries.push({ seq: read.message.seq, streamSeq, message: read.message, text });

@@ -10,7 +10,13 @@ import type { KV } from "@nats-io/kv";
 import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { parseUntrustedJson } from "../../core/json.js";
-import { formatTimestamp, MAX_SEQ, messageFileName, parseSeqText } from "../../core/message.js";
+import {
+  formatTimestamp,
+  MAX_SEQ,
+  MAX_SEQ_GAP,
+  messageFileName,
+  parseSeqText,
+} from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
@@ -672,7 +678,7 @@ export class NatsStore extends FeatureStore {
         `cannot read ${channel}`,
       );
       if (!next) break;
-      top = { streamSeq: next.seq, seq: Math.max(top.seq, ourSeq(next, channel)) };
+      top = { streamSeq: next.seq, seq: raisedSeq(top.seq, ourSeq(next, channel)) };
     }
     return top;
   }
@@ -696,7 +702,7 @@ export class NatsStore extends FeatureStore {
     let top = from;
     for (const m of stored) {
       if (m?.subject !== this.subject(channel)) continue;
-      top = { streamSeq: m.seq, seq: Math.max(top.seq, ourSeq(m, channel)) };
+      top = { streamSeq: m.seq, seq: raisedSeq(top.seq, ourSeq(m, channel)) };
     }
     return top;
   }
@@ -1524,6 +1530,15 @@ function metaKey(channel: string): string {
 /** Whether `span` is short enough to read at once (a mark past `upTo` is not trusted). */
 function fitsSpan({ mark, upTo }: SpanToRead): boolean {
   return mark.streamSeq <= upTo && upTo - mark.streamSeq <= SPAN_AT_ONCE;
+}
+
+/**
+ * The channel's seq after a message of ours numbered `seq`: a number more than MAX_SEQ_GAP past
+ * it is skipped by readers (see ChannelFeed) and moves nothing, so one publish cannot use the
+ * numbers up.
+ */
+function raisedSeq(top: number, seq: number): number {
+  return seq > top && seq - top <= MAX_SEQ_GAP ? seq : top;
 }
 
 /** The seq of a stored message when it is one of ours, else 0 (see `readStored`). */
