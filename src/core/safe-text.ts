@@ -16,7 +16,7 @@ import { isValidName, sameAgent } from "./names.js";
  * tag characters) that split a word or a rule so that no check sees it while a reader does.
  */
 const UNSAFE =
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\u{e0000}-\u{e007f}]/gu;
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff\u{e0000}-\u{e007f}]|\u034f/gu;
 
 /** `text` with every unsafe character written as its escape (`\u001b`); newlines and tabs kept. */
 export function escapeControls(text: string): string {
