@@ -375,6 +375,22 @@ describe("attacks by a member who wants to be someone else: the folder store", (
     await keylessReaderPins(folderPlace());
   }, 60_000);
 
+  it("a reader whose config folder cannot be written still obeys the channel's policy", async () => {
+    const place = folderPlace();
+    await cli(place, "alice", ["init", "review", "--signatures", "require"]);
+    await place.plantReply({ from: "alice", to: "carol", replyTo: 1, status: "open" });
+    // A sandbox's home: the config folder is no folder at all (as root, modes do not stop it).
+    const notAFolder = join(place.root, "..", "config-file");
+    writeFileSync(notAFolder, "");
+    const read = await runCli(["--json", "read", "review", "--as", "carol"], {
+      root: place.root,
+      env: { ...place.env("carol"), XDG_CONFIG_HOME: notAFolder },
+    });
+    expect(read.code, read.stderr).toBe(0);
+    expect(JSON.parse(read.stdout).messages).toEqual([]);
+    expect(read.stderr).toContain("could not be saved");
+  }, 60_000);
+
   it("the pinned maintainer's policy change is posted signed and followed; --accept is the reader's own", async () => {
     const place = folderPlace();
     await governedChannel(place);

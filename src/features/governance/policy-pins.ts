@@ -39,9 +39,11 @@ export interface PinSource {
  * channel was searched for signed changes, so each message is looked at once per reader.
  */
 export class PolicyPins {
+  /** @param report hears, once each, what could not be kept (a read-only config folder). */
   constructor(
     private readonly trust: UserTrust,
     private readonly source: PinSource,
+    private readonly report: (warning: string) => void = () => {},
   ) {}
 
   async standing(channel: string, meta: ChannelMeta): Promise<PolicyStanding> {
@@ -53,10 +55,25 @@ export class PolicyPins {
     if (last > pin.asOf) pin = await this.followSignedChanges(channel, pin, last);
     const weaker = weakenings(pin.policy, meta);
     if (weaker.length === 0) pin = { policy: stated, asOf: pin.asOf };
-    if (JSON.stringify(pin) !== JSON.stringify(held)) this.trust.setChannelPin(channel, pin);
+    if (JSON.stringify(pin) !== JSON.stringify(held)) this.keep(channel, pin);
     return weaker.length > 0
       ? this.downgrade(channel, meta, pin.policy, weaker)
       : { meta, weaker: [] };
+  }
+
+  /**
+   * Saves the pin as worked out. What this reader obeys now does not depend on it: a pin that
+   * cannot be saved (a config folder a sandbox made read-only) is worked out again next time
+   * from the one saved before, which only ever costs a longer search, never a weaker policy.
+   */
+  private keep(channel: string, pin: ChannelPin): void {
+    try {
+      this.trust.setChannelPin(channel, pin);
+    } catch (err) {
+      this.report(
+        `${channel}: the channel's policy pin could not be saved: ${(err as Error).message}`,
+      );
+    }
   }
 
   /** Pins the policy `meta` states: what the user did or accepted themselves. */

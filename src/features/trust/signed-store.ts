@@ -84,16 +84,21 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
   ) {
     super(inner);
     this.verifier = new Verifier(options, (channel) => this.placeOf(channel));
-    this.policies = new PolicyPins(this.verifier.trust, {
-      lastSeq: async (channel) => (await inner.peek(channel, 1))[0]?.seq ?? 0,
-      policyChangesAfter: async (channel, seq, last) => {
-        const after = await inner.peek(channel, last - seq);
-        // Only a policy message can move a pin: the others cost no signature check.
-        return this.verifier.check(
-          after.filter((m) => m.seq > seq && m.seq <= last && m.status === POLICY_STATUS),
-        );
+    const report = (warning: string) => this.verifier.report(warning);
+    this.policies = new PolicyPins(
+      this.verifier.trust,
+      {
+        lastSeq: async (channel) => (await inner.peek(channel, 1))[0]?.seq ?? 0,
+        policyChangesAfter: async (channel, seq, last) => {
+          const after = await inner.peek(channel, last - seq);
+          // Only a policy message can move a pin: the others cost no signature check.
+          return this.verifier.check(
+            after.filter((m) => m.seq > seq && m.seq <= last && m.status === POLICY_STATUS),
+          );
+        },
       },
-    });
+      report,
+    );
     const update = inner.updateMeta?.bind(inner);
     if (update) this.updateMeta = (channel, change) => this.changeMeta(update, channel, change);
   }
@@ -322,8 +327,9 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
   private async deliver(channel: string, messages: readonly Message[]): Promise<Message[]> {
     const checked = await this.verifier.check(messages);
     if (checked.length === 0) return checked;
-    const meta = await this.meta(channel);
-    return meta ? deliverable(channel, meta, checked, (w) => this.verifier.report(w)) : checked;
+    // Fails closed: a policy that cannot be worked out delivers nothing (the error says why).
+    const meta = await this.roster(channel);
+    return deliverable(channel, meta, checked, (w) => this.verifier.report(w));
   }
 
   /**
