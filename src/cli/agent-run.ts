@@ -36,12 +36,14 @@ const ECHO_WAIT_MS = 2_000;
 const NO_TURN_AFTER_MS = 3_000;
 
 /**
- * What a terminal sends by itself, never typed: focus in and out, cursor position and device
- * attribute reports, OSC answers, mouse reports. Anything else with an escape is the user's
- * (an arrow recalling history, a paste, a word deleted).
+ * What a terminal sends by itself, never typed: answers to the tool's queries (device
+ * attributes and modes, `CSI ? … c`, `CSI ? … $ y`, `CSI ? … u`; the terminal's name and
+ * capabilities, `DCS … ST`, as tmux answers `XTVERSION`; colours, `OSC … BEL`), cursor position
+ * reports, focus in and out, mouse reports. Anything else with an escape is the user's (an arrow
+ * recalling history, a paste, a word deleted).
  */
 const TERMINAL_REPORT =
-  /\x1b\[[IO]|\x1b\[\d+;\d+R|\x1b\[[?>][\d;]*c|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[<\d+;\d+;\d+[Mm]/g;
+  /\x1b\[[?>=][\d;:$]*[\x40-\x7e]|\x1bP[^\x1b]*\x1b\\|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b\[\d+;\d+R|\x1b\[[IO]|\x1b\[<\d+;\d+;\d+[Mm]/g;
 
 /** How long a round of `waitForNews` lasts before it starts over (it never needs to end). */
 const NEWS_ROUND_MS = 3_600_000;

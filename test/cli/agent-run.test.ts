@@ -172,6 +172,17 @@ describe("agent-chat run", () => {
     expect(await run.exit).toBe(7);
   });
 
+  it("takes what the terminal answers by itself (tmux's name, device attributes, focus) for no typing", async () => {
+    const run = startRun();
+    await run.until(/> /);
+    run.child.stdin!.write("\x1bP>|tmux 3.3a\x1b\\\x1b[?1;2c\x1b[I\x1b]11;rgb:0000/0000/0000\x07");
+    await post("after the terminal answered");
+    // A TUI takes those answers itself; this stand-in reads them into its line, before ours.
+    await run.until(new RegExp(`got: .*${escaped(NOTICE)}`));
+    run.child.stdin!.write("quit\r");
+    expect(await run.exit).toBe(7);
+  });
+
   it("takes an arrow or a paste for a draft until it is sent; a line typed and erased is empty", async () => {
     const run = startRun();
     await run.until(/> /);
