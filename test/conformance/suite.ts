@@ -207,6 +207,21 @@ export function storeConformance(
         expect((await store.post("ch", { from: "a", body: "ok" })).seq).toBe(1);
       });
 
+      it("refuses a NUL byte anywhere in a post, which readers would skip as binary, writing nothing", async () => {
+        for (const post of [
+          { from: "a", body: "a\0b" },
+          { from: "a", body: "ok", title: "t\0" },
+          { from: "a", body: "ok", status: "s\0" },
+          { from: "a", body: "ok", extra: { note: "n\0" } },
+        ]) {
+          await expect(store.post("ch", post)).rejects.toMatchObject({
+            code: "INVALID_ARGUMENT",
+            message: expect.stringContaining("holds a NUL byte"),
+          });
+        }
+        expect(await store.peek("ch", 10)).toEqual([]);
+      });
+
       it("one body limit: the channel's (max_body_bytes, else 1 MiB) is what posts take and reads read", async () => {
         await store.init("big", { extra: { max_body_bytes: 3000 } });
         const refused = store.post("big", { from: "a", body: "x".repeat(3001) });

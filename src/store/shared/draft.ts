@@ -52,6 +52,22 @@ function assertNoSigKey(extra: Record<string, string> | undefined): void {
   }
 }
 
+/**
+ * Refuses what every reader (ours and chat.py) would skip as binary content: a NUL anywhere in
+ * the file. Acknowledging such a post would lose it without a word.
+ */
+function refuseUnreadable(input: PostInput): void {
+  const fields = { body: input.body, title: input.title, status: input.status, ...input.extra };
+  for (const [field, value] of Object.entries(fields)) {
+    if (typeof value === "string" && value.includes("\0")) {
+      throw new AgentChatError(
+        "INVALID_ARGUMENT",
+        `message ${field} holds a NUL byte: readers skip a file with one as binary content; post text`,
+      );
+    }
+  }
+}
+
 /** Validates a post before any backend touches its storage. */
 export function draftPost(channel: string, input: PostInput, maxBodyBytes: number): PostDraft {
   validateName("channel", channel);
@@ -59,6 +75,7 @@ export function draftPost(channel: string, input: PostInput, maxBodyBytes: numbe
   if (typeof input.body !== "string" || input.body.trim() === "") {
     throw new AgentChatError("INVALID_ARGUMENT", "message body is empty");
   }
+  refuseUnreadable(input);
   const bytes = Buffer.byteLength(input.body);
   if (bytes > maxBodyBytes) {
     throw new AgentChatError(
