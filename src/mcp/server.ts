@@ -220,12 +220,23 @@ function toolRegistrar(server: McpServer, problem: string | undefined): ToolRegi
     annotations: ToolAnnotations,
     handler: Handler<z.infer<z.ZodObject<S>>>,
   ) => {
-    server.registerTool(name, { description, inputSchema, annotations }, (async (
+    // Loose, so that what a model made up reaches us and is refused by name (below): a strict
+    // schema's refusal is the SDK's raw report, and a plain one drops the key without a word
+    // (`chat_post {"recipient": "bob"}` posted to everyone).
+    const loose = z.looseObject(inputSchema);
+    server.registerTool(name, { description, inputSchema: loose, annotations }, (async (
       args: z.infer<z.ZodObject<S>>,
       extra: ToolExtra,
     ): Promise<CallToolResult> => {
       if (problem !== undefined) {
         return { content: [{ type: "text", text: noIdentityText(problem) }], isError: true };
+      }
+      const unknown = Object.keys(args).filter((key) => !Object.hasOwn(inputSchema, key));
+      if (unknown.length > 0) {
+        return {
+          content: [{ type: "text", text: unknownArguments(name, unknown, inputSchema) }],
+          isError: true,
+        };
       }
       try {
         return { content: [{ type: "text", text: await handler(args, extra) }] };
@@ -236,6 +247,13 @@ function toolRegistrar(server: McpServer, problem: string | undefined): ToolRegi
       // does not resolve, although the value matches it for every S.
     }) as never);
   };
+}
+
+/** The refusal of arguments a tool does not take, naming those it does. */
+function unknownArguments(tool: string, unknown: string[], shape: z.ZodRawShape): string {
+  const names = unknown.map((key) => JSON.stringify(key.slice(0, 40))).join(", ");
+  const takes = Object.keys(shape).join(", ") || "none";
+  return `${tool} takes no argument ${names}; it takes: ${takes}. Nothing was done: call it again with those.`;
 }
 
 function registerTools(

@@ -7,6 +7,24 @@ const fixture = agentFixture();
 const agent = fixture.agent;
 
 describe("agent-chat mcp", () => {
+  it("refuses an argument a tool does not take, naming those it does, and does nothing (issue 44, item 4)", async () => {
+    const bob = await agent("bob");
+    const post = await bob.call("chat_post", {
+      channel: "review",
+      body: "for bob only",
+      recipient: "alice",
+      reply: 3,
+    });
+    expect(post.isError).toBe(true);
+    expect(post.text).toContain('chat_post takes no argument "recipient", "reply"; it takes: ');
+    expect(post.text).toMatch(/it takes: .*\bto\b/);
+    const wait = await bob.call("chat_wait", { channel: "review", timeout: 1 });
+    expect(wait.isError).toBe(true);
+    expect(wait.text).toContain('chat_wait takes no argument "channel", "timeout"');
+    const alice = await agent("alice");
+    expect((await alice.call("chat_read", { channel: "review" })).text).toBe("No new messages.");
+  });
+
   it("initializes and lists at most 8 chat_ tools, each with a described input schema", async () => {
     const bob = await agent("bob");
     expect(bob.client.getServerVersion()?.name).toBe("agent-chat");
