@@ -88,6 +88,7 @@ function tooLarge(size: number, max: number, partial = false): AgentChatError {
   const shown = partial ? `more than ${max}` : String(size);
   return new AgentChatError(
     "TOO_LARGE",
-    `message body is ${shown} bytes; the limit is ${max} (raise it with --max-body)`,
+    `message body is ${shown} bytes; the limit is ${max} (a channel takes more only when ` +
+      `made so, up to 64 MiB: agent-chat --max-body BYTES init CHANNEL; then post with the same --max-body)`,
   );
 }

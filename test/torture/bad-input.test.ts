@@ -185,7 +185,9 @@ describe("resource bounds", () => {
     });
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
-      "agent-chat: message body is 104857600 bytes; the limit is 1048576 (raise it with --max-body)\n",
+      "agent-chat: message body is 104857600 bytes; the limit is 1048576 (a channel takes more " +
+        "only when made so, up to 64 MiB: agent-chat --max-body BYTES init CHANNEL; then post " +
+        "with the same --max-body)\n",
     );
     expect(performance.now() - t0).toBeLessThan(5000);
   });
