@@ -12,6 +12,13 @@ import {
   withPinnedPolicy,
 } from "./policy-pin.js";
 
+/**
+ * How far the search for signed changes may run ahead of the pin saved before the pin is saved
+ * again: saving on every call would write the user's trust file on every post and read (a
+ * third of a fresh `post`'s time), and a search this long costs less than that write.
+ */
+const SEARCH_SAVED_EVERY = 64;
+
 /** What a reader obeys in a channel, and why it differs from the `_meta.json` when it does. */
 export interface PolicyStanding {
   /** The meta with the pinned policy in place of a weaker one. */
@@ -48,14 +55,22 @@ export class PolicyPins {
 
   async standing(channel: string, meta: ChannelMeta): Promise<PolicyStanding> {
     const stated = policySnapshot(meta);
-    const last = await this.source.lastSeq(channel);
     const held = this.trust.channelPin(channel);
     if (held === undefined && !pinsAnything(stated)) return { meta, weaker: [] };
-    let pin = held ?? { policy: stated, asOf: last };
-    if (last > pin.asOf) pin = await this.followSignedChanges(channel, pin, last);
+    // The channel's last seq costs a look at its folder: asked only when the pin needs it.
+    let known: number | undefined;
+    const last = async () => (known ??= await this.source.lastSeq(channel));
+    let pin = held ?? { policy: stated, asOf: await last() };
+    if (typeof pin.policy.maintainer === "string" && (await last()) > pin.asOf) {
+      pin = await this.followSignedChanges(channel, pin, await last());
+    }
     const weaker = weakenings(pin.policy, meta);
-    if (weaker.length === 0) pin = { policy: stated, asOf: pin.asOf };
-    if (JSON.stringify(pin) !== JSON.stringify(held)) this.keep(channel, pin);
+    // A stricter meta replaces the pin from now on: a change signed before it does not count.
+    if (weaker.length === 0 && !samePolicy(stated, pin.policy)) {
+      pin = { policy: stated, asOf: await last() };
+    }
+    const moved = held === undefined || !samePolicy(pin.policy, held.policy);
+    if (moved || pin.asOf - held.asOf >= SEARCH_SAVED_EVERY) this.keep(channel, pin);
     return weaker.length > 0
       ? this.downgrade(channel, meta, pin.policy, weaker)
       : { meta, weaker: [] };
@@ -121,4 +136,8 @@ export class PolicyPins {
     }
     return { policy, asOf: last };
   }
+}
+
+function samePolicy(a: PolicySnapshot, b: PolicySnapshot): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
