@@ -115,17 +115,10 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
   }
 
   /**
-   * The instance id this reader pinned for the channel, or the one its `_meta.json` states
-   * before any pin (read from the pin, not through {@link roster}: following the pin's signed
-   * changes checks signatures, which asks this).
-   */
-  private async instanceOf(channel: string): Promise<string | undefined> {
-    return (await this.placeOf(channel)).instance;
-  }
-
-  /**
-   * The channel's instance (see {@link instanceOf}) and the names a sender must not read as:
-   * the members and maintainer the file names and those pinned.
+   * The instance id this reader pinned for the channel (or, before any pin, the one its
+   * `_meta.json` states), read from the pin, not through {@link roster}: following the pin's
+   * signed changes checks signatures, which asks this. And the names a sender must not read
+   * as: the members and maintainer the file names and those pinned.
    */
   private async placeOf(channel: string): Promise<ChannelPlace> {
     const pinned = this.verifier.trust.channelPin(channel)?.policy;
@@ -300,7 +293,7 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
           identity(agent),
           receipt.seq,
           receipt.at,
-          await this.instanceOf(channel),
+          (await this.placeOf(channel)).instance,
         ),
         receipt.sig,
       ),
