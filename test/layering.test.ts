@@ -153,6 +153,35 @@ function edges(): Edge[] {
 
 const all = edges();
 
+/** The strongly connected groups of more than one file in src/'s import graph (Tarjan). */
+function importCycles(): string[][] {
+  const next = new Map<string, string[]>();
+  for (const e of all) {
+    if (e.target === undefined) continue;
+    next.set(e.file, [...(next.get(e.file) ?? []), e.target]);
+  }
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const cycles: string[][] = [];
+  const visit = (file: string): void => {
+    order.set(file, order.size);
+    low.set(file, order.get(file)!);
+    stack.push(file);
+    for (const to of next.get(file) ?? []) {
+      if (!order.has(to)) {
+        visit(to);
+        low.set(file, Math.min(low.get(file)!, low.get(to)!));
+      } else if (stack.includes(to)) low.set(file, Math.min(low.get(file)!, order.get(to)!));
+    }
+    if (low.get(file) !== order.get(file)) return;
+    const group = stack.splice(stack.indexOf(file));
+    if (group.length > 1) cycles.push(group.sort());
+  };
+  for (const file of next.keys()) if (!order.has(file)) visit(file);
+  return cycles;
+}
+
 function violations(layer: string): string[] {
   const allowed = new Set([layer, ...ALLOWED[layer]!]);
   return all
@@ -204,6 +233,11 @@ describe("layering (docs/architecture.md)", () => {
   it("nothing outside cli/ imports cli/", () => {
     const intoCli = all.filter((e) => e.to === "cli" && e.from !== "cli");
     expect(intoCli.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
+  });
+
+  it("src/ has no import cycles, type-only imports included (issue 41)", () => {
+    // A cycle makes two files one unit: neither can be read, tested or moved without the other.
+    expect(importCycles().map((group) => group.join(", "))).toEqual([]);
   });
 
   it("core uses neither the file system nor the network", () => {

@@ -9,18 +9,13 @@ import { b00tSocketPath, type SocketPlace, socketPathFor } from "../daemon/paths
 import { takenByOthers, untrustedSocket } from "../daemon/socket-trust.js";
 import { hasPrivateKey } from "../features/trust/index.js";
 import { type NatsConnectionOptions, type ParsedRoot, parseRoot } from "../store/roots.js";
-import {
-  HARNESSES,
-  type Harness,
-  MAX_TASK_TTL_MS,
-  type RenewOptions,
-  type Store,
-} from "../store/types.js";
+import { HARNESSES, type Harness, type RenewOptions, type Store } from "../store/types.js";
 import { natsOptionsFromEnv } from "./nats-env.js";
 import { writeStderr, writeStdout } from "./stdio.js";
-import { UsageError } from "./usage.js";
+import { parsePositiveInt, parseTtl, UsageError } from "./usage.js";
 import { ownSocketDir, userConfigDir } from "./user-dirs.js";
 
+export { MAX_SECONDS, parsePositiveInt, parseSeconds, parseTtl } from "./usage.js";
 export { UsageError };
 
 /** What every command needs from the outside world; the only place that reads `process.env`. */
@@ -310,59 +305,7 @@ function noSuchFile(path: string): boolean {
   }
 }
 
-/** The longest wait a timer can hold (2^31 - 1 ms, about 24.8 days), in whole seconds. */
-export const MAX_SECONDS = 2_147_483;
-
-/**
- * Seconds given on the command line, as milliseconds: plain decimal (`30`, `1.5`); no sign,
- * exponent, hex or blank, which `Number()` would take (`1e3`, `0x10`, `""` as 0).
- */
-export function parseSeconds(value: string, flag: string): number {
-  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
-  if (!(n <= MAX_SECONDS)) {
-    throw new UsageError(
-      `${flag} must be a number of seconds like 30 or 1.5, at most ${MAX_SECONDS} (got ${JSON.stringify(value)})`,
-    );
-  }
-  return Math.round(n * 1000);
-}
-
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/**
- * A lease's TTL: `90s`, `30m`, `2h`, `1d` or a sum like `1h30m`; a bare number is seconds.
- * Above 0 and at most 7 days (the store's bound, said here first with the flag's name).
- */
-export function parseTtl(value: string, flag = "--ttl"): number {
-  const bare = /^\d+$/.test(value);
-  const ms = bare
-    ? Number(value) * 1000
-    : /^(\d+[smhd])+$/.test(value)
-      ? [...value.matchAll(/(\d+)([smhd])/g)].reduce(
-          (sum, [, n, unit]) => sum + Number(n) * UNIT_MS[unit!]!,
-          0,
-        )
-      : Number.NaN;
-  if (!(ms > 0 && ms <= MAX_TASK_TTL_MS)) {
-    throw new UsageError(
-      `${flag} must be a duration above 0 and at most 7d, like 90s, 30m, 2h or 1h30m (got ${JSON.stringify(value)})`,
-    );
-  }
-  return ms;
-}
-
 export { formatDuration } from "../core/duration.js";
-
-/** A count or size given on the command line: decimal digits only, at least 1. */
-export function parsePositiveInt(value: string, flag: string): number {
-  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n <= 0) {
-    throw new UsageError(
-      `${flag} must be a positive integer in decimal digits (got ${JSON.stringify(value)})`,
-    );
-  }
-  return n;
-}
 
 /** A holder's `--token`, as the store's option (absent: the holder's current token). */
 export function tokenOption(token: string | undefined): { token?: number } {

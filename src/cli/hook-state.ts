@@ -9,7 +9,21 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { shortHash } from "../core/hash.js";
-import { canonicalRoot } from "../store/roots.js";
+import { canonicalRoot, type NatsConnectionOptions } from "../store/roots.js";
+
+/** What a hook needs from its process: the root, the environment and the two outputs. */
+export interface HookIo {
+  readonly root: string;
+  /** Connection options when the root is a NATS namespace (credentials, TLS, timeout). */
+  readonly nats?: NatsConnectionOptions;
+  readonly env: NodeJS.ProcessEnv;
+  /** Where each session's "already told" marks are kept (see hook-state.ts). */
+  readonly stateDir: string;
+  /** The user's keys and pins: messages are checked against the pins `read` keeps. */
+  readonly configDir?: string;
+  out(text: string): void;
+  err(text: string): void;
+}
 
 /**
  * What the hooks of one host-tool session have already said, so that a notice is shown once per

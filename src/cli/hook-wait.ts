@@ -9,8 +9,14 @@ import {
   wakeNotice,
 } from "../mcp/wake.js";
 import type { Store } from "../store/types.js";
-import type { HookIo } from "./hook.js";
-import { clearWaiter, currentWaiter, loadSeen, saveSeen, setWaiter } from "./hook-state.js";
+import {
+  clearWaiter,
+  currentWaiter,
+  type HookIo,
+  loadSeen,
+  saveSeen,
+  setWaiter,
+} from "./hook-state.js";
 import { UsageError } from "./usage.js";
 
 /** How often a parked wait asks whether it is still wanted (and looks for new channels). */

@@ -14,9 +14,8 @@ import {
 } from "../mcp/hook.js";
 import { type UnreadCount, UnreadCounter } from "../mcp/unread.js";
 import { WAKE_EVENT } from "../mcp/wake.js";
-import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Harness, Store } from "../store/types.js";
-import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";
+import { clearWaiter, type HookIo, loadSeen, saveSeen } from "./hook-state.js";
 import { readAllStdin } from "./stdio.js";
 import { markTurn, TURN_MARK_ENV } from "./turn-mark.js";
 import { oneOf, UsageError } from "./usage.js";
@@ -40,20 +39,6 @@ export interface HookArgs {
   block?: boolean | undefined;
   /** `hook wait`: how long to stay parked, in seconds. */
   timeout?: string | undefined;
-}
-
-/** What a hook needs from its process: the root, the environment and the two outputs. */
-export interface HookIo {
-  readonly root: string;
-  /** Connection options when the root is a NATS namespace (credentials, TLS, timeout). */
-  readonly nats?: NatsConnectionOptions;
-  readonly env: NodeJS.ProcessEnv;
-  /** Where each session's "already told" marks are kept (see hook-state.ts). */
-  readonly stateDir: string;
-  /** The user's keys and pins: messages are checked against the pins `read` keeps. */
-  readonly configDir?: string;
-  out(text: string): void;
-  err(text: string): void;
 }
 
 /** A hook signs nothing; it checks what it counts against the user's pins, as `read` does. */

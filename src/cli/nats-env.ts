@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { NatsConnectionOptions } from "../store/roots.js";
-import { parseSeconds, UsageError } from "./context.js";
+import { parseSeconds, UsageError } from "./usage.js";
 
 /**
  * NATS connection options from the environment, and optionally from a JSON file named by

@@ -1,3 +1,5 @@
+import { MAX_TASK_TTL_MS } from "../store/types.js";
+
 /** A mistake in how the command was called: exit 64. */
 export class UsageError extends Error {
   override readonly name = "UsageError";
@@ -9,4 +11,56 @@ export function oneOf<T extends string>(value: string, allowed: readonly T[], wh
   throw new UsageError(
     `${what} must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`,
   );
+}
+
+/** The longest wait a timer can hold (2^31 - 1 ms, about 24.8 days), in whole seconds. */
+export const MAX_SECONDS = 2_147_483;
+
+/**
+ * Seconds given on the command line, as milliseconds: plain decimal (`30`, `1.5`); no sign,
+ * exponent, hex or blank, which `Number()` would take (`1e3`, `0x10`, `""` as 0).
+ */
+export function parseSeconds(value: string, flag: string): number {
+  const n = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
+  if (!(n <= MAX_SECONDS)) {
+    throw new UsageError(
+      `${flag} must be a number of seconds like 30 or 1.5, at most ${MAX_SECONDS} (got ${JSON.stringify(value)})`,
+    );
+  }
+  return Math.round(n * 1000);
+}
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * A lease's TTL: `90s`, `30m`, `2h`, `1d` or a sum like `1h30m`; a bare number is seconds.
+ * Above 0 and at most 7 days (the store's bound, said here first with the flag's name).
+ */
+export function parseTtl(value: string, flag = "--ttl"): number {
+  const bare = /^\d+$/.test(value);
+  const ms = bare
+    ? Number(value) * 1000
+    : /^(\d+[smhd])+$/.test(value)
+      ? [...value.matchAll(/(\d+)([smhd])/g)].reduce(
+          (sum, [, n, unit]) => sum + Number(n) * UNIT_MS[unit!]!,
+          0,
+        )
+      : Number.NaN;
+  if (!(ms > 0 && ms <= MAX_TASK_TTL_MS)) {
+    throw new UsageError(
+      `${flag} must be a duration above 0 and at most 7d, like 90s, 30m, 2h or 1h30m (got ${JSON.stringify(value)})`,
+    );
+  }
+  return ms;
+}
+
+/** A count or size given on the command line: decimal digits only, at least 1. */
+export function parsePositiveInt(value: string, flag: string): number {
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n <= 0) {
+    throw new UsageError(
+      `${flag} must be a positive integer in decimal digits (got ${JSON.stringify(value)})`,
+    );
+  }
+  return n;
 }

@@ -1,6 +1,12 @@
 import { AgentChatError } from "./errors.js";
 import { identity, slug } from "./names.js";
-import type { Trust } from "./signature.js";
+
+/**
+ * What a reader knows of a message's author: `verified` (signed by the sender's pinned key),
+ * `unsigned` (no signature: chat.py's posts, or a poster without a key) or `forged` (a bad or
+ * malformed signature, or a key that is not the sender's pinned key).
+ */
+export type Trust = "verified" | "unsigned" | "forged";
 
 /** A message as the SPEC defines it, with its recipients already parsed. */
 export interface Message {

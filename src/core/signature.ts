@@ -18,13 +18,6 @@ import { type Message, serializeMessage } from "./message.js";
 export const SIG_KEY = "sig";
 const SIG_ALGORITHM = "ed25519";
 
-/**
- * What a reader knows of a message's author: `verified` (signed by the sender's pinned key),
- * `unsigned` (no signature: chat.py's posts, or a poster without a key) or `forged` (a bad or
- * malformed signature, or a key that is not the sender's pinned key).
- */
-export type Trust = "verified" | "unsigned" | "forged";
-
 export interface SigValue {
   /** The signer's public key, base64url (43 characters). */
   key: string;

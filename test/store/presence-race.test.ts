@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Delivery, type DeliveryHost, type Note } from "../../src/features/delivery/delivery.js";
+import { Delivery } from "../../src/features/delivery/delivery.js";
+import type { DeliveryHost, Note } from "../../src/features/delivery/host.js";
 import { parsePresence } from "../../src/features/delivery/presence.js";
 
 /**

@@ -15,7 +15,7 @@ import {
   type WaitForOptions,
   type WhoOptions,
 } from "../../store/types.js";
-import { checkSeq, type DeliveryHost } from "./delivery.js";
+import { checkSeq, type DeliveryHost } from "./host.js";
 import { parsePresence, presenceInfo } from "./presence.js";
 import {
   addressees,

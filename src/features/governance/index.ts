@@ -23,7 +23,14 @@ export {
 } from "./governance.js";
 export { type GuardTrust, guardPost, type Pause } from "./loop-guard.js";
 export { admitPost, deliverable, signaturesRequired } from "./policy.js";
-export { POLICY_STATUS, type PolicySnapshot, weakenings, withPinnedPolicy } from "./policy-pin.js";
+export {
+  type ChannelPin,
+  type PinBook,
+  POLICY_STATUS,
+  type PolicySnapshot,
+  weakenings,
+  withPinnedPolicy,
+} from "./policy-pin.js";
 export { PolicyPins, type PolicyStanding } from "./policy-pins.js";
 export { policyMetaKeys, policyOf } from "./policy-rules.js";
 export {

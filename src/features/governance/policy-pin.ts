@@ -12,6 +12,19 @@ import { governanceOf, META_BANDS, META_MAINTAINER, META_VETO_WINDOW } from "./r
  */
 export type PolicySnapshot = Record<string, unknown>;
 
+/** A channel's pinned policy, as the user's trust keeps it (features/trust, never the root). */
+export interface ChannelPin {
+  policy: PolicySnapshot;
+  /** The channel's last seq when the pin was set: only a signed change after it moves it. */
+  asOf: number;
+}
+
+/** Where a reader keeps its pins: the user's trust file, or memory. */
+export interface PinBook {
+  channelPin(channel: string): ChannelPin | undefined;
+  setChannelPin(channel: string, pin: ChannelPin): void;
+}
+
 const MEMBERS = "members";
 const PINNED_KEYS = [
   META_SIGNATURES,

@@ -1,9 +1,10 @@
 import type { Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { sameAgent } from "../../core/names.js";
-import type { ChannelPin, UserTrust } from "../trust/index.js";
 import {
+  type ChannelPin,
   keepInstance,
+  type PinBook,
   type PolicySnapshot,
   pinsAnything,
   policyChangeOf,
@@ -48,7 +49,7 @@ export interface PinSource {
 export class PolicyPins {
   /** @param report hears, once each, what could not be kept (a read-only config folder). */
   constructor(
-    private readonly trust: UserTrust,
+    private readonly trust: PinBook,
     private readonly source: PinSource,
     private readonly report: (warning: string) => void = () => {},
   ) {}

@@ -12,4 +12,4 @@ export { createIdentity } from "./identity.js";
 export { hasPrivateKey } from "./keys.js";
 export { hasPinnedPolicy, type PinnedPolicyStore, signedStore } from "./signed-store.js";
 export type { SignatureOptions } from "./signing.js";
-export type { ChannelPin, UserTrust } from "./user-trust.js";
+export type { UserTrust } from "./user-trust.js";

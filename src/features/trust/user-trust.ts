@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { identity } from "../../core/names.js";
 import { isKeyText } from "../../core/signature.js";
 import { replaceFileSync } from "../../fsutil/root-files.js";
-import type { PolicySnapshot } from "../governance/index.js";
+import type { ChannelPin, PinBook } from "../governance/index.js";
 
 /**
  * What the user trusts in a root beyond the pinned keys (docs/signatures.md, "Threat model"):
@@ -15,18 +15,10 @@ import type { PolicySnapshot } from "../governance/index.js";
  * - `channels`: the strictest policy this user has seen per channel and the last seq at which it
  *   was pinned; a `_meta.json` that states a weaker one is reported, not obeyed.
  */
-export interface UserTrust {
+export interface UserTrust extends PinBook {
   authorityKeys(name: string): string[] | undefined;
   authorities(): Record<string, string[]>;
   setAuthority(name: string, keys: string[] | undefined): void;
-  channelPin(channel: string): ChannelPin | undefined;
-  setChannelPin(channel: string, pin: ChannelPin): void;
-}
-
-export interface ChannelPin {
-  policy: PolicySnapshot;
-  /** The channel's last seq when the pin was set: only a signed change after it moves it. */
-  asOf: number;
 }
 
 interface RootTrust {

@@ -1,5 +1,13 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
-import { isWrongLastSequence } from "./nats-store.js";
+
+/** JetStream's error code for a failed expected-last-(subject-)sequence check. */
+const WRONG_LAST_SEQUENCE = 10071;
+
+/** A write refused because the key (or subject) moved on since it was read: a lost race. */
+export function isWrongLastSequence(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: string };
+  return e?.code === WRONG_LAST_SEQUENCE || /wrong last sequence/i.test(e?.message ?? "");
+}
 
 /** What a compare-and-set sees of a key: its revision while it holds a value. */
 export type KeyState = { revision: number } | undefined;

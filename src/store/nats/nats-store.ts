@@ -45,7 +45,7 @@ import {
 import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, readStored, SEQ_HEADER } from "./feed.js";
-import { CasWriter } from "./kv-cas.js";
+import { CasWriter, isWrongLastSequence } from "./kv-cas.js";
 import type { NatsStoreOptions } from "./options.js";
 import {
   ATTEMPT_MS,
@@ -68,8 +68,6 @@ import {
 } from "./replicas.js";
 import { type AgedEntry, archiveNats, pruneNats } from "./retention.js";
 
-/** JetStream's error code for a failed expected-last-(subject-)sequence check. */
-const WRONG_LAST_SEQUENCE = 10071;
 /** Leaves room for the headers inside the server's max_payload. */
 const HEADER_ROOM = 1024;
 
@@ -1470,11 +1468,6 @@ function toBackendError(err: unknown, what: string): AgentChatError {
   else if (name === "ClosedConnectionError") why = "the connection to the NATS server is closed";
   else if (/permission/i.test(why)) why = `permission denied (${why})`;
   return new AgentChatError("BACKEND_UNAVAILABLE", `${what}: ${why}`, { cause: err });
-}
-
-export function isWrongLastSequence(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: string };
-  return e?.code === WRONG_LAST_SEQUENCE || /wrong last sequence/i.test(e?.message ?? "");
 }
 
 async function exists(fn: () => Promise<unknown>): Promise<boolean> {
