@@ -1,4 +1,5 @@
 import { openStore } from "../client/open.js";
+import { type UnreadCount, UnreadCounter } from "../client/unread.js";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
 import {
   contextWasReset,
@@ -11,9 +12,8 @@ import {
   hasNewSince,
   hookOutput,
   parseHookInput,
-} from "../mcp/hook.js";
-import { type UnreadCount, UnreadCounter } from "../mcp/unread.js";
-import { WAKE_EVENT } from "../mcp/wake.js";
+} from "../hosts/hook.js";
+import { WAKE_EVENT } from "../hosts/wake.js";
 import type { NatsConnectionOptions } from "../store/roots.js";
 import type { Harness, Store } from "../store/types.js";
 import { clearWaiter, loadSeen, saveSeen } from "./hook-state.js";

@@ -2,7 +2,8 @@ import { execFileSync } from "node:child_process";
 import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import type { Command } from "commander";
-import { HOOK_EVENTS, HOOK_FORMATS } from "../../mcp/hook.js";
+import { FOOTER_STYLES } from "../../client/unread.js";
+import { HOOK_EVENTS, HOOK_FORMATS } from "../../hosts/hook.js";
 import {
   applySetup,
   CODEX_TOOLS_APPROVALS,
@@ -13,9 +14,8 @@ import {
   type SetupOptions,
   type SetupPlan,
   type SetupTool,
-} from "../../mcp/setup.js";
-import { FOOTER_STYLES } from "../../mcp/unread.js";
-import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "../../mcp/wake.js";
+} from "../../hosts/setup.js";
+import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "../../hosts/wake.js";
 import { type CliContext, parsePositiveInt, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { type HookArgs, runHook } from "../hook.js";
@@ -255,7 +255,7 @@ function registerDoctor(program: Command, ctx: CliContext): void {
         "  agent-chat --json doctor --as carol --dir ~/src/app",
     )
     .action(async (opts: { as?: string; tool?: string; dir?: string; timeout: string }) => {
-      const { runDoctor } = await import("../../mcp/doctor.js");
+      const { runDoctor } = await import("../../hosts/doctor.js");
       const tools =
         opts.tool === undefined
           ? SETUP_TOOLS
@@ -344,7 +344,7 @@ function gitExcludeOf(dir: string): GitExclude | undefined {
  * console script (which would answer in ours' place): then the path of this CLI, said on stderr.
  */
 async function ourCommand(ctx: CliContext): Promise<string> {
-  const { agentChatsOnPath } = await import("../../mcp/which-cli.js");
+  const { agentChatsOnPath } = await import("../../hosts/which-cli.js");
   const first = (await agentChatsOnPath(ctx.env.PATH))[0];
   if (first?.kind !== "reference") return "agent-chat";
   const self = resolve(process.argv[1]!);

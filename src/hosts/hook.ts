@@ -1,4 +1,4 @@
-import { describeUnread, type UnreadCount } from "./unread.js";
+import { describeUnread, type UnreadCount } from "../client/unread.js";
 
 export type HookEvent = "session-start" | "prompt" | "stop";
 export const HOOK_EVENTS: readonly HookEvent[] = ["session-start", "prompt", "stop"];
