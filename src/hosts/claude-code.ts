@@ -33,7 +33,7 @@ export const claudeCodeHooks: HookDialect = {
 const LOCAL_SETTINGS = /* @__PURE__ */ join(".claude", "settings.local.json");
 
 /** Claude Code's permission rule for one tool of our server (`mcp__<server>__<tool>`). */
-export const claudeToolRule = (tool: string) => `mcp__${SERVER_NAME}__${tool}`;
+const claudeToolRule = (tool: string) => `mcp__${SERVER_NAME}__${tool}`;
 
 /**
  * Claude Code: the team's `.mcp.json` names the server only (`agent-chat mcp`, no identity, no

@@ -94,7 +94,7 @@ function serverTable(o: SetupOptions): string {
  * Our `[mcp_servers.agent-chat]` table replaced or appended, and a `codex_hooks = true` of
  * `[features]` taken out; every other line of the file stays as it was.
  */
-export function mergeConfigToml(existing: string, table: string, path = "config.toml"): string {
+function mergeConfigToml(existing: string, table: string, path = "config.toml"): string {
   return mergeTomlTable(
     existing,
     `mcp_servers.${SERVER_NAME}`,

@@ -97,7 +97,7 @@ function withoutOurHooks(current: Json, wake: boolean): Json {
 }
 
 /** What one settings file gets from us; every other key of the file stays as it was. */
-export interface SettingsEdit {
+interface SettingsEdit {
   server?: { key: string; entry: Json };
   hooks?: HookGroups;
   /** Claude Code's `env`: set in the process of the tool, its servers and its hooks. */

@@ -98,7 +98,7 @@ function plan(o: SetupOptions): HostPlan {
  * gemini-cli packages/core/src/policy/toml-loader.ts) outside plan mode, where Gemini CLI's own
  * rules keep asking. Setup owns the file and writes it whole.
  */
-export function policyFile(path: string, tool: string): SetupFile {
+function policyFile(path: string, tool: string): SetupFile {
   const text = [
     `# Written by \`agent-chat setup ${tool}\`: the ${SERVER_NAME} MCP server's tools that remove nothing`,
     "# run without asking (chat_workspace, which can delete, still asks). Rewritten by each setup.",
@@ -114,7 +114,7 @@ export function policyFile(path: string, tool: string): SetupFile {
 }
 
 /** The trusted folders file (`{ "/abs": "TRUST_FOLDER" }`) with `folder` trusted. */
-export function trustedFolderFile(path: string, folder: string): SetupFile {
+function trustedFolderFile(path: string, folder: string): SetupFile {
   return {
     path,
     format: "json",
@@ -136,7 +136,7 @@ export function trustedFolderFile(path: string, folder: string): SetupFile {
  * trust.ts): `TRUST_FOLDER` trusts a folder and what is below it, `TRUST_PARENT` its parent and
  * below, `DO_NOT_TRUST` exactly that folder.
  */
-export function trusts(rules: Json, folder: string): boolean {
+function trusts(rules: Json, folder: string): boolean {
   const within = (path: string, base: string) => path === base || path.startsWith(`${base}${sep}`);
   if (rules[folder] === "DO_NOT_TRUST") return false;
   return Object.entries(rules).some(
