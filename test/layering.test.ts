@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 
 /**
  * docs/architecture.md: dependencies point one way, core ← fsutil ← store ⇄ features ← client ←
- * {daemon, mcp, viewer, workspace} ← cli; the four peers never import each other and nothing
+ * {daemon, mcp, viewer, workspace, hosts} ← cli; the five peers never import each other and nothing
  * imports cli/ (only cli/ composes the peers). A feature (src/features/<name>/) is one folder
  * cut across the layers: its cli.ts and cli-*.ts belong to the cli layer, its mcp.ts to the mcp
  * layer, the rest to the features layer. This reads every import of src/ — static,
@@ -33,8 +33,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   mcp: BELOW_THE_WAYS_IN,
   viewer: BELOW_THE_WAYS_IN,
   workspace: BELOW_THE_WAYS_IN,
+  hosts: BELOW_THE_WAYS_IN,
   index: BELOW_THE_WAYS_IN,
-  cli: [...BELOW_THE_WAYS_IN, "daemon", "mcp", "viewer", "workspace"],
+  cli: [...BELOW_THE_WAYS_IN, "daemon", "mcp", "viewer", "workspace", "hosts"],
 };
 
 /** The message core and the Store contract: what every backend and feature stands on. */
@@ -196,6 +197,8 @@ describe("layering (docs/architecture.md)", () => {
     expect(all).toContainEqual(
       expect.objectContaining({ from: "cli", to: "client", specifier: "../client/open.js" }),
     );
+    // The agent tools' integration (setup, doctor, hooks, wake) is a peer of the MCP server.
+    expect(all).toContainEqual(expect.objectContaining({ from: "cli", to: "hosts" }));
     // A feature's CLI commands are judged as the cli layer, its library part as features.
     expect(all).toContainEqual(
       expect.objectContaining({ file: join("features", "leases", "cli.ts"), from: "cli" }),

@@ -1,13 +1,13 @@
 import { readFile } from "node:fs/promises";
+import { UnreadCounter } from "../client/unread.js";
+import { memberChannels } from "../client/wait-all.js";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
-import { UnreadCounter } from "../mcp/unread.js";
-import { memberChannels } from "../mcp/wait-all.js";
 import {
   DEFAULT_WAKE_TIMEOUT_S,
   type WakeWaitResult,
   waitForNews,
   wakeNotice,
-} from "../mcp/wake.js";
+} from "../hosts/wake.js";
 import type { Store } from "../store/types.js";
 import {
   clearWaiter,

@@ -1,31 +1,25 @@
 import { openStore } from "../client/open.js";
+import { type UnreadCount, UnreadCounter } from "../client/unread.js";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
 import {
   contextWasReset,
-  detectFormat,
+  detectDialect,
+  dialectOf,
   HOOK_EVENTS,
   HOOK_FORMATS,
   type HookEvent,
-  type HookFormat,
   type HookInput,
   hasNewSince,
   hookOutput,
   parseHookInput,
-} from "../mcp/hook.js";
-import { type UnreadCount, UnreadCounter } from "../mcp/unread.js";
-import { WAKE_EVENT } from "../mcp/wake.js";
-import type { Harness, Store } from "../store/types.js";
+} from "../hosts/hook.js";
+import type { HookDialect } from "../hosts/host.js";
+import { WAKE_EVENT } from "../hosts/wake.js";
+import type { Store } from "../store/types.js";
 import { clearWaiter, type HookIo, loadSeen, saveSeen } from "./hook-state.js";
 import { readAllStdin } from "./stdio.js";
 import { markTurn, TURN_MARK_ENV } from "./turn-mark.js";
 import { oneOf, UsageError } from "./usage.js";
-
-/** The host tool a hook runs in, by the form of its output, for presence. */
-const HARNESS_OF: Record<HookFormat, Harness> = {
-  claude: "claude-code",
-  codex: "codex",
-  gemini: "gemini",
-};
 
 /** How long a hook waits for its host's JSON on stdin, and how much of it it reads. */
 const HOOK_STDIN_MS = 250;
@@ -76,7 +70,9 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
         await store.close();
       }
     }
-    const format = args.format ? oneOf(args.format, HOOK_FORMATS, "--format") : detectFormat(input);
+    const dialect = args.format
+      ? dialectOf(oneOf(args.format, HOOK_FORMATS, "--format"))
+      : detectDialect(input);
     const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
     markRunTurn(io, event);
     // The session started a turn: a parked `hook wait` must no longer wake it.
@@ -84,15 +80,14 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
       await clearWaiter(io.stateDir, agent, input.session_id);
     }
     // No file watch: a hook lives a few milliseconds, a watch would only cost set-up time.
-    const harness = HARNESS_OF[format as HookFormat];
     const store = await openStore(io.root, {
       watch: false,
-      harness,
+      harness: dialect.harness,
       signatures: pins(io),
       ...(io.nats && { nats: io.nats }),
     });
     try {
-      await printNotice(store, { agent, event, format: format as HookFormat, input, args }, io);
+      await printNotice(store, { agent, event, dialect, input, args }, io);
     } finally {
       await store.close();
     }
@@ -119,10 +114,10 @@ async function printNotice(
   {
     agent,
     event,
-    format,
+    dialect,
     input,
     args,
-  }: { agent: string; event: HookEvent; format: HookFormat; input: HookInput; args: HookArgs },
+  }: { agent: string; event: HookEvent; dialect: HookDialect; input: HookInput; args: HookArgs },
   io: HookIo,
 ): Promise<void> {
   const counter = new UnreadCounter(store, agent);
@@ -134,7 +129,7 @@ async function printNotice(
     const fresh = await firstTelling(store, io, { agent, event, input, count });
     if (!fresh) return;
   }
-  io.out(hookOutput({ event, format, agent, count, input, block: args.block === true }));
+  io.out(hookOutput({ event, dialect, agent, count, input, block: args.block === true }));
   // The notice told the session what waits: the messages' "notified" step (docs/delivery.md).
   await new NotifiedRecorder(store, agent).told(counter.upTo);
 }

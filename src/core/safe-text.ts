@@ -48,6 +48,12 @@ export function shownSender(from: string): string | undefined {
   return isValidName("agent", from) ? from : undefined;
 }
 
+/** ` from NAME` when the sender is a valid agent name, else nothing: never raw file text. */
+export function fromName(message: { from: string }): string {
+  const sender = shownSender(message.from);
+  return sender === undefined ? "" : ` from ${sender}`;
+}
+
 /** Why a message whose `from` is no name is marked forged, in every surface alike. */
 export const NOT_A_SENDER = "the sender is not a valid name";
 

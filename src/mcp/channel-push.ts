@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { CHANNEL_POLL_MS, listChanges, memberChannels } from "../client/wait-all.js";
 import { isRelevant, type Message } from "../core/message.js";
-import { shownSender } from "../core/safe-text.js";
+import { fromName, shownSender } from "../core/safe-text.js";
 import type { Store } from "../store/types.js";
-import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
-import { fromName } from "./wake.js";
 
 /**
  * Claude Code channels (research preview). What Claude Code 2.1.332 does, read in its shipped

@@ -2,6 +2,8 @@ import type { Readable, Writable } from "node:stream";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { type FooterStyle, formatFooter, UnreadCounter } from "../client/unread.js";
+import { memberChannels, waitEverywhere } from "../client/wait-all.js";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { isMember } from "../core/meta.js";
@@ -20,8 +22,6 @@ import {
 import { FooterTransport } from "./footer-transport.js";
 import { describeError, formatMessages, formatTasks, noIdentityText } from "./format.js";
 import { BoundedStdioTransport } from "./stdio-transport.js";
-import { type FooterStyle, formatFooter, UnreadCounter } from "./unread.js";
-import { memberChannels, waitEverywhere } from "./wait-all.js";
 
 export interface McpServerOptions {
   store: Store;

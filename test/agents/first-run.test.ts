@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
-import { claudeStandIn, codexStandIn, geminiStandIn } from "./stand-in-config.js";
+import { claudeStandIn, codexStandIn, geminiStandIn, qwenStandIn } from "./stand-in-config.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
 import { stopCodexDaemon } from "./wake-command.js";
 
@@ -216,6 +216,30 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       await term.press("Enter", new RegExp(`✦\\s+${DONE}`), {
         refuse: /Action Required|Allow execution/,
       });
+      await expectCallsRan(env);
+    },
+    FIRST_RUN_MS,
+  );
+
+  it(
+    skipName("Qwen Code: no question; the chat tools run unasked", reason),
+    async () => {
+      // The user's provider, by the variables Qwen Code's own help names (no file).
+      const env = qwenStandIn(sandbox, stub.url);
+      const setup = await sandbox.agentChat(["setup", "qwen", "--as", "alice", "--write"]);
+      expect(setup.code, setup.stderr).toBe(0);
+      const term = startTerminal(sandbox, [toolBinary("qwen")], env);
+      terminal = term;
+      // Folder trust is off by default: nothing is asked before the prompt.
+      await term.waitFor(/Qwen Code \(v\d[\s\S]*Type your message/, {
+        refuse: /trust|Trust|Select Authentication|How would you like to authenticate/,
+      });
+      await term.type(PROMPT, new RegExp(`>\\s+${PROMPT}`));
+      const done = await term.press("Enter", new RegExp(`◆\\S*\\s+${DONE}`), {
+        refuse:
+          /Allow execution|Do you want to proceed|Apply this change|Waiting for user confirmation/,
+      });
+      expect(done).toMatch(/✓ chat_channels[\s\S]*✓ chat_post[\s\S]*✓ chat_read/);
       await expectCallsRan(env);
     },
     FIRST_RUN_MS,

@@ -92,17 +92,23 @@ function route(req: IncomingMessage, res: ServerResponse, body: string, script: 
     openaiResponses(res, JSON.parse(body), script);
     return;
   }
+  if (req.method === "POST" && path.endsWith("/chat/completions")) {
+    chatCompletions(res, JSON.parse(body), script);
+    return;
+  }
   res.writeHead(404, { "content-type": "application/json" });
   res.end(JSON.stringify({ error: { type: "not_found", message: `no ${req.method} ${path}` } }));
 }
 
 type Json = Record<string, unknown>;
 
-function sse(res: ServerResponse, events: [string | undefined, Json][]): void {
+/** Server-sent events; `done` ends with OpenAI's `data: [DONE]`. */
+function sse(res: ServerResponse, events: [string | undefined, Json][], done = false): void {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   for (const [event, data] of events) {
     res.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
   }
+  if (done) res.write("data: [DONE]\n\n");
   res.end();
 }
 
@@ -205,6 +211,54 @@ function openaiResponses(res: ServerResponse, request: Json, script: StubScript)
   ]);
 }
 
+/** OpenAI Chat Completions (Qwen Code and other OpenAI-compatible clients): streamed or not. */
+function chatCompletions(res: ServerResponse, request: Json, script: StubScript): void {
+  type Message = { role?: string };
+  type Tool = { function?: { name?: string } };
+  const messages = (request.messages as Message[] | undefined) ?? [];
+  const results = messages.filter((m) => m?.role === "tool").length;
+  const next = nextCall(script, results);
+  const names = ((request.tools as Tool[] | undefined) ?? []).map((t) => t.function?.name ?? "");
+  const tool = next && names.find((n) => n.endsWith(next.toolSuffix));
+  const call = tool && {
+    index: 0,
+    id: `call_stub_${results + 1}`,
+    type: "function",
+    function: { name: tool, arguments: JSON.stringify(next.args) },
+  };
+  const finish = call ? "tool_calls" : "stop";
+  const base = { id: `chatcmpl_stub_${Date.now()}`, created: 0, model: String(request.model) };
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (request.stream !== true) {
+    const message = call
+      ? { role: "assistant", content: null, tool_calls: [call] }
+      : { role: "assistant", content: script.text };
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        ...base,
+        object: "chat.completion",
+        choices: [{ index: 0, message, finish_reason: finish }],
+        usage,
+      }),
+    );
+    return;
+  }
+  const chunk = (delta: Json, finishReason: string | null, more: Json = {}): [undefined, Json] => [
+    undefined,
+    {
+      ...base,
+      object: "chat.completion.chunk",
+      choices: [{ index: 0, delta, finish_reason: finishReason }],
+      ...more,
+    },
+  ];
+  const delta = call
+    ? { role: "assistant", tool_calls: [call] }
+    : { role: "assistant", content: script.text };
+  sse(res, [chunk(delta, null), chunk({}, finish, { usage })], true);
+}
+
 /** Gemini API (Gemini CLI), streamed or not: a functionCall turn then a text turn. */
 function geminiGenerate(
   res: ServerResponse,
@@ -265,7 +319,8 @@ function fromSchema(schema: Schema): unknown {
 
 /**
  * The tool results one request carries back to the model, in order, as text: Anthropic's
- * `tool_result` blocks, OpenAI's `function_call_output` items, Gemini's `functionResponse` parts.
+ * `tool_result` blocks, OpenAI's `function_call_output` items and `tool` messages, Gemini's
+ * `functionResponse` parts.
  */
 export function toolResults(body: string): string[] {
   let request: Json;
@@ -282,10 +337,13 @@ export function toolResults(body: string): string[] {
     .map((b) => text(b.content));
   const input = Array.isArray(request.input) ? (request.input as Json[]) : [];
   const openai = input.filter((i) => i?.type === "function_call_output").map((i) => text(i.output));
+  const chat = ((request.messages as Json[] | undefined) ?? [])
+    .filter((m) => m?.role === "tool")
+    .map((m) => text(m.content));
   const contents = (request.contents as { parts?: Json[] }[] | undefined) ?? [];
   const gemini = contents
     .flatMap((c) => c.parts ?? [])
     .filter((p) => p.functionResponse !== undefined)
     .map((p) => text(p.functionResponse));
-  return [...anthropic, ...openai, ...gemini];
+  return [...anthropic, ...openai, ...chat, ...gemini];
 }

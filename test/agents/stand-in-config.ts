@@ -88,3 +88,11 @@ export function claudeStandIn(
     MCP_CONNECTION_NONBLOCKING: "false",
   };
 }
+
+/**
+ * Qwen Code: the stand-in as an OpenAI-compatible provider, by the three variables its own help
+ * names for a headless set-up (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL); no file.
+ */
+export function qwenStandIn(_sandbox: Sandbox, url: string): Record<string, string> {
+  return { OPENAI_API_KEY: "stand-in", OPENAI_BASE_URL: `${url}/v1`, OPENAI_MODEL: "stand-in" };
+}

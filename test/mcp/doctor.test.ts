@@ -51,7 +51,7 @@ describe("agent-chat doctor", () => {
     const r = await cli(["doctor", "--as", "alice"]);
     expect(r.code).toBe(1);
     const l = lines(r.stdout);
-    for (const tool of ["claude-code", "codex", "gemini"]) {
+    for (const tool of ["claude-code", "codex", "gemini", "qwen"]) {
       expect(l[tool]).toBe(
         `warn  ${tool}: not set up (run: agent-chat setup ${tool} --as alice --write)`,
       );
@@ -316,6 +316,7 @@ describe("agent-chat doctor", () => {
       "claude-code",
       "codex",
       "gemini",
+      "qwen",
       "claude-code wake",
       "server",
       "hook",
@@ -412,6 +413,12 @@ describe("agent-chat doctor", () => {
     const gemini = await cli(["doctor", "--as", "alice", "--tool", "gemini"]);
     expect(wakeLine(gemini.stdout, "gemini")).toContain(
       "idle when its AfterAgent hook ends a turn",
+    );
+    await cli(["setup", "qwen", "--as", "alice", "--write", "--wake"]);
+    const qwen = await cli(["doctor", "--as", "alice", "--tool", "qwen"]);
+    expect(qwen.code, qwen.stdout).toBe(0);
+    expect(wakeLine(qwen.stdout, "qwen")).toBe(
+      "ok    qwen wake: the agent-chat run wrapper, when started as `agent-chat run --as NAME -- qwen` (idle when its Stop hook ends a turn)",
     );
   });
 

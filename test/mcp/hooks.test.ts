@@ -47,7 +47,7 @@ describe("agent-chat hook", () => {
     await post("review", "bob", "bob's own message does not count for bob");
     await post("ops", "alice", "bob is not a member of ops");
     const runs = ["session-start", "prompt", "stop"].flatMap((event) =>
-      ["claude", "codex", "gemini"].map(async (format) => {
+      ["claude", "codex", "gemini", "qwen"].map(async (format) => {
         const r = await hook([event, "--as", "bob", "--format", format], claudeSession);
         expect(r, `${event} ${format}`).toMatchObject({ code: 0, stdout: "", stderr: "" });
       }),
@@ -157,6 +157,18 @@ describe("agent-chat hook", () => {
       hook_event_name: "AfterAgent",
     });
     expect(JSON.parse(geminiStop.stdout)).toMatchObject({ decision: "deny" });
+  });
+
+  it("Qwen Code gets plain context at the prompt (as Claude Code does) and JSON at stop", async () => {
+    await post("review", "alice", "hello");
+    const prompt = await hook(["prompt", "--as", "bob", "--format", "qwen"], {
+      hook_event_name: "UserPromptSubmit",
+    });
+    expect(prompt.stdout).toMatch(/^1 unread agent-chat message for bob \(review: 1\)\. Read them/);
+    const stop = await hook(["stop", "--as", "bob", "--format", "qwen", "--block"], {
+      hook_event_name: "Stop",
+    });
+    expect(JSON.parse(stop.stdout)).toMatchObject({ decision: "block" });
   });
 
   it("tolerates missing or invalid stdin and a missing root; exits 0 even when misconfigured", async () => {

@@ -21,6 +21,7 @@ let root: string;
 let project: string;
 let codexHome: string;
 let geminiHome: string;
+let qwenHome: string;
 
 beforeEach(() => {
   ({ dir, cleanup } = tempDir("agent-chat-setup-"));
@@ -28,13 +29,14 @@ beforeEach(() => {
   project = join(dir, "project");
   codexHome = join(dir, "home", ".codex");
   geminiHome = join(dir, "home");
+  qwenHome = join(dir, "home", ".qwen");
   mkdirSync(project, { recursive: true });
 });
 afterEach(() => cleanup());
 
 function setup(args: string[]) {
   return runCli(["--root", root, "setup", ...args], {
-    env: { CODEX_HOME: codexHome, GEMINI_CLI_HOME: geminiHome },
+    env: { CODEX_HOME: codexHome, GEMINI_CLI_HOME: geminiHome, QWEN_HOME: qwenHome },
   });
 }
 
@@ -309,6 +311,57 @@ describe("agent-chat setup", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`${path} is not valid JSON`);
     expect(readFileSync(path, "utf8")).toBe("{ broken");
+  });
+
+  it("qwen: the server, the rules for the chat tools and the hooks go in the user's settings, merged", async () => {
+    const settings = join(qwenHome, "settings.json");
+    mkdirSync(qwenHome, { recursive: true });
+    // The user's own settings: a provider and a rule of theirs stay.
+    writeFileSync(
+      settings,
+      JSON.stringify({
+        security: { auth: { selectedType: "openai" } },
+        permissions: { allow: ["Bash(git *)"] },
+      }),
+    );
+    // A team's project file that an older setup filled for one person is cleaned.
+    mkdirSync(join(project, ".qwen"));
+    const shared = join(project, ".qwen", "settings.json");
+    writeFileSync(
+      shared,
+      JSON.stringify({
+        mcpServers: { "agent-chat": { command: "agent-chat", args: ["mcp", "--as", "bob"] } },
+      }),
+    );
+    const r = await setup(["qwen", "--as", "alice", "--dir", project, "--write"]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = readJson(settings);
+    expect(doc.security).toEqual({ auth: { selectedType: "openai" } });
+    expect(doc.mcpServers["agent-chat"]).toEqual({
+      command: "agent-chat",
+      args: ["mcp", "--as", "alice"],
+      env: { AGENT_CHAT_ROOT: root },
+      timeout: 960000,
+      alwaysLoadTools: true,
+    });
+    // Every chat tool but chat_workspace (it can delete) runs without asking; no server trust.
+    expect(doc.permissions.allow).toEqual([
+      "Bash(git *)",
+      ...["channels", "create_channel", "post", "read", "wait", "tasks"].map(
+        (t) => `mcp__agent-chat__chat_${t}`,
+      ),
+    ]);
+    expect(JSON.stringify(doc)).not.toContain('"trust"');
+    expect(Object.keys(doc.hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
+    expect(doc.hooks.UserPromptSubmit[0].hooks[0]).toEqual({
+      type: "command",
+      command: `agent-chat --root '${root}' hook prompt --as alice --format qwen`,
+      timeout: 10,
+    });
+    expect(readJson(shared)).toEqual({ mcpServers: {} });
+    // Again: nothing changes.
+    const again = await setup(["qwen", "--as", "alice", "--dir", project, "--write"]);
+    expect(again.stdout).toContain(`unchanged ${settings}`);
   });
 
   it("gemini: the server and hooks go in the user's settings; --trust trusts the folder", async () => {

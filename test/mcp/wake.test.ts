@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { waitForNews } from "../../src/mcp/wake.js";
+import { waitForNews } from "../../src/hosts/wake.js";
 import { FsStore } from "../../src/store/fs/fs-store.js";
 import { tempDir } from "../helpers/tmp.js";
 

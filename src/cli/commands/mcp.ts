@@ -2,25 +2,27 @@ import { execFileSync } from "node:child_process";
 import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import type { Command } from "commander";
-import { HOOK_EVENTS, HOOK_FORMATS } from "../../mcp/hook.js";
+import { FOOTER_STYLES } from "../../client/unread.js";
+import { HOOK_EVENTS, HOOK_FORMATS } from "../../hosts/hook.js";
 import {
-  applySetup,
   CODEX_TOOLS_APPROVALS,
   type CodexToolsApproval,
   type GitExclude,
-  planSetup,
-  SETUP_TOOLS,
+  type HostHomes,
   type SetupOptions,
   type SetupPlan,
-  type SetupTool,
-} from "../../mcp/setup.js";
-import { FOOTER_STYLES } from "../../mcp/unread.js";
-import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "../../mcp/wake.js";
+} from "../../hosts/host.js";
+import { HOSTS } from "../../hosts/index.js";
+import { applySetup, planSetup } from "../../hosts/setup.js";
+import { DEFAULT_WAKE_TIMEOUT_S, WAKE_EVENT } from "../../hosts/wake.js";
 import { type CliContext, parsePositiveInt, parseSeconds } from "../context.js";
 import { EXIT } from "../exit-codes.js";
 import { type HookArgs, runHook } from "../hook.js";
 import { oneOf } from "../usage.js";
 import { hookStateDir } from "../user-dirs.js";
+
+/** The tools' names, as `setup TOOL` and `doctor --tool` take them. */
+const SETUP_TOOLS = HOSTS.map((host) => host.tool);
 
 declare const __VERSION__: string | undefined;
 const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
@@ -123,10 +125,7 @@ function registerSetup(program: Command, ctx: CliContext): void {
     )
     .addHelpText(
       "after",
-      "\nFiles: claude-code → .mcp.json (no identity: commit it) and .claude/settings.local.json\n" +
-        "       (identity, root, approval, permissions, hooks: listed in .git/info/exclude);\n" +
-        "       codex → $CODEX_HOME/config.toml and hooks.json (default ~/.codex);\n" +
-        "       gemini → ~/.gemini/settings.json (yours), trustedFolders.json with --trust.\n" +
+      `\nFiles: ${HOSTS.map((host) => host.filesHelp).join(";\n       ")}.\n` +
         "Every chat tool but chat_workspace (it can delete) is allowed to run without asking.\n" +
         "--write keeps every other entry of those files and replaces only agent-chat's, then\n" +
         "lists what is left for you to do.\n\nExamples:\n" +
@@ -166,12 +165,12 @@ async function setupOptions(
   const projectDir = resolve(opts.dir ?? ".");
   const git = gitExcludeOf(projectDir);
   return {
-    tool: oneOf(tool, SETUP_TOOLS, "tool") as SetupTool,
+    tool: oneOf(tool, SETUP_TOOLS, "tool"),
     agent: ctx.agent(opts.as),
     root: ctx.rootArg,
     command: opts.command ?? (await ourCommand(ctx)),
     projectDir,
-    ...toolHomes(ctx),
+    homes: toolHomes(ctx),
     trust: opts.trust === true,
     ...(git && { git }),
     ...(opts.wake !== undefined && { wake: opts.wake }),
@@ -185,18 +184,10 @@ async function setupOptions(
   };
 }
 
-/** Where Codex and Gemini CLI keep their configuration, as each tool itself finds it. */
-function toolHomes(
-  ctx: CliContext,
-): Pick<SetupOptions, "codexHome" | "geminiDir" | "geminiTrustedFolders"> {
+/** Where each tool keeps its user configuration, as the tool itself finds it. */
+function toolHomes(ctx: CliContext): HostHomes {
   const home = homedir();
-  const geminiDir = resolve(ctx.env.GEMINI_CLI_HOME || home, ".gemini");
-  return {
-    codexHome: ctx.env.CODEX_HOME || resolve(home, ".codex"),
-    geminiDir,
-    geminiTrustedFolders:
-      ctx.env.GEMINI_CLI_TRUSTED_FOLDERS_PATH || resolve(geminiDir, "trustedFolders.json"),
-  };
+  return Object.assign({}, ...HOSTS.map((host) => host.locate(ctx.env, home)));
 }
 
 /** `setup --write`: what changed, what did not, and what is left for the user to do. */
@@ -255,11 +246,9 @@ function registerDoctor(program: Command, ctx: CliContext): void {
         "  agent-chat --json doctor --as carol --dir ~/src/app",
     )
     .action(async (opts: { as?: string; tool?: string; dir?: string; timeout: string }) => {
-      const { runDoctor } = await import("../../mcp/doctor.js");
+      const { runDoctor } = await import("../../hosts/doctor.js");
       const tools =
-        opts.tool === undefined
-          ? SETUP_TOOLS
-          : [oneOf(opts.tool, SETUP_TOOLS, "--tool") as SetupTool];
+        opts.tool === undefined ? SETUP_TOOLS : [oneOf(opts.tool, SETUP_TOOLS, "--tool")];
       const report = await runDoctor({
         root: ctx.rootArg,
         rootGiven: program.opts().root !== undefined || Boolean(ctx.env.AGENT_CHAT_ROOT),
@@ -267,7 +256,7 @@ function registerDoctor(program: Command, ctx: CliContext): void {
         tools,
         toolsChosen: opts.tool !== undefined,
         projectDir: resolve(opts.dir ?? "."),
-        ...toolHomes(ctx),
+        homes: toolHomes(ctx),
         // The CLI that is running: the one the user is checking, whatever PATH holds.
         command: [process.execPath, process.argv[1]!],
         env: ctx.env,
@@ -344,7 +333,7 @@ function gitExcludeOf(dir: string): GitExclude | undefined {
  * console script (which would answer in ours' place): then the path of this CLI, said on stderr.
  */
 async function ourCommand(ctx: CliContext): Promise<string> {
-  const { agentChatsOnPath } = await import("../../mcp/which-cli.js");
+  const { agentChatsOnPath } = await import("../../hosts/which-cli.js");
   const first = (await agentChatsOnPath(ctx.env.PATH))[0];
   if (first?.kind !== "reference") return "agent-chat";
   const self = resolve(process.argv[1]!);

@@ -1,8 +1,8 @@
+import { describeUnread, type UnreadCount } from "../client/unread.js";
+import { CHANNEL_POLL_MS, listChanges, memberChannels } from "../client/wait-all.js";
 import { isRelevant, type Message } from "../core/message.js";
-import { shownSender } from "../core/safe-text.js";
+import { fromName } from "../core/safe-text.js";
 import type { Store } from "../store/types.js";
-import { describeUnread, type UnreadCount } from "./unread.js";
-import { CHANNEL_POLL_MS, listChanges, memberChannels } from "./wait-all.js";
 
 /** The hook command's event that parks for news: `agent-chat hook wait`. */
 export const WAKE_EVENT = "wait";
@@ -126,10 +126,4 @@ export function wakeNotice(message: Message, count: UnreadCount, agent: string):
     `#${message.seq}${fromName(message)}.${unread} Read it with the chat_read tool ` +
     `(or: agent-chat read ${message.channel} --as ${agent}).`
   );
-}
-
-/** ` from NAME` when the sender is a valid agent name, else nothing: never raw file text. */
-export function fromName(message: Message): string {
-  const sender = shownSender(message.from);
-  return sender === undefined ? "" : ` from ${sender}`;
 }

@@ -5,14 +5,8 @@ import { validateName } from "../core/names.js";
 import { LineSplitter } from "../core/ndjson.js";
 import { createFileExclusive, entryKind, removeFileEntry } from "../fsutil/root-files.js";
 import { canonicalRoot, isNatsUrl, printableRoot, sameRoot } from "../store/roots.js";
-import {
-  inspectSetup,
-  PERSONAL_FILES,
-  type SetupLocations,
-  type SetupState,
-  type SetupTool,
-  shellQuote,
-} from "./setup.js";
+import { type SetupLocations, shellQuote } from "./host.js";
+import { hostNamed, inspectSetup, type SetupState } from "./setup.js";
 import { agentChatsOnPath } from "./which-cli.js";
 
 export type CheckStatus = "ok" | "warn" | "fail";
@@ -33,7 +27,7 @@ export interface DoctorOptions extends SetupLocations {
   rootGiven: boolean;
   /** `--as` or `$AGENT_CHAT_NAME`, as given (checked here); unset: the tools' files name it. */
   agent: string | undefined;
-  tools: readonly SetupTool[];
+  tools: readonly string[];
   /** Whether the user limited the tools (`--tool`): then a tool not set up is a failure. */
   toolsChosen: boolean;
   /** How to start agent-chat itself: the executable and its first arguments. */
@@ -67,7 +61,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
 }
 
 /** What setup left in one tool's files, or why they cannot be read. */
-type Found = { tool: SetupTool; state: SetupState } | { tool: SetupTool; error: string };
+type Found = { tool: string; state: SetupState } | { tool: string; error: string };
 
 async function inspectTools(o: DoctorOptions): Promise<Found[]> {
   const found: Found[] = [];
@@ -94,9 +88,7 @@ function namedByTools(found: Found[], key: "agent" | "root"): Named {
   for (const f of found) {
     if (!("state" in f) || !f.state.server) continue;
     const value = f.state[key];
-    // Claude Code's identity and root are in its local settings, beside the hooks.
-    const file = f.tool === "claude-code" ? f.state.hooksFile : f.state.serverFile;
-    if (value !== undefined && !seen.has(value)) seen.set(value, file);
+    if (value !== undefined && !seen.has(value)) seen.set(value, f.state.identityFile);
   }
   if (seen.size === 1) {
     const [value, from] = [...seen][0]!;
@@ -270,7 +262,7 @@ function checkIdentity(
 }
 
 function checkTools(o: DoctorOptions, found: Found[], agent: string | undefined): DoctorCheck[] {
-  const setupCommand = (tool: SetupTool) =>
+  const setupCommand = (tool: string) =>
     `run: agent-chat setup ${tool} --as ${shellQuote(agent ?? "NAME")} --write`;
   const checks: DoctorCheck[] = found.map((f) => {
     if ("error" in f) {
@@ -329,12 +321,8 @@ function checkSetUpTool(
   }
   for (const gap of state.gaps) add(gap);
   if (state.pending) {
-    add(
-      state.pending,
-      state.tool === "gemini"
-        ? `${setupCommand} --trust, or answer Gemini's trust question`
-        : setupCommand,
-    );
+    const answer = hostNamed(state.tool).answerPending;
+    add(state.pending, answer ? answer(setupCommand) : setupCommand);
   }
   if (problems.length === 0) {
     return ok(state.tool, `server in ${state.serverFile}, hooks in ${state.hooksFile}`);
@@ -350,7 +338,7 @@ function checkSetUpTool(
 async function checkTracked(o: DoctorOptions, found: Found[]): Promise<DoctorCheck[]> {
   const mine = found
     .filter((f) => "state" in f && f.state.server)
-    .flatMap((f) => PERSONAL_FILES[f.tool].map((path) => ({ tool: f.tool, path })));
+    .flatMap((f) => hostNamed(f.tool).personalFiles.map((path) => ({ tool: f.tool, path })));
   if (mine.length === 0) return [];
   const tracked = await gitTracked(
     o,

@@ -1,9 +1,11 @@
-import { describeUnread, type UnreadCount } from "./unread.js";
+import { describeUnread, type UnreadCount } from "../client/unread.js";
+import type { HookDialect, HookEvent } from "./host.js";
+import { HOOK_DIALECTS } from "./index.js";
 
-export type HookEvent = "session-start" | "prompt" | "stop";
-export const HOOK_EVENTS: readonly HookEvent[] = ["session-start", "prompt", "stop"];
-export type HookFormat = "claude" | "codex" | "gemini";
-export const HOOK_FORMATS: readonly HookFormat[] = ["claude", "codex", "gemini"];
+export { HOOK_EVENTS, type HookEvent } from "./host.js";
+
+/** The `--format` values: one per host's hook dialect. */
+export const HOOK_FORMATS: readonly string[] = HOOK_DIALECTS.map((d) => d.format);
 
 /** The part of a tool's hook input we use; everything else is ignored. */
 export interface HookInput {
@@ -34,26 +36,27 @@ export function parseHookInput(text: string): HookInput {
   }
 }
 
-/** Gemini CLI names its events differently; the others default to Claude Code's forms. */
-export function detectFormat(input: HookInput): HookFormat {
-  const name = input.hook_event_name;
-  return name === "BeforeAgent" || name === "AfterAgent" ? "gemini" : "claude";
+/** The dialect of `format` (one of {@link HOOK_FORMATS}). */
+export function dialectOf(format: string): HookDialect {
+  const dialect = HOOK_DIALECTS.find((d) => d.format === format);
+  if (!dialect) throw new Error(`no hook format ${format}`);
+  return dialect;
 }
 
-const EVENT_NAMES: Record<HookFormat, Record<HookEvent, string>> = {
-  claude: { "session-start": "SessionStart", prompt: "UserPromptSubmit", stop: "Stop" },
-  codex: { "session-start": "SessionStart", prompt: "UserPromptSubmit", stop: "Stop" },
-  gemini: { "session-start": "SessionStart", prompt: "BeforeAgent", stop: "AfterAgent" },
-};
-
-/** The host tool's name for one of our events (for the configuration `setup` writes). */
-export function hostEventName(format: HookFormat, event: HookEvent): string {
-  return EVENT_NAMES[format][event];
+/**
+ * The dialect a hook run without `--format` answers in: the first host (Claude Code) unless the
+ * input's event name is one only another host uses.
+ */
+export function detectDialect(input: HookInput): HookDialect {
+  const name = input.hook_event_name;
+  const [first, ...others] = HOOK_DIALECTS;
+  const own = (d: HookDialect) => Object.values(d.events).includes(name ?? "");
+  return own(first!) ? first! : (others.find(own) ?? first!);
 }
 
 export interface HookRequest {
   event: HookEvent;
-  format: HookFormat;
+  dialect: HookDialect;
   agent: string;
   count: UnreadCount;
   input: HookInput;
@@ -63,33 +66,27 @@ export interface HookRequest {
 
 /**
  * What the hook prints on stdout: nothing when nothing is unread; otherwise one line in the form
- * the host tool reads.
- * - Claude Code: SessionStart/UserPromptSubmit add plain stdout to the model's context. Its Stop
- *   hook's plain stdout reaches nobody, so stop answers JSON: `systemMessage` tells the user, or
- *   with `block` a `decision: block` makes the agent go on and read (never twice in a row:
- *   `stop_hook_active` says the agent is already continuing because of a stop hook).
- * - Codex: the same events and JSON as Claude Code; context goes in
- *   `hookSpecificOutput.additionalContext`.
- * - Gemini CLI: stdout must be JSON; SessionStart/BeforeAgent take
- *   `hookSpecificOutput.additionalContext`, AfterAgent `systemMessage` or `decision: deny`.
+ * the host reads ({@link HookDialect}). A host's stop hook output is JSON in every dialect:
+ * `systemMessage` tells the user, or with `block` the dialect's decision makes the agent go on
+ * and read (never twice in a row: `stop_hook_active` says the agent is already continuing
+ * because of a stop hook).
  */
 export function hookOutput(request: HookRequest): string {
-  const { event, format, agent, count } = request;
+  const { event, dialect, agent, count } = request;
   if (count.msgs === 0) return "";
   const first = Object.keys(count.channels)[0] ?? "CHANNEL";
   const notice =
     `${describeUnread(count, agent)}. Read them with the chat_read tool ` +
     `(or: agent-chat read ${first} --as ${agent}).`;
-  const hostEvent = hostEventName(format, event);
   if (event === "stop") {
     if (request.block && !request.input.stop_hook_active) {
-      const decision = format === "gemini" ? "deny" : "block";
-      return `${JSON.stringify({ decision, reason: notice })}\n`;
+      return `${JSON.stringify({ decision: dialect.keepGoing, reason: notice })}\n`;
     }
     return `${JSON.stringify({ systemMessage: notice })}\n`;
   }
-  if (format === "claude") return `${notice}\n`;
-  return `${JSON.stringify({ hookSpecificOutput: { hookEventName: hostEvent, additionalContext: notice } })}\n`;
+  if (dialect.context === "plain") return `${notice}\n`;
+  const hookEventName = dialect.events[event];
+  return `${JSON.stringify({ hookSpecificOutput: { hookEventName, additionalContext: notice } })}\n`;
 }
 
 /**
