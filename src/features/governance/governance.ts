@@ -3,6 +3,7 @@ import { formatTimestamp, type Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { assertDistinctAgents, sameAgent, validateName } from "../../core/names.js";
 import { canonicalText } from "../../core/signature.js";
+import { wholeChannel } from "../../store/paging.js";
 import { DEFAULT_WAIT_TIMEOUT_MS, type Store } from "../../store/types.js";
 import { signaturesRequired } from "./policy.js";
 import {
@@ -386,7 +387,7 @@ export async function pendingRequests(
  * is the one this reader pinned (a `_meta.json` edited down to `off` changes nothing).
  */
 async function allMessages(store: Store, channel: string): Promise<Message[]> {
-  const all = await store.peek(channel, Number.MAX_SAFE_INTEGER);
+  const all = await wholeChannel(store, channel);
   const verifiedOnly = signaturesRequired(await store.roster(channel));
   return all.filter((m) => counts(m, verifiedOnly));
 }

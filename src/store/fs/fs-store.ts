@@ -10,7 +10,7 @@ import {
   parseMessage,
   parseSeqText,
 } from "../../core/message.js";
-import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
+import { type ChannelMeta, parseMeta, serializeMeta, withOurKeys } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import type { NoteStore, PresenceOptions } from "../../features/delivery/index.js";
 import {
@@ -343,14 +343,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const state = this.state(channel);
     return this.exclusive(channel, async () => {
       const current = await this.roster(channel);
-      const { channel: _c, members: _m, topic: _t, created: _cr, ...ours } = update(current);
-      const next: ChannelMeta = {
-        channel: current.channel,
-        members: current.members,
-        topic: current.topic,
-        created: current.created,
-        ...ours,
-      };
+      const next = withOurKeys(current, update(current));
       try {
         await replaceFile(state.dir, META, serializeMeta(next));
       } catch (err) {
@@ -688,7 +681,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
         await state.index.sync();
         return state.index.maxSeq();
       },
-      last: (count) => this.lastMessages(state, count),
+      last: (count, before) => this.lastMessages(state, count, before),
       onChange: (listener) => state.index.onMessageChange(listener),
       message: async (seq) => {
         await state.index.sync();
@@ -727,10 +720,15 @@ export class FsStore extends FeatureStore<FolderFeed> {
     };
   }
 
-  private async lastMessages(state: ChannelState, count: number): Promise<Message[]> {
+  private async lastMessages(
+    state: ChannelState,
+    count: number,
+    before = Number.POSITIVE_INFINITY,
+  ): Promise<Message[]> {
     await state.index.sync();
     const out: Message[] = [];
     for (const [seq, names] of state.index.descending(0)) {
+      if (seq >= before) continue;
       for (const name of names) {
         const message = await this.parseFile(state, name, seq);
         if (message) out.push(message);

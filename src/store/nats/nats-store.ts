@@ -797,7 +797,7 @@ export class NatsStore extends FeatureStore {
       channel,
       scan: async (after) => ({ ...feed.scan(after), warnings: this.newWarnings(feed) }),
       maxSeq: async () => feed.maxSeq(),
-      last: async (count) => feed.last(count),
+      last: async (count, before) => feed.last(count, before),
       onChange: (listener) => feed.onChange(listener),
       throwIfFailed: () => feed.throwIfFailed(),
     }));

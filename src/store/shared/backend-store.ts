@@ -77,8 +77,8 @@ export interface Feed {
   scan(after: number): Promise<Scan>;
   /** The largest seq of the channel as this feed knows it now. */
   maxSeq(): Promise<number>;
-  /** The last `count` messages, oldest first. */
-  last(count: number): Promise<Message[]>;
+  /** The last `count` messages numbered below `before` (default: any), oldest first. */
+  last(count: number, before?: number): Promise<Message[]>;
   /** Calls `listener` whenever new messages may have appeared; returns the unsubscribe. */
   onChange(listener: () => void): () => void;
   /** Throws once the feed can no longer deliver (its stream was deleted under it). */
@@ -413,9 +413,10 @@ export abstract class BackendStore<F extends Feed = Feed> {
 
   async peek(channel: string, count = 3, options: PeekOptions = {}): Promise<Message[]> {
     await this.roster(channel);
-    const hot = await (await this.openFeed(channel)).last(count);
+    const before = options.before ?? Number.POSITIVE_INFINITY;
+    const hot = await (await this.openFeed(channel)).last(count, before);
     if (!options.archived || hot.length >= count) return hot;
-    const first = hot[0]?.seq ?? Number.POSITIVE_INFINITY;
+    const first = hot[0]?.seq ?? before;
     const old = (await this.archivedMessages(channel)).filter((m) => m.seq < first);
     return old.slice(Math.max(0, old.length - (count - hot.length))).concat(hot);
   }
