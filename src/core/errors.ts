@@ -28,6 +28,11 @@ export type ErrorCode =
   | "UNSAFE_FILE"
   | "IO_ERROR"
   | "BACKEND_UNAVAILABLE"
+  /**
+   * A feature this backend does not serve (chat.py 0.7's folder records on a NATS root): the
+   * message names what does. Not a usage error: the same command works on another root.
+   */
+  | "UNSUPPORTED"
   | "PROTOCOL_ERROR"
   | "DAEMON_RUNNING"
   /** A bug on the other side of a connection (the daemon reports it instead of crashing). */

@@ -546,7 +546,7 @@ const optionalRows = {
 /** The refusal of a store that keeps a channel's meta as `init` made it. */
 export function cannotUpdateMeta(location: string): AgentChatError {
   return new AgentChatError(
-    "BACKEND_UNAVAILABLE",
+    "UNSUPPORTED",
     `this store (${location}) cannot change a channel after init; give the profile to init instead`,
   );
 }

@@ -17,7 +17,7 @@ import {
   messageFileName,
   parseSeqText,
 } from "../../core/message.js";
-import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
+import { type ChannelMeta, parseMeta, serializeMeta, withOurKeys } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
 import {
@@ -368,6 +368,11 @@ export class NatsStore extends FeatureStore {
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
+    return (await this.metaRecord(channel)).meta;
+  }
+
+  /** The channel's meta with the revision of its record. */
+  private async metaRecord(channel: string): Promise<{ meta: ChannelMeta; revision: number }> {
     const entry = await this.ask(
       () => this.quick.kv.get(metaKey(channel)),
       `cannot read ${channel}`,
@@ -378,7 +383,28 @@ export class NatsStore extends FeatureStore {
         `no channel ${channel} in ${this.location} (create it with: agent-chat init ${channel})`,
       );
     }
-    return parseMeta(entry.string(), channel);
+    return { meta: parseMeta(entry.string(), channel), revision: entry.revision };
+  }
+
+  /**
+   * Rewrites the channel's meta record over the revision it was read at, a compare-and-set: of
+   * two changes made at once, the one that lost the race is made again from the meta the other
+   * left, so neither is lost (docs/nats.md). Only keys of ours change, as on a folder.
+   */
+  async updateMeta(
+    channel: string,
+    update: (meta: ChannelMeta) => ChannelMeta,
+  ): Promise<ChannelMeta> {
+    validateName("channel", channel);
+    for (;;) {
+      const { meta, revision } = await this.metaRecord(channel);
+      const next = withOurKeys(meta, update(meta));
+      const written = await this.guard(
+        () => this.kvUpdate(metaKey(channel), serializeMeta(next), revision),
+        `cannot update channel ${channel}`,
+      );
+      if (written) return next;
+    }
   }
 
   /**

@@ -1062,7 +1062,7 @@ function describeGrant(status: LeaseStatus, now: number): string {
 
 function noStructuredTasks(channel: string): AgentChatError {
   return new AgentChatError(
-    "INVALID_ARGUMENT",
+    "UNSUPPORTED",
     `structured tasks (chat.py 0.7's tasks/<id>.json) live on a folder root; ${channel} is not in one`,
   );
 }
