@@ -30,4 +30,15 @@ describeNats("chat.py 0.7's folder commands on a NATS root", (server) => {
       expect(r.stdout).toBe("");
     }, 60_000);
   }
+
+  it("govern is no folder command: it changes a channel on a NATS root too", async () => {
+    const root = server().url("folderonlygovern");
+    expect((await runCli(["init", "dev"], { root })).code).toBe(0);
+    const flags = ["--as", "alice", "--maintainer", "alice", "--band", "merge=approval"];
+    const r = await runCli(["govern", "dev", ...flags], { root });
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const shown = await runCli(["--json", "govern", "dev"], { root });
+    expect(JSON.parse(shown.stdout)).toMatchObject({ governed: true, maintainer: "alice" });
+  }, 60_000);
 });
