@@ -628,6 +628,7 @@ class Connection {
       };
       if (request.timeoutMs !== undefined) options.timeoutMs = request.timeoutMs;
       if (request.intervalMs !== undefined) options.intervalMs = request.intervalMs;
+      if (request.limit !== undefined) options.limit = request.limit;
       this.respond(request.id, await this.daemon.store.wait(request.channels, options));
     } catch (err) {
       this.respondError(request.id, err);

@@ -26,6 +26,13 @@ export function wireFields(z: Zod) {
     channel,
     channels: z.array(z.string()).min(1).max(100),
     count: z.number().int().positive().max(100_000),
+    /** A read's or wait's bound (ReadLimit). */
+    limit: z
+      .strictObject({
+        messages: z.number().int().positive().optional(),
+        bytes: z.number().int().positive().optional(),
+      })
+      .optional(),
     ms: z.number().int().nonnegative().max(2_147_483_647),
     seq: z.number().int(),
     token,
@@ -216,6 +223,7 @@ const tableRows = {
         all: z.boolean().optional(),
         everyone: z.boolean().optional(),
         peek: z.boolean().optional(),
+        limit: f.limit,
       }),
     send: (channel, options) => ({ channel, ...options }),
     run: (store, p) =>
@@ -224,6 +232,7 @@ const tableRows = {
         all: p.all === true,
         everyone: p.everyone === true,
         peek: p.peek === true,
+        ...(p.limit === undefined ? {} : { limit: p.limit }),
       }),
     actsAs: (channel, options) => [channel, options.as],
   }),
@@ -259,6 +268,7 @@ const tableRows = {
         as: z.string(),
         timeoutMs: f.ms.optional(),
         intervalMs: f.ms.min(10).optional(),
+        limit: f.limit,
       }),
     actsAs: (channels, options) => [channels, options.as],
   }),

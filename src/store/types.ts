@@ -274,6 +274,19 @@ export interface ReadOptions {
   everyone?: boolean;
   /** Do not advance the cursor. */
   peek?: boolean;
+  /** Return no more than this; the cursor then stops before the first message left out. */
+  limit?: ReadLimit;
+}
+
+/**
+ * A bound on what one read or wait returns (an MCP tool result lands in a model's context). The
+ * first message is returned whatever its size, so that a read always makes progress.
+ */
+export interface ReadLimit {
+  /** The most messages. */
+  messages?: number;
+  /** The most UTF-8 bytes of titles and bodies together. */
+  bytes?: number;
 }
 
 export interface ReadResult {
@@ -283,6 +296,8 @@ export interface ReadResult {
   cursor: number;
   /** Files that look like messages but cannot be parsed; each is reported once. */
   warnings: string[];
+  /** With a `limit`: how many messages it left for the next read (absent: none). */
+  more?: number;
 }
 
 export interface WaitOptions {
@@ -304,6 +319,8 @@ export interface WaitOptions {
    * as its `warning` events).
    */
   onWarning?: (warning: string) => void;
+  /** Return no more than this, across the channels (see {@link ReadLimit}). */
+  limit?: ReadLimit;
 }
 
 export interface WaitResult {
@@ -312,6 +329,8 @@ export interface WaitResult {
   /** Cursor per channel after the wait. */
   cursors: Record<string, number>;
   warnings: string[];
+  /** With a `limit`: how many messages it left for the next read or wait (absent: none). */
+  more?: number;
 }
 
 export interface WatchOptions {

@@ -328,6 +328,23 @@ export function storeConformance(
         expect(await store.cursor("other", "bob")).toBe(0);
       });
 
+      it("a bounded read or wait returns at most its limit and moves the cursor only past that", async () => {
+        for (let i = 1; i <= 5; i++) await store.post("ch", { from: "alice", body: `m${i}` });
+        const first = await store.read("ch", { as: "bob", limit: { messages: 2 } });
+        expect(bodies(first.messages)).toEqual(["m1", "m2"]);
+        expect(first).toMatchObject({ cursor: 2, more: 3 });
+        // The first message is returned whatever its size: a read always makes progress.
+        const big = await store.read("ch", { as: "bob", limit: { bytes: 1 } });
+        expect(bodies(big.messages)).toEqual(["m3"]);
+        const waited = await store.wait(["ch"], { as: "bob", limit: { messages: 1 } });
+        expect(bodies(waited.messages)).toEqual(["m4"]);
+        expect(waited).toMatchObject({ cursors: { ch: 4 }, more: 1 });
+        const rest = await store.read("ch", { as: "bob", limit: { messages: 10 } });
+        expect(bodies(rest.messages)).toEqual(["m5"]);
+        expect(rest.more).toBeUndefined();
+        expect(await store.cursor("ch", "bob")).toBe(5);
+      });
+
       it("peek returns the last n messages whoever they were for", async () => {
         for (let i = 1; i <= 5; i++) await store.post("ch", { from: "a", to: "z", body: `m${i}` });
         expect(bodies(await store.peek("ch", 3))).toEqual(["m3", "m4", "m5"]);

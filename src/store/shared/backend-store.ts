@@ -20,6 +20,7 @@ import {
   type PeekOptions,
   type PostInput,
   type PostResult,
+  type ReadLimit,
   type ReadOptions,
   type ReadResult,
   type ReleaseOptions,
@@ -33,6 +34,7 @@ import {
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
+import { Budget } from "./budget.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
 import {
   type ParkingWait,
@@ -140,6 +142,8 @@ interface WaitPass<F> {
   onWarning?: ((warning: string) => void) | undefined;
   /** What the store's extensions are to be told of this wait. */
   hooks: WaitHooks[];
+  /** The most it returns (see ReadLimit). */
+  limit?: ReadLimit | undefined;
 }
 
 /**
@@ -385,22 +389,25 @@ export abstract class BackendStore<F extends Feed = Feed> {
     await this.roster(channel);
     const feed = await this.openFeed(channel);
     const loaded = await this.loadCursor(channel, options.as);
+    const keep = options.everyone ? () => true : (m: Message) => isRelevant(m, options.as);
+    // A bounded read moves the cursor only past what it returns.
+    const take = (scan: Scan) => new Budget(options.limit).take(scan, keep);
     let cursor = loaded;
     let scan = await feed.scan(options.all ? 0 : cursor);
+    let taken = take(scan);
     let next = cursor;
-    while (!options.peek && scan.scannedTo > cursor) {
-      const at = await this.saveCursor(channel, options.as, { from: cursor, to: scan.scannedTo });
+    while (!options.peek && taken.scannedTo > cursor) {
+      const at = await this.saveCursor(channel, options.as, { from: cursor, to: taken.scannedTo });
       if (at === undefined) {
-        next = scan.scannedTo;
+        next = taken.scannedTo;
         break;
       }
       // Moved on meanwhile: what came before it is not this read's to return.
       cursor = next = at;
       scan = await feed.scan(options.all ? 0 : cursor);
+      taken = take(scan);
     }
-    const messages = options.everyone
-      ? scan.messages
-      : scan.messages.filter((m) => isRelevant(m, options.as));
+    const { messages, more } = taken;
     const movedTo = next > loaded ? next : undefined;
     for (const extension of this.extensions) {
       await extension.afterRead?.(channel, options.as, movedTo);
@@ -408,7 +415,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
     // A read that stopped before a file still being written says so: "no new messages" alone
     // would hide the messages behind it. (A wait just waits for the file.)
     const warnings = scan.held === undefined ? scan.warnings : [...scan.warnings, scan.held];
-    return { channel, messages, cursor: next, warnings };
+    return { channel, messages, cursor: next, warnings, ...(more > 0 ? { more } : {}) };
   }
 
   async peek(channel: string, count = 3, options: PeekOptions = {}): Promise<Message[]> {
@@ -464,6 +471,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
         floors: new Map(),
         onWarning: options.onWarning,
         hooks,
+        limit: options.limit,
       };
       const result = await this.waitLoop(pass, wake);
       answered = !options.activity?.aborted;
@@ -590,19 +598,31 @@ export abstract class BackendStore<F extends Feed = Feed> {
     pass.net.stalledOn(scans.some(({ scan }) => scan.stalled));
     for (const { scan } of scans) pass.warnings.push(...scan.warnings);
     const usable = scans.filter((s) => this.cursorUsable(pass, s));
-    const delivered = usable.flatMap(({ scan }) => this.relevant(scan, pass.agent));
-    if (delivered.length === 0) {
+    if (usable.every(({ scan }) => this.relevant(scan, pass.agent).length === 0)) {
       for (const { feed, scan } of usable) pass.looked.set(feed, scan.scannedTo);
       return undefined;
     }
+    // One budget across the channels: a bounded wait moves each cursor only past what it returns.
+    const budget = new Budget(pass.limit);
+    const taken = usable.map((s) => ({
+      ...s,
+      taken: budget.take(s.scan, (m) => isRelevant(m, pass.agent)),
+    }));
     const cursors: Record<string, number> = {};
     const advance: Found["advance"] = {};
-    for (const { feed, cursor, scan } of usable) {
-      cursors[feed.channel] = Math.max(cursor, scan.scannedTo);
-      if (scan.scannedTo > cursor) advance[feed.channel] = { from: cursor, to: scan.scannedTo };
+    for (const {
+      feed,
+      cursor,
+      taken: { scannedTo },
+    } of taken) {
+      cursors[feed.channel] = Math.max(cursor, scannedTo);
+      if (scannedTo > cursor) advance[feed.channel] = { from: cursor, to: scannedTo };
     }
+    const messages = taken.flatMap((t) => t.taken.messages);
+    const more = taken.reduce((n, t) => n + t.taken.more, 0);
     const warnings = pass.warnings.splice(0);
-    return { result: { messages: delivered, cursors, warnings }, advance };
+    const result = { messages, cursors, warnings, ...(more > 0 ? { more } : {}) };
+    return { result, advance };
   }
 
   /** Whether anything after what earlier passes looked at is for the agent. */
