@@ -8,6 +8,11 @@ export type ErrorCode =
   | "CHANNEL_NOT_FOUND"
   | "CHANNEL_EXISTS"
   | "CORRUPT_META"
+  /**
+   * An agent's cursor holds something other than a message number: its read or wait is refused
+   * rather than starting again from #1 (every message again) or guessing (messages lost).
+   */
+  | "CORRUPT_CURSOR"
   /** A file outside the root that a command reads or edits (a tool's settings) does not parse. */
   | "CORRUPT_FILE"
   | "NOT_A_MEMBER"

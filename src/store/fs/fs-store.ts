@@ -2,6 +2,7 @@ import { promises as fsp, lstatSync, mkdirSync, rmSync, writeFileSync } from "no
 import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
+  cursorSeq,
   formatTimestamp,
   MAX_SEQ,
   MAX_SEQ_GAP,
@@ -52,6 +53,7 @@ import {
 import { FeatureStore, type IndexedFeed } from "../feature-store.js";
 import {
   type CursorMove,
+  corruptCursor,
   formatLease,
   type Lease,
   leaseFileName,
@@ -652,12 +654,26 @@ export class FsStore extends FeatureStore<FolderFeed> {
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const dir = join(this.location, channel, CURSORS);
+    const name = `${identity(agent)}.txt`;
+    let text: string;
     try {
       if (entryKind(dir) !== "dir") return 0; // none yet; a link is never followed
-      return parseSeqText(readOwnTextSync(join(dir, `${identity(agent)}.txt`), 32));
-    } catch {
-      return 0;
+      text = readOwnTextSync(join(dir, name), 32);
+    } catch (err) {
+      // Longer than any number: no cursor either.
+      if (!isAgentChatError(err, "TOO_LARGE")) return 0;
+      text = "(more than 32 bytes)";
     }
+    const seq = cursorSeq(text);
+    if (seq === undefined) throw corruptCursor(channel, agent, `${CURSORS}/${name}`, text);
+    return seq;
+  }
+
+  /** The last message file's number, or the high-water mark when a post went past it. */
+  protected override async seqCeiling(channel: string): Promise<number> {
+    const state = this.state(channel);
+    await state.index.sync();
+    return Math.max(state.index.maxSeq(), this.sequenceHighWater(state));
   }
 
   /** A plain file, as chat.py writes it: read back as written, so `move.from` is not checked. */

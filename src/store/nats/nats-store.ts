@@ -11,11 +11,11 @@ import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-n
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { parseUntrustedJson } from "../../core/json.js";
 import {
+  cursorSeq,
   formatTimestamp,
   MAX_SEQ,
   MAX_SEQ_GAP,
   messageFileName,
-  parseSeqText,
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta, withOurKeys } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
@@ -31,6 +31,7 @@ import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from ".
 import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import {
   type CursorMove,
+  corruptCursor,
   type Feed,
   formatLease,
   HOLDER,
@@ -896,6 +897,8 @@ export class NatsStore extends FeatureStore {
     const key = cursorKey(channel, agent);
     const known = await this.readCursor(key, `cannot read the cursor of ${agent}`);
     this.noteCursor(key, known);
+    if (known.corrupt !== undefined)
+      throw corruptCursor(channel, agent, `KV ${key}`, known.corrupt);
     return known.seq;
   }
 
@@ -952,7 +955,10 @@ export class NatsStore extends FeatureStore {
     // A deletion (a prune) leaves a marker with no value: the cursor starts again.
     const put = !stored.header?.get(KV_OPERATION_HEADER);
     const save = stored.header?.get(CURSOR_SAVE_HEADER) || undefined;
-    return { revision: stored.seq, seq: put ? parseSeqText(stored.string()) : 0, save };
+    const seq = put ? cursorSeq(stored.string()) : 0;
+    // Not a number: read as 0 by a save (which writes over it), refused by a read.
+    if (seq === undefined) return { revision: stored.seq, seq: 0, save, corrupt: stored.string() };
+    return { revision: stored.seq, seq, save };
   }
 
   /**
@@ -1366,6 +1372,8 @@ interface KnownCursor {
   revision: number;
   seq: number;
   save?: string | undefined;
+  /** The text of a cursor that holds no number. */
+  corrupt?: string;
 }
 
 /** Names the save that wrote a cursor entry (see `saveCursor`). */

@@ -119,6 +119,22 @@ export interface CursorMove {
   retried?: boolean;
 }
 
+/** The refusal of a read or wait from a cursor that holds no message number. */
+export function corruptCursor(
+  channel: string,
+  agent: string,
+  where: string,
+  text: string,
+): AgentChatError {
+  return new AgentChatError(
+    "CORRUPT_CURSOR",
+    `the cursor of ${agent} in ${channel} (${where}) holds ${JSON.stringify(text.trim().slice(0, 40))}, ` +
+      `not a message number: nothing was read (read as #0, it would hand ${agent} every message ` +
+      "again). Read from the start (read --all, or chat_read all=true) to set it again, or " +
+      `write there the number of the last message ${agent} has read`,
+  );
+}
+
 /** A wait's scan that found relevant messages, and the cursor moves that hand them out. */
 interface Found {
   result: WaitResult;
@@ -381,14 +397,66 @@ export abstract class BackendStore<F extends Feed = Feed> {
   async cursor(channel: string, agent: string): Promise<number> {
     validateName("channel", channel);
     validateName("agent", agent);
-    return this.loadCursor(channel, agent);
+    return this.cursorOrZero(channel, agent);
+  }
+
+  /**
+   * The agent's cursor, one that holds no number read as 0 (as chat.py reads it): for what is
+   * only counted or shown (receipts, unread counts), never for where a read starts.
+   */
+  protected async cursorOrZero(channel: string, agent: string): Promise<number> {
+    try {
+      return await this.loadCursor(channel, agent);
+    } catch (err) {
+      if (isAgentChatError(err, "CORRUPT_CURSOR")) return 0;
+      throw err;
+    }
+  }
+
+  /**
+   * A cursor past the channel's last number (a hand edit, a folder restored from a backup) would
+   * hide every message posted up to it. It is set back to that number, which hands out nothing
+   * twice (no message lies above it), and the reader is told; a peek only tells.
+   */
+  private async settleCursor(
+    feed: F,
+    agent: string,
+    loaded: number,
+    peek: boolean,
+  ): Promise<{ cursor: number; warning?: string }> {
+    if (loaded <= (await feed.maxSeq())) return { cursor: loaded };
+    const last = Math.max(await feed.maxSeq(), await this.seqCeiling(feed.channel));
+    if (loaded <= last) return { cursor: loaded };
+    const past = `the cursor of ${agent} is at #${loaded}, past the channel's last message #${last}`;
+    if (peek) {
+      return {
+        cursor: loaded,
+        warning: `${past}: the messages posted up to #${loaded} would not be shown; a read without peek sets it back`,
+      };
+    }
+    const at = await this.saveCursor(feed.channel, agent, { from: loaded, to: last });
+    const warning = `${past}: set back to #${last}, so that the next messages are shown (none is skipped or shown again)`;
+    return { cursor: at ?? last, warning };
+  }
+
+  /**
+   * The largest number the channel has used (the next post gets a larger one), malformed files
+   * included: a cursor up to it hides nothing.
+   */
+  protected async seqCeiling(channel: string): Promise<number> {
+    return this.lastSeq(channel);
   }
 
   async read(channel: string, options: ReadOptions): Promise<ReadResult> {
     validateName("agent", options.as);
     await this.roster(channel);
     const feed = await this.openFeed(channel);
-    const loaded = await this.loadCursor(channel, options.as);
+    // `all` reads from #1 whatever the cursor holds, and sets it again.
+    const held = options.all
+      ? await this.cursorOrZero(channel, options.as)
+      : await this.loadCursor(channel, options.as);
+    const settled = await this.settleCursor(feed, options.as, held, options.peek === true);
+    const loaded = settled.cursor;
     const keep = options.everyone ? () => true : (m: Message) => isRelevant(m, options.as);
     // A bounded read moves the cursor only past what it returns.
     const take = (scan: Scan) => new Budget(options.limit).take(scan, keep);
@@ -414,7 +482,11 @@ export abstract class BackendStore<F extends Feed = Feed> {
     }
     // A read that stopped before a file still being written says so: "no new messages" alone
     // would hide the messages behind it. (A wait just waits for the file.)
-    const warnings = scan.held === undefined ? scan.warnings : [...scan.warnings, scan.held];
+    const warnings = [
+      ...(settled.warning === undefined ? [] : [settled.warning]),
+      ...scan.warnings,
+      ...(scan.held === undefined ? [] : [scan.held]),
+    ];
     return { channel, messages, cursor: next, warnings, ...(more > 0 ? { more } : {}) };
   }
 
@@ -574,7 +646,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
   /** Whether every cursor of `advance` is already there (saved by an earlier try). */
   private async cursorsAt(agent: string, advance: Found["advance"]): Promise<boolean> {
     for (const [channel, { to }] of Object.entries(advance)) {
-      if ((await this.loadCursor(channel, agent)) < to) return false;
+      if ((await this.cursorOrZero(channel, agent)) < to) return false;
     }
     return true;
   }
@@ -590,7 +662,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
     }
     const scans = [];
     for (const feed of pass.feeds) {
-      const loaded = await this.loadCursor(feed.channel, pass.agent);
+      const loaded = await this.waitCursor(pass, feed);
       const cursor = Math.max(loaded, pass.floors.get(feed) ?? 0);
       if (!pass.floors.has(feed)) pass.floors.set(feed, loaded);
       scans.push({ feed, cursor, scan: await feed.scan(cursor) });
@@ -623,6 +695,15 @@ export abstract class BackendStore<F extends Feed = Feed> {
     const warnings = pass.warnings.splice(0);
     const result = { messages, cursors, warnings, ...(more > 0 ? { more } : {}) };
     return { result, advance };
+  }
+
+  /** Where a wait reads a channel from; the first time, a cursor past its end is set back. */
+  private async waitCursor(pass: WaitPass<F>, feed: F): Promise<number> {
+    const loaded = await this.loadCursor(feed.channel, pass.agent);
+    if (pass.floors.has(feed)) return loaded;
+    const settled = await this.settleCursor(feed, pass.agent, loaded, false);
+    if (settled.warning !== undefined) pass.warnings.push(`${feed.channel}: ${settled.warning}`);
+    return settled.cursor;
   }
 
   /** Whether anything after what earlier passes looked at is for the agent. */
