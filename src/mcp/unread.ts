@@ -70,9 +70,9 @@ export class UnreadCounter {
     const memo = this.memo.get(name);
     if (memo && memo.cursor === cursor && memo.upTo <= lastSeq) {
       if (memo.upTo < lastSeq) {
-        const newer = await wholeChannel(this.store, name, { after: memo.upTo });
+        const newer = await wholeChannel(this.store, name, { after: memo.upTo, upTo: lastSeq });
         for (const m of newer) {
-          if (m.seq <= lastSeq && isRelevant(m, this.agent)) memo.relevant += 1;
+          if (isRelevant(m, this.agent)) memo.relevant += 1;
         }
         memo.upTo = lastSeq;
       }

@@ -11,6 +11,11 @@ export const PAGE_SIZE = 200;
 export interface WholeChannelOptions {
   /** Only messages numbered above this one (default: from the first). */
   after?: number;
+  /**
+   * Only messages numbered up to this one (default: to the last). With `after`, the first page
+   * is no larger than the range: a caller that knows a few messages are new reads a few.
+   */
+  upTo?: number;
   /** Archived messages too, before the hot ones (`agent-chat archive`). */
   archived?: boolean;
 }
@@ -27,17 +32,20 @@ export async function wholeChannel(
 ): Promise<Message[]> {
   const after = options.after ?? 0;
   const pages: Message[][] = [];
-  let before: number | undefined;
+  let before = options.upTo === undefined ? undefined : options.upTo + 1;
+  let size =
+    options.upTo === undefined ? PAGE_SIZE : Math.min(PAGE_SIZE, Math.max(1, options.upTo - after));
   for (;;) {
-    const page = await store.peek(channel, PAGE_SIZE, {
+    const page = await store.peek(channel, size, {
       ...(options.archived ? { archived: true } : {}),
       ...(before === undefined ? {} : { before }),
     });
     const wanted = page.filter((m) => m.seq > after);
     pages.unshift(wanted);
     // A short page is the channel's first; a page reaching `after` is as far as asked.
-    if (page.length < PAGE_SIZE || wanted.length < page.length) break;
+    if (page.length < size || wanted.length < page.length) break;
     before = page[0]!.seq;
+    size = PAGE_SIZE;
   }
   return pages.flat();
 }

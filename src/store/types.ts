@@ -143,7 +143,9 @@ export interface Store {
    * folder store: under the channel's seq lock, then an atomic rename). `update` receives the
    * current meta and returns the next; only keys of ours may change: the reference's four keys
    * (`channel`, `members`, `topic`, `created`) are kept as they were. Used by the governance
-   * profile (`agent-chat govern`); a backend without it cannot change a channel after `init`.
+   * profile (`agent-chat govern`). The folder store, NATS (a compare-and-set on the meta record)
+   * and the daemon's client (`update_meta`) have it; a store without it cannot change a channel
+   * after `init` and says so (`UNSUPPORTED`).
    */
   updateMeta?(channel: string, update: (meta: ChannelMeta) => ChannelMeta): Promise<ChannelMeta>;
 

@@ -1343,6 +1343,10 @@ export function storeConformance(
         });
         expect(events.map((e) => e.detail)).toEqual(["#1", "#101", "#201", "#301", "#401"]);
         expect(await wholeChannel(store, "gov", { after: total - 2 })).toHaveLength(2);
+        const range = await wholeChannel(store, "gov", { after: 150, upTo: PAGE_SIZE + 160 });
+        expect(range.map((m) => m.seq)).toEqual(
+          Array.from({ length: PAGE_SIZE + 10 }, (_, k) => k + 151),
+        );
         expect(await store.cursor("gov", "alice")).toBe(0);
       });
 
