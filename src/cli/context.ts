@@ -168,7 +168,7 @@ export class CliContext {
   ): Promise<Store & Required<Pick<Store, K>>> {
     let store = await this.open();
     if (!store[operation] && this.rootSpec.kind !== "nats") store = await this.openFolder();
-    if (!store[operation]) throw new AgentChatError("INVALID_ARGUMENT", refusal);
+    if (!store[operation]) throw new AgentChatError("UNSUPPORTED", refusal);
     return store as Store & Required<Pick<Store, K>>;
   }
 

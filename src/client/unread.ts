@@ -1,5 +1,6 @@
 import { isRelevant } from "../core/message.js";
 import { isMember } from "../core/meta.js";
+import { wholeChannel } from "../store/paging.js";
 import type { Store } from "../store/types.js";
 
 /** Relevant unread messages of one agent, across the channels it belongs to. */
@@ -69,11 +70,9 @@ export class UnreadCounter {
     const memo = this.memo.get(name);
     if (memo && memo.cursor === cursor && memo.upTo <= lastSeq) {
       if (memo.upTo < lastSeq) {
-        // The newest `lastSeq - upTo` files hold every message after upTo (fewer if some seqs
-        // are missing, in which case older ones come back too and are filtered out).
-        const newer = await this.store.peek(name, lastSeq - memo.upTo);
+        const newer = await wholeChannel(this.store, name, { after: memo.upTo, upTo: lastSeq });
         for (const m of newer) {
-          if (m.seq > memo.upTo && isRelevant(m, this.agent)) memo.relevant += 1;
+          if (isRelevant(m, this.agent)) memo.relevant += 1;
         }
         memo.upTo = lastSeq;
       }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import { isMember } from "../core/meta.js";
-import type { Store, WaitResult } from "../store/types.js";
+import type { ReadLimit, Store, WaitResult } from "../store/types.js";
 
 /** How often a wait over every channel looks for channels created (or joined) since it began. */
 export const CHANNEL_POLL_MS = 1_000;
@@ -19,6 +19,8 @@ export interface WaitEverywhereOptions {
   pollMs?: number;
   /** The store's sleep-poll behind its wake-up (WaitOptions.intervalMs). */
   intervalMs?: number;
+  /** The most it returns (WaitOptions.limit). */
+  limit?: ReadLimit;
 }
 
 /**
@@ -101,6 +103,7 @@ async function waitRound(
     timeoutMs: remaining,
     signal: round.signal,
     ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
+    ...(options.limit !== undefined ? { limit: options.limit } : {}),
   });
   const first = await Promise.race([
     waiting.then(

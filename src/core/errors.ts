@@ -8,6 +8,11 @@ export type ErrorCode =
   | "CHANNEL_NOT_FOUND"
   | "CHANNEL_EXISTS"
   | "CORRUPT_META"
+  /**
+   * An agent's cursor holds something other than a message number: its read or wait is refused
+   * rather than starting again from #1 (every message again) or guessing (messages lost).
+   */
+  | "CORRUPT_CURSOR"
   /** A file outside the root that a command reads or edits (a tool's settings) does not parse. */
   | "CORRUPT_FILE"
   | "NOT_A_MEMBER"
@@ -28,6 +33,11 @@ export type ErrorCode =
   | "UNSAFE_FILE"
   | "IO_ERROR"
   | "BACKEND_UNAVAILABLE"
+  /**
+   * A feature this backend does not serve (chat.py 0.7's folder records on a NATS root): the
+   * message names what does. Not a usage error: the same command works on another root.
+   */
+  | "UNSUPPORTED"
   | "PROTOCOL_ERROR"
   | "DAEMON_RUNNING"
   /** A bug on the other side of a connection (the daemon reports it instead of crashing). */

@@ -91,6 +91,17 @@ export function parseSeqText(text: string): number {
   return n <= MAX_SEQ ? n : 0;
 }
 
+/**
+ * A cursor's number (empty: 0, as chat.py reads it); undefined when it holds anything else,
+ * which chat.py reads as 0 too, handing the agent the whole channel again.
+ */
+export function cursorSeq(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (trimmed === "") return 0;
+  const n = /^\d{1,16}$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+  return n <= MAX_SEQ ? n : undefined;
+}
+
 /** Whether `name` looks like a message file but its number is beyond {@link MAX_SEQ}. */
 export function hasOversizedSeq(name: string): boolean {
   const m = MESSAGE_FILE.exec(name);

@@ -58,3 +58,31 @@ export function isMember(meta: ChannelMeta, agent: string): boolean {
   if (meta.members.length === 0) return true;
   return meta.members.some((m) => sameAgent(m, agent));
 }
+
+/**
+ * The meta a change leaves: the keys of ours as `changed` has them, the reference's four
+ * (`channel`, `members`, `topic`, `created`) as they were in `current` (`updateMeta`'s rule).
+ */
+export function withOurKeys(current: ChannelMeta, changed: ChannelMeta): ChannelMeta {
+  const { channel: _c, members: _m, topic: _t, created: _cr, ...ours } = changed;
+  return {
+    channel: current.channel,
+    members: current.members,
+    topic: current.topic,
+    created: current.created,
+    ...ours,
+  };
+}
+
+/** Whether two metas say the same, whatever the order of their keys. */
+export function sameMeta(a: ChannelMeta, b: ChannelMeta): boolean {
+  return sortedJson(a) === sortedJson(b);
+}
+
+function sortedJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(sortedJson).join(",")}]`;
+  if (typeof value !== "object" || value === null) return JSON.stringify(value) ?? "null";
+  const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${sortedJson(v)}`).join(",")}}`;
+}

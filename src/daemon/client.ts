@@ -3,10 +3,12 @@ import { hostname } from "node:os";
 import type { B00tEnvelope } from "../core/envelope.js";
 import { AgentChatError, type ErrorCode } from "../core/errors.js";
 import type { Message } from "../core/message.js";
+import type { ChannelMeta } from "../core/meta.js";
 import { LineSplitter } from "../core/ndjson.js";
 import { pollReceipts } from "../features/delivery/index.js";
 import {
   defineOperations,
+  type MetaExchange,
   REQUEST_OPERATIONS,
   type RequestRow,
   type StoreOperation,
@@ -70,7 +72,14 @@ interface Answers {
   envelope: PostResult;
   wait: WaitResult;
   presence: { agents: PresenceInfo[] };
+  update_meta: MetaExchange;
 }
+
+/**
+ * How often a change of a channel's meta is tried again when it changed under it: only a storm
+ * of other changes, each landing between this one's look and its write, runs out of tries.
+ */
+const META_TRIES = 20;
 
 /** A request answered over several lines (`subscribe`, `presence`), until its `end`. */
 interface Stream {
@@ -203,6 +212,34 @@ export class DaemonClient implements Store {
       options.signal,
       (line) => (line.event === "message" ? line.message || undefined : undefined),
     );
+  }
+
+  /**
+   * A function does not cross the socket: the change is made here from the meta the daemon
+   * has, and written there only if the channel's meta is still that one (else made again from
+   * the meta it has now).
+   */
+  async updateMeta(
+    channel: string,
+    update: (meta: ChannelMeta) => ChannelMeta,
+  ): Promise<ChannelMeta> {
+    let expected = await this.roster(channel);
+    for (let tries = 1; ; tries++) {
+      const answer = await this.call("update_meta", {
+        channel,
+        expected,
+        next: update(expected),
+      });
+      if (answer.changed) return answer.meta;
+      if (tries === META_TRIES) {
+        throw new AgentChatError(
+          "LOCK_TIMEOUT",
+          `the meta of ${channel} changed ${tries} times while this change was being made; ` +
+            "try again",
+        );
+      }
+      expected = answer.meta;
+    }
   }
 
   /** Looks at the receipts every `intervalMs` (the daemon parks no receipt waits). */

@@ -12,7 +12,7 @@
  * - A line without `op` and `id` is a b00t envelope: fire-and-forget, no response unless it is
  *   refused (then `{id: null, ok: false, error}`).
  */
-import { OPERATIONS, type WireOp } from "../store/operations.js";
+import { WIRE_OPERATIONS, type WireOp } from "../store/operations.js";
 
 export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 
@@ -31,10 +31,7 @@ export const DAEMON_OPS = ["info", "hello", "cancel", "envelope", "presence"] as
 export type DaemonOp = (typeof DAEMON_OPS)[number];
 
 /** Every op a request may name. */
-export const OPS: readonly string[] = [
-  ...DAEMON_OPS,
-  ...OPERATIONS.flatMap((row) => (row.kind === "local" ? [] : [row.op])),
-];
+export const OPS: readonly string[] = [...DAEMON_OPS, ...WIRE_OPERATIONS.map((row) => row.op)];
 
 export type Op = DaemonOp | WireOp;
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AgentChatError } from "../core/errors.js";
-import { OPERATIONS, type WireRow, wireFields } from "../store/operations.js";
+import { WIRE_OPERATIONS, type WireRow, wireFields } from "../store/operations.js";
 import { HARNESSES, type Harness } from "../store/types.js";
 import { type DaemonOp, OPS, type RequestId } from "./protocol.js";
 
@@ -53,8 +53,7 @@ const schemas = new Map<string, z.ZodObject>();
 for (const [op, params] of Object.entries(DAEMON_PARAMS)) {
   schemas.set(op, params.extend({ id: f.id, op: z.literal(op) }));
 }
-for (const row of OPERATIONS) {
-  if (row.kind === "local") continue;
+for (const row of WIRE_OPERATIONS) {
   schemas.set(row.op, row.params(z, f).extend({ id: f.id, op: z.literal(row.op) }));
 }
 

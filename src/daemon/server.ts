@@ -9,7 +9,7 @@ import {
 import { AgentChatError, isAgentChatError } from "../core/errors.js";
 import { LineSplitter } from "../core/ndjson.js";
 import { type Actor, actingFor } from "../features/delivery/index.js";
-import { REQUEST_OPERATIONS } from "../store/operations.js";
+import { OPTIONAL_OPERATIONS, REQUEST_OPERATIONS } from "../store/operations.js";
 import type { PostResult, Store } from "../store/types.js";
 import { type Bound, bindSocket, ensurePrivateDir, unlinkOwnSocket } from "./listen.js";
 import {
@@ -244,7 +244,9 @@ function envelopeNames(value: unknown): { channel?: string; sender?: string } {
 }
 
 /** The store operations answered by one line, by op (src/store/operations.ts). */
-const REQUEST_ROWS = new Map(REQUEST_OPERATIONS.map((row) => [row.op, row]));
+const REQUEST_ROWS = new Map(
+  [...REQUEST_OPERATIONS, ...OPTIONAL_OPERATIONS].map((row) => [row.op, row]),
+);
 
 /** How often a presence stream looks for a change (presence changes at human pace). */
 const PRESENCE_PUSH_MS = 1_000;
@@ -626,6 +628,7 @@ class Connection {
       };
       if (request.timeoutMs !== undefined) options.timeoutMs = request.timeoutMs;
       if (request.intervalMs !== undefined) options.intervalMs = request.intervalMs;
+      if (request.limit !== undefined) options.limit = request.limit;
       this.respond(request.id, await this.daemon.store.wait(request.channels, options));
     } catch (err) {
       this.respondError(request.id, err);

@@ -82,6 +82,8 @@ const NEXT_STEP: Partial<Record<ErrorCode | "INTERNAL", string>> = {
   TOO_LARGE: "Shorten the body, or split it over several messages.",
   LOCK_TIMEOUT: "Another writer held the channel's lock too long; try again in a few seconds.",
   CORRUPT_META: "The channel's _meta.json is damaged; tell the user.",
+  CORRUPT_CURSOR:
+    "Call chat_read with this channel and all=true: it reads the channel from its start and sets your cursor again.",
   IO_ERROR: "The store could not be read or written; tell the user.",
   BACKEND_UNAVAILABLE: "The store is unreachable; tell the user.",
   INVALID_KFILE:

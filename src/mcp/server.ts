@@ -12,7 +12,8 @@ import { safeLine } from "../core/safe-text.js";
 import { NotifiedRecorder, OwedCounter, presenceLine } from "../features/delivery/mcp.js";
 import { leaseAction } from "../features/leases/mcp.js";
 import { findText } from "../features/search/mcp.js";
-import type { PostInput, ReadResult, Store } from "../store/types.js";
+import type { PostInput, ReadResult, Store, WaitResult } from "../store/types.js";
+import { MCP_READ_LIMIT, moreText, ReadBudget, shownWithin } from "./bounded.js";
 import {
   CHANNEL_CAPABILITY,
   CHANNEL_METHOD,
@@ -390,29 +391,49 @@ function registerChatRead(tool: ToolRegistrar, store: Store, agent: string): voi
       // A search without a channel looks where a read would: the agent's channels.
       const names = args.channel ? [args.channel] : await memberChannels(store, agent);
       if (isFind(args)) return findText(store, { ...args, channels: names });
-      const messages: Message[] = [];
-      const warnings: string[] = [];
-      for (const name of names) {
-        let result: ReadResult;
-        try {
-          result = await store.read(name, {
-            as: agent,
-            all: args.all === true,
-            peek: args.peek === true,
-          });
-        } catch (err) {
-          // One channel that cannot be read must not cost the others what they delivered.
-          if (args.channel) throw err;
-          warnings.push(`${name}: ${(err as Error).message}; skipped`);
-          continue;
-        }
-        messages.push(...result.messages);
-        warnings.push(...result.warnings.map((w) => `${name}: ${w}`));
-      }
-      const text = messages.length === 0 ? "No new messages." : formatMessages(messages);
-      return withWarnings(text, warnings);
+      return readText(store, agent, names, args);
     },
   );
+}
+
+/**
+ * chat_read's reads, bounded (docs/mcp.md, "Bounded results"): each moves its cursor only past
+ * what it returned; the channels left once the bound is spent are not read at all.
+ */
+async function readText(
+  store: Store,
+  agent: string,
+  names: readonly string[],
+  args: { channel?: string | undefined; all?: boolean | undefined; peek?: boolean | undefined },
+): Promise<string> {
+  const messages: Message[] = [];
+  const warnings: string[] = [];
+  const budget = new ReadBudget();
+  const unreadIn: string[] = [];
+  let more = 0;
+  for (const name of names) {
+    const limit = budget.left();
+    if (limit === undefined) {
+      unreadIn.push(name);
+      continue;
+    }
+    const options = { as: agent, all: args.all === true, peek: args.peek === true, limit };
+    let result: ReadResult;
+    try {
+      result = await store.read(name, options);
+    } catch (err) {
+      // One channel that cannot be read must not cost the others what they delivered.
+      if (args.channel) throw err;
+      warnings.push(`${name}: ${(err as Error).message}; skipped`);
+      continue;
+    }
+    budget.spend(result.messages);
+    more += result.more ?? 0;
+    messages.push(...result.messages);
+    warnings.push(...result.warnings.map((w) => `${name}: ${w}`));
+  }
+  const text = messages.length === 0 ? "No new messages." : formatMessages(shownWithin(messages));
+  return withWarnings(text + moreText(more, unreadIn, args.peek === true), warnings);
 }
 
 function registerChatWait(
@@ -445,11 +466,12 @@ function registerChatWait(
       const seconds = args.timeout_seconds ?? DEFAULT_WAIT_SECONDS;
       const timeoutMs = Math.round(seconds * 1000);
       const stopProgress = reportProgress(extra, seconds);
+      const options = { timeoutMs, signal: extra.signal, limit: MCP_READ_LIMIT, ...interval };
       try {
         const result = given
-          ? await store.wait(given, { as: agent, timeoutMs, signal: extra.signal, ...interval })
-          : await waitEverywhere(store, agent, { timeoutMs, signal: extra.signal, ...interval });
-        return withWarnings(formatMessages(result.messages), result.warnings);
+          ? await store.wait(given, { as: agent, ...options })
+          : await waitEverywhere(store, agent, options);
+        return waitText(result);
       } catch (err) {
         if (!isAgentChatError(err, "TIMEOUT")) throw err;
         return timeoutText(given ?? (await memberChannels(store, agent)), seconds);
@@ -458,6 +480,12 @@ function registerChatWait(
       }
     },
   );
+}
+
+/** What chat_wait returns: the messages, as bounded (docs/mcp.md, "Bounded results"). */
+function waitText(result: WaitResult): string {
+  const text = formatMessages(shownWithin(result.messages));
+  return withWarnings(text + moreText(result.more ?? 0, [], false), result.warnings);
 }
 
 /** A wait that timed out is an answer, not an error: where it waited, and what to do next. */

@@ -96,7 +96,7 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
       roster: (channel) => this.roster(channel),
       messages: async (channel, after) =>
         (await (await this.openFeed(channel)).scan(after)).messages,
-      loadCursor: (channel, agent) => this.loadCursor(channel, agent),
+      loadCursor: (channel, agent) => this.cursorOrZero(channel, agent),
       onChange: async (channel, listener) => (await this.openFeed(channel)).onChange(listener),
       // Through `notes` at call time: a backend sets it after this constructor has run.
       listNotes: (...args) => this.notes.listNotes(...args),

@@ -47,6 +47,11 @@ export interface SearchResult {
 export interface PeekOptions {
   /** When the hot messages are fewer than asked for, the newest archived ones before them. */
   archived?: boolean;
+  /**
+   * Only messages numbered below this one: the page before a page already read (how a whole
+   * channel is read, page by page: src/store/paging.ts).
+   */
+  before?: number;
 }
 
 export interface ThreadOptions {

@@ -1,5 +1,6 @@
 import type { z as Z } from "zod";
 import { AgentChatError } from "../core/errors.js";
+import { type ChannelMeta, parseMeta, sameMeta } from "../core/meta.js";
 import type { Store, TaskInfo } from "./types.js";
 
 /**
@@ -25,6 +26,13 @@ export function wireFields(z: Zod) {
     channel,
     channels: z.array(z.string()).min(1).max(100),
     count: z.number().int().positive().max(100_000),
+    /** A read's or wait's bound (ReadLimit). */
+    limit: z
+      .strictObject({
+        messages: z.number().int().positive().optional(),
+        bytes: z.number().int().positive().optional(),
+      })
+      .optional(),
     ms: z.number().int().nonnegative().max(2_147_483_647),
     seq: z.number().int(),
     token,
@@ -49,21 +57,29 @@ export type StoreOperation = Exclude<
   "close"
 >;
 
-type Args<M extends StoreOperation> = Parameters<Store[M]>;
+/**
+ * The optional methods of a store that the daemon serves too (refused there with a clear error
+ * when its own store has none). Not in {@link OPERATIONS}: a decorator forwards them only when
+ * the store it wraps has them.
+ */
+export type OptionalOperation = "updateMeta";
+
+type Method = StoreOperation | OptionalOperation;
+type Fn<M extends Method> = NonNullable<Store[M]>;
+type Args<M extends Method> = Parameters<Fn<M>>;
 type ParamsSchema = Z.ZodObject;
 
 /** The channels an operation acts in and the agent it acts as there. */
 export type Acting = [channels: string | readonly string[], agent: string];
 
-interface Row<M extends StoreOperation> {
+interface Row<M extends Method> {
   method: M;
   /** Who the call acts as: the identity guard admits that name in those channels first. */
   actsAs?(...args: Args<M>): Acting;
 }
 
 /** On the daemon's wire: the op's name and the schema of its fields. */
-interface OnWire<M extends StoreOperation, O extends string, S extends ParamsSchema>
-  extends Row<M> {
+interface OnWire<M extends Method, O extends string, S extends ParamsSchema> extends Row<M> {
   op: O;
   /** The request's fields besides `id` and `op` (unknown fields are refused). */
   params(z: Zod, f: WireFields): S;
@@ -79,9 +95,24 @@ export interface RequestRow<
   /** The client: the method's arguments as the request's fields. */
   send(...args: Args<M>): Z.input<S>;
   /** The daemon: the request's fields as a call of the method. */
-  run(store: Store, params: Z.output<S>): ReturnType<Store[M]>;
+  run(store: Store, params: Z.output<S>): ReturnType<Fn<M>>;
   /** The client: the answer as the method returns it, given its arguments (default: as it came). */
-  receive?(result: unknown, ...args: Args<M>): Awaited<ReturnType<Store[M]>>;
+  receive?(result: unknown, ...args: Args<M>): Awaited<ReturnType<Fn<M>>>;
+}
+
+/**
+ * Answered by one response line, but the client's method is written by hand, as it takes more
+ * than one request (`updateMeta`: a compare-and-set, tried again while the meta changes under
+ * it: a function does not cross the socket).
+ */
+export interface ExchangeRow<
+  M extends Method,
+  O extends string = string,
+  S extends ParamsSchema = ParamsSchema,
+> extends OnWire<M, O, S> {
+  kind: "exchange";
+  /** The daemon: the request's fields run on its store. */
+  run(store: Store, params: Z.output<S>): Promise<unknown>;
 }
 
 /**
@@ -120,6 +151,14 @@ function stream<M extends StoreOperation, const O extends string, S extends Para
   row: Omit<StreamRow<M, O, S>, "kind" | "method" | "op">,
 ): StreamRow<M, O, S> {
   return { kind: "stream", method, op, ...row };
+}
+
+function exchange<M extends Method, const O extends string, S extends ParamsSchema>(
+  method: M,
+  op: O,
+  row: Omit<ExchangeRow<M, O, S>, "kind" | "method" | "op">,
+): ExchangeRow<M, O, S> {
+  return { kind: "exchange", method, op, ...row };
 }
 
 /** Acts as its third argument, the agent (the task and path lease operations). */
@@ -184,6 +223,7 @@ const tableRows = {
         all: z.boolean().optional(),
         everyone: z.boolean().optional(),
         peek: z.boolean().optional(),
+        limit: f.limit,
       }),
     send: (channel, options) => ({ channel, ...options }),
     run: (store, p) =>
@@ -192,6 +232,7 @@ const tableRows = {
         all: p.all === true,
         everyone: p.everyone === true,
         peek: p.peek === true,
+        ...(p.limit === undefined ? {} : { limit: p.limit }),
       }),
     actsAs: (channel, options) => [channel, options.as],
   }),
@@ -201,13 +242,19 @@ const tableRows = {
         channel: f.channel,
         count: f.count.optional(),
         archived: z.boolean().optional(),
+        before: f.seq.positive().optional(),
       }),
     send: (channel, count, options = {}) => ({
       channel,
       ...(count === undefined ? {} : { count }),
       ...(options.archived ? { archived: true } : {}),
+      ...(options.before === undefined ? {} : { before: options.before }),
     }),
-    run: (store, p) => store.peek(p.channel, p.count, { archived: p.archived === true }),
+    run: (store, p) =>
+      store.peek(p.channel, p.count, {
+        archived: p.archived === true,
+        ...(p.before === undefined ? {} : { before: p.before }),
+      }),
   }),
   cursor: request("cursor", "cursor", {
     params: (z, f) => z.strictObject({ channel: f.channel, as: z.string() }),
@@ -221,6 +268,7 @@ const tableRows = {
         as: z.string(),
         timeoutMs: f.ms.optional(),
         intervalMs: f.ms.min(10).optional(),
+        limit: f.limit,
       }),
     actsAs: (channels, options) => [channels, options.as],
   }),
@@ -468,19 +516,77 @@ const tableRows = {
   }),
 } satisfies { [M in StoreOperation]: Operation<M> & { method: M } };
 
+/** What `update_meta` answers: the meta now, and whether it is the one asked for. */
+export interface MetaExchange {
+  changed: boolean;
+  meta: ChannelMeta;
+}
+
+/** The meta changed under a compare-and-set: what it is now. */
+class MetaMoved {
+  constructor(readonly meta: ChannelMeta) {}
+}
+
+const optionalRows = {
+  updateMeta: exchange("updateMeta", "update_meta", {
+    params: (z, f) =>
+      z.strictObject({
+        channel: f.channel,
+        /** The meta the change was made from: it is written only if the channel's still is. */
+        expected: z.record(z.string(), z.unknown()),
+        next: z.record(z.string(), z.unknown()),
+      }),
+    run: async (store, { channel, expected, next }): Promise<MetaExchange> => {
+      if (!store.updateMeta) throw cannotUpdateMeta(store.location);
+      const wanted = parseMeta(JSON.stringify(next), channel);
+      try {
+        const meta = await store.updateMeta(channel, (current) => {
+          if (!sameMeta(current, expected as ChannelMeta)) throw new MetaMoved(current);
+          return wanted;
+        });
+        return { changed: true, meta };
+      } catch (err) {
+        if (err instanceof MetaMoved) return { changed: false, meta: err.meta };
+        throw err;
+      }
+    },
+  }),
+} satisfies { [M in OptionalOperation]: ExchangeRow<M> & { method: M } };
+
+/** The refusal of a store that keeps a channel's meta as `init` made it. */
+export function cannotUpdateMeta(location: string): AgentChatError {
+  return new AgentChatError(
+    "UNSUPPORTED",
+    `this store (${location}) cannot change a channel after init; give the profile to init instead`,
+  );
+}
+
 /** Every row, each typed by its own parameters (what the daemon's schemas are built from). */
 export const OPERATION_ROWS = tableRows;
 
 /** The same rows, each as an `Operation` of its method (what generic code iterates over). */
 export const OPERATIONS: readonly Operation[] = Object.values(tableRows);
 
+/** The rows of the optional methods the daemon serves (see {@link OptionalOperation}). */
+export const OPTIONAL_OPERATIONS: readonly ExchangeRow<OptionalOperation>[] =
+  Object.values(optionalRows);
+
 /** The rows answered by one response line: what the daemon dispatches and its client sends. */
 export const REQUEST_OPERATIONS = OPERATIONS.filter(
   (row): row is RequestRow<StoreOperation> => row.kind === "request",
 );
 
+/** Every row on the wire: the store's operations and the optional ones. */
+export const WIRE_OPERATIONS: readonly (
+  | RequestRow<StoreOperation>
+  | StreamRow<StoreOperation>
+  | ExchangeRow<OptionalOperation>
+)[] = [...OPERATIONS.filter((row) => row.kind !== "local"), ...OPTIONAL_OPERATIONS];
+
 /** The rows that are on the wire, by op. */
-export type WireRow = Extract<(typeof tableRows)[StoreOperation], { op: string }>;
+export type WireRow =
+  | Extract<(typeof tableRows)[StoreOperation], { op: string }>
+  | (typeof optionalRows)[OptionalOperation];
 
 /** Each operation's wire name. */
 export type WireOp = WireRow["op"];

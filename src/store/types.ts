@@ -143,7 +143,9 @@ export interface Store {
    * folder store: under the channel's seq lock, then an atomic rename). `update` receives the
    * current meta and returns the next; only keys of ours may change: the reference's four keys
    * (`channel`, `members`, `topic`, `created`) are kept as they were. Used by the governance
-   * profile (`agent-chat govern`); a backend without it cannot change a channel after `init`.
+   * profile (`agent-chat govern`). The folder store, NATS (a compare-and-set on the meta record)
+   * and the daemon's client (`update_meta`) have it; a store without it cannot change a channel
+   * after `init` and says so (`UNSUPPORTED`).
    */
   updateMeta?(channel: string, update: (meta: ChannelMeta) => ChannelMeta): Promise<ChannelMeta>;
 
@@ -274,6 +276,19 @@ export interface ReadOptions {
   everyone?: boolean;
   /** Do not advance the cursor. */
   peek?: boolean;
+  /** Return no more than this; the cursor then stops before the first message left out. */
+  limit?: ReadLimit;
+}
+
+/**
+ * A bound on what one read or wait returns (an MCP tool result lands in a model's context). The
+ * first message is returned whatever its size, so that a read always makes progress.
+ */
+export interface ReadLimit {
+  /** The most messages. */
+  messages?: number;
+  /** The most UTF-8 bytes of titles and bodies together. */
+  bytes?: number;
 }
 
 export interface ReadResult {
@@ -283,6 +298,8 @@ export interface ReadResult {
   cursor: number;
   /** Files that look like messages but cannot be parsed; each is reported once. */
   warnings: string[];
+  /** With a `limit`: how many messages it left for the next read (absent: none). */
+  more?: number;
 }
 
 export interface WaitOptions {
@@ -304,6 +321,8 @@ export interface WaitOptions {
    * as its `warning` events).
    */
   onWarning?: (warning: string) => void;
+  /** Return no more than this, across the channels (see {@link ReadLimit}). */
+  limit?: ReadLimit;
 }
 
 export interface WaitResult {
@@ -312,6 +331,8 @@ export interface WaitResult {
   /** Cursor per channel after the wait. */
   cursors: Record<string, number>;
   warnings: string[];
+  /** With a `limit`: how many messages it left for the next read or wait (absent: none). */
+  more?: number;
 }
 
 export interface WatchOptions {

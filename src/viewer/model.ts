@@ -3,6 +3,7 @@ import { isRelevant, type Message, parseTo } from "../core/message.js";
 import { identity } from "../core/names.js";
 import { owedBy } from "../features/delivery/index.js";
 import { policyOf } from "../features/governance/index.js";
+import { wholeChannel } from "../store/paging.js";
 import { flattenThread } from "../store/shared/index.js";
 import type { ChannelInfo, PresenceInfo, Store } from "../store/types.js";
 import {
@@ -144,7 +145,7 @@ export class ViewerModel {
     firstHot: number,
   ): Promise<Message[]> {
     if (cache.archived?.below !== firstHot) {
-      const all = await this.store.peek(channel, Number.MAX_SAFE_INTEGER, { archived: true });
+      const all = await wholeChannel(this.store, channel, { archived: true });
       cache.archived = { below: firstHot, messages: all.filter((m) => m.seq < firstHot) };
     }
     return cache.archived.messages;
@@ -198,7 +199,7 @@ export class ViewerModel {
   }
 
   private async load(channel: string, cache: ChannelCache): Promise<void> {
-    const all = await this.store.peek(channel, Number.MAX_SAFE_INTEGER);
+    const all = await wholeChannel(this.store, channel);
     const fresh = all.filter((m) => !cache.messages.has(m.seq));
     const replaced = cache.messages.size > 0;
     for (const m of all) cache.messages.set(m.seq, m);

@@ -5,9 +5,18 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openStore } from "../../src/client/open.js";
 import { AgentChatError } from "../../src/core/errors.js";
 import type { Message } from "../../src/core/message.js";
+import { readReferenceEvent, referenceEvent } from "../../src/core/reference-event.js";
+import {
+  decide,
+  govern,
+  pendingRequests,
+  requestAction,
+} from "../../src/features/governance/index.js";
 import { generateKeyPair, signerFromPem } from "../../src/features/trust/ed25519.js";
+import { PAGE_SIZE, wholeChannel } from "../../src/store/paging.js";
 import { SKEW_GRACE_MS } from "../../src/store/shared/index.js";
 import type { Store } from "../../src/store/types.js";
+import { ViewerModel } from "../../src/viewer/model.js";
 import { waitParked } from "../helpers/parked.js";
 
 /**
@@ -317,6 +326,23 @@ export function storeConformance(
         expect(await store.cursor("ch", "bob")).toBe(1);
         expect(await store.cursor("ch", "carol")).toBe(0);
         expect(await store.cursor("other", "bob")).toBe(0);
+      });
+
+      it("a bounded read or wait returns at most its limit and moves the cursor only past that", async () => {
+        for (let i = 1; i <= 5; i++) await store.post("ch", { from: "alice", body: `m${i}` });
+        const first = await store.read("ch", { as: "bob", limit: { messages: 2 } });
+        expect(bodies(first.messages)).toEqual(["m1", "m2"]);
+        expect(first).toMatchObject({ cursor: 2, more: 3 });
+        // The first message is returned whatever its size: a read always makes progress.
+        const big = await store.read("ch", { as: "bob", limit: { bytes: 1 } });
+        expect(bodies(big.messages)).toEqual(["m3"]);
+        const waited = await store.wait(["ch"], { as: "bob", limit: { messages: 1 } });
+        expect(bodies(waited.messages)).toEqual(["m4"]);
+        expect(waited).toMatchObject({ cursors: { ch: 4 }, more: 1 });
+        const rest = await store.read("ch", { as: "bob", limit: { messages: 10 } });
+        expect(bodies(rest.messages)).toEqual(["m5"]);
+        expect(rest.more).toBeUndefined();
+        expect(await store.cursor("ch", "bob")).toBe(5);
       });
 
       it("peek returns the last n messages whoever they were for", async () => {
@@ -1242,6 +1268,112 @@ export function storeConformance(
           await posted;
           expect((await store.peek("signed"))[0]!.extra.sig).toMatch(/^ed25519:/);
         }
+      });
+    });
+
+    // What the commands above the contract do with it (issue 44): the same on every path.
+    describe("features above the store: governance, events, the viewer", () => {
+      beforeEach(async () => {
+        await store.init("gov", { members: ["alice", "bob"], topic: "t" });
+      });
+
+      it("updateMeta: changes from several connections at once all land; the reference's keys stay", async () => {
+        const stores = await Promise.all([0, 1, 2, 3].map(() => another()));
+        await Promise.all(
+          stores.map((s) =>
+            s.updateMeta!("gov", (m) => ({ ...m, [`k${stores.indexOf(s)}`]: 1, topic: "moved" })),
+          ),
+        );
+        const meta = await (await another()).roster("gov");
+        expect(meta).toMatchObject({ k0: 1, k1: 1, k2: 1, k3: 1, topic: "t" });
+        expect(meta.members).toEqual(["alice", "bob"]);
+      });
+
+      it("govern, request, pending, approve: a request waits for the maintainer's verdict", async () => {
+        await govern(store, "gov", { maintainer: "alice", bands: { merge: "approval" } }, "alice");
+        await expectCode(
+          govern(store, "gov", { bands: { merge: "auto" } }, "bob"),
+          "NOT_MAINTAINER",
+        );
+        const bob = await another();
+        const outcome = requestAction(bob, "gov", {
+          as: "bob",
+          action: "merge",
+          title: "Ship it",
+          timeoutMs: 60_000,
+          intervalMs: 100,
+        });
+        await until(async () => (await pendingRequests(store, "gov")).requests.length === 1);
+        const { requests } = await pendingRequests(store, "gov");
+        expect(requests.map((r) => [r.seq, r.action, r.from, r.title])).toEqual([
+          [1, "merge", "bob", "Ship it"],
+        ]);
+        const decided = await decide(store, "gov", 1, { as: "alice", verdict: "approved" });
+        expect(await outcome).toMatchObject({ result: "approved", proceed: true, by: "alice" });
+        expect((await outcome) as { decisionSeq?: number }).toMatchObject({
+          decisionSeq: decided.seq,
+        });
+        expect((await pendingRequests(store, "gov")).requests).toEqual([]);
+      });
+
+      it("a whole channel longer than a page is read page by page, every message once (event read)", async () => {
+        const total = PAGE_SIZE * 2 + 3;
+        const event = (i: number) =>
+          referenceEvent({
+            type: "status",
+            agent: "bob",
+            harness: "cli",
+            status: "busy",
+            detail: `#${i}`,
+            ts: "2026-01-01T00:00:00+00:00",
+          });
+        for (let i = 1; i <= total; i += 25) {
+          const batch = Array.from({ length: Math.min(25, total - i + 1) }, (_, k) => i + k);
+          const posts = batch.map((n) =>
+            n % 100 === 1 ? { from: "bob", ...event(n) } : { from: "bob", body: `m${n}` },
+          );
+          // 25 at a time: the events stay in order, one per batch at most.
+          await Promise.all(posts.map((post) => store.post("gov", post)));
+        }
+        const all = await wholeChannel(await another(), "gov");
+        expect(all.map((m) => m.seq)).toEqual(Array.from({ length: total }, (_, k) => k + 1));
+        const events = all.flatMap((m) => {
+          const event = readReferenceEvent(m.status, m.body);
+          return event ? [event] : [];
+        });
+        expect(events.map((e) => e.detail)).toEqual(["#1", "#101", "#201", "#301", "#401"]);
+        expect(await wholeChannel(store, "gov", { after: total - 2 })).toHaveLength(2);
+        const range = await wholeChannel(store, "gov", { after: 150, upTo: PAGE_SIZE + 160 });
+        expect(range.map((m) => m.seq)).toEqual(
+          Array.from({ length: PAGE_SIZE + 10 }, (_, k) => k + 151),
+        );
+        expect(await store.cursor("gov", "alice")).toBe(0);
+      });
+
+      it("the viewer's model: channels with their counts, pages of messages, the live ones", async () => {
+        for (let i = 1; i <= 5; i++) await store.post("gov", { from: "alice", body: `m${i}` });
+        const model = new ViewerModel(await another(), []);
+        try {
+          const channel = (await model.state()).channels.find((c) => c.name === "gov");
+          expect(channel).toMatchObject({ messageCount: 5, lastSeq: 5, open: false });
+          const page = await model.messages("gov", { limit: 2 });
+          expect(page.messages.map((m) => m.seq)).toEqual([4, 5]);
+          expect(page).toMatchObject({ hasEarlier: true, earlierCount: 3, total: 5 });
+          const before = await model.messages("gov", { before: 4, limit: 10 });
+          expect(before.messages.map((m) => m.seq)).toEqual([1, 2, 3]);
+        } finally {
+          await model.close();
+        }
+      });
+
+      it("chat.py 0.7's structured tasks: served on a folder root, elsewhere refused saying so", async () => {
+        const made = store.createStructuredTask("gov", { id: "t1", title: "T", from: "alice" });
+        if (store.capabilities.specFolder) {
+          expect(await made).toMatchObject({ id: "t1", state: "open" });
+          return;
+        }
+        const err = await expectCode(made, "UNSUPPORTED");
+        expect(err.message).toMatch(/live on a folder root/);
       });
     });
   });

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { isAgentChatError } from "../../core/errors.js";
 import { readReferenceEvent, referenceEvent } from "../../core/reference-event.js";
+import { wholeChannel } from "../../store/paging.js";
 import { type CliContext, speaksReference07 } from "../context.js";
 import { oneOf } from "../usage.js";
 
@@ -77,10 +78,7 @@ export function registerEventCommands(program: Command, ctx: CliContext): void {
       if (opts.type !== undefined) oneOf(opts.type, TYPES, "--type");
       const store = await ctx.open();
       // Every message, as chat.py reads them, and no reader recorded (no cursor, no receipt).
-      const messages = await store.peek(
-        channel,
-        (await store.roster(channel)) && Number.MAX_SAFE_INTEGER,
-      );
+      const messages = await wholeChannel(store, channel);
       for (const message of messages) {
         const value = eventOf(message, ctx);
         if (value === undefined || (opts.type !== undefined && value.event !== opts.type)) continue;

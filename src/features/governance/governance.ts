@@ -3,6 +3,8 @@ import { formatTimestamp, type Message } from "../../core/message.js";
 import type { ChannelMeta } from "../../core/meta.js";
 import { assertDistinctAgents, sameAgent, validateName } from "../../core/names.js";
 import { canonicalText } from "../../core/signature.js";
+import { cannotUpdateMeta } from "../../store/operations.js";
+import { wholeChannel } from "../../store/paging.js";
 import { DEFAULT_WAIT_TIMEOUT_MS, type Store } from "../../store/types.js";
 import { signaturesRequired } from "./policy.js";
 import {
@@ -75,11 +77,7 @@ export async function govern(
   as?: string,
 ): Promise<ChannelMeta> {
   if (!store.updateMeta) {
-    throw new AgentChatError(
-      "BACKEND_UNAVAILABLE",
-      `this store (${store.location}) cannot change a channel after init; ` +
-        `give the profile to init instead`,
-    );
+    throw cannotUpdateMeta(store.location);
   }
   return store.updateMeta(channel, (meta) => {
     const current = governanceOf(meta);
@@ -386,7 +384,7 @@ export async function pendingRequests(
  * is the one this reader pinned (a `_meta.json` edited down to `off` changes nothing).
  */
 async function allMessages(store: Store, channel: string): Promise<Message[]> {
-  const all = await store.peek(channel, Number.MAX_SAFE_INTEGER);
+  const all = await wholeChannel(store, channel);
   const verifiedOnly = signaturesRequired(await store.roster(channel));
   return all.filter((m) => counts(m, verifiedOnly));
 }

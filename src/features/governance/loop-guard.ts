@@ -137,7 +137,7 @@ function pingPongTripped(
 /** Lifts a pause; returns whether there was one. */
 export async function unpause(store: Store, channel: string, agent: string): Promise<boolean> {
   if (!store.updateMeta) {
-    throw new AgentChatError("INVALID_ARGUMENT", `this store cannot change ${channel}'s meta`);
+    throw new AgentChatError("UNSUPPORTED", `this store cannot change ${channel}'s meta`);
   }
   let had = false;
   await store.updateMeta(channel, (m) => {

@@ -86,7 +86,7 @@ export async function setPolicy(
   update: PolicyUpdate,
 ): Promise<ChannelPolicy> {
   if (!store.updateMeta) {
-    throw new AgentChatError("INVALID_ARGUMENT", `this store cannot change ${channel}'s policy`);
+    throw new AgentChatError("UNSUPPORTED", `this store cannot change ${channel}'s policy`);
   }
   const keys = policyMetaKeys(update.change);
   const meta = await store.updateMeta(channel, (current) => {

@@ -23,7 +23,7 @@ export async function setTaskTtl(
   }
   if (!store.updateMeta) {
     throw new AgentChatError(
-      "BACKEND_UNAVAILABLE",
+      "UNSUPPORTED",
       `this store (${store.location}) cannot change a channel after init; give --task-ttl to init instead`,
     );
   }

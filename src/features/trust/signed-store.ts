@@ -10,6 +10,7 @@ import {
   readReceiptText,
 } from "../../core/signature.js";
 import { ForwardingStore } from "../../store/forwarding.js";
+import { wholeChannel } from "../../store/paging.js";
 import type {
   DeliveryProof,
   InitOptions,
@@ -90,11 +91,9 @@ class SignedStore extends ForwardingStore implements PinnedPolicyStore {
       {
         lastSeq: async (channel) => (await inner.peek(channel, 1))[0]?.seq ?? 0,
         policyChangesAfter: async (channel, seq, last) => {
-          const after = await inner.peek(channel, last - seq);
+          const after = await wholeChannel(inner, channel, { after: seq, upTo: last });
           // Only a policy message can move a pin: the others cost no signature check.
-          return this.verifier.check(
-            after.filter((m) => m.seq > seq && m.seq <= last && m.status === POLICY_STATUS),
-          );
+          return this.verifier.check(after.filter((m) => m.status === POLICY_STATUS));
         },
       },
       report,

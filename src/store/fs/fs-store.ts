@@ -2,6 +2,7 @@ import { promises as fsp, lstatSync, mkdirSync, rmSync, writeFileSync } from "no
 import { join } from "node:path";
 import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
 import {
+  cursorSeq,
   formatTimestamp,
   MAX_SEQ,
   MAX_SEQ_GAP,
@@ -10,7 +11,7 @@ import {
   parseMessage,
   parseSeqText,
 } from "../../core/message.js";
-import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
+import { type ChannelMeta, parseMeta, serializeMeta, withOurKeys } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import type { NoteStore, PresenceOptions } from "../../features/delivery/index.js";
 import {
@@ -52,6 +53,7 @@ import {
 import { FeatureStore, type IndexedFeed } from "../feature-store.js";
 import {
   type CursorMove,
+  corruptCursor,
   formatLease,
   type Lease,
   leaseFileName,
@@ -343,14 +345,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const state = this.state(channel);
     return this.exclusive(channel, async () => {
       const current = await this.roster(channel);
-      const { channel: _c, members: _m, topic: _t, created: _cr, ...ours } = update(current);
-      const next: ChannelMeta = {
-        channel: current.channel,
-        members: current.members,
-        topic: current.topic,
-        created: current.created,
-        ...ours,
-      };
+      const next = withOurKeys(current, update(current));
       try {
         await replaceFile(state.dir, META, serializeMeta(next));
       } catch (err) {
@@ -659,12 +654,26 @@ export class FsStore extends FeatureStore<FolderFeed> {
 
   protected async loadCursor(channel: string, agent: string): Promise<number> {
     const dir = join(this.location, channel, CURSORS);
+    const name = `${identity(agent)}.txt`;
+    let text: string;
     try {
       if (entryKind(dir) !== "dir") return 0; // none yet; a link is never followed
-      return parseSeqText(readOwnTextSync(join(dir, `${identity(agent)}.txt`), 32));
-    } catch {
-      return 0;
+      text = readOwnTextSync(join(dir, name), 32);
+    } catch (err) {
+      // Longer than any number: no cursor either.
+      if (!isAgentChatError(err, "TOO_LARGE")) return 0;
+      text = "(more than 32 bytes)";
     }
+    const seq = cursorSeq(text);
+    if (seq === undefined) throw corruptCursor(channel, agent, `${CURSORS}/${name}`, text);
+    return seq;
+  }
+
+  /** The last message file's number, or the high-water mark when a post went past it. */
+  protected override async seqCeiling(channel: string): Promise<number> {
+    const state = this.state(channel);
+    await state.index.sync();
+    return Math.max(state.index.maxSeq(), this.sequenceHighWater(state));
   }
 
   /** A plain file, as chat.py writes it: read back as written, so `move.from` is not checked. */
@@ -688,7 +697,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
         await state.index.sync();
         return state.index.maxSeq();
       },
-      last: (count) => this.lastMessages(state, count),
+      last: (count, before) => this.lastMessages(state, count, before),
       onChange: (listener) => state.index.onMessageChange(listener),
       message: async (seq) => {
         await state.index.sync();
@@ -727,10 +736,15 @@ export class FsStore extends FeatureStore<FolderFeed> {
     };
   }
 
-  private async lastMessages(state: ChannelState, count: number): Promise<Message[]> {
+  private async lastMessages(
+    state: ChannelState,
+    count: number,
+    before = Number.POSITIVE_INFINITY,
+  ): Promise<Message[]> {
     await state.index.sync();
     const out: Message[] = [];
     for (const [seq, names] of state.index.descending(0)) {
+      if (seq >= before) continue;
       for (const name of names) {
         const message = await this.parseFile(state, name, seq);
         if (message) out.push(message);

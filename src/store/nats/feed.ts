@@ -289,19 +289,26 @@ export class ChannelFeed {
 
   /** Messages with seq greater than `after`, and the largest seq this scan saw. */
   scan(after: number): { messages: Message[]; scannedTo: number } {
+    const messages = this.entries.slice(this.firstAbove(after)).map((e) => e.message);
+    return { messages, scannedTo: messages.at(-1)?.seq ?? after };
+  }
+
+  /** The last `count` messages numbered below `before`. */
+  last(count: number, before = Number.POSITIVE_INFINITY): Message[] {
+    const end = this.firstAbove(before - 1);
+    return this.entries.slice(Math.max(0, end - count), end).map((e) => e.message);
+  }
+
+  /** The index of the first entry whose seq is greater than `seq` (entries are in seq order). */
+  private firstAbove(seq: number): number {
     let lo = 0;
     let hi = this.entries.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.entries[mid]!.seq <= after) lo = mid + 1;
+      if (this.entries[mid]!.seq <= seq) lo = mid + 1;
       else hi = mid;
     }
-    const messages = this.entries.slice(lo).map((e) => e.message);
-    return { messages, scannedTo: messages.at(-1)?.seq ?? after };
-  }
-
-  last(count: number): Message[] {
-    return this.entries.slice(-count).map((e) => e.message);
+    return lo;
   }
 
   maxSeq(): number {

@@ -11,13 +11,13 @@ import type { MsgHdrs, NatsConnection, Subscription } from "@nats-io/transport-n
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { parseUntrustedJson } from "../../core/json.js";
 import {
+  cursorSeq,
   formatTimestamp,
   MAX_SEQ,
   MAX_SEQ_GAP,
   messageFileName,
-  parseSeqText,
 } from "../../core/message.js";
-import { type ChannelMeta, parseMeta, serializeMeta } from "../../core/meta.js";
+import { type ChannelMeta, parseMeta, serializeMeta, withOurKeys } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
 import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
 import {
@@ -31,6 +31,7 @@ import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from ".
 import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import {
   type CursorMove,
+  corruptCursor,
   type Feed,
   formatLease,
   HOLDER,
@@ -366,6 +367,11 @@ export class NatsStore extends FeatureStore {
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
+    return (await this.metaRecord(channel)).meta;
+  }
+
+  /** The channel's meta with the revision of its record. */
+  private async metaRecord(channel: string): Promise<{ meta: ChannelMeta; revision: number }> {
     const entry = await this.ask(
       () => this.quick.kv.get(metaKey(channel)),
       `cannot read ${channel}`,
@@ -376,7 +382,28 @@ export class NatsStore extends FeatureStore {
         `no channel ${channel} in ${this.location} (create it with: agent-chat init ${channel})`,
       );
     }
-    return parseMeta(entry.string(), channel);
+    return { meta: parseMeta(entry.string(), channel), revision: entry.revision };
+  }
+
+  /**
+   * Rewrites the channel's meta record over the revision it was read at, a compare-and-set: of
+   * two changes made at once, the one that lost the race is made again from the meta the other
+   * left, so neither is lost (docs/nats.md). Only keys of ours change, as on a folder.
+   */
+  async updateMeta(
+    channel: string,
+    update: (meta: ChannelMeta) => ChannelMeta,
+  ): Promise<ChannelMeta> {
+    validateName("channel", channel);
+    for (;;) {
+      const { meta, revision } = await this.metaRecord(channel);
+      const next = withOurKeys(meta, update(meta));
+      const written = await this.guard(
+        () => this.kvUpdate(metaKey(channel), serializeMeta(next), revision),
+        `cannot update channel ${channel}`,
+      );
+      if (written) return next;
+    }
   }
 
   /**
@@ -795,7 +822,7 @@ export class NatsStore extends FeatureStore {
       channel,
       scan: async (after) => ({ ...feed.scan(after), warnings: this.newWarnings(feed) }),
       maxSeq: async () => feed.maxSeq(),
-      last: async (count) => feed.last(count),
+      last: async (count, before) => feed.last(count, before),
       onChange: (listener) => feed.onChange(listener),
       throwIfFailed: () => feed.throwIfFailed(),
     }));
@@ -868,6 +895,8 @@ export class NatsStore extends FeatureStore {
     const key = cursorKey(channel, agent);
     const known = await this.readCursor(key, `cannot read the cursor of ${agent}`);
     this.noteCursor(key, known);
+    if (known.corrupt !== undefined)
+      throw corruptCursor(channel, agent, `KV ${key}`, known.corrupt);
     return known.seq;
   }
 
@@ -924,7 +953,10 @@ export class NatsStore extends FeatureStore {
     // A deletion (a prune) leaves a marker with no value: the cursor starts again.
     const put = !stored.header?.get(KV_OPERATION_HEADER);
     const save = stored.header?.get(CURSOR_SAVE_HEADER) || undefined;
-    return { revision: stored.seq, seq: put ? parseSeqText(stored.string()) : 0, save };
+    const seq = put ? cursorSeq(stored.string()) : 0;
+    // Not a number: read as 0 by a save (which writes over it), refused by a read.
+    if (seq === undefined) return { revision: stored.seq, seq: 0, save, corrupt: stored.string() };
+    return { revision: stored.seq, seq, save };
   }
 
   /**
@@ -1338,6 +1370,8 @@ interface KnownCursor {
   revision: number;
   seq: number;
   save?: string | undefined;
+  /** The text of a cursor that holds no number. */
+  corrupt?: string;
 }
 
 /** Names the save that wrote a cursor entry (see `saveCursor`). */

@@ -20,6 +20,7 @@ import {
   type PeekOptions,
   type PostInput,
   type PostResult,
+  type ReadLimit,
   type ReadOptions,
   type ReadResult,
   type ReleaseOptions,
@@ -33,6 +34,7 @@ import {
   type WaitResult,
   type WatchOptions,
 } from "../types.js";
+import { Budget } from "./budget.js";
 import { compareTaskIds, draftMeta, draftPost, draftTask, type PostDraft } from "./draft.js";
 import {
   type ParkingWait,
@@ -77,8 +79,8 @@ export interface Feed {
   scan(after: number): Promise<Scan>;
   /** The largest seq of the channel as this feed knows it now. */
   maxSeq(): Promise<number>;
-  /** The last `count` messages, oldest first. */
-  last(count: number): Promise<Message[]>;
+  /** The last `count` messages numbered below `before` (default: any), oldest first. */
+  last(count: number, before?: number): Promise<Message[]>;
   /** Calls `listener` whenever new messages may have appeared; returns the unsubscribe. */
   onChange(listener: () => void): () => void;
   /** Throws once the feed can no longer deliver (its stream was deleted under it). */
@@ -117,6 +119,22 @@ export interface CursorMove {
   retried?: boolean;
 }
 
+/** The refusal of a read or wait from a cursor that holds no message number. */
+export function corruptCursor(
+  channel: string,
+  agent: string,
+  where: string,
+  text: string,
+): AgentChatError {
+  return new AgentChatError(
+    "CORRUPT_CURSOR",
+    `the cursor of ${agent} in ${channel} (${where}) holds ${JSON.stringify(text.trim().slice(0, 40))}, ` +
+      `not a message number: nothing was read (read as #0, it would hand ${agent} every message ` +
+      "again). Read from the start (read --all, or chat_read all=true) to set it again, or " +
+      `write there the number of the last message ${agent} has read`,
+  );
+}
+
 /** A wait's scan that found relevant messages, and the cursor moves that hand them out. */
 interface Found {
   result: WaitResult;
@@ -140,6 +158,8 @@ interface WaitPass<F> {
   onWarning?: ((warning: string) => void) | undefined;
   /** What the store's extensions are to be told of this wait. */
   hooks: WaitHooks[];
+  /** The most it returns (see ReadLimit). */
+  limit?: ReadLimit | undefined;
 }
 
 /**
@@ -377,45 +397,105 @@ export abstract class BackendStore<F extends Feed = Feed> {
   async cursor(channel: string, agent: string): Promise<number> {
     validateName("channel", channel);
     validateName("agent", agent);
-    return this.loadCursor(channel, agent);
+    return this.cursorOrZero(channel, agent);
+  }
+
+  /**
+   * The agent's cursor, one that holds no number read as 0 (as chat.py reads it): for what is
+   * only counted or shown (receipts, unread counts), never for where a read starts.
+   */
+  protected async cursorOrZero(channel: string, agent: string): Promise<number> {
+    try {
+      return await this.loadCursor(channel, agent);
+    } catch (err) {
+      if (isAgentChatError(err, "CORRUPT_CURSOR")) return 0;
+      throw err;
+    }
+  }
+
+  /**
+   * A cursor past the channel's last number (a hand edit, a folder restored from a backup) would
+   * hide every message posted up to it. It is set back to that number, which hands out nothing
+   * twice (no message lies above it), and the reader is told; a peek only tells.
+   */
+  private async settleCursor(
+    feed: F,
+    agent: string,
+    loaded: number,
+    peek: boolean,
+  ): Promise<{ cursor: number; warning?: string }> {
+    if (loaded <= (await feed.maxSeq())) return { cursor: loaded };
+    const last = Math.max(await feed.maxSeq(), await this.seqCeiling(feed.channel));
+    if (loaded <= last) return { cursor: loaded };
+    const past = `the cursor of ${agent} is at #${loaded}, past the channel's last message #${last}`;
+    if (peek) {
+      return {
+        cursor: loaded,
+        warning: `${past}: the messages posted up to #${loaded} would not be shown; a read without peek sets it back`,
+      };
+    }
+    const at = await this.saveCursor(feed.channel, agent, { from: loaded, to: last });
+    const warning = `${past}: set back to #${last}, so that the next messages are shown (none is skipped or shown again)`;
+    return { cursor: at ?? last, warning };
+  }
+
+  /**
+   * The largest number the channel has used (the next post gets a larger one), malformed files
+   * included: a cursor up to it hides nothing.
+   */
+  protected async seqCeiling(channel: string): Promise<number> {
+    return this.lastSeq(channel);
   }
 
   async read(channel: string, options: ReadOptions): Promise<ReadResult> {
     validateName("agent", options.as);
     await this.roster(channel);
     const feed = await this.openFeed(channel);
-    const loaded = await this.loadCursor(channel, options.as);
+    // `all` reads from #1 whatever the cursor holds, and sets it again.
+    const held = options.all
+      ? await this.cursorOrZero(channel, options.as)
+      : await this.loadCursor(channel, options.as);
+    const settled = await this.settleCursor(feed, options.as, held, options.peek === true);
+    const loaded = settled.cursor;
+    const keep = options.everyone ? () => true : (m: Message) => isRelevant(m, options.as);
+    // A bounded read moves the cursor only past what it returns.
+    const take = (scan: Scan) => new Budget(options.limit).take(scan, keep);
     let cursor = loaded;
     let scan = await feed.scan(options.all ? 0 : cursor);
+    let taken = take(scan);
     let next = cursor;
-    while (!options.peek && scan.scannedTo > cursor) {
-      const at = await this.saveCursor(channel, options.as, { from: cursor, to: scan.scannedTo });
+    while (!options.peek && taken.scannedTo > cursor) {
+      const at = await this.saveCursor(channel, options.as, { from: cursor, to: taken.scannedTo });
       if (at === undefined) {
-        next = scan.scannedTo;
+        next = taken.scannedTo;
         break;
       }
       // Moved on meanwhile: what came before it is not this read's to return.
       cursor = next = at;
       scan = await feed.scan(options.all ? 0 : cursor);
+      taken = take(scan);
     }
-    const messages = options.everyone
-      ? scan.messages
-      : scan.messages.filter((m) => isRelevant(m, options.as));
+    const { messages, more } = taken;
     const movedTo = next > loaded ? next : undefined;
     for (const extension of this.extensions) {
       await extension.afterRead?.(channel, options.as, movedTo);
     }
     // A read that stopped before a file still being written says so: "no new messages" alone
     // would hide the messages behind it. (A wait just waits for the file.)
-    const warnings = scan.held === undefined ? scan.warnings : [...scan.warnings, scan.held];
-    return { channel, messages, cursor: next, warnings };
+    const warnings = [
+      ...(settled.warning === undefined ? [] : [settled.warning]),
+      ...scan.warnings,
+      ...(scan.held === undefined ? [] : [scan.held]),
+    ];
+    return { channel, messages, cursor: next, warnings, ...(more > 0 ? { more } : {}) };
   }
 
   async peek(channel: string, count = 3, options: PeekOptions = {}): Promise<Message[]> {
     await this.roster(channel);
-    const hot = await (await this.openFeed(channel)).last(count);
+    const before = options.before ?? Number.POSITIVE_INFINITY;
+    const hot = await (await this.openFeed(channel)).last(count, before);
     if (!options.archived || hot.length >= count) return hot;
-    const first = hot[0]?.seq ?? Number.POSITIVE_INFINITY;
+    const first = hot[0]?.seq ?? before;
     const old = (await this.archivedMessages(channel)).filter((m) => m.seq < first);
     return old.slice(Math.max(0, old.length - (count - hot.length))).concat(hot);
   }
@@ -463,6 +543,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
         floors: new Map(),
         onWarning: options.onWarning,
         hooks,
+        limit: options.limit,
       };
       const result = await this.waitLoop(pass, wake);
       answered = !options.activity?.aborted;
@@ -565,7 +646,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
   /** Whether every cursor of `advance` is already there (saved by an earlier try). */
   private async cursorsAt(agent: string, advance: Found["advance"]): Promise<boolean> {
     for (const [channel, { to }] of Object.entries(advance)) {
-      if ((await this.loadCursor(channel, agent)) < to) return false;
+      if ((await this.cursorOrZero(channel, agent)) < to) return false;
     }
     return true;
   }
@@ -581,7 +662,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
     }
     const scans = [];
     for (const feed of pass.feeds) {
-      const loaded = await this.loadCursor(feed.channel, pass.agent);
+      const loaded = await this.waitCursor(pass, feed);
       const cursor = Math.max(loaded, pass.floors.get(feed) ?? 0);
       if (!pass.floors.has(feed)) pass.floors.set(feed, loaded);
       scans.push({ feed, cursor, scan: await feed.scan(cursor) });
@@ -589,19 +670,40 @@ export abstract class BackendStore<F extends Feed = Feed> {
     pass.net.stalledOn(scans.some(({ scan }) => scan.stalled));
     for (const { scan } of scans) pass.warnings.push(...scan.warnings);
     const usable = scans.filter((s) => this.cursorUsable(pass, s));
-    const delivered = usable.flatMap(({ scan }) => this.relevant(scan, pass.agent));
-    if (delivered.length === 0) {
+    if (usable.every(({ scan }) => this.relevant(scan, pass.agent).length === 0)) {
       for (const { feed, scan } of usable) pass.looked.set(feed, scan.scannedTo);
       return undefined;
     }
+    // One budget across the channels: a bounded wait moves each cursor only past what it returns.
+    const budget = new Budget(pass.limit);
+    const taken = usable.map((s) => ({
+      ...s,
+      taken: budget.take(s.scan, (m) => isRelevant(m, pass.agent)),
+    }));
     const cursors: Record<string, number> = {};
     const advance: Found["advance"] = {};
-    for (const { feed, cursor, scan } of usable) {
-      cursors[feed.channel] = Math.max(cursor, scan.scannedTo);
-      if (scan.scannedTo > cursor) advance[feed.channel] = { from: cursor, to: scan.scannedTo };
+    for (const {
+      feed,
+      cursor,
+      taken: { scannedTo },
+    } of taken) {
+      cursors[feed.channel] = Math.max(cursor, scannedTo);
+      if (scannedTo > cursor) advance[feed.channel] = { from: cursor, to: scannedTo };
     }
+    const messages = taken.flatMap((t) => t.taken.messages);
+    const more = taken.reduce((n, t) => n + t.taken.more, 0);
     const warnings = pass.warnings.splice(0);
-    return { result: { messages: delivered, cursors, warnings }, advance };
+    const result = { messages, cursors, warnings, ...(more > 0 ? { more } : {}) };
+    return { result, advance };
+  }
+
+  /** Where a wait reads a channel from; the first time, a cursor past its end is set back. */
+  private async waitCursor(pass: WaitPass<F>, feed: F): Promise<number> {
+    const loaded = await this.loadCursor(feed.channel, pass.agent);
+    if (pass.floors.has(feed)) return loaded;
+    const settled = await this.settleCursor(feed, pass.agent, loaded, false);
+    if (settled.warning !== undefined) pass.warnings.push(`${feed.channel}: ${settled.warning}`);
+    return settled.cursor;
   }
 
   /** Whether anything after what earlier passes looked at is for the agent. */
@@ -1061,7 +1163,7 @@ function describeGrant(status: LeaseStatus, now: number): string {
 
 function noStructuredTasks(channel: string): AgentChatError {
   return new AgentChatError(
-    "INVALID_ARGUMENT",
+    "UNSUPPORTED",
     `structured tasks (chat.py 0.7's tasks/<id>.json) live on a folder root; ${channel} is not in one`,
   );
 }

@@ -5,6 +5,7 @@
 export {
   BackendStore,
   type CursorMove,
+  corruptCursor,
   type Feed,
   type SafetyNet,
   type Scan,
