@@ -1,6 +1,11 @@
 import type { Message } from "../../core/message.js";
 import type { ReadLimit } from "../types.js";
-import type { Scan } from "./backend-store.js";
+
+/** The part of a channel scan (backend-store.ts) that a budget reads. */
+interface ScannedMessages {
+  messages: readonly Message[];
+  scannedTo: number;
+}
 
 /** What a bounded read keeps of one scan, and how far its cursor may move. */
 export interface Taken {
@@ -23,7 +28,7 @@ export class Budget {
   constructor(private readonly limit: ReadLimit | undefined) {}
 
   /** The messages of `scan` that `keep` selects, as far as the budget goes. */
-  take(scan: Scan, keep: (m: Message) => boolean): Taken {
+  take(scan: ScannedMessages, keep: (m: Message) => boolean): Taken {
     const taken: Taken = { messages: [], scannedTo: scan.scannedTo, more: 0 };
     for (const m of scan.messages) {
       if (!keep(m)) continue;
