@@ -125,9 +125,10 @@ export async function main(argv: string[]): Promise<number> {
       "--max-body <bytes>",
       "largest body this command posts or reads (default: the channel's limit, 1 MiB unless set); at init, the channel's limit",
     )
-    .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
-    .configureOutput({ writeErr: (text) => process.stderr.write(text) })
+    // Set before any command is added: each command copies them. commander's own errors take
+    // the one-line form of every other error (README, "Exit codes").
+    .configureOutput({ writeErr: (text) => process.stderr.write(text), outputError: oneLine })
     .addHelpText(
       "after",
       "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
@@ -152,6 +153,11 @@ export async function main(argv: string[]): Promise<number> {
     () => program.parseAsync(argv, { from: "user" }),
     (err) => (err instanceof CommanderError ? commanderExit(err, ctx, argv) : undefined),
   );
+}
+
+/** A commander error (`error: unknown option '--x'\n`) as `agent-chat: unknown option '--x' …`. */
+function oneLine(text: string, write: (text: string) => void): void {
+  write(`agent-chat: ${text.replace(/^error: /, "").trimEnd()} (run with --help for usage)\n`);
 }
 
 /** Commander has already printed the message on stderr; --json gets it on stdout too. */
