@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { registerCoreCommands } from "./commands/core.js";
 import { CliContext, type GlobalOptions } from "./context.js";
 import { EXIT } from "./exit-codes.js";
@@ -115,7 +115,6 @@ export async function main(argv: string[]): Promise<number> {
       "Channels of markdown messages for agent sessions and people: post, read, wait without " +
         "spending tokens, claim tasks atomically. Compatible with the reference chat.py.",
     )
-    .version(VERSION, "-V, --version")
     .option(
       "--root <dir>",
       "root folder of the channels (default: $AGENT_CHAT_ROOT or ~/agent-chat)",
@@ -140,9 +139,10 @@ export async function main(argv: string[]): Promise<number> {
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
     );
   registerCoreCommands(program, ctx);
+  addVersion(program);
   const name = commandName(argv);
   const core = program.commands.some((c) => c.name() === name);
-  if (!core && !argv.includes("--version") && !argv.includes("-V")) {
+  if (!core && !VERSION_FLAGS.some((flag) => argv.includes(flag))) {
     const wanted = GROUPS.filter((g) => name !== undefined && g.commands.includes(name));
     for (const group of wanted.length > 0 ? wanted : GROUPS) (await group.load())(program, ctx);
   }
@@ -153,6 +153,26 @@ export async function main(argv: string[]): Promise<number> {
     () => program.parseAsync(argv, { from: "user" }),
     (err) => (err instanceof CommanderError ? commanderExit(err, ctx, argv) : undefined),
   );
+}
+
+const VERSION_FLAGS = ["-v", "--version", "-V"];
+
+/** `-v`, `--version`, `-V` (commander's own, still taken) and the command `agent-chat version`. */
+function addVersion(program: Command): void {
+  const print = () => {
+    process.stdout.write(`${VERSION}\n`);
+  };
+  program.version(VERSION, "-v, --version", "print the version (also: agent-chat version)");
+  program.addOption(new Option("-V").hideHelp());
+  program.on("option:V", () => {
+    print();
+    throw new CommanderError(0, "commander.version", VERSION);
+  });
+  program
+    .command("version")
+    .description("print the version")
+    .addHelpText("after", "\nExample:\n  agent-chat version")
+    .action(print);
 }
 
 /** A commander error (`error: unknown option '--x'\n`) as `agent-chat: unknown option '--x' …`. */

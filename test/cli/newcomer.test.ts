@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
@@ -27,4 +28,14 @@ describe("usage errors", () => {
     expect(r.stderr).toMatch(/^agent-chat: [^\n]+\n$/);
     expect(r.stderr).not.toMatch(/error:/);
   });
+});
+
+describe("the version", () => {
+  const { version } = JSON.parse(readFileSync("package.json", "utf8")) as { version: string };
+  it.each([[["version"]], [["-v"]], [["-V"]], [["--version"]], [["--root", "/nowhere", "-v"]]])(
+    "%j prints it",
+    async (args) => {
+      expect(await cli(args)).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: "" });
+    },
+  );
 });
