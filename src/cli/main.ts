@@ -13,7 +13,12 @@ type Register = (program: Command, ctx: CliContext) => void;
  * run (or for help and unknown commands): start-up then evaluates the code of one group, not of
  * all of them.
  */
-const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register> }> = [
+const GROUPS: Array<{
+  commands: readonly string[];
+  load: () => Promise<Register>;
+  /** Its command needs every other group's too (it reads the whole command tree). */
+  needsAll?: true;
+}> = [
   {
     commands: ["serve", "send", "info"],
     load: async () => (await import("./commands/daemon.js")).registerDaemonCommands,
@@ -83,6 +88,11 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/agent-run.js")).registerAgentRunCommands,
   },
   {
+    commands: ["completion"],
+    load: async () => (await import("./commands/completion.js")).registerCompletionCommand,
+    needsAll: true,
+  },
+  {
     commands: ["mcp", "setup", "doctor", "hook"],
     load: async () => (await import("./commands/mcp.js")).registerMcpCommands,
   },
@@ -144,7 +154,8 @@ export async function main(argv: string[]): Promise<number> {
   const core = program.commands.some((c) => c.name() === name);
   if (!core && !VERSION_FLAGS.some((flag) => argv.includes(flag))) {
     const wanted = GROUPS.filter((g) => name !== undefined && g.commands.includes(name));
-    for (const group of wanted.length > 0 ? wanted : GROUPS) (await group.load())(program, ctx);
+    const all = wanted.length === 0 || wanted.some((g) => g.needsAll);
+    for (const group of all ? GROUPS : wanted) (await group.load())(program, ctx);
   }
 
   return runCommand(
