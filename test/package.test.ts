@@ -28,7 +28,7 @@ function npm(args: string[], cwd: string): { stdout: string; stderr: string } {
 
 beforeAll(() => {
   const packed = npm(["pack", "--ignore-scripts", "--json", "--pack-destination", work], ".");
-  const [{ filename }] = JSON.parse(packed.stdout) as Array<{ filename: string }>;
+  const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
   const quiet = ["--no-audit", "--no-fund", "--prefer-offline"];
   installStderr = npm(
     ["install", "-g", "--prefix", prefix, join(work, filename), ...quiet],
