@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
@@ -38,4 +39,24 @@ describe("the version", () => {
       expect(await cli(args)).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: "" });
     },
   );
+});
+
+describe("a title-only post", () => {
+  it.each([[["--body", ""]], [[]]])(
+    "with %j is posted as chat.py posts --body '': the frontmatter, then an empty line",
+    async (body) => {
+      const args = ["post", "review", "--from", "alice", "--title", "LGTM", "--status", "ack"];
+      const r = await cli([...args, ...body]);
+      expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(/^posted #1 /) });
+      const file = readFileSync(join(tmp.dir, "review", "0001-alice-lgtm.md"), "utf8");
+      expect(file).toMatch(/\nstatus: ack\ntitle: LGTM\n---\n\n$/);
+      const read = await cli(["--json", "read", "review", "--as", "bob"]);
+      expect(JSON.parse(read.stdout).messages).toMatchObject([{ title: "LGTM", body: "" }]);
+    },
+  );
+
+  it("without a title, an empty body is still refused", async () => {
+    const r = await cli(["post", "review", "--from", "alice", "--body", " "]);
+    expect(r).toMatchObject({ code: 64, stderr: "agent-chat: message body is empty\n" });
+  });
 });

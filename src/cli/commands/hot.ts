@@ -46,6 +46,7 @@ export const HOT_ACTIONS: Record<
     const body = await readBody(
       { body: text(opts.body), bodyFile: text(opts.bodyFile) },
       ctx.maxBodyBytes,
+      opts.title !== undefined,
     );
     const store = await ctx.openFor(from);
     const input: Parameters<typeof store.post>[1] = { from, body, status: text(opts.status)! };
