@@ -60,3 +60,25 @@ describe("a title-only post", () => {
     expect(r).toMatchObject({ code: 64, stderr: "agent-chat: message body is empty\n" });
   });
 });
+
+describe("posting to someone who is not a member", () => {
+  const post = (channel: string, to: string) =>
+    cli(["post", channel, "--from", "alice", "--to", to, "--body", "hi"]);
+
+  it("warns on stderr, and the post still lands", async () => {
+    const r = await post("review", "bob,carol");
+    expect(r).toMatchObject({ code: 0, stdout: expect.stringMatching(/^posted #1 /) });
+    expect(r.stderr).toBe(
+      "agent-chat: warning: carol is not a member of review (alice, bob); posted anyway\n",
+    );
+    const read = await cli(["--json", "read", "review", "--as", "carol", "--peek"]);
+    expect(JSON.parse(read.stdout).messages).toHaveLength(1);
+  });
+
+  it("says nothing for a member, everyone, or in an open channel", async () => {
+    expect((await post("review", "bob")).stderr).toBe("");
+    expect((await post("review", "all")).stderr).toBe("");
+    expect((await cli(["init", "open"])).code).toBe(0);
+    expect((await post("open", "carol")).stderr).toBe("");
+  });
+});
