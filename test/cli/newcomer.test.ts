@@ -82,3 +82,13 @@ describe("posting to someone who is not a member", () => {
     expect((await post("open", "carol")).stderr).toBe("");
   });
 });
+
+describe("channel names that differ only in case", () => {
+  it("cannot both be made: they are one folder on macOS and Windows", async () => {
+    expect((await cli(["init", "Review"])).code).not.toBe(0);
+    const r = await cli(["init", "REVIEW"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^agent-chat: channel REVIEW would clash with review: .*case/);
+    expect((await cli(["--json", "channels"])).stdout).not.toMatch(/REVIEW/);
+  });
+});
