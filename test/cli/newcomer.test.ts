@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { CLI, runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
 
 /** What a person new to the CLI expects of it (issue 44, item 8). */
@@ -90,5 +90,41 @@ describe("channel names that differ only in case", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^agent-chat: channel REVIEW would clash with review: .*case/);
     expect((await cli(["--json", "channels"])).stdout).not.toMatch(/REVIEW/);
+  });
+});
+
+describe("wait, as a person sees it", () => {
+  it("on a terminal, says that it is parked, for whom and on what", async () => {
+    const { spawn } = await import("@lydell/node-pty");
+    const args = ["wait", "review", "--as", "bob", "--timeout", "60"];
+    const term = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, AGENT_CHAT_ROOT: tmp.dir, AGENT_CHAT_NAME: "" },
+      cols: 200,
+    });
+    let screen = "";
+    term.onData((d) => {
+      screen += d;
+    });
+    const exited = new Promise<number>((resolve) =>
+      term.onExit(({ exitCode }) => resolve(exitCode)),
+    );
+    try {
+      await vi.waitFor(() => expect(screen).toContain("agent-chat: waiting"), { timeout: 15_000 });
+      expect(screen).toContain(
+        "agent-chat: waiting for a message for bob in review (up to 1m; Ctrl-C stops)",
+      );
+      await cli(["post", "review", "--from", "alice", "--to", "bob", "--body", "wake up"]);
+      expect(await exited).toBe(0);
+      expect(screen).toContain("wake up");
+    } finally {
+      term.kill();
+    }
+  });
+
+  it("on a pipe, says nothing of it", async () => {
+    await cli(["post", "review", "--from", "alice", "--to", "bob", "--body", "there already"]);
+    const r = await cli(["wait", "review", "--as", "bob", "--timeout", "60"]);
+    expect(r).toMatchObject({ code: 0, stderr: "" });
+    expect(r.stdout).toContain("there already");
   });
 });

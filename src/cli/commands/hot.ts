@@ -118,9 +118,17 @@ export const HOT_ACTIONS: Record<
     const store = await ctx.openFor(as);
     // Told while parked (a file passed over), and kept for --json's answer.
     const early: string[] = [];
+    const timeoutMs = parseSeconds(text(opts.timeout)!, "--timeout");
+    // A person at a terminal sees why nothing happens; a pipe (an agent, a script) gets nothing.
+    if (process.stderr.isTTY) {
+      const limit = `up to ${formatDuration(timeoutMs)}`;
+      ctx.err(
+        `agent-chat: waiting for a message for ${as} in ${list.join(", ")} (${limit}; Ctrl-C stops)\n`,
+      );
+    }
     const result = await store.wait(list, {
       as,
-      timeoutMs: parseSeconds(text(opts.timeout)!, "--timeout"),
+      timeoutMs,
       intervalMs: Math.max(10, parseSeconds(text(opts.interval)!, "--interval")),
       signal: ctx.abort.signal,
       onWarning: (w) => {
