@@ -13,7 +13,27 @@ beforeEach(async () => {
   expect((await cli(["init", "review", "--members", "alice,bob"])).code).toBe(0);
 });
 
-afterEach(() => tmp.cleanup());
+const terminals: Array<{ kill(): void }> = [];
+afterEach(() => {
+  for (const term of terminals.splice(0)) term.kill();
+  tmp.cleanup();
+});
+
+/** The CLI on a terminal of its own (stdin, stdout and stderr a pty), as a person runs it. */
+async function onTerminal(args: string[]) {
+  const { spawn } = await import("@lydell/node-pty");
+  const term = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, AGENT_CHAT_ROOT: tmp.dir, AGENT_CHAT_NAME: "" },
+    cols: 200,
+  });
+  terminals.push(term);
+  let screen = "";
+  term.onData((d) => {
+    screen += d;
+  });
+  const exited = new Promise<number>((resolve) => term.onExit(({ exitCode }) => resolve(exitCode)));
+  return { screen: () => screen, exited };
+}
 
 describe("usage errors", () => {
   it.each([
@@ -55,6 +75,13 @@ describe("a title-only post", () => {
     },
   );
 
+  it("from a terminal, with no body given, is posted at once (stdin is not read)", async () => {
+    const args = ["post", "review", "--from", "alice", "--title", "LGTM", "--status", "ack"];
+    const { screen, exited } = await onTerminal(args);
+    expect(await exited).toBe(0);
+    expect(screen()).toMatch(/posted #1 /);
+  });
+
   it("without a title, an empty body is still refused", async () => {
     const r = await cli(["post", "review", "--from", "alice", "--body", " "]);
     expect(r).toMatchObject({ code: 64, stderr: "agent-chat: message body is empty\n" });
@@ -95,30 +122,15 @@ describe("channel names that differ only in case", () => {
 
 describe("wait, as a person sees it", () => {
   it("on a terminal, says that it is parked, for whom and on what", async () => {
-    const { spawn } = await import("@lydell/node-pty");
     const args = ["wait", "review", "--as", "bob", "--timeout", "60"];
-    const term = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, AGENT_CHAT_ROOT: tmp.dir, AGENT_CHAT_NAME: "" },
-      cols: 200,
-    });
-    let screen = "";
-    term.onData((d) => {
-      screen += d;
-    });
-    const exited = new Promise<number>((resolve) =>
-      term.onExit(({ exitCode }) => resolve(exitCode)),
+    const { screen, exited } = await onTerminal(args);
+    await vi.waitFor(() => expect(screen()).toContain("agent-chat: waiting"), { timeout: 15_000 });
+    expect(screen()).toContain(
+      "agent-chat: waiting for a message for bob in review (up to 1m; Ctrl-C stops)",
     );
-    try {
-      await vi.waitFor(() => expect(screen).toContain("agent-chat: waiting"), { timeout: 15_000 });
-      expect(screen).toContain(
-        "agent-chat: waiting for a message for bob in review (up to 1m; Ctrl-C stops)",
-      );
-      await cli(["post", "review", "--from", "alice", "--to", "bob", "--body", "wake up"]);
-      expect(await exited).toBe(0);
-      expect(screen).toContain("wake up");
-    } finally {
-      term.kill();
-    }
+    await cli(["post", "review", "--from", "alice", "--to", "bob", "--body", "wake up"]);
+    expect(await exited).toBe(0);
+    expect(screen()).toContain("wake up");
   });
 
   it("on a pipe, says nothing of it", async () => {
