@@ -43,8 +43,8 @@ if (hook) {
 } else if (hot) {
   const { run } = lean("hot.cjs") as typeof import("./hot-entry.js");
   void run(hot, argv);
-} else if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
-  // What commander prints for it.
+} else if (argv.length === 1 && ["--version", "-v", "-V", "version"].includes(argv[0]!)) {
+  // What the full CLI prints for it.
   writeStdout(`${__VERSION__}\n`);
 } else if (
   argv.length === 1 &&

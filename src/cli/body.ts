@@ -11,11 +11,13 @@ export interface BodySources {
 
 /**
  * The message body from `--body`, `--body-file` or stdin, refused past the size limit without
- * reading an oversized input into memory.
+ * reading an oversized input into memory. With `orNone`, none given and stdin a terminal is an
+ * empty body (a post whose title says it all), not a usage error.
  */
 export async function readBody(
   sources: BodySources,
   maxBytes = DEFAULT_MAX_BODY_BYTES,
+  orNone = false,
 ): Promise<string> {
   if (sources.body !== undefined && sources.bodyFile !== undefined) {
     throw new UsageError("give the body with --body or --body-file, not both");
@@ -27,7 +29,7 @@ export async function readBody(
     if (path === "-") return readStdin(maxBytes, true);
     return decodeBody(readBodyFile(path, maxBytes), `body file ${path}`);
   }
-  return readStdin(maxBytes, false);
+  return readStdin(maxBytes, false, orNone);
 }
 
 /** Read synchronously: a one-shot command has nothing else to do meanwhile (no thread pool). */
@@ -47,8 +49,9 @@ function readBodyFile(path: string, maxBytes: number): Buffer {
 }
 
 /** All of stdin; a terminal only when asked for by name (`--body-file -`). */
-async function readStdin(maxBytes: number, fromTerminal: boolean): Promise<string> {
+async function readStdin(maxBytes: number, fromTerminal: boolean, orNone = false): Promise<string> {
   const read = await readAllStdin(maxBytes, { terminal: fromTerminal });
+  if (!read && orNone) return "";
   if (!read) throw new UsageError("give the body with --body, --body-file FILE, or on stdin");
   if (read.over) throw tooLarge(0, maxBytes, true);
   return decodeBody(read.bytes, "the body on stdin");

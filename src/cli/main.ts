@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { registerCoreCommands } from "./commands/core.js";
 import { CliContext, type GlobalOptions } from "./context.js";
 import { EXIT } from "./exit-codes.js";
@@ -13,7 +13,12 @@ type Register = (program: Command, ctx: CliContext) => void;
  * run (or for help and unknown commands): start-up then evaluates the code of one group, not of
  * all of them.
  */
-const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register> }> = [
+const GROUPS: Array<{
+  commands: readonly string[];
+  load: () => Promise<Register>;
+  /** Its command needs every other group's too (it reads the whole command tree). */
+  needsAll?: true;
+}> = [
   {
     commands: ["serve", "send", "info"],
     load: async () => (await import("./commands/daemon.js")).registerDaemonCommands,
@@ -83,6 +88,11 @@ const GROUPS: Array<{ commands: readonly string[]; load: () => Promise<Register>
     load: async () => (await import("./commands/agent-run.js")).registerAgentRunCommands,
   },
   {
+    commands: ["completion"],
+    load: async () => (await import("./commands/completion.js")).registerCompletionCommand,
+    needsAll: true,
+  },
+  {
     commands: ["mcp", "setup", "doctor", "hook"],
     load: async () => (await import("./commands/mcp.js")).registerMcpCommands,
   },
@@ -115,7 +125,6 @@ export async function main(argv: string[]): Promise<number> {
       "Channels of markdown messages for agent sessions and people: post, read, wait without " +
         "spending tokens, claim tasks atomically. Compatible with the reference chat.py.",
     )
-    .version(VERSION, "-V, --version")
     .option(
       "--root <dir>",
       "root folder of the channels (default: $AGENT_CHAT_ROOT or ~/agent-chat)",
@@ -125,9 +134,10 @@ export async function main(argv: string[]): Promise<number> {
       "--max-body <bytes>",
       "largest body this command posts or reads (default: the channel's limit, 1 MiB unless set); at init, the channel's limit",
     )
-    .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
-    .configureOutput({ writeErr: (text) => process.stderr.write(text) })
+    // Set before any command is added: each command copies them. commander's own errors take
+    // the one-line form of every other error (README, "Exit codes").
+    .configureOutput({ writeErr: (text) => process.stderr.write(text), outputError: oneLine })
     .addHelpText(
       "after",
       "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
@@ -139,11 +149,13 @@ export async function main(argv: string[]): Promise<number> {
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
     );
   registerCoreCommands(program, ctx);
+  addVersion(program);
   const name = commandName(argv);
   const core = program.commands.some((c) => c.name() === name);
-  if (!core && !argv.includes("--version") && !argv.includes("-V")) {
+  if (!core && !VERSION_FLAGS.some((flag) => argv.includes(flag))) {
     const wanted = GROUPS.filter((g) => name !== undefined && g.commands.includes(name));
-    for (const group of wanted.length > 0 ? wanted : GROUPS) (await group.load())(program, ctx);
+    const all = wanted.length === 0 || wanted.some((g) => g.needsAll);
+    for (const group of all ? GROUPS : wanted) (await group.load())(program, ctx);
   }
 
   return runCommand(
@@ -152,6 +164,31 @@ export async function main(argv: string[]): Promise<number> {
     () => program.parseAsync(argv, { from: "user" }),
     (err) => (err instanceof CommanderError ? commanderExit(err, ctx, argv) : undefined),
   );
+}
+
+const VERSION_FLAGS = ["-v", "--version", "-V"];
+
+/** `-v`, `--version`, `-V` (commander's own, still taken) and the command `agent-chat version`. */
+function addVersion(program: Command): void {
+  const print = () => {
+    process.stdout.write(`${VERSION}\n`);
+  };
+  program.version(VERSION, "-v, --version", "print the version (also: agent-chat version)");
+  program.addOption(new Option("-V").hideHelp());
+  program.on("option:V", () => {
+    print();
+    throw new CommanderError(0, "commander.version", VERSION);
+  });
+  program
+    .command("version")
+    .description("print the version")
+    .addHelpText("after", "\nExample:\n  agent-chat version")
+    .action(print);
+}
+
+/** A commander error (`error: unknown option '--x'\n`) as `agent-chat: unknown option '--x' …`. */
+function oneLine(text: string, write: (text: string) => void): void {
+  write(`agent-chat: ${text.replace(/^error: /, "").trimEnd()} (run with --help for usage)\n`);
 }
 
 /** Commander has already printed the message on stderr; --json gets it on stdout too. */

@@ -94,10 +94,20 @@ export function isAgentChatError(err: unknown, code?: ErrorCode): err is AgentCh
   return err instanceof AgentChatError && (code === undefined || err.code === code);
 }
 
+/** What a person makes of the codes that mean "this machine cannot store it", not a bug of ours. */
+const IO_WORDS: Readonly<Record<string, string>> = {
+  EROFS: "the file system is read-only",
+  ENOSPC: "the disk is full",
+  EDQUOT: "the disk quota is used up",
+  EACCES: "permission denied",
+};
+
 /** Wraps a native error (ENOENT, EACCES, …) so that callers see one error type with a code. */
 export function wrapIoError(err: unknown, what: string): AgentChatError {
   if (err instanceof AgentChatError) return err;
   const sys = err as NodeJS.ErrnoException;
-  const detail = sys?.code ? `${sys.code}` : String((err as Error)?.message ?? err);
+  const words = sys?.code ? IO_WORDS[sys.code] : undefined;
+  const code = words ? `${words} (${sys.code})` : sys?.code;
+  const detail = code ?? String((err as Error)?.message ?? err);
   return new AgentChatError("IO_ERROR", `${what}: ${detail}`, { cause: err });
 }

@@ -28,8 +28,10 @@ export interface SearchHit {
   ts: string;
   status: string;
   title: string;
+  /** The title with the terms it matches between `⟦` and `⟧`. */
+  markedTitle: string;
   replyTo?: number;
-  /** Some text around the first match, the matched words between `**`. */
+  /** Some of the body around the first match, the matched words between `⟦` and `⟧`. */
   snippet: string;
   /** The message was found in the channel's archive. */
   archived?: boolean;

@@ -45,9 +45,24 @@ describe("agent-chat search", () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n");
     expect(lines[0]).toMatch(/^plan#2 {2}\S+ {2}bob → alice {2}\[discussion\]$/);
-    expect(lines[2]).toBe("  **Postgres** ok");
+    expect(lines[1]).toBe("  ⟦Postgres⟧ ok");
+    expect(lines[2]).toBe("  ⟦Postgres⟧ ok");
     expect(lines[3]).toMatch(/^plan#1 /);
-    expect(lines[5]).toBe("  We use **Postgres**.");
+    expect(lines[5]).toBe("  We use ⟦Postgres⟧.");
+  });
+
+  it("marks the title's matches too, with marks no markdown uses", async () => {
+    await cli("post", "plan", "--from", "bob", "--title", "Zebra plan", "--body", "**bold** zebra");
+    const lines = (await cli("search", "zebra", "plan")).stdout.split("\n");
+    expect(lines.slice(1, 3)).toEqual(["  ⟦Zebra⟧ ⟦plan⟧", "  **bold** ⟦zebra⟧"]);
+    const json = JSON.parse((await cli("--json", "search", "zebra")).stdout);
+    expect(json.hits[0]).toMatchObject({ title: "Zebra plan", markedTitle: "⟦Zebra⟧ plan" });
+    // A match in the title only: the snippet is the body's start, unmarked.
+    await cli("post", "plan", "--from", "bob", "--title", "Quokka", "--body", "see title");
+    expect((await cli("search", "quokka")).stdout.split("\n").slice(1, 3)).toEqual([
+      "  ⟦Quokka⟧",
+      "  see title",
+    ]);
   });
 
   it("--json gives the hits with the total; filters and the limit apply", async () => {

@@ -1131,7 +1131,7 @@ export function storeConformance(
         const words = await store.search("postgres");
         expect(words.hits.map((h) => `${h.channel}#${h.seq}`)).toEqual(["plan#2", "plan#1"]);
         expect(words.hits[0]).toMatchObject({ from: "bob", title: "Re: schema", replyTo: 1 });
-        expect(words.hits[0]!.snippet).toContain("**Postgres**");
+        expect(words.hits[0]!.snippet).toContain("⟦Postgres⟧");
         // Time stamps have whole seconds: across channels, posts of one second come in any order.
         const prefix = await store.search("postgres*");
         expect(prefix.hits.filter((h) => h.channel === "plan").map((h) => h.seq)).toEqual([2, 1]);

@@ -2,8 +2,9 @@
 // namespace whatever the working folder, and `info`/`send` use the root's own server.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { connect } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
+import { ingestEnvelopes } from "../../src/store/nats/b00t.js";
+import { NatsStore } from "../../src/store/nats/nats-store.js";
 import { runCli } from "../helpers/cli.js";
 import { describeNats } from "../helpers/describe-nats.js";
 import { NatsServer } from "../helpers/nats-server.js";
@@ -125,25 +126,26 @@ describeNats("a NATS root with a real nats-server", (server) => {
     }
   });
 
-  it("send --transport nats publishes on the root's server, not on 127.0.0.1:4222", async () => {
+  it("send --transport nats goes to the root's server, not to 127.0.0.1:4222", async () => {
     const w = world();
-    const root = server().url("team-a");
-    const nc = await connect({ servers: `127.0.0.1:${server().port}` });
+    const root = server().url(`team-a-${process.pid}`);
+    const bridge = await NatsStore.open(root);
+    const ac = new AbortController();
+    const bridging = ingestEnvelopes(bridge, { signal: ac.signal });
     try {
-      const sub = nc.subscribe("chat.>", { max: 1 });
-      await nc.flush();
+      await bridge.nc.flush(); // the bridge's subscription is registered
       const args = ["send", "--transport", "nats", "--channel", "Mission Delta"];
       const r = await cliIn(w, w.dir, [...args, "--message", "deploying"], root);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toBe(
-        `published to chat.mission-delta on nats://127.0.0.1:${server().port}\n`,
+        `posted #1 to mission-delta in team-a-${process.pid} (bridged from chat.mission-delta on ` +
+          `nats://127.0.0.1:${server().port})\n`,
       );
-      for await (const msg of sub) {
-        expect(msg.subject).toBe("chat.mission-delta");
-        expect(msg.json()).toMatchObject({ channel: "Mission Delta", body: "deploying" });
-      }
+      expect(await bridge.peek("mission-delta", 5)).toMatchObject([{ body: "deploying" }]);
     } finally {
-      await nc.close();
+      ac.abort();
+      await bridging;
+      await bridge.close();
     }
   });
 });

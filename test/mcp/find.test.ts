@@ -17,7 +17,7 @@ describe("chat_read search and thread", () => {
     const found = await bob.call("chat_read", { search: "postgres" });
     expect(found.isError).toBe(false);
     expect(found.text).toMatch(
-      /^── review #2 · from bob · .*\nPostgres ok\n\*\*Postgres\*\* ok\n\n── review #1 /,
+      /^── review #2 · from bob · .*\n⟦Postgres⟧ ok\n⟦Postgres⟧ ok\n\n── review #1 /,
     );
     expect(found.text).not.toContain("secret"); // not bob's channel
     const read = await bob.call("chat_read", { channel: "review" });

@@ -90,7 +90,7 @@ describe("the stored search index", () => {
     expect(existsSync(indexFile())).toBe(true);
     const result = await firstSearch("zebra");
     expect(result.hits.map((h) => h.seq)).toEqual([60]);
-    expect(result.hits[0]!.snippet).toContain("**zebra**");
+    expect(result.hits[0]!.snippet).toContain("⟦zebra⟧");
     expect(reads.md).toBeLessThanOrEqual(2);
     // Many matches: the total from the index, only the shown ones read.
     const many = await open().search("cache", { channels: ["ch"], limit: 5 });

@@ -34,10 +34,19 @@ describe("web viewer: search box", () => {
     const where = await page.locator("#search-results .search-where").allTextContents();
     expect(where[0]).toBe("review #2 · bob");
     expect(await page.locator("#search-results li mark").first().textContent()).toBe("thread");
+    expect(await page.locator("#search-results").textContent()).not.toMatch(/[⟦⟧]/);
     await page.locator("#search-results li a").first().click();
     await expect.poll(() => page.locator("#m-2").getAttribute("class")).toContain("flash");
     expect(page.url()).toBe(`${view.url}#/review/2`);
     expect(await page.locator("#search-results").isHidden()).toBe(true);
+  });
+
+  it("marks the match in a hit's title too", async () => {
+    await page.fill("#search-input", "draft");
+    await page.press("#search-input", "Enter");
+    await page.waitForSelector("#search-results .search-title mark");
+    const titles = await page.locator("#search-results .search-title mark").allTextContents();
+    expect(titles).toContain("Draft");
   });
 
   it("shows a bad query's error and an empty result as text, never markup", async () => {

@@ -234,12 +234,14 @@ async function sendOverNats(
   envelope: B00tEnvelope,
 ): Promise<void> {
   const given = natsUrl ?? natsRootUrl(ctx) ?? (ctx.env.NATS_URL || DEFAULT_NATS_URL);
-  const { publishEnvelope } = await import("../../store/nats/index.js");
-  const { server, subject } = await publishEnvelope(given, envelope, ctx.natsOptions());
+  const { sendEnvelope } = await import("../../store/nats/index.js");
+  const { server, subject, posted } = await sendEnvelope(given, envelope, ctx.natsOptions());
   if (ctx.json) {
-    ctx.printJson({ transport: "nats", url: server, subject, channel: envelope.channel });
+    ctx.printJson({ transport: "nats", url: server, subject, channel: envelope.channel, posted });
   } else {
-    ctx.out(`published to ${subject} on ${server}\n`);
+    ctx.out(
+      `posted #${posted.seq} to ${posted.channel} in ${posted.namespace} (bridged from ${subject} on ${server})\n`,
+    );
   }
 }
 

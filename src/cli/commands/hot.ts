@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
-import type { Message } from "../../core/message.js";
+import { type Message, parseTo } from "../../core/message.js";
+import { isMember } from "../../core/meta.js";
 import { isUrlRoot } from "../../store/roots.js";
 import {
   DEFAULT_WAIT_TIMEOUT_MS,
@@ -8,6 +9,7 @@ import {
   type DeliveryState,
   type Receipts,
   SKEW_GRACE_MS,
+  type Store,
   type TaskInfo,
 } from "../../store/types.js";
 import { readBody } from "../body.js";
@@ -46,6 +48,7 @@ export const HOT_ACTIONS: Record<
     const body = await readBody(
       { body: text(opts.body), bodyFile: text(opts.bodyFile) },
       ctx.maxBodyBytes,
+      opts.title !== undefined,
     );
     const store = await ctx.openFor(from);
     const input: Parameters<typeof store.post>[1] = { from, body, status: text(opts.status)! };
@@ -53,6 +56,7 @@ export const HOT_ACTIONS: Record<
     if (opts.to !== undefined) input.to = text(opts.to)!;
     if (opts.reply !== undefined) input.replyTo = parsePositiveInt(text(opts.reply)!, "--reply");
     const result = await store.post(channel!, input);
+    if (opts.to !== undefined) await warnNonMembers(ctx, store, channel!, text(opts.to)!);
     const path = locate(store.location, channel!, result.file);
     if (!waitFor) {
       if (ctx.json) return ctx.printJson({ ...result, path });
@@ -114,9 +118,17 @@ export const HOT_ACTIONS: Record<
     const store = await ctx.openFor(as);
     // Told while parked (a file passed over), and kept for --json's answer.
     const early: string[] = [];
+    const timeoutMs = parseSeconds(text(opts.timeout)!, "--timeout");
+    // A person at a terminal sees why nothing happens; a pipe (an agent, a script) gets nothing.
+    if (process.stderr.isTTY) {
+      const limit = `up to ${formatDuration(timeoutMs)}`;
+      ctx.err(
+        `agent-chat: waiting for a message for ${as} in ${list.join(", ")} (${limit}; Ctrl-C stops)\n`,
+      );
+    }
     const result = await store.wait(list, {
       as,
-      timeoutMs: parseSeconds(text(opts.timeout)!, "--timeout"),
+      timeoutMs,
       intervalMs: Math.max(10, parseSeconds(text(opts.interval)!, "--interval")),
       signal: ctx.abort.signal,
       onWarning: (w) => {
@@ -270,4 +282,25 @@ export function leaseText(t: TaskInfo, now = Date.now()): string {
 /** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */
 export function locate(location: string, ...parts: string[]): string {
   return isUrlRoot(location) ? [location, ...parts].join("/") : join(location, ...parts);
+}
+
+/**
+ * Addressees of a post who are not members of its closed channel: the post lands (chat.py
+ * takes it too), but a misspelt or wrong name is likely, and no member reads it as theirs.
+ */
+async function warnNonMembers(
+  ctx: CliContext,
+  store: Store,
+  channel: string,
+  to: string,
+): Promise<void> {
+  const { broadcast, names } = parseTo(to);
+  if (broadcast) return;
+  const meta = await store.roster(channel).catch(() => undefined);
+  const strangers = meta ? names.filter((name) => !isMember(meta, name)) : [];
+  if (strangers.length === 0 || !meta) return;
+  const are = strangers.length === 1 ? "is not a member" : "are not members";
+  ctx.warn(
+    `${strangers.join(", ")} ${are} of ${channel} (${meta.members.join(", ")}); posted anyway`,
+  );
 }

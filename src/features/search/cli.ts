@@ -205,7 +205,7 @@ function printHits(ctx: CliContext, result: SearchResult): void {
     const to = hit.to === "all" ? "" : ` → ${hit.to}`;
     const where = hit.archived ? " (archived)" : "";
     ctx.out(`${hit.channel}#${hit.seq}  ${hit.ts}  ${hit.from}${to}  [${hit.status}]${where}\n`);
-    ctx.out(`  ${hit.title}\n  ${hit.snippet}\n`);
+    ctx.out(`  ${hit.markedTitle}\n  ${hit.snippet}\n`);
   }
   if (result.total > result.hits.length) {
     ctx.err(`(${result.hits.length} of ${result.total} matches; more with --limit)\n`);

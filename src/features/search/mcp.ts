@@ -31,7 +31,7 @@ export async function findText(
   const result = await store.search(query, { channels: args.channels, limit: 20 });
   if (result.hits.length === 0) return "No messages match.";
   const lines = result.hits.map(
-    (h) => `── ${h.channel} #${h.seq} · from ${h.from} · ${h.ts}\n${h.title}\n${h.snippet}`,
+    (h) => `── ${h.channel} #${h.seq} · from ${h.from} · ${h.ts}\n${h.markedTitle}\n${h.snippet}`,
   );
   const more =
     result.total > result.hits.length ? `\n\n(${result.total} matches; newest 20 shown)` : "";

@@ -151,18 +151,53 @@ export interface MatchedText {
 const BEFORE = 40;
 const AFTER = 100;
 
-/** Some text around the match, on one line, the match between `**`. */
+/**
+ * What a snippet and a marked title put around a match: brackets that text rarely holds, and
+ * that do not read as markdown (`**` did, and a body's own `**bold**` then looked like a match).
+ */
+export const MARK_OPEN = "⟦";
+export const MARK_CLOSE = "⟧";
+
+const flat = (s: string) => s.replace(/\s+/g, " ");
+
+/**
+ * Some of the body around the match, on one line, the match between {@link MARK_OPEN} and
+ * {@link MARK_CLOSE}; the body's start when the match is in the title only (marked there).
+ */
 export function snippet({ text, span, bodyStart }: MatchedText): string {
-  const from = Math.max(span.start >= bodyStart ? bodyStart : 0, span.start - BEFORE);
+  if (span.start < bodyStart) {
+    const body = flat(text.slice(bodyStart)).trim();
+    return body.length > BEFORE + AFTER ? `${body.slice(0, BEFORE + AFTER)}…` : body;
+  }
+  const from = Math.max(bodyStart, span.start - BEFORE);
   const to = Math.min(text.length, span.end + AFTER);
-  const flat = (s: string) => s.replace(/\s+/g, " ");
   return (
-    (from > 0 && from !== bodyStart ? "…" : "") +
+    (from !== bodyStart ? "…" : "") +
     flat(text.slice(from, span.start)).trimStart() +
-    `**${flat(text.slice(span.start, span.end))}**` +
+    `${MARK_OPEN}${flat(text.slice(span.start, span.end))}${MARK_CLOSE}` +
     flat(text.slice(span.end, to)).trimEnd() +
     (to < text.length ? "…" : "")
   );
+}
+
+/** The title with where each term matches in it marked, as the snippet marks its match. */
+export function markedTitle(terms: readonly Term[], title: string): string {
+  const lower = title.toLowerCase();
+  // Lower-casing changed the length (a few letters): offsets would not fit the title.
+  if (lower.length !== title.length) return title;
+  const tokens = tokenize(lower);
+  const spans = terms
+    .map((term) => findTerm(term, lower, () => tokens))
+    .filter((span): span is Span => span !== undefined)
+    .sort((a, b) => a.start - b.start);
+  let out = "";
+  let at = 0;
+  for (const { start, end } of spans) {
+    if (start < at) continue; // overlaps one already marked
+    out += `${title.slice(at, start)}${MARK_OPEN}${title.slice(start, end)}${MARK_CLOSE}`;
+    at = end;
+  }
+  return out + title.slice(at);
 }
 
 const UNITS: Record<string, number> = {

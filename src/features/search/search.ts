@@ -5,6 +5,7 @@ import type { SearchHit, SearchOptions, SearchResult } from "../../store/find-ty
 import { Postings } from "./postings.js";
 import {
   type MatchedText,
+  markedTitle,
   matchMessage,
   parseQuery,
   parseWhen,
@@ -268,10 +269,15 @@ async function confirm(entry: Found, filters: Filters): Promise<SearchHit | unde
   if (!message || (!entry.message && !passes(message, filters))) return undefined;
   const matched = matchMessage(filters.terms, message);
   if (!matched || (entry.holds && !entry.holds(message.seq))) return undefined;
-  return toHit(entry, message, matched);
+  return toHit(entry, message, matched, filters.terms);
 }
 
-function toHit(entry: Found, message: Message, matched: MatchedText): SearchHit {
+function toHit(
+  entry: Found,
+  message: Message,
+  matched: MatchedText,
+  terms: Filters["terms"],
+): SearchHit {
   const hit: SearchHit = {
     channel: message.channel,
     seq: message.seq,
@@ -280,6 +286,7 @@ function toHit(entry: Found, message: Message, matched: MatchedText): SearchHit 
     ts: message.ts,
     status: message.status,
     title: message.title,
+    markedTitle: markedTitle(terms, message.title),
     snippet: snippet(matched),
   };
   if (message.replyTo !== undefined) hit.replyTo = message.replyTo;

@@ -320,8 +320,26 @@ export abstract class BackendStore<F extends Feed = Feed> {
 
   async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {
     const meta = draftMeta(channel, options);
+    await this.refuseCaseClash(channel);
     await this.createChannel(channel, meta);
     return meta;
+  }
+
+  /**
+   * `Review` beside `review` would be one folder on macOS and Windows, where a clone of the
+   * root, or chat.py there, would mix the two channels' messages and cursors.
+   */
+  private async refuseCaseClash(channel: string): Promise<void> {
+    const lower = channel.toLowerCase();
+    const other = (await this.channelNames()).find(
+      (name) => name !== channel && name.toLowerCase() === lower,
+    );
+    if (other === undefined) return;
+    throw new AgentChatError(
+      "CHANNEL_EXISTS",
+      `channel ${channel} would clash with ${other}: names that differ only in case are one ` +
+        "folder on macOS and Windows; pick another name",
+    );
   }
 
   async roster(channel: string): Promise<ChannelMeta> {

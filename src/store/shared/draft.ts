@@ -68,13 +68,19 @@ function refuseUnreadable(input: PostInput): void {
   }
 }
 
+/** A post needs a body, or a title alone that says it all ("LGTM", status ack), as chat.py takes with `--body ''`. */
+function refuseEmpty(input: PostInput): void {
+  const titled = oneLine(input.title ?? "") !== "";
+  if (typeof input.body !== "string" || (input.body.trim() === "" && !titled)) {
+    throw new AgentChatError("INVALID_ARGUMENT", "message body is empty");
+  }
+}
+
 /** Validates a post before any backend touches its storage. */
 export function draftPost(channel: string, input: PostInput, maxBodyBytes: number): PostDraft {
   validateName("channel", channel);
   const from = validateName("agent", input.from);
-  if (typeof input.body !== "string" || input.body.trim() === "") {
-    throw new AgentChatError("INVALID_ARGUMENT", "message body is empty");
-  }
+  refuseEmpty(input);
   refuseUnreadable(input);
   const bytes = Buffer.byteLength(input.body);
   if (bytes > maxBodyBytes) {

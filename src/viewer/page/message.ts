@@ -76,7 +76,7 @@ function headerNode(m: MessageView, context: MessageContext): HTMLElement {
       { class: "route" },
       h("span", { class: "from" }, m.from),
       h("span", { class: "arrow", "aria-label": "to" }, " → "),
-      h("span", { class: "to" }, recipients(m.to)),
+      h("span", { class: "to", title: recipients(m.to) }, recipients(m.to)),
     ),
     h("span", { class: "badge status", "data-status": m.status.toLowerCase() }, m.status),
     trustBadge(m),

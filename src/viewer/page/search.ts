@@ -2,14 +2,14 @@ import { byId, h } from "./dom.js";
 
 /** What GET /api/search answers (the library's SearchResult, the fields the page shows). */
 interface SearchResult {
-  hits: Array<{ channel: string; seq: number; from: string; title: string; snippet: string }>;
+  hits: Array<{ channel: string; seq: number; from: string; markedTitle: string; snippet: string }>;
   total: number;
 }
 
 /**
  * The search box in the top bar: Enter asks the server (GET /api/search) and lists the newest
  * matches under it; each links to its message (#/<channel>/<seq>), which the page scrolls to.
- * Everything from a message is set as text; the snippet's `**` marks become <mark> elements.
+ * Everything from a message is set as text; the title's and snippet's ⟦marks⟧ become <mark>s.
  */
 export function initSearch(): void {
   const form = byId<HTMLFormElement>("search");
@@ -60,8 +60,8 @@ function render(result: SearchResult, results: HTMLElement): void {
         "a",
         { href: `#/${encodeURIComponent(hit.channel)}/${hit.seq}` },
         h("span", { class: "search-where" }, `${hit.channel} #${hit.seq} · ${hit.from}`),
-        h("span", { class: "search-title" }, hit.title),
-        marked(hit.snippet),
+        marked("search-title", hit.markedTitle),
+        marked("search-snippet", hit.snippet),
       ),
     ),
   );
@@ -71,12 +71,12 @@ function render(result: SearchResult, results: HTMLElement): void {
   else results.replaceChildren(list);
 }
 
-/** `a **b** c` as text with the `**` parts in <mark>. */
-function marked(snippet: string): HTMLElement {
-  const parts = snippet.split("**");
+/** `a ⟦b⟧ c` as text with the marked parts in <mark> (the search's MARK_OPEN, MARK_CLOSE). */
+function marked(className: string, text: string): HTMLElement {
+  const parts = text.split(/⟦([^⟧]*)⟧/);
   return h(
     "span",
-    { class: "search-snippet" },
+    { class: className },
     ...parts.map((part, i) => (i % 2 === 1 ? h("mark", {}, part) : part)),
   );
 }
