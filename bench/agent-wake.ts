@@ -14,6 +14,7 @@ import {
   claudeStandIn,
   codexStandIn,
   geminiStandIn,
+  piStandIn,
   qwenStandIn,
 } from "../test/agents/stand-in-config.js";
 import { startTerminal } from "../test/agents/terminal.js";
@@ -25,7 +26,8 @@ import { type BenchModule, type Row, stats } from "./lib.js";
  * time from the start of a post (in this process) to the stand-in's receipt of the idle
  * session's next model request, which carries the wake notice. Claude Code by its native
  * rewake hook (`setup claude-code --wake`, a stream-json session); Codex, Gemini CLI and Qwen
- * Code interactive in a tmux terminal under `agent-chat run`, their stop hooks marking turn ends.
+ * Code interactive in a tmux terminal under `agent-chat run`, their stop hooks marking turn ends;
+ * pi interactive in tmux, woken natively by the extension `setup pi --wake` writes.
  */
 
 const POLL_MS = 5;
@@ -176,6 +178,29 @@ const qwen = underRun(
   qwenStandIn,
 );
 
+/** pi interactive in tmux, woken natively: its extension parks `hook wait` after each turn. */
+const pi: Harness = {
+  name: "pi",
+  path: "native: the extension (setup pi --wake) parks `hook wait` and starts a turn; interactive in tmux",
+  async start(sandbox, stub) {
+    const env = piStandIn(sandbox, stub.url);
+    const setup = await sandbox.agentChat(["setup", "pi", "--as", "bob", "--write", "--wake"]);
+    if (setup.code !== 0) throw new Error(setup.stderr);
+    const term = startTerminal(sandbox, [toolBinary("pi"), "Say hi."], env);
+    const sessions = join(sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
+    const parked = () =>
+      existsSync(sessions) && readdirSync(sessions).some((name) => name.endsWith(".waiter"));
+    return {
+      async idle() {
+        await quiet(stub);
+        await until("the parked hook wait", parked);
+      },
+      screen: () => term.screen(),
+      close: () => term.close(),
+    };
+  },
+};
+
 /** `n` wakes of one harness after a warm-up one; milliseconds from post to the woken request. */
 async function wakes(harness: Harness, n: number): Promise<number[]> {
   const sandbox = makeSandbox("agent-chat-bench-wake-");
@@ -216,7 +241,7 @@ export const agentWakeBench: BenchModule = {
     const n = ctx.quick ? 5 : 10;
     const rows: Row[] = [];
     // One harness at a time: each is a heavy process tree on a shared machine.
-    for (const harness of [claude, codex, gemini, qwen]) {
+    for (const harness of [claude, codex, gemini, qwen, pi]) {
       // A harness that fails is a row that says so; the others are still measured.
       const measured = await wakes(harness, n).then(
         (samples) => ({ samples, error: undefined }),

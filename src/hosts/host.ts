@@ -122,7 +122,7 @@ export interface SetupFile {
 /** What a host's plan says; setup adds where the project is and the notes every host shares. */
 export interface HostPlan {
   files: SetupFile[];
-  /** The tool's own one-command way to add the server, when it has one. */
+  /** The tool's own one-command way to add the server; "" when it has none. */
   oneCommand: string;
   notes: string[];
   /** What the user must still do after `--write`, in order (its first run's questions). */

@@ -5,7 +5,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
-import { claudeStandIn, codexStandIn, geminiStandIn, qwenStandIn } from "./stand-in-config.js";
+import {
+  claudeStandIn,
+  codexStandIn,
+  geminiStandIn,
+  piStandIn,
+  qwenStandIn,
+} from "./stand-in-config.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
 import { stopCodexDaemon } from "./wake-command.js";
 
@@ -240,6 +246,30 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
           /Allow execution|Do you want to proceed|Apply this change|Waiting for user confirmation/,
       });
       expect(done).toMatch(/✓ chat_channels[\s\S]*✓ chat_post[\s\S]*✓ chat_read/);
+      await expectCallsRan(env);
+    },
+    FIRST_RUN_MS,
+  );
+
+  it(
+    skipName("pi: no question; the extension loads and the chat tools run unasked", reason),
+    async () => {
+      // The user's own model, as pi's docs/models.md adds one (models.json, settings.json).
+      const env = piStandIn(sandbox, stub.url);
+      const setup = await sandbox.agentChat(["setup", "pi", "--as", "alice", "--write"]);
+      expect(setup.code, setup.stderr).toBe(0);
+      const term = startTerminal(sandbox, [toolBinary("pi")], env);
+      terminal = term;
+      // pi lists the extension it loaded; it asks nothing (no trust, no approval, by design).
+      await term.waitFor(/\[Extensions\]\s+agent-chat\.js[\s\S]*stand-in/, {
+        refuse: /trust|Trust|Log ?in/,
+      });
+      await term.type(PROMPT, new RegExp(PROMPT));
+      const done = await term.press("Enter", new RegExp(`chat_read[\\s\\S]*${DONE}`), {
+        refuse: /Allow|Confirm/,
+      });
+      // The session's notice, shown as the message the extension added to the turn.
+      expect(done).toMatch(/\[agent-chat\]\s+1 unread agent-chat message for alice/);
       await expectCallsRan(env);
     },
     FIRST_RUN_MS,

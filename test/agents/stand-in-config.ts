@@ -96,3 +96,21 @@ export function claudeStandIn(
 export function qwenStandIn(_sandbox: Sandbox, url: string): Record<string, string> {
   return { OPENAI_API_KEY: "stand-in", OPENAI_BASE_URL: `${url}/v1`, OPENAI_MODEL: "stand-in" };
 }
+
+/**
+ * pi: the stand-in as a provider of the user's own in $PI_CODING_AGENT_DIR/models.json (an
+ * OpenAI Chat Completions API, as its docs/models.md adds a local model) and the default model
+ * in its settings.json, so `pi` starts on it with no flag; PI_OFFLINE keeps its update check
+ * and install ping off the network.
+ */
+export function piStandIn(sandbox: Sandbox, url: string): Record<string, string> {
+  const dir = join(sandbox.home, ".pi", "agent");
+  mkdirSync(dir, { recursive: true });
+  const model = { id: "stand-in", reasoning: false, input: ["text"] };
+  const provider = { baseUrl: `${url}/v1`, api: "openai-completions", apiKey: "stand-in" };
+  const providers = { "stand-in": { ...provider, models: [model] } };
+  writeFileSync(join(dir, "models.json"), JSON.stringify({ providers }));
+  const settings = { defaultProvider: "stand-in", defaultModel: "stand-in" };
+  writeFileSync(join(dir, "settings.json"), JSON.stringify(settings));
+  return { PI_OFFLINE: "1" };
+}

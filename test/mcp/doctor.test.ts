@@ -51,7 +51,7 @@ describe("agent-chat doctor", () => {
     const r = await cli(["doctor", "--as", "alice"]);
     expect(r.code).toBe(1);
     const l = lines(r.stdout);
-    for (const tool of ["claude-code", "codex", "gemini", "qwen"]) {
+    for (const tool of ["claude-code", "codex", "gemini", "qwen", "pi"]) {
       expect(l[tool]).toBe(
         `warn  ${tool}: not set up (run: agent-chat setup ${tool} --as alice --write)`,
       );
@@ -317,6 +317,7 @@ describe("agent-chat doctor", () => {
       "codex",
       "gemini",
       "qwen",
+      "pi",
       "claude-code wake",
       "server",
       "hook",
@@ -419,6 +420,31 @@ describe("agent-chat doctor", () => {
     expect(qwen.code, qwen.stdout).toBe(0);
     expect(wakeLine(qwen.stdout, "qwen")).toBe(
       "ok    qwen wake: the agent-chat run wrapper, when started as `agent-chat run --as NAME -- qwen` (idle when its Stop hook ends a turn)",
+    );
+    await cli(["setup", "pi", "--as", "alice", "--write"]);
+    const piPlain = await cli(["doctor", "--as", "alice", "--tool", "pi"]);
+    expect(wakeLine(piPlain.stdout, "pi")).toContain("none: setup pi --wake adds the wake");
+    await cli(["setup", "pi", "--as", "alice", "--write", "--wake"]);
+    const pi = await cli(["doctor", "--as", "alice", "--tool", "pi"]);
+    expect(pi.code, pi.stdout).toBe(0);
+    expect(wakeLine(pi.stdout, "pi")).toBe(
+      "ok    pi wake: native: the extension parks hook wait after each turn and starts a turn with its notice",
+    );
+  });
+
+  it("pi: ok once set up; warns when the extension that gives pi the chat is gone", async () => {
+    mkdirSync(root);
+    expect((await cli(["setup", "pi", "--as", "alice", "--write"])).code).toBe(0);
+    const agentDir = join(home, ".pi", "agent");
+    const good = await cli(["doctor", "--as", "alice", "--tool", "pi"]);
+    expect(good.code, good.stdout).toBe(0);
+    expect(lines(good.stdout).pi).toBe(
+      `ok    pi: server in ${join(agentDir, "agent-chat.json")}, hooks in ${join(agentDir, "agent-chat.json")}`,
+    );
+    rmSync(join(agentDir, "extensions", "agent-chat.js"));
+    const gone = await cli(["doctor", "--as", "alice", "--tool", "pi"]);
+    expect(lines(gone.stdout).pi).toMatch(
+      /^warn {2}pi: .*pi does not load agent-chat: .*extensions\/agent-chat\.js is missing \(run: agent-chat setup pi --as alice --write\)$/,
     );
   });
 

@@ -47,7 +47,7 @@ describe("agent-chat hook", () => {
     await post("review", "bob", "bob's own message does not count for bob");
     await post("ops", "alice", "bob is not a member of ops");
     const runs = ["session-start", "prompt", "stop"].flatMap((event) =>
-      ["claude", "codex", "gemini", "qwen"].map(async (format) => {
+      ["claude", "codex", "gemini", "qwen", "pi"].map(async (format) => {
         const r = await hook([event, "--as", "bob", "--format", format], claudeSession);
         expect(r, `${event} ${format}`).toMatchObject({ code: 0, stdout: "", stderr: "" });
       }),
@@ -169,6 +169,18 @@ describe("agent-chat hook", () => {
       hook_event_name: "Stop",
     });
     expect(JSON.parse(stop.stdout)).toMatchObject({ decision: "block" });
+  });
+
+  it("pi (through the extension setup writes) gets plain context at the prompt and JSON at stop", async () => {
+    await post("review", "alice", "hello");
+    const prompt = await hook(["prompt", "--as", "bob", "--format", "pi"], {
+      hook_event_name: "UserPromptSubmit",
+    });
+    expect(prompt.stdout).toMatch(/^1 unread agent-chat message for bob \(review: 1\)\. Read them/);
+    const stop = await hook(["stop", "--as", "bob", "--format", "pi"], { hook_event_name: "Stop" });
+    expect(JSON.parse(stop.stdout)).toMatchObject({
+      systemMessage: expect.stringContaining("1 unread"),
+    });
   });
 
   it("tolerates missing or invalid stdin and a missing root; exits 0 even when misconfigured", async () => {

@@ -22,6 +22,7 @@ let project: string;
 let codexHome: string;
 let geminiHome: string;
 let qwenHome: string;
+let piDir: string;
 
 beforeEach(() => {
   ({ dir, cleanup } = tempDir("agent-chat-setup-"));
@@ -30,13 +31,19 @@ beforeEach(() => {
   codexHome = join(dir, "home", ".codex");
   geminiHome = join(dir, "home");
   qwenHome = join(dir, "home", ".qwen");
+  piDir = join(dir, "home", ".pi", "agent");
   mkdirSync(project, { recursive: true });
 });
 afterEach(() => cleanup());
 
 function setup(args: string[]) {
   return runCli(["--root", root, "setup", ...args], {
-    env: { CODEX_HOME: codexHome, GEMINI_CLI_HOME: geminiHome, QWEN_HOME: qwenHome },
+    env: {
+      CODEX_HOME: codexHome,
+      GEMINI_CLI_HOME: geminiHome,
+      QWEN_HOME: qwenHome,
+      PI_CODING_AGENT_DIR: piDir,
+    },
   });
 }
 
@@ -362,6 +369,51 @@ describe("agent-chat setup", () => {
     // Again: nothing changes.
     const again = await setup(["qwen", "--as", "alice", "--dir", project, "--write"]);
     expect(again.stdout).toContain(`unchanged ${settings}`);
+  });
+
+  it("pi: the server and hooks go in agent-chat.json of the user's pi folder, with the extension that reads it", async () => {
+    const config = join(piDir, "agent-chat.json");
+    const extension = join(piDir, "extensions", "agent-chat.js");
+    // Without --write: what would be written, and no one command (pi has none for a server).
+    const shown = await setup(["pi", "--as", "alice", "--dir", project]);
+    expect(shown.stdout).toContain(`# ${config}`);
+    expect(shown.stdout).not.toContain("one command");
+    const r = await setup(["pi", "--as", "alice", "--dir", project, "--write"]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = readJson(config);
+    expect(doc.mcpServers["agent-chat"]).toEqual({
+      command: "agent-chat",
+      args: ["mcp", "--as", "alice"],
+      env: { AGENT_CHAT_ROOT: root, AGENT_CHAT_HARNESS: "pi" },
+    });
+    expect(Object.keys(doc.hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
+    expect(doc.hooks.Stop).toEqual([
+      {
+        hooks: [
+          {
+            type: "command",
+            command: `agent-chat --root '${root}' hook stop --as alice --format pi`,
+            timeout: 10,
+          },
+        ],
+      },
+    ]);
+    // The extension names no one: it reads the file above.
+    const code = readFileSync(extension, "utf8");
+    expect(code).toContain(`const CONFIG = ${JSON.stringify(config)};`);
+    expect(code).not.toContain("alice");
+    // --wake: the Stop hook the extension parks in the background; --no-wake takes it out.
+    await setup(["pi", "--as", "alice", "--dir", project, "--write", "--wake"]);
+    expect(readJson(config).hooks.Stop[1].hooks[0]).toEqual({
+      type: "command",
+      command: `agent-chat --root '${root}' hook wait --as alice`,
+      asyncRewake: true,
+    });
+    await setup(["pi", "--as", "alice", "--dir", project, "--write", "--no-wake"]);
+    expect(readJson(config).hooks.Stop).toHaveLength(1);
+    const again = await setup(["pi", "--as", "alice", "--dir", project, "--write"]);
+    expect(again.stdout).toContain(`unchanged ${config}`);
+    expect(again.stdout).toContain(`unchanged ${extension}`);
   });
 
   it("gemini: the server and hooks go in the user's settings; --trust trusts the folder", async () => {

@@ -224,7 +224,9 @@ function printPlan(ctx: CliContext, plan: SetupPlan): void {
   for (const file of plan.files) {
     if (file.snippet !== "") ctx.out(`# ${file.path}\n${file.snippet}\n`);
   }
-  ctx.out(`# or add the server in one command:\n${plan.oneCommand}\n\n`);
+  if (plan.oneCommand !== "") {
+    ctx.out(`# or add the server in one command:\n${plan.oneCommand}\n\n`);
+  }
   for (const note of plan.notes) ctx.out(`# ${note}\n`);
   ctx.out("# --write merges this into the files above.\n");
 }
