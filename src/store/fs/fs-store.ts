@@ -755,8 +755,8 @@ export class FsStore extends FeatureStore<FolderFeed> {
     let versions = states.map((s) => s.index.version);
     let stalled = false;
     const timer = setInterval(() => {
-      // A poster of ours killed holding the lock is cleared long before chat.py, which spins
-      // on our link once it judges it stale, could meet it.
+      // A poster of ours killed holding the lock is cleared at once, sparing a chat.py that
+      // posts meanwhile the 30 s it would wait before taking the lock over itself.
       for (const state of states) clearDeadOwnerLock(state.dir);
       Promise.all(states.map((state) => state.index.rescanIfChanged().catch(() => {}))).then(() => {
         if (stalled || states.some((state, i) => state.index.version !== versions[i])) kick();
