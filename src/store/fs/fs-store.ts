@@ -104,10 +104,12 @@ import {
   type LockRecord,
   leasePattern,
   lockInfo,
+  markRecorded,
   recoverPendingPathLock,
   referenceLocks,
   refuseWhilePending,
   syncReferenceLocks,
+  withoutEndedByReference,
   withPathLocksMutex,
 } from "./reference07/index.js";
 
@@ -1028,7 +1030,9 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const state = this.state(channel);
     this.assertChannelDir(state);
     const text = this.readPathLeaseText(state.dir);
-    return { doc: parsePathLeases(text), version: text ?? "" };
+    const doc = parsePathLeases(text);
+    doc.leases = withoutEndedByReference(state.dir, doc.leases);
+    return { doc, version: text ?? "" };
   }
 
   protected async swapPathLeases(
@@ -1039,8 +1043,9 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const dir = this.state(channel).dir;
     if ((this.readPathLeaseText(dir) ?? "") !== current.version) return false;
     try {
-      await replaceFile(dir, PATH_LEASES_FILE, formatPathLeases(doc));
-      await syncReferenceLocks(dir, channel, doc.leases, this.now());
+      const leases = markRecorded(doc.leases);
+      await replaceFile(dir, PATH_LEASES_FILE, formatPathLeases({ ...doc, leases }));
+      await syncReferenceLocks(dir, channel, leases, this.now());
       return true;
     } catch (err) {
       throw wrapIoError(err, `cannot write the path leases of ${channel}`);

@@ -70,7 +70,7 @@ export async function changeReferenceLock(
   change: LockChange,
 ): Promise<{ before: LockRecord; after: LockRecord }> {
   refuseWhilePending(host.dir, host.channel);
-  const { text, record } = readLock(host.dir, lockId);
+  const { text, record } = readLock(host.dir, lockId, change.op === "recover");
   if (change.op === "unlock") {
     if (!isLeaseOwner(record.owner, change.agent)) {
       throw new AgentChatError(
@@ -98,11 +98,19 @@ export async function changeReferenceLock(
   return { before: record, after };
 }
 
-/** The record chat.py made (one of ours is changed as a lease, never here). */
-function readLock(dir: string, lockId: string): { text: string; record: LockRecord } {
+/**
+ * The record chat.py made; or, to recover, the one we keep for a lease of ours, which is then
+ * taken over as chat.py takes over any record (id kept), so that chat.py sees one lock change
+ * hands, and the expired lease ends with it. One of ours is released as a lease, never here.
+ */
+function readLock(
+  dir: string,
+  lockId: string,
+  ofOursToo: boolean,
+): { text: string; record: LockRecord } {
   const path = join(dir, LOCKS_DIR, `${lockId}.json`);
   const record = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(lockId) ? parseRecord(path) : undefined;
-  if (!record || record.lock_id !== lockId || isMirror(record)) {
+  if (!record || record.lock_id !== lockId || (isMirror(record) && !ofOursToo)) {
     throw new AgentChatError(
       "NOT_FOUND",
       `PATH_LOCK_NOT_FOUND: lock record does not exist: ${lockId}`,
