@@ -21,7 +21,7 @@ import {
   parseRecord,
 } from "./path-locks.js";
 import { sortedJson } from "./records.js";
-import { isLeaseOwner } from "./update.js";
+import { isLeaseOwner, ownerName } from "./update.js";
 
 /**
  * chat.py 0.7's own path locks changed as chat.py changes them (`unlock`, `recover`), for a
@@ -133,7 +133,7 @@ async function recovered(
       `PATH_LOCK_NOT_STALE: lock ${previous.lock_id} of ${previous.owner} is live until ${previous.expires_at}`,
     );
   }
-  const owner = identity(change.agent);
+  const owner = ownerName(change.agent);
   const conflicts = await host.conflicts(previous, owner);
   if (conflicts.length > 0) {
     throw new AgentChatError(
