@@ -3,11 +3,13 @@ import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { isUrlRoot } from "../../store/roots.js";
 import {
+  type ChannelInfo,
   DEFAULT_WAIT_TIMEOUT_MS,
   DELIVERY_STATES,
   type DeliveryState,
   type Receipts,
   SKEW_GRACE_MS,
+  type Store,
   type TaskInfo,
 } from "../../store/types.js";
 import { readBody } from "../body.js";
@@ -137,7 +139,13 @@ export const HOT_ACTIONS: Record<
 
   async peek(ctx, [channel], opts) {
     const store = await ctx.open();
-    const count = parsePositiveInt(text(opts.count)!, "-n");
+    // chat.py's `peek -n 0` shows nothing (and still requires the channel).
+    const count = text(opts.count) === "0" ? 0 : parsePositiveInt(text(opts.count)!, "-n");
+    if (count === 0) {
+      await store.roster(channel!);
+      if (ctx.json) ctx.printJson({ channel, messages: [] });
+      return;
+    }
     const messages = await store.peek(channel!, count, { archived: opts.archived === true });
     if (ctx.json) return ctx.printJson({ channel, messages: await messagesJson(messages) });
     printMessages(ctx, messages, "(no messages)");
@@ -153,10 +161,7 @@ export const HOT_ACTIONS: Record<
       ctx.err(`no channels in ${store.location} (create one with: agent-chat init NAME)\n`);
       return;
     }
-    for (const ch of list) {
-      const members = ch.members.length > 0 ? ch.members.join(",") : "(open)";
-      ctx.out(`${ch.name}\t#${ch.lastSeq}\t${members}\t${ch.topic}\n`);
-    }
+    ctx.out(await channelsTable(store, list));
   },
 
   async tasks(ctx, [channel]) {
@@ -270,4 +275,34 @@ export function leaseText(t: TaskInfo, now = Date.now()): string {
 /** Where something lives, for messages: a path under a folder root, or a URL under a NATS root. */
 export function locate(location: string, ...parts: string[]): string {
   return isUrlRoot(location) ? [location, ...parts].join("/") : join(location, ...parts);
+}
+
+/** chat.py's width for a member list or a title in `channels`, cut to 37 and `...` beyond it. */
+const CHANNELS_TEXT_WIDTH = 40;
+
+/**
+ * `channels` as chat.py prints it, which scripts written for it parse: a header, then per
+ * channel its name, message count and members, and a `last: #N from: title` line (`-` when
+ * empty). The count is the highest number where a backend does not know it at no cost.
+ */
+async function channelsTable(store: Store, list: readonly ChannelInfo[]): Promise<string> {
+  const width = Math.max("CHANNEL".length, ...list.map((ch) => ch.name.length));
+  let out = `${"CHANNEL".padEnd(width)}  MSGS  MEMBERS / LAST\n`;
+  for (const ch of list) {
+    const members = cut(ch.members.join(", ") || "(open)");
+    const count = String(ch.messages ?? ch.lastSeq).padStart(4);
+    out += `${ch.name.padEnd(width)}  ${count}  ${members}\n`;
+    out += `${" ".repeat(width)}        last: ${await lastLine(store, ch)}\n`;
+  }
+  return out;
+}
+
+async function lastLine(store: Store, ch: ChannelInfo): Promise<string> {
+  if (ch.lastSeq === 0) return "-";
+  const [last] = await store.peek(ch.name, 1);
+  return last ? `#${last.seq} ${last.from}: ${cut(last.title)}` : "-";
+}
+
+function cut(text: string): string {
+  return text.length > CHANNELS_TEXT_WIDTH ? `${text.slice(0, CHANNELS_TEXT_WIDTH - 3)}...` : text;
 }

@@ -299,6 +299,12 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return state.index.maxSeq();
   }
 
+  protected override async messageCount(channel: string): Promise<number> {
+    const state = this.state(channel);
+    await state.index.sync();
+    return state.index.after(0).reduce((n, [, names]) => n + names.length, 0);
+  }
+
   protected async readMeta(channel: string): Promise<ChannelMeta> {
     const dir = join(this.location, channel);
     let text: string;
