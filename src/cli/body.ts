@@ -38,13 +38,13 @@ function readBodyFile(path: string, maxBytes: number): Buffer {
   try {
     size = statSync(path).size;
   } catch (err) {
-    throw wrapIoError(err, `cannot read body file ${path}`);
+    throw wrapIoError(err, `could not read body file ${path}`);
   }
   if (size > maxBytes) throw tooLarge(size, maxBytes);
   try {
     return readFileSync(path);
   } catch (err) {
-    throw wrapIoError(err, `cannot read body file ${path}`);
+    throw wrapIoError(err, `could not read body file ${path}`);
   }
 }
 

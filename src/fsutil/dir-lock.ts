@@ -1,11 +1,11 @@
 import {
   lstatSync,
   mkdirSync,
+  readdirSync,
   readlinkSync,
   renameSync,
   rmdirSync,
   symlinkSync,
-  unlinkSync,
 } from "node:fs";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
@@ -18,23 +18,29 @@ import { entryKind, removeFileEntry, removeOwnDir, uniqueHex } from "./root-file
  * mkdir fails while ours exists. The daemon's socket folder and a K-folder are locked the same
  * way, so one tested lock (crash-safe, never following a planted link) serves all three.
  *
- * Ours is a symbolic link whose target names the owner, `.seq.lock.owner.<pid>.<token>.<host>`:
- * creating a symlink is one atomic step that fails when the name exists, so our lock is never
- * seen without its owner, even when its poster is killed between two system calls (a directory
- * with an owner file inside took two, and a poster killed between them left a lock nobody could
- * tell from a live `chat.py`'s, which only the 30 s rule cleared). The target is a real, empty
- * directory made just before, so that a reference which stats the lock finds a fresh directory.
+ * Ours is what chat.py's is, an empty directory made with mkdir, so that chat.py can take over a
+ * lock of ours whose poster was killed: after 30 s it removes it with rmdir, which fails on
+ * anything but an empty directory (on a link or a folder with a file inside it would spin
+ * forever). The owner is written beside the lock, as the link `.seq.lock.by.<inode>.<mtime>`
+ * naming `.seq.lock.owner.<pid>.<token>.<host>`: named after the lock instance, it is found
+ * with one readlink and can never be taken for the owner of a later lock.
+ *
+ * A poster killed between the mkdir and that link must not leave a lock only the 30 s rule
+ * clears, so every poster first makes its owner directory `.seq.lock.owner.<pid>.<token>.<host>`
+ * (kept until it has released), and makes the lock with the sticky bit, which chat.py's never
+ * has: a sticky lock without an owner link was made by one of the posters whose owner
+ * directories stand beside it, so when all of them are dead processes on this host, it is stale.
  *
  * A lock whose owner is a dead process on this host is stale at once; any other lock (another
  * host's, or the reference's owner-less directory) only after {@link STALE_MS}. Stealing is
- * race-free: a stealer must first create `steal/` inside the very lock instance it judged stale
- * (only one mkdir can win), and then checks that the instance is still the one it judged.
+ * race-free: a stealer must first create a marker named after the very lock instance it judged
+ * stale (only one mkdir can win), and then checks that the instance is still the one it judged.
  *
  * The root is untrusted (docs/design.md §10): a `_seq.lock` may be a link planted to point anywhere,
- * a file, a FIFO. Only a link whose target is one of our owner names (no separator) and leads
- * to a real directory is ours; only a real directory is the reference's. Anything else is
- * foreign: judged by its own age, marked for stealing by a sibling named after its inode, and
- * removed as the entry it is (unlink), never through it and never recursively.
+ * a file, a FIFO. Only a real directory is a lock (ours when its owner link names it, else the
+ * reference's), and a link to one of our owner directories is an earlier version's lock. Anything
+ * else is foreign: judged by its own age, marked for stealing by a sibling named after its inode,
+ * and removed as the entry it is (unlink), never through it and never recursively.
  *
  * The calls are synchronous on purpose: each is a few microseconds, and not returning to the
  * event loop between them keeps the lock held as briefly as possible when many processes post.
@@ -45,6 +51,8 @@ const LOCK_TIMEOUT_MS = 10_000;
 /** Every name the lock leaves beside itself starts so (the store cleans up after the dead). */
 export const LOCK_LEFTOVER_PREFIX = ".seq.lock.";
 const OWNER_PREFIX = `${LOCK_LEFTOVER_PREFIX}owner.`;
+/** The link beside a lock instance that names its owner: `<prefix><inode>.<mtime in ns>`. */
+const RECORD_PREFIX = `${LOCK_LEFTOVER_PREFIX}by.`;
 /** Locks being stolen are renamed to these dot-names before they are removed. */
 const STALE_PREFIX = `${LOCK_LEFTOVER_PREFIX}stale-`;
 /** A stealer's marker, beside the lock and named after the lock instance's inode. */
@@ -53,6 +61,9 @@ const STEAL_PREFIX = `${LOCK_LEFTOVER_PREFIX}steal-`;
 const LEGACY_STEAL_DIR = "steal";
 /** What our owner names look like: `<prefix><pid>.<hex token>.<host>`, never a path. */
 const OWNER_NAME = /^\.seq\.lock\.owner\.(\d+)\.([A-Za-z0-9]+)\.([A-Za-z0-9_.-]+)$/;
+/** Ours are made sticky (chat.py's never are): see {@link makerGone}. */
+const OUR_LOCK_MODE = 0o1755;
+const STICKY = 0o1000;
 const INSPECT_EVERY_MS = 100;
 /** How far in the future a lock's time may be before it counts as stale. */
 const FUTURE_SLACK_MS = 60_000;
@@ -91,12 +102,16 @@ export async function acquireDirLock(
   const backOff = backOffPauses(options.pause ?? sleep);
   let nextInspection = 0;
   for (;;) {
-    if (tryTake(lockPath, ownerName, ownerDir)) {
+    const stamp = tryTake(lockPath, ownerName);
+    if (stamp) {
       const acquiredAt = Date.now();
-      return () => releaseLock(lockPath, ownerName, ownerDir, Date.now() - acquiredAt < staleMs);
+      return () => {
+        releaseLock(lockPath, stamp, Date.now() - acquiredAt < staleMs);
+        removeOwnerDir(ownerDir);
+      };
     }
     // Whether the holder is stale changes slowly: look at most every INSPECT_EVERY_MS, so that
-    // many waiters woken by one release each cost a single symlink, not three calls.
+    // many waiters woken by one release each cost a single mkdir, not three calls.
     const now = Date.now();
     if (now < nextInspection && now < deadline) {
       await backOff();
@@ -104,7 +119,7 @@ export async function acquireDirLock(
     }
     nextInspection = now + INSPECT_EVERY_MS;
     const seen = inspectLock(lockPath);
-    if (seen && isStale(seen, staleMs) && steal(lockPath, seen)) continue;
+    if (seen && isStale(channelDir, seen, staleMs, ownerName) && steal(lockPath, seen)) continue;
     if (Date.now() >= deadline) {
       removeOwnerDir(ownerDir);
       throw lockTimeout(lockPath, seen, timeoutMs);
@@ -148,54 +163,77 @@ function makeOwnerDir(ownerDir: string, channelDir: string): void {
   }
 }
 
-/** Points the lock at our owner directory; false when someone else holds it. */
-function tryTake(lockPath: string, ownerName: string, ownerDir: string): boolean {
-  try {
-    symlinkSync(ownerName, lockPath);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
-    removeOwnerDir(ownerDir);
-    throw wrapIoError(err, `cannot take ${lockPath}`);
-  }
-}
-
-/**
- * Held for less than the stale rule by a live process, the lock is still ours and is released
- * in one step, by removing the link. Held longer, another host may have taken it over, so only
- * a lock that still names us is removed.
- */
-function releaseLock(
-  lockPath: string,
-  ownerName: string,
-  ownerDir: string,
-  surelyOurs: boolean,
-): void {
-  if (surelyOurs || readTarget(lockPath) === ownerName) {
-    try {
-      unlinkSync(lockPath);
-    } catch {
-      // Already gone (taken over as stale).
-    }
-  }
-  removeOwnerDir(ownerDir);
-}
-
 function removeOwnerDir(ownerDir: string): void {
   // An earlier version's stealer may have left its marker inside; nothing else ever is.
   removeOwnDir(ownerDir, [LEGACY_STEAL_DIR]);
 }
 
+/**
+ * Makes the lock directory and writes its owner beside it; the lock instance's stamp, or
+ * undefined when someone else holds it.
+ */
+function tryTake(lockPath: string, ownerName: string): string | undefined {
+  try {
+    mkdirSync(lockPath, OUR_LOCK_MODE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return undefined;
+    throw wrapIoError(err, `cannot take ${lockPath}`);
+  }
+  const stamp = stampOf(lockPath)!;
+  writeOwnerRecord(recordPath(lockPath, stamp), ownerName);
+  return stamp;
+}
+
+/**
+ * A record of the same name is one an earlier lock instance left when its poster died between
+ * the two steps of a release, and whose inode and time this new instance happens to share: it
+ * names a dead owner, so it is replaced, lest our live lock be judged his and stolen.
+ */
+function writeOwnerRecord(record: string, ownerName: string): void {
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      symlinkSync(ownerName, record);
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") return; // judged as chat.py's
+      removeFileEntry(record);
+    }
+  }
+}
+
+/** What tells one lock instance from any other: its inode and modification time. */
+function stampOf(lockPath: string): string | undefined {
+  const st = lstatSync(lockPath, { throwIfNoEntry: false, bigint: true });
+  return st ? `${st.ino}.${st.mtimeNs}` : undefined;
+}
+
+function recordPath(lockPath: string, stamp: string): string {
+  return join(dirname(lockPath), `${RECORD_PREFIX}${stamp}`);
+}
+
+/**
+ * Held for less than the stale rule by a live process, the lock is still ours and is released
+ * at once. Held longer, another poster may have taken it over, so only a lock that is still our
+ * instance is removed. The lock goes first: a poster killed between the two steps leaves a
+ * record that names no lock, not a lock without its owner.
+ */
+function releaseLock(lockPath: string, stamp: string, surelyOurs: boolean): void {
+  if (surelyOurs || stampOf(lockPath) === stamp) removeOwnDir(lockPath, [LEGACY_STEAL_DIR]);
+  removeFileEntry(recordPath(lockPath, stamp));
+}
+
 interface SeenLock {
-  ino: number;
-  /** With the inode, what tells this instance from a successor that reused its inode number. */
-  mtimeMs: number;
+  ino: bigint;
+  /** The inode and modification time: what tells this instance from a successor. */
+  stamp: string;
   ageMs: number;
   /**
-   * `ours`: a link to one of our owner directories; `reference`: chat.py's real directory;
+   * `ours`: a directory whose owner record names it, or an earlier version's link to one of our
+   * owner directories; `unbound`: our sticky directory whose owner record is not written (yet,
+   * or ever: its poster was killed in between); `reference`: chat.py's (owner-less) directory;
    * `foreign`: anything else (a link elsewhere, a file, a FIFO), planted or corrupt.
    */
-  kind: "ours" | "reference" | "foreign";
+  kind: "ours" | "unbound" | "reference" | "foreign";
   /** The link's target, for a link. */
   target?: string;
   owner?: LockOwner;
@@ -203,10 +241,15 @@ interface SeenLock {
 
 /** A held lock's identity; undefined when it vanished meanwhile. */
 function inspectLock(lockPath: string): SeenLock | undefined {
-  const st = lstatSync(lockPath, { throwIfNoEntry: false });
+  const st = lstatSync(lockPath, { throwIfNoEntry: false, bigint: true });
   if (!st) return undefined;
-  const id = { ino: st.ino, mtimeMs: st.mtimeMs, ageMs: Date.now() - st.mtimeMs };
-  if (st.isDirectory()) return { ...id, kind: "reference" };
+  const ageMs = Date.now() - Number(st.mtimeNs / 1_000_000n);
+  const id = { ino: st.ino, stamp: `${st.ino}.${st.mtimeNs}`, ageMs };
+  if (st.isDirectory()) {
+    const owner = parseOwner(readTarget(recordPath(lockPath, id.stamp)));
+    if (owner) return { ...id, kind: "ours", owner };
+    return { ...id, kind: (Number(st.mode) & STICKY) !== 0 ? "unbound" : "reference" };
+  }
   if (!st.isSymbolicLink()) return { ...id, kind: "foreign" };
   const target = readTarget(lockPath);
   if (target === undefined) return undefined;
@@ -216,26 +259,47 @@ function inspectLock(lockPath: string): SeenLock | undefined {
   return { ...id, kind: "foreign", target };
 }
 
-function readTarget(lockPath: string): string | undefined {
+function readTarget(linkPath: string): string | undefined {
   try {
-    return readlinkSync(lockPath);
+    return readlinkSync(linkPath);
   } catch {
     return undefined;
   }
 }
 
 /** The owner named by our lock's target; undefined for anything else (judged by its age). */
-function parseOwner(target: string): LockOwner | undefined {
-  const m = OWNER_NAME.exec(target);
+function parseOwner(target: string | undefined): LockOwner | undefined {
+  const m = OWNER_NAME.exec(target ?? "");
   if (!m) return undefined;
   const pid = Number(m[1]);
   return Number.isSafeInteger(pid) ? { pid, token: m[2]!, host: m[3]! } : undefined;
 }
 
-function isStale(seen: SeenLock, staleMs: number): boolean {
+/** `ownerName` is the judge's own, when it is a poster: not one that may have made the lock. */
+function isStale(channelDir: string, seen: SeenLock, staleMs: number, ownerName?: string): boolean {
   if (seen.owner && seen.owner.host === HOST && !processAlive(seen.owner.pid)) return true;
+  if (seen.kind === "unbound" && makerGone(channelDir, ownerName)) return true;
   // A lock dated in the future (planted, or a badly skewed clock) would otherwise never age.
   return seen.ageMs > staleMs || seen.ageMs < -FUTURE_SLACK_MS;
+}
+
+/**
+ * Whether the poster that made an unbound lock of ours is gone: each poster makes its owner
+ * directory before the lock and removes it only after releasing, so when every owner directory
+ * beside the lock (but the judge's own) is a dead process's on this host, none holds the lock.
+ */
+function makerGone(channelDir: string, ownName?: string): boolean {
+  let names: string[];
+  try {
+    names = readdirSync(channelDir);
+  } catch {
+    return false;
+  }
+  return names.every((name) => {
+    if (name === ownName || !name.startsWith(OWNER_PREFIX)) return true;
+    const owner = parseOwner(name);
+    return owner !== undefined && owner.host === HOST && !processAlive(owner.pid);
+  });
 }
 
 function processAlive(pid: number): boolean {
@@ -251,8 +315,8 @@ function processAlive(pid: number): boolean {
  * Removes the lock instance `seen`. The stealer first creates the marker
  * `.seq.lock.steal-<inode>` beside it (only one mkdir can win an instance), then checks that
  * the lock is still that instance, so a stealer that judged an instance since released cannot
- * touch its successor. The marker sits beside the lock, not inside it: a `steal/` committed
- * inside a lock folder would otherwise block every stealer for good.
+ * touch its successor. The marker sits beside the lock, not inside it: a marker inside a lock
+ * folder would keep chat.py's rmdir from ever removing it.
  */
 function steal(lockPath: string, seen: SeenLock): boolean {
   const channelDir = dirname(lockPath);
@@ -271,52 +335,67 @@ function steal(lockPath: string, seen: SeenLock): boolean {
     } catch {
       return false;
     }
-    // The grave is the lock entry itself: a link or file is unlinked, the reference's folder
-    // removed only while empty (else it stays, a dot-name nobody reads), never recursively.
-    if (seen.kind === "reference") removeOwnDir(grave, [LEGACY_STEAL_DIR]);
-    else removeFileEntry(grave);
-    if (seen.kind === "ours") removeOwnerDir(join(channelDir, seen.target!));
+    buryStolen(grave, seen);
     return true;
   } finally {
     rmdirSync(marker);
   }
 }
 
+/**
+ * The grave is the lock entry itself: a link or file is unlinked, a folder removed only while
+ * empty (else it stays, a dot-name nobody reads), never recursively; then its owner's record.
+ */
+function buryStolen(grave: string, seen: SeenLock): void {
+  const channelDir = dirname(grave);
+  if (entryKind(grave) === "dir") removeOwnDir(grave, [LEGACY_STEAL_DIR]);
+  else removeFileEntry(grave);
+  if (seen.kind !== "ours") return;
+  const { pid, token, host } = seen.owner!;
+  if (!seen.target) removeFileEntry(join(channelDir, `${RECORD_PREFIX}${seen.stamp}`));
+  removeOwnerDir(join(channelDir, `${OWNER_PREFIX}${pid}.${token}.${host}`));
+}
+
 function sameInstance(now: SeenLock | undefined, seen: SeenLock): boolean {
   return (
     now !== undefined &&
-    now.ino === seen.ino &&
-    now.mtimeMs === seen.mtimeMs &&
+    now.stamp === seen.stamp &&
     now.kind === seen.kind &&
-    now.target === seen.target
+    now.target === seen.target &&
+    now.owner?.token === seen.owner?.token
   );
 }
 
 /**
  * Takes over the lock at once when it is ours and its owner is a dead process on this host, so
- * that a reference `chat.py` never meets it: chat.py judges a lock by its age and, after 30 s,
- * tries to rmdir it, which fails on our link and leaves it spinning. Parked waits, watches and
- * the daemon call this on each poll; it costs one lstat when no lock is held.
+ * that a reference `chat.py` waits for it no longer than a moment: chat.py judges a lock by its
+ * age alone and takes it over only after 30 s. Parked waits, watches and the daemon call this on
+ * each poll; it costs one lstat when no lock is held.
  */
 export function clearDeadOwnerLock(channelDir: string): boolean {
   const lockPath = join(channelDir, LOCK_DIR);
   const seen = inspectLock(lockPath);
+  if (seen?.kind === "unbound") return makerGone(channelDir) && steal(lockPath, seen);
   if (seen?.kind !== "ours" || seen.owner!.host !== HOST) return false;
   return !processAlive(seen.owner!.pid) && steal(lockPath, seen);
 }
 
 /**
  * Whether `name`, a `.seq.lock.*` entry of `channelDir` that is `ageMs` old, was left by a
- * poster that died (or was stolen from) and may be removed: an owner directory of a dead
- * process on this host, or of another host after twice the stale rule, unless the lock still
- * points to it; anything else of ours (a stolen lock's grave) after a minute.
+ * poster that died (or was stolen from) and may be removed: an owner record that names no
+ * current lock (its lock was released, or taken over by chat.py); an earlier version's owner
+ * directory of a dead process on this host, or of another host after twice the stale rule,
+ * unless the lock still points to it; anything else of ours (a stolen lock's grave) after a
+ * minute.
  */
 export function abandonedLockLeftover(channelDir: string, name: string, ageMs: number): boolean {
+  const lockPath = join(channelDir, LOCK_DIR);
+  if (name.startsWith(RECORD_PREFIX)) return stampOf(lockPath) !== name.slice(RECORD_PREFIX.length);
   const owner = parseOwner(name);
   // Dated in the future: planted, or from a skewed clock; ours live for milliseconds.
   const future = ageMs < -FUTURE_SLACK_MS;
   if (!owner) return ageMs > 60_000 || future;
-  if (readTarget(join(channelDir, LOCK_DIR)) === name) return false;
+  if (readTarget(lockPath) === name) return false;
   return owner.host === HOST ? !processAlive(owner.pid) : ageMs > 2 * STALE_MS || future;
 }
 
@@ -326,7 +405,7 @@ export function abandonedLockLeftover(channelDir: string, name: string, ageMs: n
  */
 export function referenceLockHeld(channelDir: string, staleMs = STALE_MS): boolean {
   const seen = inspectLock(join(channelDir, LOCK_DIR));
-  return seen?.kind === "reference" && !isStale(seen, staleMs);
+  return seen?.kind === "reference" && !isStale(channelDir, seen, staleMs);
 }
 
 function describeOwner(owner: LockOwner | undefined): string {

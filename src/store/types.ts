@@ -231,6 +231,8 @@ export interface ChannelInfo {
   created: string;
   /** The largest sequence number in the channel (0 when empty). */
   lastSeq: number;
+  /** How many messages it holds, where that is known at no cost (folder roots). */
+  messages?: number;
 }
 
 export interface PostInput {

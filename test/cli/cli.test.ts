@@ -74,7 +74,7 @@ describe("the reference's commands, output and exit codes", () => {
   it.each([
     [
       ["--body-file", "/nonexistent/body.md"],
-      /cannot read body file \/nonexistent\/body\.md: ENOENT/,
+      /could not read body file \/nonexistent\/body\.md: ENOENT/,
     ],
     [["--body", "x".repeat(50)], /message body is 50 bytes; the limit is 10/],
   ])("refuses a bad body %j with exit 1 and writes nothing", async (flags, message) => {
@@ -133,7 +133,7 @@ describe("the reference's commands, output and exit codes", () => {
       ["wait", "review", "--as", "bob", "--timeout", "soon"],
       /--timeout must be a number of seconds/,
     ],
-    [["peek", "review", "-n", "0"], /-n must be a positive integer/],
+    [["peek", "review", "-n", "x"], /-n must be a positive integer/],
     [["init"], /missing required argument 'channel'/],
     [["archive", "review"], /say which messages to archive: --before N or --older-than 30d/],
     [["search", ""], /the search query is empty/],

@@ -178,9 +178,9 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
       return taken.code === 0;
     });
     expect(taken.stdout).toBe(
-      "recovered agent-chat-2 for carol previous_owner=bob reason=bob left\n",
+      "recovered agent-chat-1 for carol previous_owner=bob reason=bob left\n",
     );
-    expect(ref("check", "dev", "src/a.ts").stdout).toMatch(/^locked agent-chat-2 owner=carol /);
+    expect(ref("check", "dev", "src/a.ts").stdout).toMatch(/^locked agent-chat-1 owner=carol /);
     expect(ref("lock", "dev", "src/a.ts", "--as", "bob").stderr).toContain("PATH_LOCK_CONFLICT");
     const leases = JSON.parse((await cli("--json", "leases", "dev")).stdout).leases;
     expect(leases).toContainEqual(

@@ -72,7 +72,7 @@ export function runReference(
   version: ReferenceVersion,
   root: string,
   args: string[],
-  options: { input?: string; env?: NodeJS.ProcessEnv } = {},
+  options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): { stdout: string; stderr: string; status: number } {
   try {
     const stdout = execFileSync(requireReference(version), ["--root", root, ...args], {
@@ -80,6 +80,8 @@ export function runReference(
       input: options.input ?? "",
       env: { ...process.env, ...options.env },
       stdio: ["pipe", "pipe", "pipe"],
+      // A reference that spins (on a lock it cannot remove) is killed, and fails.
+      timeout: options.timeoutMs,
     });
     return { stdout, stderr: "", status: 0 };
   } catch (error) {

@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
- * chat.py 0.7.5's own test files, run unmodified by pytest with `chat.main` and `chat.cmd_init`
- * routed to our CLI (`ours_as_chat.py`), and what we expect of each of their tests
+ * chat.py 0.7.5's own test files, run unmodified by pytest with `chat.main` and its commands
+ * (`chat.cmd_init`, `cmd_post`, `cmd_channels`, `cmd_read`, `cmd_peek`, `cmd_claim`) routed to
+ * our CLI (`ours_as_chat.py`), and what we expect of each of their tests
  * (`expected-0.7.5.json`): `pass`, or `{ "fail": why }`, or `{ "n/a": why }` for a test that
  * cannot say anything about our CLI (it patches the reference's internals, or its own platform).
  */
@@ -16,6 +17,7 @@ export const REFERENCE_TEST_FILES = [
   "test_state.py",
   "test_state_json_output.py",
   "test_capabilities.py",
+  "test_chat.py",
 ] as const;
 
 export type Expectation = "pass" | { fail: string } | { "n/a": string };

@@ -1,11 +1,12 @@
 """A pytest plugin that runs the reference chat.py's own tests against our CLI.
 
 Loaded with `-p ours_as_chat` before the reference's test files are collected, it replaces
-`chat.main` and `chat.cmd_init` with calls of our CLI (`node dist/cli.cjs`) as a subprocess:
+`chat.main` and the commands `chat.cmd_init`, `cmd_post`, `cmd_channels`, `cmd_read`,
+`cmd_peek` and `cmd_claim` with calls of our CLI (`node dist/cli.cjs`) as a subprocess:
 what ours prints goes to the test's sys.stdout and sys.stderr (so `redirect_stdout` captures it),
 and its exit status is returned or raised the way the reference's `main` does (nothing on 0,
-`SystemExit(status)` otherwise; `cmd_init` raises the reference's `AgentChatError`). Every other
-name of the reference (`TaskStore`, `LeaseStore`, `PathLockStore`, `chat.message_files`) stays
+`SystemExit(status)` otherwise; a command raises the reference's `AgentChatError`). Every other
+name of the reference (`TaskStore`, `LeaseStore`, `PathLockStore`, `chat.max_seq`) stays
 its own, so those tests read and write a root that ours created and wrote.
 
 Environment: AGENT_CHAT_OURS_CLI names dist/cli.cjs (AGENT_CHAT_OURS_NODE the node that runs
@@ -26,11 +27,12 @@ NODE = os.environ.get("AGENT_CHAT_OURS_NODE", "node")
 COMMAND_TIMEOUT_SECONDS = 120
 
 
-def run_ours(argv):
+def run_ours(argv, stdin_text=None):
     """Runs our CLI with `argv`; copies its output into the current sys.stdout and sys.stderr."""
     completed = subprocess.run(
         [NODE, CLI, *argv],
-        stdin=subprocess.DEVNULL,
+        input=stdin_text,
+        stdin=subprocess.DEVNULL if stdin_text is None else None,
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT_SECONDS,
@@ -59,8 +61,57 @@ def cmd_init(root, a):
         raise chat.AgentChatError(completed.stderr.strip() or f"init exited {completed.returncode}")
 
 
+def _command(root, argv, stdin_text=None, exits=()):
+    """One command of ours on `root`: an exit status in `exits` is raised as SystemExit, as the
+    reference's command raises it; any other failure is the reference's AgentChatError."""
+    completed = run_ours(["--root", str(root), *argv], stdin_text)
+    if completed.returncode in exits:
+        raise SystemExit(completed.returncode)
+    if completed.returncode != 0:
+        raise chat.AgentChatError(completed.stderr.strip() or f"exited {completed.returncode}")
+
+
+def cmd_post(root, a):
+    """The reference's `cmd_post`; a body of None is read from stdin, as the reference reads it."""
+    argv = ["post", a.channel, "--from", a.sender, "--title", a.title]
+    for flag, value in (("--to", a.to), ("--reply", a.reply), ("--status", a.status)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if a.body is not None:
+        argv += ["--body", a.body]
+    if a.body_file is not None:
+        argv += ["--body-file", str(a.body_file)]
+    stdin_text = sys.stdin.read() if a.body is None and a.body_file is None else None
+    _command(root, argv, stdin_text)
+
+
+def cmd_channels(root, a):
+    _command(root, ["channels"])
+
+
+def cmd_read(root, a):
+    argv = ["read", a.channel, "--as", a.agent]
+    argv += ["--all"] if getattr(a, "all", False) else []
+    argv += ["--peek"] if getattr(a, "peek", False) else []
+    _command(root, argv)
+
+
+def cmd_peek(root, a):
+    _command(root, ["peek", a.channel, "-n", str(a.n)])
+
+
+def cmd_claim(root, a):
+    """The reference's `cmd_claim`: a claim lost to another exits 3 (SystemExit)."""
+    _command(root, ["claim", a.channel, a.task, "--as", a.agent], exits=(3,))
+
+
 chat.main = main
 chat.cmd_init = cmd_init
+chat.cmd_post = cmd_post
+chat.cmd_channels = cmd_channels
+chat.cmd_read = cmd_read
+chat.cmd_peek = cmd_peek
+chat.cmd_claim = cmd_claim
 
 _outcomes = {}
 

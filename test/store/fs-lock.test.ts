@@ -1,13 +1,5 @@
 import { spawn } from "node:child_process";
-import {
-  lstatSync,
-  lutimesSync,
-  mkdirSync,
-  readdirSync,
-  readlinkSync,
-  statSync,
-  symlinkSync,
-} from "node:fs";
+import { lstatSync, lutimesSync, mkdirSync, readdirSync, readlinkSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -34,24 +26,32 @@ afterEach(async () => {
 });
 
 /**
- * A lock as a poster leaves it: the link `_seq.lock` naming its owner directory; or, with no
- * owner, the reference's plain directory.
+ * A lock as a poster leaves it: the directory `_seq.lock` (sticky), its owner directory, and
+ * the link beside it that names the owner; or, with no owner, the reference's plain directory.
  */
 function plantLock(
   owner: { host: string; pid: number; token: string } | undefined,
   ageSeconds = 0,
 ): void {
   if (owner) {
-    const target = `.seq.lock.owner.${owner.pid}.${owner.token}.${owner.host}`;
-    mkdirSync(join(dir, target));
-    symlinkSync(target, lockDir());
+    const name = `.seq.lock.owner.${owner.pid}.${owner.token}.${owner.host}`;
+    mkdirSync(join(dir, name));
+    mkdirSync(lockDir(), 0o1755);
+    if (ageSeconds > 0) age(ageSeconds);
+    symlinkSync(name, recordOf(lockDir()));
   } else {
     mkdirSync(lockDir());
+    if (ageSeconds > 0) age(ageSeconds);
   }
-  if (ageSeconds > 0) age(ageSeconds);
 }
 
-/** Makes the lock (the link itself, not its target) `seconds` old. */
+/** Where the owner of the lock instance at `lock` is written. */
+function recordOf(lock: string): string {
+  const st = lstatSync(lock, { bigint: true });
+  return join(dir, `.seq.lock.by.${st.ino}.${st.mtimeNs}`);
+}
+
+/** Makes the lock `seconds` old. */
 function age(seconds: number): void {
   const t = Date.now() / 1000 - seconds;
   lutimesSync(lockDir(), t, t);
@@ -95,12 +95,12 @@ describe("the sequence lock (_seq.lock)", () => {
       holder.stdout.once("data", () => resolve());
       holder.once("exit", () => reject(new Error("lock holder exited early")));
     });
-    // The lock names its owner in one atomic step: a link to the owner's (real) directory.
-    expect(lstatSync(lockDir()).isSymbolicLink()).toBe(true);
-    expect(readlinkSync(lockDir())).toMatch(
+    // The lock is an empty directory, as chat.py's; its owner is named beside it.
+    expect(lstatSync(lockDir()).isDirectory()).toBe(true);
+    expect(readdirSync(lockDir())).toEqual([]);
+    expect(readlinkSync(recordOf(lockDir()))).toMatch(
       new RegExp(`^\\.seq\\.lock\\.owner\\.${holder.pid}\\.[0-9a-f]{16}\\..+$`),
     );
-    expect(statSync(lockDir()).isDirectory()).toBe(true);
     holder.kill("SIGKILL");
     await new Promise((r) => holder.once("exit", r));
     expect(await pausesToTake()).toBe(0);
@@ -116,6 +116,25 @@ describe("the sequence lock (_seq.lock)", () => {
     expect((await store.post("ch", { from: "a", body: "x" })).seq).toBe(1);
     await store.cleanLeftovers("ch");
     expect(lockLeftovers()).toEqual([]);
+  });
+
+  it("a poster killed between making the lock and naming its owner: the next post proceeds at once", async () => {
+    const { hostname } = await import("node:os");
+    mkdirSync(join(dir, `.seq.lock.owner.${await deadPid()}.0123456789abcdef.${hostname()}`));
+    mkdirSync(lockDir(), 0o1755);
+    expect(await pausesToTake()).toBe(0);
+    expect((await store.post("ch", { from: "a", body: "x" })).seq).toBe(1);
+    await store.cleanLeftovers("ch");
+    expect(lockLeftovers()).toEqual([]);
+  });
+
+  it("an unnamed lock of ours is respected while a poster that may have made it lives", async () => {
+    const { hostname } = await import("node:os");
+    mkdirSync(join(dir, `.seq.lock.owner.${process.pid}.0123456789abcdef.${hostname()}`));
+    mkdirSync(lockDir(), 0o1755);
+    expect(await store.post("ch", { from: "a", body: "x" }).catch((e) => e.code)).toBe(
+      "LOCK_TIMEOUT",
+    );
   });
 
   it("the owner directory of a live poster on this host is never cleaned up", async () => {

@@ -82,8 +82,11 @@ function registerInit(program: Command, ctx: CliContext): void {
           ...(Object.keys(extra).length > 0 ? { extra } : {}),
         });
         if (ctx.json) return ctx.printJson(meta);
-        const who = meta.members.length > 0 ? meta.members.join(", ") : "open to everyone";
-        ctx.out(`created channel ${channel} in ${locate(store.location, channel)} (${who})\n`);
+        // chat.py's line, which scripts written for it parse.
+        const who = meta.members.length > 0 ? meta.members.join(", ") : "(open)";
+        ctx.out(
+          `created channel '${channel}' at ${locate(store.location, channel)}  members=${who}\n`,
+        );
       },
     );
 }

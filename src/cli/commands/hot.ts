@@ -2,8 +2,10 @@ import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import { type Message, parseTo } from "../../core/message.js";
 import { isMember } from "../../core/meta.js";
+import { safeLine, shownSender } from "../../core/safe-text.js";
 import { isUrlRoot } from "../../store/roots.js";
 import {
+  type ChannelInfo,
   DEFAULT_WAIT_TIMEOUT_MS,
   DELIVERY_STATES,
   type DeliveryState,
@@ -149,7 +151,13 @@ export const HOT_ACTIONS: Record<
 
   async peek(ctx, [channel], opts) {
     const store = await ctx.open();
-    const count = parsePositiveInt(text(opts.count)!, "-n");
+    // chat.py's `peek -n 0` shows nothing (and still requires the channel).
+    const count = text(opts.count) === "0" ? 0 : parsePositiveInt(text(opts.count)!, "-n");
+    if (count === 0) {
+      await store.roster(channel!);
+      if (ctx.json) ctx.printJson({ channel, messages: [] });
+      return;
+    }
     const messages = await store.peek(channel!, count, { archived: opts.archived === true });
     if (ctx.json) return ctx.printJson({ channel, messages: await messagesJson(messages) });
     printMessages(ctx, messages, "(no messages)");
@@ -165,10 +173,7 @@ export const HOT_ACTIONS: Record<
       ctx.err(`no channels in ${store.location} (create one with: agent-chat init NAME)\n`);
       return;
     }
-    for (const ch of list) {
-      const members = ch.members.length > 0 ? ch.members.join(",") : "(open)";
-      ctx.out(`${ch.name}\t#${ch.lastSeq}\t${members}\t${ch.topic}\n`);
-    }
+    ctx.out(await channelsTable(store, list));
   },
 
   async tasks(ctx, [channel]) {
@@ -303,4 +308,35 @@ async function warnNonMembers(
   ctx.warn(
     `${strangers.join(", ")} ${are} of ${channel} (${meta.members.join(", ")}); posted anyway`,
   );
+}
+
+/** chat.py's width for a member list or a title in `channels`, cut to 37 and `...` beyond it. */
+const CHANNELS_TEXT_WIDTH = 40;
+
+/**
+ * `channels` as chat.py prints it, which scripts written for it parse: a header, then per
+ * channel its name, message count and members, and a `last: #N from: title` line (`-` when
+ * empty). The count is the highest number where a backend does not know it at no cost.
+ */
+async function channelsTable(store: Store, list: readonly ChannelInfo[]): Promise<string> {
+  const width = Math.max("CHANNEL".length, ...list.map((ch) => ch.name.length));
+  let out = `${"CHANNEL".padEnd(width)}  MSGS  MEMBERS / LAST\n`;
+  for (const ch of list) {
+    const members = cut(safeLine(ch.members.join(", ")) || "(open)");
+    const count = String(ch.messages ?? ch.lastSeq).padStart(4);
+    out += `${ch.name.padEnd(width)}  ${count}  ${members}\n`;
+    out += `${" ".repeat(width)}        last: ${await lastLine(store, ch)}\n`;
+  }
+  return out;
+}
+
+async function lastLine(store: Store, ch: ChannelInfo): Promise<string> {
+  if (ch.lastSeq === 0) return "-";
+  const [last] = await store.peek(ch.name, 1);
+  // Both from a file anyone can write: a sender only when it is a name, a title on one line.
+  return last ? `#${last.seq} ${shownSender(last.from) ?? "?"}: ${cut(safeLine(last.title))}` : "-";
+}
+
+function cut(text: string): string {
+  return text.length > CHANNELS_TEXT_WIDTH ? `${text.slice(0, CHANNELS_TEXT_WIDTH - 3)}...` : text;
 }

@@ -1,6 +1,11 @@
 import type { Command } from "commander";
 import { AgentChatError, isAgentChatError } from "../../core/errors.js";
-import { lockedPath, normalizePattern, patternsOverlap } from "../../features/leases/index.js";
+import {
+  canonicalPath,
+  lockedPath,
+  normalizePattern,
+  patternsOverlap,
+} from "../../features/leases/index.js";
 import type { PathLeaseInfo, Store } from "../../store/types.js";
 import { type CliContext, parseTtl } from "../context.js";
 
@@ -82,12 +87,9 @@ function ttlMs(o: OwnerFlags): number {
   return parseTtl(value);
 }
 
-/** chat.py's spelling of a path (`./src/` is `src`; `.` the whole channel) as a lease pattern. */
+/** chat.py's spelling of a path (`./src//a` is `src/a`; `.` the whole channel) as a lease pattern. */
 function pattern(path: string): string {
-  let p = path.trim();
-  while (p.startsWith("./")) p = p.slice(2);
-  while (p.endsWith("/") && p.length > 1) p = p.slice(0, -1);
-  return p === "." || p === "" ? "**" : p;
+  return canonicalPath(path.trim()) || "**";
 }
 
 /** The id chat.py knows a lease by: its lock id, or the record we keep for it. */
@@ -311,11 +313,19 @@ async function recoverLock(
   ms: number,
 ): Promise<{ previous: PathLeaseInfo; taken: PathLeaseInfo }> {
   const previous = await find(store, channel, target);
+  const change = { op: "recover" as const, agent: owner, reason, ttlMs: ms };
   if (previous.lock) {
-    const change = { op: "recover" as const, agent: owner, reason, ttlMs: ms };
     const { before, after } = await store.changePathLock(channel, previous.lock, change);
     return { previous: before, taken: after };
   }
+  // In a folder root our exclusive lease has its record: that record changes hands, as chat.py's.
+  const handedOver = previous.exclusive
+    ? await store.changePathLock(channel, lockId(previous), change).catch((err: unknown) => {
+        if (isAgentChatError(err, "NOT_FOUND")) return undefined;
+        throw err;
+      })
+    : undefined;
+  if (handedOver) return { previous, taken: handedOver.after };
   if (previous.state === "live") {
     throw new AgentChatError(
       "CLAIM_LOST",

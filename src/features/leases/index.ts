@@ -9,6 +9,7 @@ export { pathLeaseExtension } from "./extension.js";
 export {
   type Blocked,
   blockedPaths,
+  canonicalPath,
   type LockedPath,
   lockedPath,
   normalizePattern,

@@ -30,10 +30,8 @@ export async function normalizePattern(pattern: string): Promise<string> {
       "INVALID_ARGUMENT",
       `lease pattern ${JSON.stringify(pattern.slice(0, 100))} ${why}`,
     );
-  let p = pattern.trim();
-  while (p.startsWith("./")) p = p.slice(2);
-  while (p.endsWith("/") && p.length > 1) p = p.slice(0, -1);
-  if (p === "" || p === ".") throw bad("is empty: name a path of the repository, e.g. 'src/**'");
+  const p = canonicalPath(pattern.trim());
+  if (p === "") throw bad("is empty: name a path of the repository, e.g. 'src/**'");
   if (p.length > MAX_PATTERN_LENGTH) throw bad(`is longer than ${MAX_PATTERN_LENGTH} characters`);
   if (/[\u0000-\u001f\u007f]/.test(p)) throw bad("holds a control character");
   if (p.includes("\\")) throw bad("holds a backslash: use / between folders");
@@ -46,6 +44,19 @@ export async function normalizePattern(pattern: string): Promise<string> {
     throw err;
   }
   return p;
+}
+
+/**
+ * chat.py's canonical spelling of a path: empty and `.` segments dropped (`./a//b/./c/` is
+ * `a/b/c`, `.` is `''`), so that one path has one spelling in its lock records, which it refuses
+ * in any other. An absolute path is left as it is, to be refused.
+ */
+export function canonicalPath(path: string): string {
+  if (path.startsWith("/")) return path;
+  return path
+    .split("/")
+    .filter((segment) => segment !== "" && segment !== ".")
+    .join("/");
 }
 
 /**

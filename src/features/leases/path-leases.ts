@@ -38,6 +38,8 @@ export interface PathLease {
   forced?: string[];
   /** Not ours but a path lock of chat.py 0.7 (its lock id); token 0, never stored by us. */
   lock?: string;
+  /** In a folder root, its chat.py lock record was written: from then on that record rules. */
+  recorded?: true;
 }
 
 /** A channel's path leases. `token` is the last one granted: the next grant gets one more. */
@@ -121,6 +123,7 @@ function parseOne(value: unknown): PathLease | undefined {
     ttlMs,
   };
   if (typeof r.reason === "string") lease.reason = oneLine(r.reason).slice(0, MAX_REASON);
+  if (r.recorded === true) lease.recorded = true;
   if (Array.isArray(r.forced)) {
     lease.forced = r.forced.filter((f): f is string => typeof f === "string").slice(0, 20);
   }

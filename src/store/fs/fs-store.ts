@@ -106,10 +106,12 @@ import {
   type LockRecord,
   leasePattern,
   lockInfo,
+  markRecorded,
   recoverPendingPathLock,
   referenceLocks,
   refuseWhilePending,
   syncReferenceLocks,
+  withoutEndedByReference,
   withPathLocksMutex,
 } from "./reference07/index.js";
 
@@ -297,6 +299,12 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const state = this.state(channel);
     await state.index.sync();
     return state.index.maxSeq();
+  }
+
+  protected override async messageCount(channel: string): Promise<number> {
+    const state = this.state(channel);
+    await state.index.sync();
+    return state.index.after(0).reduce((n, [, names]) => n + names.length, 0);
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
@@ -769,8 +777,8 @@ export class FsStore extends FeatureStore<FolderFeed> {
     let versions = states.map((s) => s.index.version);
     let stalled = false;
     const timer = setInterval(() => {
-      // A poster of ours killed holding the lock is cleared long before chat.py, which spins
-      // on our link once it judges it stale, could meet it.
+      // A poster of ours killed holding the lock is cleared at once, sparing a chat.py that
+      // posts meanwhile the 30 s it would wait before taking the lock over itself.
       for (const state of states) clearDeadOwnerLock(state.dir);
       Promise.all(states.map((state) => state.index.rescanIfChanged().catch(() => {}))).then(() => {
         if (stalled || states.some((state, i) => state.index.version !== versions[i])) kick();
@@ -1042,7 +1050,9 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const state = this.state(channel);
     this.assertChannelDir(state);
     const text = this.readPathLeaseText(state.dir);
-    return { doc: parsePathLeases(text), version: text ?? "" };
+    const doc = parsePathLeases(text);
+    doc.leases = withoutEndedByReference(state.dir, doc.leases);
+    return { doc, version: text ?? "" };
   }
 
   protected async swapPathLeases(
@@ -1053,8 +1063,9 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const dir = this.state(channel).dir;
     if ((this.readPathLeaseText(dir) ?? "") !== current.version) return false;
     try {
-      await replaceFile(dir, PATH_LEASES_FILE, formatPathLeases(doc));
-      await syncReferenceLocks(dir, channel, doc.leases, this.now());
+      const leases = markRecorded(doc.leases);
+      await replaceFile(dir, PATH_LEASES_FILE, formatPathLeases({ ...doc, leases }));
+      await syncReferenceLocks(dir, channel, leases, this.now());
       return true;
     } catch (err) {
       throw wrapIoError(err, `cannot write the path leases of ${channel}`);

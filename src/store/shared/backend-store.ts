@@ -223,6 +223,11 @@ export abstract class BackendStore<F extends Feed = Feed> {
   /** The names that may be channels, sorted. */
   protected abstract channelNames(): Promise<string[]>;
   protected abstract lastSeq(channel: string): Promise<number>;
+
+  /** How many messages a channel holds, where a backend knows it at no cost. */
+  protected async messageCount(_channel: string): Promise<number | undefined> {
+    return undefined;
+  }
   /** Allocates the next seq atomically and stores the message under it. */
   protected abstract append(draft: PostDraft): Promise<PostResult>;
   protected abstract openFeed(channel: string): Promise<F>;
@@ -374,7 +379,16 @@ export abstract class BackendStore<F extends Feed = Feed> {
         continue;
       }
       const { topic, members, created } = meta;
-      out.push({ name, topic, members, created, lastSeq: await this.lastSeq(name) });
+      const info: ChannelInfo = {
+        name,
+        topic,
+        members,
+        created,
+        lastSeq: await this.lastSeq(name),
+      };
+      const messages = await this.messageCount(name);
+      if (messages !== undefined) info.messages = messages;
+      out.push(info);
     }
     return out;
   }

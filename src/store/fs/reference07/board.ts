@@ -1,6 +1,5 @@
 import { join } from "node:path";
 import { AgentChatError } from "../../../core/errors.js";
-import { identity } from "../../../core/names.js";
 import {
   createFileExclusive,
   ensureRealDir,
@@ -45,6 +44,7 @@ import {
   assertSomeField,
   assertUpdateAllowed,
   isLeaseOwner,
+  ownerName,
   updatedTask,
 } from "./update.js";
 
@@ -153,7 +153,7 @@ export class Board {
 
   /** A claim: a new lease, or the takeover of one that ended more than the skew grace ago. */
   async claim(id: string, agent: string, ttlMs: number): Promise<TaskInfo> {
-    const owner = identity(agent);
+    const owner = ownerName(agent);
     return this.change(id, async (found, now) => {
       const { task, claim } = found;
       if (claim) {
@@ -194,7 +194,7 @@ export class Board {
 
   /** chat.py's `recover --reason`: takes over a lease that ended (past the skew grace, ours). */
   async recover(id: string, agent: string, reason: string, ttlMs: number): Promise<TaskInfo> {
-    const owner = identity(agent);
+    const owner = ownerName(agent);
     if (reason.trim() === "" || /[\0\r\n]/.test(reason)) {
       throw new AgentChatError(
         "INVALID_ARGUMENT",
@@ -343,16 +343,16 @@ export class Board {
       `${how === "done" ? "finish" : "release"} task ${id}`,
     );
     const after = { ...found.task.value, status: how, updated_at: referenceTime(now) };
-    await this.commit(found, after, [], "task.updated", identity(agent), {
+    await this.commit(found, after, [], "task.updated", ownerName(agent), {
       lease_fallback: how === "done" ? "complete" : "release",
     });
     const info = this.describe({ task: { value: after, text: "" }, grants: found.grants }, now);
-    return finishedBy(info, how, identity(agent));
+    return finishedBy(info, how, ownerName(agent));
   }
 
   /** chat.py's `task block`: a status change, refused while a lease holds the task. */
   async block(id: string, agent: string): Promise<TaskInfo> {
-    const actor = identity(agent);
+    const actor = ownerName(agent);
     return this.change(id, async (found, now) => {
       const claim = found.claim?.value;
       if (claim) {
@@ -372,7 +372,7 @@ export class Board {
 
   /** chat.py's `task update`: any field but the lease's, refused as chat.py refuses it. */
   async update(id: string, agent: string, fields: StructuredTaskUpdate): Promise<TaskInfo> {
-    const actor = identity(agent);
+    const actor = ownerName(agent);
     assertSomeField(fields);
     return this.change(id, async (found, now) => {
       const before = found.task.value;
@@ -410,7 +410,7 @@ export class Board {
     agent: string,
     resolve?: "rollback" | "published",
   ): Promise<PendingRecovery> {
-    const actor = identity(agent);
+    const actor = ownerName(agent);
     const { dir, channel } = this.host;
     return withTasksMutex(dir, async () => {
       const change = pendingChange(dir, channel, resolve);
@@ -443,7 +443,7 @@ export class Board {
    * extended by as much again once a third of it has passed. A courtesy: never fails.
    */
   async keepAlive(agent: string): Promise<void> {
-    const owner = identity(agent);
+    const owner = ownerName(agent);
     const now = this.host.now();
     for (const id of leasedBy(this.host.dir, owner)) {
       try {
@@ -481,7 +481,8 @@ export class Board {
     now: number,
   ): Read<ReferenceClaim> {
     const id = found.task.value.id;
-    const claim = found.claim as Read<ReferenceClaim>;
+    const claim = found.claim;
+    if (!claim) throw notHolder(`LEASE_NOT_FOUND: no active lease for task ${id}`);
     if (!isLeaseOwner(claim.value.owner, agent)) {
       throw notHolder(
         `LEASE_OWNER_MISMATCH: task ${id} is leased by ${claim.value.owner}; only its holder can ${verb} it`,

@@ -16,6 +16,8 @@ export { recoverPendingPathLock } from "./path-lock-pending.js";
 export {
   LOCKS_DIR,
   type LockRecord,
+  markRecorded,
   referenceLocks,
   syncReferenceLocks,
+  withoutEndedByReference,
 } from "./path-locks.js";

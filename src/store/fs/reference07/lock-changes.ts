@@ -21,7 +21,7 @@ import {
   parseRecord,
 } from "./path-locks.js";
 import { sortedJson } from "./records.js";
-import { isLeaseOwner } from "./update.js";
+import { isLeaseOwner, ownerName } from "./update.js";
 
 /**
  * chat.py 0.7's own path locks changed as chat.py changes them (`unlock`, `recover`), for a
@@ -70,7 +70,7 @@ export async function changeReferenceLock(
   change: LockChange,
 ): Promise<{ before: LockRecord; after: LockRecord }> {
   refuseWhilePending(host.dir, host.channel);
-  const { text, record } = readLock(host.dir, lockId);
+  const { text, record } = readLock(host.dir, lockId, change.op === "recover");
   if (change.op === "unlock") {
     if (!isLeaseOwner(record.owner, change.agent)) {
       throw new AgentChatError(
@@ -98,11 +98,19 @@ export async function changeReferenceLock(
   return { before: record, after };
 }
 
-/** The record chat.py made (one of ours is changed as a lease, never here). */
-function readLock(dir: string, lockId: string): { text: string; record: LockRecord } {
+/**
+ * The record chat.py made; or, to recover, the one we keep for a lease of ours, which is then
+ * taken over as chat.py takes over any record (id kept), so that chat.py sees one lock change
+ * hands, and the expired lease ends with it. One of ours is released as a lease, never here.
+ */
+function readLock(
+  dir: string,
+  lockId: string,
+  ofOursToo: boolean,
+): { text: string; record: LockRecord } {
   const path = join(dir, LOCKS_DIR, `${lockId}.json`);
   const record = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(lockId) ? parseRecord(path) : undefined;
-  if (!record || record.lock_id !== lockId || isMirror(record)) {
+  if (!record || record.lock_id !== lockId || (isMirror(record) && !ofOursToo)) {
     throw new AgentChatError(
       "NOT_FOUND",
       `PATH_LOCK_NOT_FOUND: lock record does not exist: ${lockId}`,
@@ -125,7 +133,7 @@ async function recovered(
       `PATH_LOCK_NOT_STALE: lock ${previous.lock_id} of ${previous.owner} is live until ${previous.expires_at}`,
     );
   }
-  const owner = identity(change.agent);
+  const owner = ownerName(change.agent);
   const conflicts = await host.conflicts(previous, owner);
   if (conflicts.length > 0) {
     throw new AgentChatError(

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { identity } from "../../../core/names.js";
-import { lockedPath, type PathLease, pathLeaseLive } from "../../../features/leases/index.js";
+import { lockedPath, type PathLease } from "../../../features/leases/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -89,6 +89,7 @@ export function referenceLocks(dir: string): PathLease[] {
         expiresAt,
         ttlMs: Math.max(1, expiresAt - (Number.isNaN(at) ? expiresAt : at)),
         lock: record.lock_id,
+        ...(record.recovery_reason ? { reason: record.recovery_reason } : {}),
       });
     }
   }
@@ -96,8 +97,29 @@ export function referenceLocks(dir: string): PathLease[] {
 }
 
 /**
- * Makes `locks/` hold one record per live exclusive lease of `leases` (and none for a lease
- * that ended), leaving chat.py's own records alone. Runs under chat.py's path-lock mutex.
+ * Our leases less those whose record chat.py removed (`unlock`) or took over (`recover`): its
+ * `locks/` is the one truth for a lock it can see, so such a lease has ended (chat.py posted the
+ * message that says so), and is never written back to its old holder.
+ */
+export function withoutEndedByReference(dir: string, leases: PathLease[]): PathLease[] {
+  if (!leases.some((l) => l.recorded)) return leases;
+  const mirrors = new Set(
+    readRecords(dir)
+      .filter(isMirror)
+      .map((r) => r.lock_id),
+  );
+  return leases.filter((l) => !l.recorded || mirrors.has(`${MIRROR_PREFIX}${l.token}`));
+}
+
+/** The leases as stored beside their records: each exclusive one says it has its record. */
+export function markRecorded(leases: PathLease[]): PathLease[] {
+  return leases.map((l) => (l.exclusive ? { ...l, recorded: true } : l));
+}
+
+/**
+ * Makes `locks/` hold one record per exclusive lease of `leases`, live or expired (an expired
+ * lock stays, as chat.py's do, until it is released or recovered), and none for a lease that was
+ * released; chat.py's own records are left alone. Runs under chat.py's path-lock mutex.
  */
 export async function syncReferenceLocks(
   dir: string,
@@ -106,9 +128,7 @@ export async function syncReferenceLocks(
   now: number,
 ): Promise<void> {
   const wanted = new Map<string, PathLease>();
-  for (const l of leases) {
-    if (l.exclusive && pathLeaseLive(l, now)) wanted.set(`${MIRROR_PREFIX}${l.token}`, l);
-  }
+  for (const l of leases) if (l.exclusive) wanted.set(`${MIRROR_PREFIX}${l.token}`, l);
   const present = new Map(
     readRecords(dir)
       .filter(isMirror)

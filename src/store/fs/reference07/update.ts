@@ -16,6 +16,15 @@ import { type ReferenceClaim, type ReferenceTask, validateTask } from "./records
  * Whether `agent` is the lease's `owner`: the name we write for it (its key), or the very name
  * chat.py wrote, but for case (`Bob` is `bob`). Punctuation counts: `Bob.` is not `Bob`.
  */
+/**
+ * The owner or actor written in chat.py's records and messages: the name exactly as given (our
+ * name rule is a part of chat.py's), never our key (`Bob.Smith`, not `bob-smith`), which chat.py
+ * would hold for another agent and refuse the same agent its own lease.
+ */
+export function ownerName(agent: string): string {
+  return agent.trim();
+}
+
 export function isLeaseOwner(owner: string, agent: string): boolean {
   return owner === identity(agent) || sameAgent(owner, agent);
 }

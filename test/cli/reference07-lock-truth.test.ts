@@ -1,0 +1,105 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { runCli } from "../helpers/cli.js";
+import { referenceSkipReason, runReference } from "../helpers/reference.js";
+import { tempDir } from "../helpers/tmp.js";
+
+// chat.py 0.7.5's `locks/*.json` on a root shared with ours: one spelling per path, and the
+// records as chat.py leaves them are the truth, never written back from our own list.
+const skip = referenceSkipReason("0.7");
+
+describe.skipIf(skip !== undefined)(
+  `chat.py 0.7's lock records are the truth${skip ? ` (${skip})` : ""}`,
+  () => {
+    let root: ReturnType<typeof tempDir>;
+    const cli = (...args: string[]) => runCli(args, { root: root.dir });
+    const ref = (...args: string[]) => runReference("0.7", root.dir, args);
+    const record = (id: string) => join(root.dir, "dev", "locks", `${id}.json`);
+    const readRecord = (id: string) =>
+      JSON.parse(readFileSync(record(id), "utf8")) as {
+        owner: string;
+        paths: Array<{ normalized_path: string }>;
+      };
+
+    beforeEach(async () => {
+      root = tempDir();
+      expect((await cli("init", "dev")).code).toBe(0);
+    });
+    afterEach(() => root.cleanup());
+
+    it("`a//b` and `a/./b` are written as chat.py spells them, `a/b`, and its commands keep working", async () => {
+      const leased = await cli("lease", "add", "dev", "src//a.ts", "--as", "bob");
+      expect(leased.code, leased.stderr).toBe(0);
+      expect((await cli("lock", "dev", "src/./b.ts", "--as", "bob")).code).toBe(0);
+      expect(readRecord("agent-chat-1").paths[0]!.normalized_path).toBe("src/a.ts");
+      expect(readRecord("agent-chat-2").paths[0]!.normalized_path).toBe("src/b.ts");
+      const check = ref("check", "dev", "src/a.ts", "--as", "carol");
+      expect(check.status, check.stderr).toBe(0);
+      expect(check.stdout).toContain("agent-chat-1");
+      expect(ref("state", "dev", "--strict").status).toBe(0);
+      expect((await cli("lease", "add", "dev", "src/a.ts", "--as", "carol")).code).toBe(3);
+      expect((await cli("lease", "add", "dev", "./src/b.ts/", "--as", "carol")).code).toBe(3);
+    });
+
+    it("a lease chat.py unlocked is over: the next change of ours never writes it back", async () => {
+      expect((await cli("lease", "add", "dev", "src/a.ts", "--as", "bob")).code).toBe(0);
+      const unlocked = ref("unlock", "dev", "agent-chat-1", "--as", "bob");
+      expect(unlocked.status, unlocked.stderr).toBe(0);
+      expect((await cli("post", "dev", "--from", "bob", "--body", "still here")).code).toBe(0);
+      expect((await cli("lease", "add", "dev", "docs/x.md", "--as", "carol")).code).toBe(0);
+      expect(existsSync(record("agent-chat-1"))).toBe(false);
+      const leases = JSON.parse((await cli("--json", "leases", "dev")).stdout) as {
+        leases: Array<{ pattern: string }>;
+      };
+      expect(leases.leases.map((l) => l.pattern)).toEqual(["docs/x.md"]);
+      expect((await cli("lease", "add", "dev", "src/a.ts", "--as", "dave")).code).toBe(0);
+    });
+
+    it("a lock chat.py recovered stays its new owner's when the old holder is active again", async () => {
+      expect(
+        (await cli("lease", "add", "dev", "src/a.ts", "--as", "bob", "--ttl", "1s")).code,
+      ).toBe(0);
+      await vi.waitFor(
+        () => {
+          const recovered = ref(
+            "recover",
+            "dev",
+            "agent-chat-1",
+            "--as",
+            "carol",
+            "--reason",
+            "gone",
+          );
+          expect(recovered.status, recovered.stderr).toBe(0);
+        },
+        { timeout: 15_000, interval: 200 },
+      );
+      // The old holder's activity renews its leases; none of them is this lock any more.
+      expect((await cli("post", "dev", "--from", "bob", "--body", "back")).code).toBe(0);
+      expect((await cli("lease", "add", "dev", "docs/x.md", "--as", "bob")).code).toBe(0);
+      expect(readRecord("agent-chat-1").owner).toBe("carol");
+      expect((await cli("lease", "add", "dev", "src/a.ts", "--as", "bob")).code).toBe(3);
+    });
+
+    it("an expired lock of ours stays, as chat.py's do, until it is recovered", async () => {
+      expect(
+        (await cli("lease", "add", "dev", "src/a.ts", "--as", "bob", "--ttl", "1s")).code,
+      ).toBe(0);
+      // Past its end and our skew grace: chat.py can recover it.
+      await vi.waitFor(
+        async () => {
+          const list = JSON.parse((await cli("--json", "leases", "dev")).stdout) as {
+            leases: Array<{ state: string }>;
+          };
+          expect(list.leases[0]?.state).toBe("expired");
+        },
+        { timeout: 15_000, interval: 200 },
+      );
+      expect((await cli("lease", "add", "dev", "docs/x.md", "--as", "carol")).code).toBe(0);
+      expect(existsSync(record("agent-chat-1"))).toBe(true);
+      const refused = ref("lock", "dev", "src/a.ts", "--as", "dave");
+      expect(refused.stderr).toContain("PATH_LOCK_RECOVERY_REQUIRED");
+    });
+  },
+);
