@@ -5,7 +5,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
-import { claudeStandIn, codexStandIn, geminiStandIn, qwenStandIn } from "./stand-in-config.js";
+import {
+  claudeStandIn,
+  codexStandIn,
+  copilotStandIn,
+  geminiStandIn,
+  qwenStandIn,
+} from "./stand-in-config.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
 import { stopCodexDaemon } from "./wake-command.js";
 
@@ -240,6 +246,28 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
           /Allow execution|Do you want to proceed|Apply this change|Waiting for user confirmation/,
       });
       expect(done).toMatch(/✓ chat_channels[\s\S]*✓ chat_post[\s\S]*✓ chat_read/);
+      await expectCallsRan(env);
+    },
+    FIRST_RUN_MS,
+  );
+
+  it(
+    skipName("GitHub Copilot CLI: one question, folder trust; the chat tools run unasked", reason),
+    async () => {
+      // The user's provider, by the variables Copilot's own `help providers` names (no file).
+      const env = copilotStandIn(sandbox, stub.url, { trusted: false });
+      const setup = await sandbox.agentChat(["setup", "copilot", "--as", "alice", "--write"]);
+      expect(setup.code, setup.stderr).toBe(0);
+      const term = startTerminal(sandbox, [toolBinary("copilot")], env);
+      terminal = term;
+      // Its one question: trust the folder, answered "Yes, and remember this folder".
+      await term.waitFor(/Do you trust the files in this folder\?[\s\S]*2\. Yes, and remember/);
+      await term.press("2", /has been added to trusted folders/);
+      await term.type(PROMPT, new RegExp(`❯ ${PROMPT}`));
+      const done = await term.press("Enter", new RegExp(`● ${DONE}`), {
+        refuse: /Do you want to use this tool\?|Permission denied/,
+      });
+      expect(done).toMatch(/● chat_channels[\s\S]*● chat_post[\s\S]*● chat_read/);
       await expectCallsRan(env);
     },
     FIRST_RUN_MS,
