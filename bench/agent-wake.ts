@@ -13,6 +13,7 @@ import {
 import {
   claudeStandIn,
   codexStandIn,
+  copilotStandIn,
   geminiStandIn,
   qwenStandIn,
 } from "../test/agents/stand-in-config.js";
@@ -24,8 +25,9 @@ import { type BenchModule, type Row, stats } from "./lib.js";
  * Each real agent CLI idle against the stand-in model on 127.0.0.1, woken by a message: the
  * time from the start of a post (in this process) to the stand-in's receipt of the idle
  * session's next model request, which carries the wake notice. Claude Code by its native
- * rewake hook (`setup claude-code --wake`, a stream-json session); Codex, Gemini CLI and Qwen
- * Code interactive in a tmux terminal under `agent-chat run`, their stop hooks marking turn ends.
+ * rewake hook (`setup claude-code --wake`, a stream-json session); Codex, Gemini CLI, Qwen
+ * Code and GitHub Copilot CLI interactive in a tmux terminal under `agent-chat run`, their stop
+ * hooks marking turn ends.
  */
 
 const POLL_MS = 5;
@@ -112,7 +114,7 @@ const claude: Harness = {
   },
 };
 
-/** Codex, Gemini CLI or Qwen Code interactive in tmux, under `agent-chat run --as bob`. */
+/** Codex, Gemini CLI, Qwen Code or Copilot CLI interactive in tmux, under `agent-chat run --as bob`. */
 function underRun(
   name: string,
   setupTool: string,
@@ -175,6 +177,12 @@ const qwen = underRun(
   () => [toolBinary("qwen"), "-i", "Say hi."],
   qwenStandIn,
 );
+const copilot = underRun(
+  "GitHub Copilot CLI",
+  "copilot",
+  () => [toolBinary("copilot"), "-i", "Say hi."],
+  copilotStandIn,
+);
 
 /** `n` wakes of one harness after a warm-up one; milliseconds from post to the woken request. */
 async function wakes(harness: Harness, n: number): Promise<number[]> {
@@ -216,7 +224,7 @@ export const agentWakeBench: BenchModule = {
     const n = ctx.quick ? 5 : 10;
     const rows: Row[] = [];
     // One harness at a time: each is a heavy process tree on a shared machine.
-    for (const harness of [claude, codex, gemini, qwen]) {
+    for (const harness of [claude, codex, gemini, qwen, copilot]) {
       // A harness that fails is a row that says so; the others are still measured.
       const measured = await wakes(harness, n).then(
         (samples) => ({ samples, error: undefined }),
