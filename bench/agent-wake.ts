@@ -18,7 +18,12 @@ import {
   qwenStandIn,
 } from "../test/agents/stand-in-config.js";
 import { startTerminal } from "../test/agents/terminal.js";
-import { NOTICE_MARK, runCommand, stopCodexDaemon } from "../test/agents/wake-command.js";
+import {
+  NOTICE_MARK,
+  runCommand,
+  stopCodexDaemon,
+  stopCopilot,
+} from "../test/agents/wake-command.js";
 import { type BenchModule, type Row, stats } from "./lib.js";
 
 /**
@@ -152,6 +157,7 @@ function underRun(
         async close() {
           await term.close();
           if (setupTool === "codex") await stopCodexDaemon(sandbox, env);
+          if (setupTool === "copilot") await stopCopilot(sandbox);
         },
       };
     },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { toolBinary } from "./sandbox.js";
 import { copilotStandIn } from "./stand-in-config.js";
+import { stopCopilot } from "./wake-command.js";
 import {
   expectWokenTurnReads,
   idleAfterFirstTurn,
@@ -17,7 +18,7 @@ import {
  * Stop hook marks each turn's end.
  */
 
-const session = wakeFixture({ name: "copilot-wake", standIn: copilotStandIn });
+const session = wakeFixture({ name: "copilot-wake", standIn: copilotStandIn, stop: stopCopilot });
 
 describe.runIf(runnable)(
   "GitHub Copilot CLI (real binary) woken from idle under agent-chat run",
