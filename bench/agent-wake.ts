@@ -13,21 +13,28 @@ import {
 import {
   claudeStandIn,
   codexStandIn,
+  copilotStandIn,
   geminiStandIn,
   piStandIn,
   qwenStandIn,
 } from "../test/agents/stand-in-config.js";
 import { startTerminal } from "../test/agents/terminal.js";
-import { NOTICE_MARK, runCommand, stopCodexDaemon } from "../test/agents/wake-command.js";
+import {
+  NOTICE_MARK,
+  runCommand,
+  stopCodexDaemon,
+  stopCopilot,
+} from "../test/agents/wake-command.js";
 import { type BenchModule, type Row, stats } from "./lib.js";
 
 /**
  * Each real agent CLI idle against the stand-in model on 127.0.0.1, woken by a message: the
  * time from the start of a post (in this process) to the stand-in's receipt of the idle
  * session's next model request, which carries the wake notice. Claude Code by its native
- * rewake hook (`setup claude-code --wake`, a stream-json session); Codex, Gemini CLI and Qwen
- * Code interactive in a tmux terminal under `agent-chat run`, their stop hooks marking turn ends;
- * pi interactive in tmux, woken natively by the extension `setup pi --wake` writes.
+ * rewake hook (`setup claude-code --wake`, a stream-json session); Codex, Gemini CLI, Qwen
+ * Code and GitHub Copilot CLI interactive in a tmux terminal under `agent-chat run`, their stop
+ * hooks marking turn ends; pi interactive in tmux, woken natively by the extension `setup pi
+ * --wake` writes.
  */
 
 const POLL_MS = 5;
@@ -114,7 +121,7 @@ const claude: Harness = {
   },
 };
 
-/** Codex, Gemini CLI or Qwen Code interactive in tmux, under `agent-chat run --as bob`. */
+/** Codex, Gemini CLI, Qwen Code or Copilot CLI interactive in tmux, under `agent-chat run --as bob`. */
 function underRun(
   name: string,
   setupTool: string,
@@ -152,6 +159,7 @@ function underRun(
         async close() {
           await term.close();
           if (setupTool === "codex") await stopCodexDaemon(sandbox, env);
+          if (setupTool === "copilot") await stopCopilot(sandbox);
         },
       };
     },
@@ -176,6 +184,12 @@ const qwen = underRun(
   "qwen",
   () => [toolBinary("qwen"), "-i", "Say hi."],
   qwenStandIn,
+);
+const copilot = underRun(
+  "GitHub Copilot CLI",
+  "copilot",
+  () => [toolBinary("copilot"), "-i", "Say hi."],
+  copilotStandIn,
 );
 
 /** pi interactive in tmux, woken natively: its extension parks `hook wait` after each turn. */
@@ -241,7 +255,7 @@ export const agentWakeBench: BenchModule = {
     const n = ctx.quick ? 5 : 10;
     const rows: Row[] = [];
     // One harness at a time: each is a heavy process tree on a shared machine.
-    for (const harness of [claude, codex, gemini, qwen, pi]) {
+    for (const harness of [claude, codex, gemini, qwen, pi, copilot]) {
       // A harness that fails is a row that says so; the others are still measured.
       const measured = await wakes(harness, n).then(
         (samples) => ({ samples, error: undefined }),

@@ -286,13 +286,15 @@ export class CliContext {
 /**
  * The host tool a command runs under, from what each sets in its children's environment
  * (`$AGENT_CHAT_HARNESS` overrides): Claude Code `CLAUDECODE=1`, Gemini CLI `GEMINI_CLI=1`,
- * Codex `CODEX_SANDBOX` or `CODEX_HOME`; else a person or script at a shell (`cli`).
+ * Codex `CODEX_SANDBOX` or `CODEX_HOME`, Copilot CLI `COPILOT_CLI=1`; else a person or script
+ * at a shell (`cli`).
  */
 export function harnessFromEnv(env: NodeJS.ProcessEnv): Harness {
   const given = HARNESSES.find((h) => h === env.AGENT_CHAT_HARNESS);
   if (given) return given;
   if (env.CLAUDECODE === "1") return "claude-code";
   if (env.GEMINI_CLI === "1") return "gemini";
+  if (env.COPILOT_CLI === "1") return "copilot";
   if (env.CODEX_SANDBOX || env.CODEX_HOME || env.CODEX_MANAGED_BY_NPM) return "codex";
   return "cli";
 }

@@ -85,6 +85,7 @@ export function hookOutput(request: HookRequest): string {
     return `${JSON.stringify({ systemMessage: notice })}\n`;
   }
   if (dialect.context === "plain") return `${notice}\n`;
+  if (dialect.context === "flat") return `${JSON.stringify({ additionalContext: notice })}\n`;
   const hookEventName = dialect.events[event];
   return `${JSON.stringify({ hookSpecificOutput: { hookEventName, additionalContext: notice } })}\n`;
 }

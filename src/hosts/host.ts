@@ -51,9 +51,10 @@ export interface HookDialect {
   events: Readonly<Record<HookEvent, string>>;
   /**
    * How the notice at session start and prompt reaches the model: plain stdout, or JSON
-   * (`hookSpecificOutput.additionalContext`) when the host reads a hook's stdout as JSON.
+   * (`hookSpecificOutput.additionalContext`) when the host reads a hook's stdout as JSON, or
+   * `flat`: JSON with `additionalContext` at the top (Copilot CLI).
    */
-  context: "plain" | "json";
+  context: "plain" | "json" | "flat";
   /** The stop hook's decision that makes the agent go on and read (`--block`). */
   keepGoing: "block" | "deny";
 }

@@ -1,5 +1,6 @@
 import { claudeCode, claudeCodeHooks } from "./claude-code.js";
 import { codex, codexHooks } from "./codex.js";
+import { copilotCli, copilotCliHooks } from "./copilot-cli.js";
 import { geminiCli, geminiCliHooks } from "./gemini-cli.js";
 import type { HookDialect, Host } from "./host.js";
 import { pi, piHooks } from "./pi.js";
@@ -10,7 +11,7 @@ import { qwenCode, qwenCodeHooks } from "./qwen-code.js";
  * Adding one: its module (host.ts says what it gives), its entry in both lists here, its tests,
  * its docs row.
  */
-export const HOSTS: readonly Host[] = [claudeCode, codex, geminiCli, qwenCode, pi];
+export const HOSTS: readonly Host[] = [claudeCode, codex, geminiCli, qwenCode, pi, copilotCli];
 
 /**
  * Their hook dialects, in the same order, apart from the hosts: the hook, which runs on every
@@ -22,4 +23,5 @@ export const HOOK_DIALECTS: readonly HookDialect[] = [
   geminiCliHooks,
   qwenCodeHooks,
   piHooks,
+  copilotCliHooks,
 ];

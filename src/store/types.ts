@@ -578,13 +578,23 @@ export type DeliveryState = "stored" | "notified" | "read" | "answered";
 export const DELIVERY_STATES: readonly DeliveryState[] = ["stored", "notified", "read", "answered"];
 
 /** Where an agent runs: what its presence record says. */
-export type Harness = "claude-code" | "codex" | "gemini" | "qwen" | "pi" | "cli" | "mcp" | "viewer";
+export type Harness =
+  | "claude-code"
+  | "codex"
+  | "gemini"
+  | "qwen"
+  | "pi"
+  | "copilot"
+  | "cli"
+  | "mcp"
+  | "viewer";
 export const HARNESSES: readonly Harness[] = [
   "claude-code",
   "codex",
   "gemini",
   "qwen",
   "pi",
+  "copilot",
   "cli",
   "mcp",
   "viewer",

@@ -8,6 +8,7 @@ import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
 import {
   claudeStandIn,
   codexStandIn,
+  copilotStandIn,
   geminiStandIn,
   piStandIn,
   qwenStandIn,
@@ -270,6 +271,28 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       });
       // The session's notice, shown as the message the extension added to the turn.
       expect(done).toMatch(/\[agent-chat\]\s+1 unread agent-chat message for alice/);
+      await expectCallsRan(env);
+    },
+    FIRST_RUN_MS,
+  );
+
+  it(
+    skipName("GitHub Copilot CLI: one question, folder trust; the chat tools run unasked", reason),
+    async () => {
+      // The user's provider, by the variables Copilot's own `help providers` names (no file).
+      const env = copilotStandIn(sandbox, stub.url, { trusted: false });
+      const setup = await sandbox.agentChat(["setup", "copilot", "--as", "alice", "--write"]);
+      expect(setup.code, setup.stderr).toBe(0);
+      const term = startTerminal(sandbox, [toolBinary("copilot")], env);
+      terminal = term;
+      // Its one question: trust the folder, answered "Yes, and remember this folder".
+      await term.waitFor(/Do you trust the files in this folder\?[\s\S]*2\. Yes, and remember/);
+      await term.press("2", /has been added to trusted folders/);
+      await term.type(PROMPT, new RegExp(`❯ ${PROMPT}`));
+      const done = await term.press("Enter", new RegExp(`● ${DONE}`), {
+        refuse: /Do you want to use this tool\?|Permission denied/,
+      });
+      expect(done).toMatch(/● chat_channels[\s\S]*● chat_post[\s\S]*● chat_read/);
       await expectCallsRan(env);
     },
     FIRST_RUN_MS,

@@ -1,4 +1,5 @@
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Sandbox } from "./sandbox.js";
 
@@ -113,4 +114,33 @@ export function piStandIn(sandbox: Sandbox, url: string): Record<string, string>
   const settings = { defaultProvider: "stand-in", defaultModel: "stand-in" };
   writeFileSync(join(dir, "settings.json"), JSON.stringify(settings));
   return { PI_OFFLINE: "1" };
+}
+
+/**
+ * GitHub Copilot CLI: the stand-in as its custom provider (BYOK) by the variables its own
+ * `copilot help providers` names, offline (`COPILOT_OFFLINE`: no GitHub sign-in, telemetry or
+ * update check, which its help says a local provider allows); with `trusted: false` the folder
+ * is left for the user to trust at its own question, else it is in config.json's trustedFolders
+ * (what answering "remember this folder" records). The binary unpacks its 235 MB package once
+ * into a cache shared by the tests rather than into each sandbox's home.
+ */
+export function copilotStandIn(
+  sandbox: Sandbox,
+  url: string,
+  { trusted = true } = {},
+): Record<string, string> {
+  if (trusted) {
+    mkdirSync(join(sandbox.home, ".copilot"), { recursive: true });
+    writeFileSync(
+      join(sandbox.home, ".copilot", "config.json"),
+      JSON.stringify({ trustedFolders: [realpathSync(sandbox.project)] }),
+    );
+  }
+  return {
+    COPILOT_PROVIDER_BASE_URL: `${url}/v1`,
+    COPILOT_PROVIDER_API_KEY: "stand-in",
+    COPILOT_MODEL: "stand-in",
+    COPILOT_OFFLINE: "true",
+    COPILOT_PKG_CACHE_HOME: join(tmpdir(), "agent-chat-copilot-pkg"),
+  };
 }

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { runTool, type Sandbox, toolBinary } from "./sandbox.js";
 
@@ -42,4 +42,31 @@ export async function stopCodexDaemon(
     }
     if (command.startsWith(join(env.CODEX_HOME!, "packages"))) process.kill(Number(pid));
   }
+}
+
+/** The processes whose working folder is the sandbox's project folder. */
+function processesIn(sandbox: Sandbox): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readlinkSync(join("/proc", pid, "cwd")) === sandbox.project;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/**
+ * Copilot CLI's npm loader runs its native binary as a child, which outlives `agent-chat run`'s
+ * pseudo-terminal for a moment and writes its session state into HOME as it ends: it is ended
+ * (SIGTERM, then SIGKILL after 5 s) and waited for, so the sandbox is removed after it.
+ */
+export async function stopCopilot(sandbox: Sandbox): Promise<void> {
+  for (const pid of processesIn(sandbox)) process.kill(pid, "SIGTERM");
+  for (let i = 0; i < 50 && processesIn(sandbox).length > 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  for (const pid of processesIn(sandbox)) process.kill(pid, "SIGKILL");
 }

@@ -10,6 +10,7 @@ const env = () => ({
   AGENT_CHAT_DAEMON: "off",
   AGENT_CHAT_HARNESS: undefined,
   CLAUDECODE: undefined,
+  COPILOT_CLI: undefined,
   XDG_STATE_HOME: state.dir,
 });
 
@@ -45,5 +46,16 @@ describe("a hook run records presence", () => {
     });
     expect(r).toMatchObject({ code: 0, stdout: "", stderr: "" });
     expect(await bob()).toMatchObject({ state: "active", harness: "codex" });
+  });
+});
+
+describe("presence names the harness a command runs in", () => {
+  it("GitHub Copilot CLI: what it starts (COPILOT_CLI=1 in their environment) is recorded as copilot", async () => {
+    const r = await runCli(["read", "review", "--as", "bob"], {
+      root: tmp.dir,
+      env: { ...env(), COPILOT_CLI: "1" },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(await bob()).toMatchObject({ state: "active", harness: "copilot" });
   });
 });

@@ -30,6 +30,7 @@ function cli(args: string[], rootPath = root) {
       HOME: home,
       CODEX_HOME: join(home, ".codex"),
       GEMINI_CLI_HOME: home,
+      COPILOT_HOME: join(home, ".copilot"),
       XDG_STATE_HOME: join(home, ".state"),
     },
     timeoutMs: 40_000,
@@ -51,7 +52,7 @@ describe("agent-chat doctor", () => {
     const r = await cli(["doctor", "--as", "alice"]);
     expect(r.code).toBe(1);
     const l = lines(r.stdout);
-    for (const tool of ["claude-code", "codex", "gemini", "qwen", "pi"]) {
+    for (const tool of ["claude-code", "codex", "gemini", "qwen", "pi", "copilot"]) {
       expect(l[tool]).toBe(
         `warn  ${tool}: not set up (run: agent-chat setup ${tool} --as alice --write)`,
       );
@@ -318,6 +319,7 @@ describe("agent-chat doctor", () => {
       "gemini",
       "qwen",
       "pi",
+      "copilot",
       "claude-code wake",
       "server",
       "hook",
@@ -420,6 +422,18 @@ describe("agent-chat doctor", () => {
     expect(qwen.code, qwen.stdout).toBe(0);
     expect(wakeLine(qwen.stdout, "qwen")).toBe(
       "ok    qwen wake: the agent-chat run wrapper, when started as `agent-chat run --as NAME -- qwen` (idle when its Stop hook ends a turn)",
+    );
+    await cli(["setup", "copilot", "--as", "alice", "--write", "--wake"]);
+    const copilot = await cli(["doctor", "--as", "alice", "--tool", "copilot"]);
+    expect(copilot.code, copilot.stdout).toBe(0);
+    expect(wakeLine(copilot.stdout, "copilot")).toBe(
+      "ok    copilot wake: the agent-chat run wrapper, when started as `agent-chat run --as NAME -- copilot` (idle when its Stop hook ends a turn)",
+    );
+    // Without the approvals setup wrote, Copilot CLI would ask at each call: doctor says so.
+    writeFileSync(join(home, ".copilot", "permissions-config.json"), "{}");
+    const asks = await cli(["doctor", "--as", "alice", "--tool", "copilot"]);
+    expect(lines(asks.stdout).copilot).toContain(
+      `Copilot CLI asks before each call of chat_channels, chat_create_channel, chat_post, chat_read, chat_wait, chat_tasks in ${project}`,
     );
     await cli(["setup", "pi", "--as", "alice", "--write"]);
     const piPlain = await cli(["doctor", "--as", "alice", "--tool", "pi"]);

@@ -47,7 +47,7 @@ describe("agent-chat hook", () => {
     await post("review", "bob", "bob's own message does not count for bob");
     await post("ops", "alice", "bob is not a member of ops");
     const runs = ["session-start", "prompt", "stop"].flatMap((event) =>
-      ["claude", "codex", "gemini", "qwen", "pi"].map(async (format) => {
+      ["claude", "codex", "gemini", "qwen", "pi", "copilot"].map(async (format) => {
         const r = await hook([event, "--as", "bob", "--format", format], claudeSession);
         expect(r, `${event} ${format}`).toMatchObject({ code: 0, stdout: "", stderr: "" });
       }),
@@ -181,6 +181,21 @@ describe("agent-chat hook", () => {
     expect(JSON.parse(stop.stdout)).toMatchObject({
       systemMessage: expect.stringContaining("1 unread"),
     });
+  });
+
+  it("Copilot CLI gets JSON with a top-level additionalContext at the prompt, and a decision at stop", async () => {
+    await post("review", "alice", "hello");
+    const prompt = await hook(["prompt", "--as", "bob", "--format", "copilot"], {
+      hook_event_name: "UserPromptSubmit",
+    });
+    expect(Object.keys(JSON.parse(prompt.stdout))).toEqual(["additionalContext"]);
+    expect(JSON.parse(prompt.stdout).additionalContext).toMatch(
+      /^1 unread agent-chat message for bob \(review: 1\)\. Read them/,
+    );
+    const stop = await hook(["stop", "--as", "bob", "--format", "copilot", "--block"], {
+      hook_event_name: "Stop",
+    });
+    expect(JSON.parse(stop.stdout)).toMatchObject({ decision: "block" });
   });
 
   it("tolerates missing or invalid stdin and a missing root; exits 0 even when misconfigured", async () => {

@@ -23,6 +23,7 @@ let codexHome: string;
 let geminiHome: string;
 let qwenHome: string;
 let piDir: string;
+let copilotHome: string;
 
 beforeEach(() => {
   ({ dir, cleanup } = tempDir("agent-chat-setup-"));
@@ -32,6 +33,7 @@ beforeEach(() => {
   geminiHome = join(dir, "home");
   qwenHome = join(dir, "home", ".qwen");
   piDir = join(dir, "home", ".pi", "agent");
+  copilotHome = join(dir, "home", ".copilot");
   mkdirSync(project, { recursive: true });
 });
 afterEach(() => cleanup());
@@ -43,6 +45,7 @@ function setup(args: string[]) {
       GEMINI_CLI_HOME: geminiHome,
       QWEN_HOME: qwenHome,
       PI_CODING_AGENT_DIR: piDir,
+      COPILOT_HOME: copilotHome,
     },
   });
 }
@@ -414,6 +417,65 @@ describe("agent-chat setup", () => {
     const again = await setup(["pi", "--as", "alice", "--dir", project, "--write"]);
     expect(again.stdout).toContain(`unchanged ${config}`);
     expect(again.stdout).toContain(`unchanged ${extension}`);
+  });
+
+  it("copilot: the server, the hooks and the approvals of the chat tools for the repository go in the user's folder, merged", async () => {
+    mkdirSync(copilotHome, { recursive: true });
+    const servers = join(copilotHome, "mcp-config.json");
+    const settings = join(copilotHome, "settings.json");
+    const approvals = join(copilotHome, "permissions-config.json");
+    // The user's own: another server, a setting, an approval they gave here and elsewhere.
+    writeFileSync(servers, JSON.stringify({ mcpServers: { other: { command: "other" } } }));
+    writeFileSync(settings, JSON.stringify({ banner: "never" }));
+    const theirs = { kind: "commands", commandIdentifiers: ["git status"] };
+    writeFileSync(
+      approvals,
+      JSON.stringify({
+        locations: {
+          [project]: { tool_approvals: [theirs] },
+          "/elsewhere": { tool_approvals: [] },
+        },
+      }),
+    );
+    // Set up from a folder inside the repository: Copilot keys approvals by the repository.
+    execFileSync("git", ["init", "-q", project]);
+    mkdirSync(join(project, "sub"));
+    const r = await setup(["copilot", "--as", "alice", "--dir", join(project, "sub"), "--write"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readJson(servers).mcpServers).toEqual({
+      other: { command: "other" },
+      "agent-chat": {
+        type: "local",
+        command: "agent-chat",
+        args: ["mcp", "--as", "alice"],
+        env: { AGENT_CHAT_ROOT: root },
+        tools: ["*"],
+        timeout: 960000,
+      },
+    });
+    const doc = readJson(settings);
+    expect(doc.banner).toBe("never");
+    expect(Object.keys(doc.hooks)).toEqual(["SessionStart", "UserPromptSubmit", "Stop"]);
+    expect(doc.hooks.UserPromptSubmit[0].hooks[0]).toEqual({
+      type: "command",
+      command: `agent-chat --root '${root}' hook prompt --as alice --format copilot`,
+      timeout: 10,
+    });
+    // Every chat tool but chat_workspace (it can delete), as Copilot's own answer records it.
+    const ours = ["channels", "create_channel", "post", "read", "wait", "tasks"].map((t) => ({
+      kind: "mcp",
+      serverName: "agent-chat",
+      toolName: `chat_${t}`,
+    }));
+    expect(readJson(approvals).locations).toEqual({
+      [project]: { tool_approvals: [theirs, ...ours] },
+      "/elsewhere": { tool_approvals: [] },
+    });
+    // Again: nothing changes.
+    const again = await setup(["copilot", "--as", "alice", "--dir", project, "--write"]);
+    for (const path of [servers, settings, approvals]) {
+      expect(again.stdout).toContain(`unchanged ${path}`);
+    }
   });
 
   it("gemini: the server and hooks go in the user's settings; --trust trusts the folder", async () => {
