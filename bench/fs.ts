@@ -10,7 +10,7 @@ const execFileP = promisify(execFile);
 const workers = new URL("./workers/", import.meta.url).pathname;
 
 /** Fills a channel with `count` well-formed messages written directly (fast), as if posted. */
-async function makeChannel(root: string, channel: string, count: number): Promise<void> {
+export async function makeChannel(root: string, channel: string, count: number): Promise<void> {
   const store = new FsStore(root);
   await store.init(channel);
   await store.close();

@@ -14,6 +14,7 @@ import leasesBench from "./leases.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
 import mcpBench from "./mcp.js";
 import natsBench from "./nats.js";
+import scaleBench from "./scale.js";
 import searchBench from "./search.js";
 import { chatPyFrom, SLOWING_ENV, startupBench } from "./startup.js";
 import wakeBench from "./wake.js";
@@ -21,7 +22,7 @@ import wakeBench from "./wake.js";
 if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
-  --only=NAME      the modules whose name contains NAME (start-up, folder store, daemon, nats, cluster, leases,
+  --only=NAME      the modules whose name contains NAME (start-up, channel size, folder store, daemon, nats, cluster, leases,
                    mcp, wake, agent wake, delivery, search)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
@@ -45,6 +46,7 @@ const modules: BenchModule[] = [
       .split(",")
       .map((p) => resolve(p)),
   }),
+  scaleBench,
   fsBench,
   daemonBench,
   natsBench,

@@ -30,7 +30,7 @@ function python(): string | undefined {
 }
 
 /** Wall time of a whole process, from spawn to exit; rejects unless it exits `expect`. */
-function spawnTime(
+export function spawnTime(
   cmd: string,
   args: string[],
   env: NodeJS.ProcessEnv,
@@ -85,7 +85,7 @@ function spawnCpu(
   });
 }
 
-interface Figure {
+export interface Figure {
   name: string;
   run: () => Promise<number>;
 }
@@ -94,7 +94,11 @@ interface Figure {
  * Runs every figure once per round, in an order that rotates each round, so that a burst of
  * load on the (shared) machine falls on all of them alike and their ratios stay honest.
  */
-async function rounds(figures: Figure[], n: number, warmup = 2): Promise<Map<string, Stats>> {
+export async function rounds(
+  figures: Figure[],
+  n: number,
+  warmup = 2,
+): Promise<Map<string, Stats>> {
   const times = new Map(figures.map((f) => [f.name, [] as number[]]));
   for (let round = 0; round < n + warmup; round++) {
     for (let k = 0; k < figures.length; k++) {
@@ -509,7 +513,7 @@ async function contextRows(
  * user's machine, not what other work left in this machine's (its tests' policy pins made
  * `trust.json` 56 kB here, which every command parses).
  */
-function environments(env: NodeJS.ProcessEnv, root: string, home: string) {
+export function environments(env: NodeJS.ProcessEnv, root: string, home: string) {
   const machine: NodeJS.ProcessEnv = {
     ...env,
     AGENT_CHAT_ROOT: root,
