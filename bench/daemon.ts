@@ -110,13 +110,13 @@ const bench: BenchModule = {
 
 export default bench;
 
-interface RunningDaemon {
+export interface RunningDaemon {
   child: ChildProcess;
   socket: string;
   stop(): Promise<void>;
 }
 
-async function startDaemon(ctx: BenchContext, dir: string): Promise<RunningDaemon> {
+export async function startDaemon(ctx: BenchContext, dir: string): Promise<RunningDaemon> {
   // Refusals only: a line per envelope would bury the report in the inherited stderr (the
   // default log costs one write to stderr per envelope; docs/daemon.md, "What serve logs").
   const child = spawn(process.execPath, [ctx.cli, "--json", "serve", "--log", "warn"], {

@@ -9,6 +9,7 @@ import agentWakeBench from "./agent-wake.js";
 import clusterBench from "./cluster.js";
 import daemonBench from "./daemon.js";
 import deliveryBench from "./delivery.js";
+import fanoutBench from "./fanout.js";
 import { fsBench } from "./fs.js";
 import leasesBench from "./leases.js";
 import { type BenchContext, type BenchModule, type Row, ratio } from "./lib.js";
@@ -23,7 +24,7 @@ if (process.argv.includes("--help")) {
   console.log(`npm run bench -- [options]
   --quick          a short pass with fewer samples
   --only=NAME      the modules whose name contains NAME (start-up, channel size, folder store, daemon, nats, cluster, leases,
-                   mcp, wake, agent wake, delivery, search)
+                   mcp, wake, fan-out, agent wake, delivery, search)
   --clean-env      also remove ${SLOWING_ENV.join(", ")} for the other modules' processes
                    (the start-up figures are always measured without them)
   --cli=PATH       another build's dist/cli.cjs (e.g. to compare before and after a change)
@@ -54,6 +55,7 @@ const modules: BenchModule[] = [
   clusterBench,
   mcpBench,
   wakeBench,
+  fanoutBench,
   agentWakeBench,
   deliveryBench,
   searchBench,
