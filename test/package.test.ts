@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -47,8 +47,22 @@ const env = {
   XDG_STATE_HOME: join(work, "state"),
 };
 
-function start(args: string[]): ChildProcess {
-  return spawn(bin, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+function start(args: string[], extra: Record<string, string> = {}): ChildProcess {
+  return spawn(bin, args, { env: { ...env, ...extra }, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+/** Resolves once the child has written `text` to stdout or stderr. */
+function said(child: ChildProcess, text: string): Promise<void> {
+  let seen = "";
+  return new Promise((resolve, reject) => {
+    const look = (d: Buffer) => {
+      seen += d.toString("utf8");
+      if (seen.includes(text)) resolve();
+    };
+    child.stdout?.on("data", look);
+    child.stderr?.on("data", look);
+    child.on("close", (code) => reject(new Error(`exited ${code} before saying ${text}: ${seen}`)));
+  });
 }
 
 function finish(child: ChildProcess): Promise<{ code: number | null; out: string }> {
@@ -108,5 +122,34 @@ describe("the packed package, installed into an empty prefix", () => {
     const claim = await agentChat("claim", "review", "task-12.md", "--as", "bob");
     expect(claim).toMatchObject({ code: 0, out: expect.stringContaining("claimed task-12") });
     expect((await agentChat("claim", "review", "12", "--as", "alice")).code).toBe(3);
+  });
+
+  it("runs the governance flow with a daemon up, as the README suggests running one", async () => {
+    const runtime = join(work, "run");
+    mkdirSync(runtime, { mode: 0o700 });
+    const viaDaemon = { XDG_RUNTIME_DIR: runtime };
+    const run = (...args: string[]) => finish(start(args, viaDaemon));
+    expect((await run("init", "gov")).code).toBe(0);
+    const daemon = start(["--json", "serve"], viaDaemon);
+    try {
+      await said(daemon, '"sockets"');
+      // The commands below find it, as every command for the root then does (docs/daemon.md).
+      expect((await run("info")).out).toMatch(/^daemon: +live /m);
+      const band = ["--maintainer", "alice", "--band", "merge=approval"];
+      expect(await run("govern", "gov", "--as", "alice", ...band)).toMatchObject({ code: 0 });
+      const asking = ["--action", "merge", "--title", "Ship it"];
+      const request = start(["request", "gov", "--as", "bob", ...asking], viaDaemon);
+      const requested = finish(request);
+      await said(request, "posted #1");
+      expect(await run("pending", "gov")).toMatchObject({
+        code: 0,
+        out: "#1\tmerge\tapproval\tbob\tShip it\n",
+      });
+      const approved = await run("approve", "gov", "1", "--as", "alice");
+      expect(approved).toMatchObject({ code: 0, out: "approved #1 (merge: Ship it); posted #2\n" });
+      expect((await requested).code).toBe(0);
+    } finally {
+      daemon.kill("SIGTERM");
+    }
   });
 });
