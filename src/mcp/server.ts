@@ -253,8 +253,36 @@ function toolRegistrar(server: McpServer, problem: string | undefined): ToolRegi
 /** The refusal of arguments a tool does not take, naming those it does. */
 function unknownArguments(tool: string, unknown: string[], shape: z.ZodRawShape): string {
   const names = unknown.map((key) => JSON.stringify(key.slice(0, 40))).join(", ");
-  const takes = Object.keys(shape).join(", ") || "none";
-  return `${tool} takes no argument ${names}; it takes: ${takes}. Nothing was done: call it again with those.`;
+  const takes = Object.keys(shape);
+  const meant = unknown.flatMap((key) => {
+    const right = meantArgument(key, takes);
+    return right === undefined ? [] : [`${JSON.stringify(key.slice(0, 40))} is ${right} here`];
+  });
+  const hint = meant.length > 0 ? ` (${meant.join(", ")})` : "";
+  return `${tool} takes no argument ${names}${hint}; it takes: ${takes.join(", ") || "none"}. Nothing was done: call it again with those.`;
+}
+
+/** Names a model reaches for that mean one of ours (another tool's, or a common word). */
+const ARGUMENT_SYNONYMS: Record<string, string> = {
+  recipient: "to",
+  recipients: "to",
+  message: "body",
+  text: "body",
+  reply: "reply_to",
+  in_reply_to: "reply_to",
+  timeout: "timeout_seconds",
+};
+
+/**
+ * The argument a misspelt or other tool's name most likely meant: a synonym, or one of the
+ * tool's own names that it is a form of (`channel` for `channels`, `timeout` for
+ * `timeout_seconds`).
+ */
+function meantArgument(key: string, takes: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  const synonym = ARGUMENT_SYNONYMS[lower];
+  if (synonym !== undefined && takes.includes(synonym)) return synonym;
+  return takes.find((name) => name.startsWith(lower) || lower.startsWith(name));
 }
 
 function registerTools(

@@ -16,11 +16,15 @@ describe("agent-chat mcp", () => {
       reply: 3,
     });
     expect(post.isError).toBe(true);
-    expect(post.text).toContain('chat_post takes no argument "recipient", "reply"; it takes: ');
+    expect(post.text).toContain(
+      'chat_post takes no argument "recipient", "reply" ("recipient" is to here, "reply" is reply_to here); it takes: ',
+    );
     expect(post.text).toMatch(/it takes: .*\bto\b/);
     const wait = await bob.call("chat_wait", { channel: "review", timeout: 1 });
     expect(wait.isError).toBe(true);
-    expect(wait.text).toContain('chat_wait takes no argument "channel", "timeout"');
+    expect(wait.text).toContain(
+      'chat_wait takes no argument "channel", "timeout" ("channel" is channels here, "timeout" is timeout_seconds here)',
+    );
     const alice = await agent("alice");
     expect((await alice.call("chat_read", { channel: "review" })).text).toBe("No new messages.");
   });
