@@ -146,11 +146,12 @@ async function oneShotHost(env: NodeJS.ProcessEnv): Promise<boolean> {
 }
 
 /**
- * Whether the Claude Code that started this hook (`CLAUDE_PID`) still runs: a wait left behind
- * by a session that ended must not stay parked until its timeout.
+ * Whether the host that started this hook still runs (Claude Code's `CLAUDE_PID`, or the
+ * `AGENT_CHAT_HOST_PID` our OpenCode plugin gives it): a wait left behind by a session that
+ * ended must not stay parked until its timeout.
  */
 function hostChecker(env: NodeJS.ProcessEnv): () => boolean {
-  const pid = Number(env.CLAUDE_PID);
+  const pid = Number(env.CLAUDE_PID ?? env.AGENT_CHAT_HOST_PID);
   if (!Number.isSafeInteger(pid) || pid <= 1) return () => true;
   return () => {
     try {

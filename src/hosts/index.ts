@@ -2,6 +2,7 @@ import { claudeCode, claudeCodeHooks } from "./claude-code.js";
 import { codex, codexHooks } from "./codex.js";
 import { geminiCli, geminiCliHooks } from "./gemini-cli.js";
 import type { HookDialect, Host } from "./host.js";
+import { opencode, opencodeHooks } from "./opencode.js";
 import { qwenCode, qwenCodeHooks } from "./qwen-code.js";
 
 /**
@@ -9,7 +10,7 @@ import { qwenCode, qwenCodeHooks } from "./qwen-code.js";
  * Adding one: its module (host.ts says what it gives), its entry in both lists here, its tests,
  * its docs row.
  */
-export const HOSTS: readonly Host[] = [claudeCode, codex, geminiCli, qwenCode];
+export const HOSTS: readonly Host[] = [claudeCode, codex, geminiCli, qwenCode, opencode];
 
 /**
  * Their hook dialects, in the same order, apart from the hosts: the hook, which runs on every
@@ -20,4 +21,5 @@ export const HOOK_DIALECTS: readonly HookDialect[] = [
   codexHooks,
   geminiCliHooks,
   qwenCodeHooks,
+  opencodeHooks,
 ];

@@ -555,12 +555,21 @@ export type DeliveryState = "stored" | "notified" | "read" | "answered";
 export const DELIVERY_STATES: readonly DeliveryState[] = ["stored", "notified", "read", "answered"];
 
 /** Where an agent runs: what its presence record says. */
-export type Harness = "claude-code" | "codex" | "gemini" | "qwen" | "cli" | "mcp" | "viewer";
+export type Harness =
+  | "claude-code"
+  | "codex"
+  | "gemini"
+  | "qwen"
+  | "opencode"
+  | "cli"
+  | "mcp"
+  | "viewer";
 export const HARNESSES: readonly Harness[] = [
   "claude-code",
   "codex",
   "gemini",
   "qwen",
+  "opencode",
   "cli",
   "mcp",
   "viewer",

@@ -176,6 +176,12 @@ describe("agent-chat hook wait", () => {
     expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });
   });
 
+  it("ends, silent, when the host our OpenCode plugin named (AGENT_CHAT_HOST_PID) is gone", async () => {
+    const gone = spawnSync(process.execPath, ["-e", ""]).pid;
+    const waiter = await parkWait([], stopInput(), { AGENT_CHAT_HOST_PID: String(gone) });
+    expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
   it("under a one-shot claude -p it exits at once; under -p --input-format stream-json it parks", async () => {
     // Stand-ins for Claude Code whose command lines are what hook wait reads (/proc/PID/cmdline).
     const host = (...args: string[]) => {
