@@ -5,7 +5,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
-import { claudeStandIn, codexStandIn, geminiStandIn, qwenStandIn } from "./stand-in-config.js";
+import {
+  claudeStandIn,
+  codexStandIn,
+  geminiStandIn,
+  opencodeStandIn,
+  qwenStandIn,
+} from "./stand-in-config.js";
 import { hasTmux, startTerminal, type Terminal } from "./terminal.js";
 import { stopCodexDaemon } from "./wake-command.js";
 
@@ -240,6 +246,36 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
           /Allow execution|Do you want to proceed|Apply this change|Waiting for user confirmation/,
       });
       expect(done).toMatch(/✓ chat_channels[\s\S]*✓ chat_post[\s\S]*✓ chat_read/);
+      await expectCallsRan(env);
+    },
+    FIRST_RUN_MS,
+  );
+
+  it(
+    skipName("OpenCode: no question; the chat tools run unasked", reason),
+    async () => {
+      // The user's provider and model (given as OpenCode reads a config of the environment).
+      const env = opencodeStandIn(sandbox, stub.url);
+      const setup = await sandbox.agentChat(["setup", "opencode", "--as", "alice", "--write"]);
+      expect(setup.code, setup.stderr).toBe(0);
+      const term = startTerminal(sandbox, [toolBinary("opencode")], env);
+      terminal = term;
+      // Nothing is asked before the prompt: no trust, no sign-in (a provider is configured).
+      await term.waitFor(/stand-in/, {
+        refuse: /trust|Trust|Connect a provider|Log in/,
+        timeoutMs: 180_000,
+      });
+      await term.type(PROMPT, new RegExp(PROMPT));
+      // The answer below the prompt (the session's title, above it, is the stand-in's too).
+      const done = await term.press(
+        "Enter",
+        new RegExp(`${PROMPT}[\\s\\S]*chat_read[\\s\\S]*${DONE}`),
+        {
+          refuse: /Permission required|Allow once|Allow always/,
+          timeoutMs: 180_000,
+        },
+      );
+      expect(done).toMatch(/chat_channels[\s\S]*chat_post[\s\S]*chat_read/);
       await expectCallsRan(env);
     },
     FIRST_RUN_MS,
