@@ -15,6 +15,7 @@ import {
   codexStandIn,
   copilotStandIn,
   geminiStandIn,
+  opencodeStandIn,
   piStandIn,
   qwenStandIn,
 } from "../test/agents/stand-in-config.js";
@@ -33,8 +34,8 @@ import { type BenchModule, type Row, stats } from "./lib.js";
  * session's next model request, which carries the wake notice. Claude Code by its native
  * rewake hook (`setup claude-code --wake`, a stream-json session); Codex, Gemini CLI, Qwen
  * Code and GitHub Copilot CLI interactive in a tmux terminal under `agent-chat run`, their stop
- * hooks marking turn ends; pi interactive in tmux, woken natively by the extension `setup pi
- * --wake` writes.
+ * hooks marking turn ends; pi and OpenCode interactive in tmux, woken natively by our extension
+ * (`setup pi --wake`) and plugin (`session.promptAsync`).
  */
 
 const POLL_MS = 5;
@@ -215,6 +216,32 @@ const pi: Harness = {
   },
 };
 
+/** Whether a `hook wait` of the sandbox's sessions is parked (its mark in the state folder). */
+function waitParked(sandbox: Sandbox): boolean {
+  const sessions = join(sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
+  return existsSync(sessions) && readdirSync(sessions).some((name) => name.endsWith(".waiter"));
+}
+
+const opencode: Harness = {
+  name: "OpenCode",
+  path: "native: our plugin parks `hook wait` at session.idle and prompts the session through OpenCode's server (setup opencode); interactive in tmux",
+  async start(sandbox, stub) {
+    const setup = await sandbox.agentChat(["setup", "opencode", "--as", "bob", "--write"]);
+    if (setup.code !== 0) throw new Error(setup.stderr);
+    const env = opencodeStandIn(sandbox, stub.url);
+    const term = startTerminal(sandbox, [toolBinary("opencode"), "--prompt", "Say hi."], env);
+    await until("OpenCode's first turn", () => stub.requests.length > 0, 90_000);
+    return {
+      async idle() {
+        await quiet(stub);
+        await until("the plugin's parked hook wait", () => waitParked(sandbox));
+      },
+      screen: () => term.screen(),
+      close: () => term.close(),
+    };
+  },
+};
+
 /** `n` wakes of one harness after a warm-up one; milliseconds from post to the woken request. */
 async function wakes(harness: Harness, n: number): Promise<number[]> {
   const sandbox = makeSandbox("agent-chat-bench-wake-");
@@ -255,7 +282,7 @@ export const agentWakeBench: BenchModule = {
     const n = ctx.quick ? 5 : 10;
     const rows: Row[] = [];
     // One harness at a time: each is a heavy process tree on a shared machine.
-    for (const harness of [claude, codex, gemini, qwen, pi, copilot]) {
+    for (const harness of [claude, codex, gemini, qwen, pi, copilot, opencode]) {
       // A harness that fails is a row that says so; the others are still measured.
       const measured = await wakes(harness, n).then(
         (samples) => ({ samples, error: undefined }),

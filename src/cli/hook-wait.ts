@@ -147,7 +147,7 @@ async function oneShotHost(env: NodeJS.ProcessEnv): Promise<boolean> {
 
 /**
  * Whether the host that started this hook still runs (Claude Code's `CLAUDE_PID`, or
- * `AGENT_CHAT_HOST_PID` that our pi extension gives it): a wait left behind by a session that
+ * `AGENT_CHAT_HOST_PID` that our pi extension and OpenCode plugin give it): a wait left behind by a session that
  * ended must not stay parked until its timeout.
  */
 function hostChecker(env: NodeJS.ProcessEnv): () => boolean {

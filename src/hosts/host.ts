@@ -153,6 +153,8 @@ export interface HostFiles {
   servers: unknown;
   /** The file that holds the hooks (under `hooks`, by the host's event names). */
   hooksFile: string;
+  /** The hooks, by the host's event names, when the file is not JSON (read by the host). */
+  hooks?: Json;
   /** The file that names the identity and the root, when not the server file. */
   identityFile?: string;
   /** The environment the tool gives agent-chat, when not in the server entry. */

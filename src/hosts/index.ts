@@ -3,6 +3,7 @@ import { codex, codexHooks } from "./codex.js";
 import { copilotCli, copilotCliHooks } from "./copilot-cli.js";
 import { geminiCli, geminiCliHooks } from "./gemini-cli.js";
 import type { HookDialect, Host } from "./host.js";
+import { opencode, opencodeHooks } from "./opencode.js";
 import { pi, piHooks } from "./pi.js";
 import { qwenCode, qwenCodeHooks } from "./qwen-code.js";
 
@@ -11,7 +12,15 @@ import { qwenCode, qwenCodeHooks } from "./qwen-code.js";
  * Adding one: its module (host.ts says what it gives), its entry in both lists here, its tests,
  * its docs row.
  */
-export const HOSTS: readonly Host[] = [claudeCode, codex, geminiCli, qwenCode, pi, copilotCli];
+export const HOSTS: readonly Host[] = [
+  claudeCode,
+  codex,
+  geminiCli,
+  qwenCode,
+  pi,
+  copilotCli,
+  opencode,
+];
 
 /**
  * Their hook dialects, in the same order, apart from the hosts: the hook, which runs on every
@@ -24,4 +33,5 @@ export const HOOK_DIALECTS: readonly HookDialect[] = [
   qwenCodeHooks,
   piHooks,
   copilotCliHooks,
+  opencodeHooks,
 ];

@@ -224,7 +224,8 @@ export async function inspectSetup(tool: string, at: SetupLocations): Promise<Se
       : undefined;
   const e = (entry ?? {}) as { args?: unknown; env?: unknown };
   const { agent, root } = namedIdentity(e.args, found.env ?? e.env);
-  const hooks = objectAt(await files.json(found.hooksFile), "hooks", found.hooksFile);
+  const hooks =
+    found.hooks ?? objectAt(await files.json(found.hooksFile), "hooks", found.hooksFile);
   const missingHooks = HOOK_EVENTS.filter(
     (event) => !hasOurHook(hooks[host.hooks.events[event]], event),
   ).map((event) => host.hooks.events[event]);

@@ -585,6 +585,7 @@ export type Harness =
   | "qwen"
   | "pi"
   | "copilot"
+  | "opencode"
   | "cli"
   | "mcp"
   | "viewer";
@@ -595,6 +596,7 @@ export const HARNESSES: readonly Harness[] = [
   "qwen",
   "pi",
   "copilot",
+  "opencode",
   "cli",
   "mcp",
   "viewer",

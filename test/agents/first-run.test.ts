@@ -10,6 +10,7 @@ import {
   codexStandIn,
   copilotStandIn,
   geminiStandIn,
+  opencodeStandIn,
   piStandIn,
   qwenStandIn,
 } from "./stand-in-config.js";
@@ -293,6 +294,36 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
         refuse: /Do you want to use this tool\?|Permission denied/,
       });
       expect(done).toMatch(/● chat_channels[\s\S]*● chat_post[\s\S]*● chat_read/);
+      await expectCallsRan(env);
+    },
+    FIRST_RUN_MS,
+  );
+
+  it(
+    skipName("OpenCode: no question; the chat tools run unasked", reason),
+    async () => {
+      // The user's provider and model (given as OpenCode reads a config of the environment).
+      const env = opencodeStandIn(sandbox, stub.url);
+      const setup = await sandbox.agentChat(["setup", "opencode", "--as", "alice", "--write"]);
+      expect(setup.code, setup.stderr).toBe(0);
+      const term = startTerminal(sandbox, [toolBinary("opencode")], env);
+      terminal = term;
+      // Nothing is asked before the prompt: no trust, no sign-in (a provider is configured).
+      await term.waitFor(/stand-in/, {
+        refuse: /trust|Trust|Connect a provider|Log in/,
+        timeoutMs: 180_000,
+      });
+      await term.type(PROMPT, new RegExp(PROMPT));
+      // The answer below the prompt (the session's title, above it, is the stand-in's too).
+      const done = await term.press(
+        "Enter",
+        new RegExp(`${PROMPT}[\\s\\S]*chat_read[\\s\\S]*${DONE}`),
+        {
+          refuse: /Permission required|Allow once|Allow always/,
+          timeoutMs: 180_000,
+        },
+      );
+      expect(done).toMatch(/chat_channels[\s\S]*chat_post[\s\S]*chat_read/);
       await expectCallsRan(env);
     },
     FIRST_RUN_MS,

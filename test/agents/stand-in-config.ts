@@ -144,3 +144,25 @@ export function copilotStandIn(
     COPILOT_PKG_CACHE_HOME: join(tmpdir(), "agent-chat-copilot-pkg"),
   };
 }
+
+/**
+ * OpenCode: the stand-in as an OpenAI-compatible provider of the user's (its bundled
+ * `@ai-sdk/openai-compatible`) and the default model, given in OPENCODE_CONFIG_CONTENT (merged
+ * after the user's files, so setup's opencode.json stays as setup wrote it); no fetch of its
+ * model list from models.dev, which the sandbox cannot reach.
+ */
+export function opencodeStandIn(_sandbox: Sandbox, url: string): Record<string, string> {
+  const provider = {
+    npm: "@ai-sdk/openai-compatible",
+    name: "stand-in",
+    options: { baseURL: `${url}/v1`, apiKey: "stand-in" },
+    models: { "stand-in": { name: "stand-in", tool_call: true } },
+  };
+  return {
+    OPENCODE_CONFIG_CONTENT: JSON.stringify({
+      model: "stand-in/stand-in",
+      provider: { "stand-in": provider },
+    }),
+    OPENCODE_DISABLE_MODELS_FETCH: "true",
+  };
+}

@@ -176,7 +176,7 @@ describe("agent-chat hook wait", () => {
     expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });
   });
 
-  it("ends, silent, when the pi that started it (AGENT_CHAT_HOST_PID, from our extension) is gone", async () => {
+  it("ends, silent, when the host our pi extension or OpenCode plugin named (AGENT_CHAT_HOST_PID) is gone", async () => {
     const gone = spawnSync(process.execPath, ["-e", ""]).pid;
     const waiter = await parkWait([], stopInput(), { AGENT_CHAT_HOST_PID: String(gone) });
     expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });

@@ -31,6 +31,7 @@ function cli(args: string[], rootPath = root) {
       CODEX_HOME: join(home, ".codex"),
       GEMINI_CLI_HOME: home,
       COPILOT_HOME: join(home, ".copilot"),
+      OPENCODE_CONFIG_DIR: join(home, ".config", "opencode"),
       XDG_STATE_HOME: join(home, ".state"),
     },
     timeoutMs: 40_000,
@@ -52,7 +53,7 @@ describe("agent-chat doctor", () => {
     const r = await cli(["doctor", "--as", "alice"]);
     expect(r.code).toBe(1);
     const l = lines(r.stdout);
-    for (const tool of ["claude-code", "codex", "gemini", "qwen", "pi", "copilot"]) {
+    for (const tool of ["claude-code", "codex", "gemini", "qwen", "pi", "copilot", "opencode"]) {
       expect(l[tool]).toBe(
         `warn  ${tool}: not set up (run: agent-chat setup ${tool} --as alice --write)`,
       );
@@ -320,6 +321,7 @@ describe("agent-chat doctor", () => {
       "qwen",
       "pi",
       "copilot",
+      "opencode",
       "claude-code wake",
       "server",
       "hook",
@@ -423,6 +425,15 @@ describe("agent-chat doctor", () => {
     expect(wakeLine(qwen.stdout, "qwen")).toBe(
       "ok    qwen wake: the agent-chat run wrapper, when started as `agent-chat run --as NAME -- qwen` (idle when its Stop hook ends a turn)",
     );
+    await cli(["setup", "opencode", "--as", "alice", "--write"]);
+    const opencode = await cli(["doctor", "--as", "alice", "--tool", "opencode"]);
+    expect(opencode.code, opencode.stdout).toBe(0);
+    expect(wakeLine(opencode.stdout, "opencode")).toBe(
+      "ok    opencode wake: native: the agent-chat plugin parks hook wait when a session goes idle and prompts it through OpenCode's server",
+    );
+    await cli(["setup", "opencode", "--as", "alice", "--write", "--no-wake"]);
+    const unwoken = await cli(["doctor", "--as", "alice", "--tool", "opencode"]);
+    expect(wakeLine(unwoken.stdout, "opencode")).toContain("none: setup opencode --wake");
     await cli(["setup", "copilot", "--as", "alice", "--write", "--wake"]);
     const copilot = await cli(["doctor", "--as", "alice", "--tool", "copilot"]);
     expect(copilot.code, copilot.stdout).toBe(0);

@@ -47,7 +47,7 @@ describe("agent-chat hook", () => {
     await post("review", "bob", "bob's own message does not count for bob");
     await post("ops", "alice", "bob is not a member of ops");
     const runs = ["session-start", "prompt", "stop"].flatMap((event) =>
-      ["claude", "codex", "gemini", "qwen", "pi", "copilot"].map(async (format) => {
+      ["claude", "codex", "gemini", "qwen", "pi", "copilot", "opencode"].map(async (format) => {
         const r = await hook([event, "--as", "bob", "--format", format], claudeSession);
         expect(r, `${event} ${format}`).toMatchObject({ code: 0, stdout: "", stderr: "" });
       }),
@@ -178,6 +178,22 @@ describe("agent-chat hook", () => {
     });
     expect(prompt.stdout).toMatch(/^1 unread agent-chat message for bob \(review: 1\)\. Read them/);
     const stop = await hook(["stop", "--as", "bob", "--format", "pi"], { hook_event_name: "Stop" });
+    expect(JSON.parse(stop.stdout)).toMatchObject({
+      systemMessage: expect.stringContaining("1 unread"),
+    });
+  });
+
+  it("OpenCode (our plugin) gets plain text at the prompt and JSON at stop", async () => {
+    await post("review", "alice", "hello");
+    const prompt = await hook(["prompt", "--as", "bob", "--format", "opencode"], {
+      hook_event_name: "chat.message",
+      session_id: "ses_1",
+    });
+    expect(prompt.stdout).toMatch(/^1 unread agent-chat message for bob \(review: 1\)\. Read them/);
+    const stop = await hook(["stop", "--as", "bob", "--format", "opencode"], {
+      hook_event_name: "session.idle",
+      session_id: "ses_1",
+    });
     expect(JSON.parse(stop.stdout)).toMatchObject({
       systemMessage: expect.stringContaining("1 unread"),
     });

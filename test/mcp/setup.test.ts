@@ -24,6 +24,7 @@ let geminiHome: string;
 let qwenHome: string;
 let piDir: string;
 let copilotHome: string;
+let opencodeDir: string;
 
 beforeEach(() => {
   ({ dir, cleanup } = tempDir("agent-chat-setup-"));
@@ -34,6 +35,7 @@ beforeEach(() => {
   qwenHome = join(dir, "home", ".qwen");
   piDir = join(dir, "home", ".pi", "agent");
   copilotHome = join(dir, "home", ".copilot");
+  opencodeDir = join(dir, "home", ".config", "opencode");
   mkdirSync(project, { recursive: true });
 });
 afterEach(() => cleanup());
@@ -46,6 +48,7 @@ function setup(args: string[]) {
       QWEN_HOME: qwenHome,
       PI_CODING_AGENT_DIR: piDir,
       COPILOT_HOME: copilotHome,
+      OPENCODE_CONFIG_DIR: opencodeDir,
     },
   });
 }
@@ -476,6 +479,57 @@ describe("agent-chat setup", () => {
     for (const path of [servers, settings, approvals]) {
       expect(again.stdout).toContain(`unchanged ${path}`);
     }
+  });
+
+  it("opencode: the server and allow rules after the user's own go in its config, the hooks in our plugin", async () => {
+    const config = join(opencodeDir, "opencode.json");
+    mkdirSync(opencodeDir, { recursive: true });
+    // A user who made OpenCode ask before every tool, with a provider of theirs: both stay.
+    writeFileSync(
+      config,
+      JSON.stringify({
+        model: "mine/m",
+        permission: { "*": "ask", "agent-chat_chat_post": "ask" },
+      }),
+    );
+    const r = await setup(["opencode", "--as", "alice", "--dir", project, "--write"]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = readJson(config);
+    expect(doc.model).toBe("mine/m");
+    expect(doc.mcp["agent-chat"]).toEqual({
+      type: "local",
+      command: ["agent-chat", "mcp", "--as", "alice"],
+      environment: { AGENT_CHAT_ROOT: root },
+      enabled: true,
+      timeout: 960000,
+    });
+    // OpenCode takes the last rule that matches: ours come after the user's "*": "ask".
+    expect(Object.entries(doc.permission)).toEqual([
+      ["*", "ask"],
+      ...["channels", "create_channel", "post", "read", "wait", "tasks"].map((t) => [
+        `agent-chat_chat_${t}`,
+        "allow",
+      ]),
+    ]);
+    const plugin = readFileSync(join(opencodeDir, "plugins", "agent-chat.js"), "utf8");
+    const hooks = JSON.parse(/^const HOOKS = (.*);$/m.exec(plugin)![1]!);
+    expect(Object.keys(hooks)).toEqual(["session.created", "chat.message", "session.idle"]);
+    expect(hooks["chat.message"][0].hooks[0].command).toBe(
+      `agent-chat --root '${root}' hook prompt --as alice --format opencode`,
+    );
+    // The wake is the plugin's: a parked hook wait after the stop hook, on by default.
+    expect(hooks["session.idle"][1].hooks[0].command).toBe(
+      `agent-chat --root '${root}' hook wait --as alice`,
+    );
+    const again = await setup(["opencode", "--as", "alice", "--dir", project, "--write"]);
+    expect(again.stdout).toContain(`unchanged ${config}`);
+    // --no-wake takes the wait out, and a later setup without the flag keeps it out.
+    await setup(["opencode", "--as", "alice", "--dir", project, "--write", "--no-wake"]);
+    await setup(["opencode", "--as", "alice", "--dir", project, "--write"]);
+    const unwoken = readFileSync(join(opencodeDir, "plugins", "agent-chat.js"), "utf8");
+    const idle = JSON.parse(/^const HOOKS = (.*);$/m.exec(unwoken)![1]!)["session.idle"];
+    expect(JSON.stringify(idle)).not.toContain(" hook wait ");
+    expect(JSON.stringify(idle)).toContain(" hook stop ");
   });
 
   it("gemini: the server and hooks go in the user's settings; --trust trusts the folder", async () => {
