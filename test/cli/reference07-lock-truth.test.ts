@@ -101,5 +101,22 @@ describe.skipIf(skip !== undefined)(
       const refused = ref("lock", "dev", "src/a.ts", "--as", "dave");
       expect(refused.stderr).toContain("PATH_LOCK_RECOVERY_REQUIRED");
     });
+
+    it("--force never leaves two live records of one path: chat.py's unlock by path keeps working", async () => {
+      expect((await cli("lease", "add", "dev", "src", "--as", "alice")).code).toBe(0);
+      const theirs = ref("lock", "dev", "docs", "--as", "carol");
+      expect(theirs.status, theirs.stderr).toBe(0);
+      for (const path of ["src", "src/a.ts", "docs/x.md"]) {
+        const forced = await cli("lease", "add", "dev", path, "--as", "bob", "--force");
+        expect(forced.code).toBe(3);
+        expect(forced.stderr).toMatch(/^agent-chat: PATH_LOCK_CONFLICT: .*not even with --force/);
+      }
+      // A shared lease is no record of chat.py's: forcing it over an exclusive one stays ours.
+      const shared = await cli("lease", "add", "dev", "src", "--as", "bob", "--shared", "--force");
+      expect(shared.code, shared.stderr).toBe(0);
+      const unlocked = ref("unlock", "dev", "src", "--as", "alice");
+      expect(unlocked.status, unlocked.stderr).toBe(0);
+      expect(existsSync(record("agent-chat-1"))).toBe(false);
+    });
   },
 );
