@@ -350,7 +350,7 @@ async function recoverLock(
  * of ours. Posted once the change is made (chat.py journals the two together; a lease is its
  * own record, and `leases` lists it whether or not this message got out).
  */
-async function audit(
+export async function audit(
   store: Store,
   event: string,
   lease: PathLeaseInfo,
