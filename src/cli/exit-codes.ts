@@ -10,7 +10,8 @@ import type { ErrorCode } from "../core/errors.js";
  * maintainer rejected or vetoed (docs/governance.md); 5, `serve` found a live daemon already
  * owning the root; 141 (128 + SIGPIPE, what a shell reports for a program killed by a
  * closed pipe), stdout was closed before all the output was written (`… | head -1`). chat.py
- * 0.7's task and event commands exit as chat.py's do instead (`asReference07`).
+ * 0.7's commands (task, lock, check, unlock, recover, event, state) exit as chat.py's do
+ * instead (`asReference07`).
  */
 export const EXIT = {
   OK: 0,
@@ -50,20 +51,25 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
 
 /** chat.py 0.7's families of task, task-lease and event errors (`LEASE_CONFLICT`, …). */
 const REFERENCE_07_REFUSAL = /^(TASK|LEASE|EVENT)_[A-Z_]+\b/;
+/** chat.py 0.7's path-lock and state errors (`PATH_LOCK_CONFLICT`, …): its `AgentChatError`s. */
+const REFERENCE_07_ERROR = /^(PATH_LOCK|STATE)_[A-Z_]+\b/;
 
 /**
- * A refusal as chat.py 0.7 gives it in its own grammar: exit 2 for every task, lease and event
- * error (its `main` maps `TaskError` and `AdapterEventError` to 2, a lost lease race included),
- * where ours would say 1, 3 or 64, and the message led by the error's code, as chat.py's are.
- * The family is told by chat.py's code leading our message (`LEASE_CONFLICT: …`) or by ours
- * (`TASK_NOT_FOUND`). Other errors stay ours: its path-lock errors exit 1, as ours do.
+ * A refusal as chat.py 0.7 gives it in its own grammar, whose `main` knows three exits: 2 for a
+ * `TaskError` (every task and lease error, a lost lease race included), an `AdapterEventError`
+ * and a usage error argparse refuses; 1 for any other `AgentChatError` (every path-lock and
+ * state error); 130 interrupted. Where ours would say 3 or 64, a script written for chat.py
+ * would misread it. The family is told by chat.py's code leading our message
+ * (`LEASE_CONFLICT: …`) or by ours (`TASK_NOT_FOUND`), which then leads the message too.
  */
 export function asReference07(
   code: string,
   message: string,
   exit: number,
 ): { exit: number; message: string } {
+  if (exit === EXIT.INTERRUPTED) return { exit, message };
+  if (REFERENCE_07_ERROR.test(message)) return { exit: EXIT.ERROR, message };
   if (REFERENCE_07_REFUSAL.test(message)) return { exit: 2, message };
   if (REFERENCE_07_REFUSAL.test(code)) return { exit: 2, message: `${code}: ${message}` };
-  return { exit, message };
+  return { exit: exit === EXIT.USAGE ? 2 : EXIT.ERROR, message };
 }

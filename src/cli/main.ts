@@ -101,14 +101,37 @@ const GROUPS: Array<{
 /** Global options that take a value, so that the value is not taken for the command's name. */
 const VALUE_OPTIONS = new Set(["--root", "--max-body"]);
 
-/** The command named on the line: the first word that is neither an option nor its value. */
-function commandName(argv: readonly string[]): string | undefined {
+/** The words on the line that are neither options nor their values: the command first. */
+function commandWords(argv: readonly string[]): string[] {
+  const words: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (VALUE_OPTIONS.has(arg)) i++;
-    else if (!arg.startsWith("-")) return arg;
+    else if (!arg.startsWith("-")) words.push(arg);
   }
-  return undefined;
+  return words;
+}
+
+/** The command named on the line: the first word that is neither an option nor its value. */
+function commandName(argv: readonly string[]): string | undefined {
+  return commandWords(argv)[0];
+}
+
+/** chat.py 0.7's commands, whose usage errors exit 2 as its argparse's do (`task add` is ours). */
+const REFERENCE_07_COMMANDS = new Set([
+  "task",
+  "lock",
+  "check",
+  "unlock",
+  "recover",
+  "recover-pending",
+  "event",
+  "state",
+]);
+
+function speaksReference07(argv: readonly string[]): boolean {
+  const [name, sub] = commandWords(argv);
+  return REFERENCE_07_COMMANDS.has(name ?? "") && !(name === "task" && sub === "add");
 }
 
 declare const __VERSION__: string | undefined;
@@ -142,8 +165,9 @@ export async function main(argv: string[]): Promise<number> {
       "after",
       "\nExit codes: 0 ok, 1 error, 2 wait timed out, 3 claim lost, 4 rejected or vetoed,\n" +
         "5 a daemon already serves this root, 64 usage error, 130 interrupted,\n" +
-        "141 stdout closed early (e.g. by head); chat.py 0.7's task and event commands\n" +
-        "exit 2 on a task, lease or event refusal, as chat.py's do.\n" +
+        "141 stdout closed early (e.g. by head); chat.py 0.7's commands (task, lock,\n" +
+        "check, unlock, recover, event, state) exit as chat.py's do: 2 on a task, lease\n" +
+        "or event refusal or a usage error, 1 on any other error.\n" +
         "\nExamples:\n  agent-chat init review --members alice,bob\n" +
         "  agent-chat post review --from alice --to bob --title 'Hi' --body 'Ready?'\n" +
         "  agent-chat wait review --as bob --timeout 600\n  agent-chat read review --as bob",
@@ -197,7 +221,7 @@ function commanderExit(err: CommanderError, ctx: CliContext, argv: readonly stri
   if (wantsJson(ctx, argv)) {
     ctx.printJson({ error: { code: "USAGE", message: err.message.replace(/^error: /, "") } });
   }
-  return EXIT.USAGE;
+  return speaksReference07(argv) ? 2 : EXIT.USAGE;
 }
 
 main(process.argv.slice(2)).then((code) => {

@@ -36,7 +36,8 @@ export function reportError(err: unknown, ctx: CliContext, argv: readonly string
   let kind: string;
   let message: string;
   if (err instanceof UsageError) {
-    code = EXIT.USAGE;
+    // chat.py's argparse refuses a bad argument with 2, in its grammar.
+    code = ctx.speaksReference07 ? 2 : EXIT.USAGE;
     kind = "USAGE";
     message = err.message;
   } else if (err instanceof AgentChatError) {

@@ -1,4 +1,5 @@
-import { MAX_TASK_TTL_MS } from "../store/types.js";
+import { AgentChatError } from "../core/errors.js";
+import { MAX_TASK_TTL_MS, REFERENCE_TIME_END_MS } from "../store/types.js";
 
 /** A mistake in how the command was called: exit 64. */
 export class UsageError extends Error {
@@ -63,4 +64,42 @@ export function parsePositiveInt(value: string, flag: string): number {
     );
   }
   return n;
+}
+
+/** What Python's `float()` reads (chat.py's `--lease-seconds`): `1e3`, `.5`, `1_000`, `inf`. */
+const PYTHON_FLOAT =
+  /^[+-]?(?:(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?|inf(?:inity)?|nan)$/i;
+
+/** A lease length chat.py's grammar was given, and who refuses it (path locks or task leases). */
+export interface ReferenceLease {
+  value: string;
+  flag: string;
+  /** chat.py's error code for a bad length: `PATH_LOCK_INVALID_DURATION`, `LEASE_INVALID_DURATION`. */
+  code: string;
+  /** Its word for the thing: "lock" or "lease". */
+  noun: string;
+}
+
+/**
+ * A lease's length as chat.py reads `--lease-seconds` (and its `--lease`, `--ttl`): any positive
+ * float that ends before its timestamps do, 1e3 and 700000 (past our 7 days) too; refused as
+ * chat.py refuses it. Our durations (`30m`, `1h30m`) stay ours.
+ */
+export function parseReferenceLease({ value, flag, code, noun }: ReferenceLease): number {
+  if (/^(\d+[smhd])+$/.test(value)) return parseTtl(value, flag);
+  const text = value.trim();
+  if (!PYTHON_FLOAT.test(text)) {
+    throw new UsageError(`${flag}: invalid float value: '${value}'`);
+  }
+  const seconds = Number(text.replaceAll("_", "").replace(/^([+-]?)inf(inity)?$/i, "$1Infinity"));
+  if (!(Number.isFinite(seconds) && seconds > 0)) {
+    throw new AgentChatError("INVALID_ARGUMENT", `${code}: ${noun} duration must be positive`);
+  }
+  if (!(Date.now() + seconds * 1000 < REFERENCE_TIME_END_MS)) {
+    throw new AgentChatError(
+      "INVALID_ARGUMENT",
+      `${code}: ${noun} duration is outside the supported timestamp range`,
+    );
+  }
+  return Math.max(1, Math.round(seconds * 1000));
 }

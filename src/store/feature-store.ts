@@ -73,6 +73,7 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
       swap: (channel, current, doc) => this.swapPathLeases(channel, current, doc),
       exclusive: (channel, fn) => this.pathLeaseExclusive(channel, fn),
       foreign: (channel) => this.foreignPathLeases(channel),
+      recordsLocks: this.recordsPathLocks(),
       channelTtl: async (channel) => channelTtl(await this.roster(channel)),
       now: () => this.now(),
     });
@@ -128,6 +129,11 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
    */
   protected pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
     return this.exclusive(channel, fn);
+  }
+
+  /** Whether exclusive path leases are also another implementation's lock records (folder store). */
+  protected recordsPathLocks(): boolean {
+    return false;
   }
 
   /** Path reservations of another implementation in the channel (none but on the folder store). */

@@ -554,6 +554,8 @@ export interface PathLeaseOptions extends ClaimOptions {
 export const DEFAULT_TASK_TTL_MS = 30 * 60_000;
 /** The longest lease: a claim meant to outlive a week is a claim forgotten. */
 export const MAX_TASK_TTL_MS = 7 * 24 * 3_600_000;
+/** chat.py's timestamps end with the year 9999 (Python's `datetime.max`): no lease outlives it. */
+export const REFERENCE_TIME_END_MS = Date.UTC(10_000, 0, 1);
 /**
  * How long after its end a lease is still its holder's (src/store/shared/skew.ts): the clocks of
  * hosts sharing a root may differ by this much.

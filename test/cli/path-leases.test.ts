@@ -44,15 +44,10 @@ describe("lease add / leases / lease renew / lease release", () => {
     const clash = await cli(["lease", "add", "review", "src/store/fs.ts", "--as", "carol"]);
     expect(clash.code).toBe(3);
     expect(clash.stderr).toContain("bob holds src/store/** (exclusive, token 1");
-    const forced = await cli([
-      "lease",
-      "add",
-      "review",
-      "src/store/fs.ts",
-      "--as",
-      "carol",
-      "--force",
-    ]);
+    // Two live exclusive records of one path would break chat.py's `unlock <path>`: refused.
+    const exclusive = ["lease", "add", "review", "src/store/fs.ts", "--as", "carol", "--force"];
+    expect((await cli(exclusive)).code).toBe(3);
+    const forced = await cli([...exclusive, "--shared"]);
     expect(forced.code).toBe(0);
     expect(forced.stderr).toContain("forced over: bob holds src/store/**");
     const listed = JSON.parse((await cli(["--json", "leases", "review"])).stdout);

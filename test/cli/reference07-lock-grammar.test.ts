@@ -47,7 +47,7 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     expect(refused.stderr).toContain("PATH_LOCK_CONFLICT");
 
     const notYours = await cli("unlock", "dev", "src/a.ts", "--as", "carol");
-    expect(notYours.code).toBe(3);
+    expect(notYours.code).toBe(1);
     expect(notYours.stderr).toMatch(/^agent-chat: PATH_LOCK_OWNER_MISMATCH: /);
     const unlocked = await cli("unlock", "dev", "agent-chat-1", "--owner", "bob");
     expect(unlocked.code, unlocked.stderr).toBe(0);
@@ -66,20 +66,20 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     expect(check.stdout).toMatch(new RegExp(`^locked ${id} owner=alice expires=\\S+\\+00:00\\n$`));
     expect((await cli("check", "dev", "src")).stdout).toBe("available\n");
     const outside = await cli("check", "dev", "../etc");
-    expect(outside.code).toBe(64);
+    expect(outside.code).toBe(1);
     expect(outside.stderr).toMatch(/^agent-chat: PATH_LOCK_INVALID_PATH: /);
     const json = JSON.parse((await cli("--json", "check", "dev", "lib")).stdout);
     expect(json).toMatchObject({ available: false, locks: [{ lock: id, holder: "alice" }] });
 
     const refused = await cli("lock", "dev", "src/a.ts", "lib/deep/b.ts", "--as", "bob");
-    expect(refused.code).toBe(3);
+    expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^agent-chat: PATH_LOCK_CONFLICT: .*alice holds lib/);
     // The path granted before the refusal was given back: nothing of bob's is left.
     expect(locks()).toEqual([`${id}.json`]);
     expect(ref("lock", "dev", "src/a.ts", "--as", "carol").status).toBe(0);
 
     const stranger = await cli("unlock", "dev", id, "--as", "bob");
-    expect(stranger.code).toBe(3);
+    expect(stranger.code).toBe(1);
     expect(stranger.stderr).toMatch(
       /^agent-chat: PATH_LOCK_OWNER_MISMATCH: lock \w+ belongs to alice/,
     );
@@ -131,7 +131,7 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     const locked = ref("lock", "dev", "lib", "--as", "alice", "--lease-seconds", "3");
     const id = /locked (\w+)/.exec(locked.stdout)?.[1] as string;
     const early = await cli("recover", "dev", id, "--as", "bob", "--reason", "alice left");
-    expect(early.code).toBe(3);
+    expect(early.code).toBe(1);
     expect(early.stderr).toMatch(/^agent-chat: PATH_LOCK_NOT_STALE: /);
     let taken = early;
     await until(async () => {
@@ -169,9 +169,9 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
   it("recover takes over only an expired lock, with its reason; chat.py sees the new owner", async () => {
     expect((await cli("lock", "dev", "src", "--as", "bob", "--lease-seconds", "0.2")).code).toBe(0);
     const early = await cli("recover", "dev", "src", "--as", "carol", "--reason", "bob left");
-    expect(early.code).toBe(3);
+    expect(early.code).toBe(1);
     expect(early.stderr).toMatch(/^agent-chat: PATH_LOCK_NOT_STALE: lock agent-chat-1 of bob/);
-    expect((await cli("recover", "dev", "src", "--as", "carol")).code).toBe(64);
+    expect((await cli("recover", "dev", "src", "--as", "carol")).code).toBe(2);
 
     let taken = early;
     await until(async () => {
@@ -209,7 +209,7 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
       /^locked agent-chat-1 owner=carol /,
     );
     const refused = await cli("lock", "dev", "src/a.ts", "--as", "bob");
-    expect(refused.code).toBe(3);
+    expect(refused.code).toBe(1);
     expect(refused.stderr).toContain("PATH_LOCK_CONFLICT");
   });
 });

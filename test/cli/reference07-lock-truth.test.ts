@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runCli } from "../helpers/cli.js";
@@ -100,6 +100,46 @@ describe.skipIf(skip !== undefined)(
       expect(existsSync(record("agent-chat-1"))).toBe(true);
       const refused = ref("lock", "dev", "src/a.ts", "--as", "dave");
       expect(refused.stderr).toContain("PATH_LOCK_RECOVERY_REQUIRED");
+    });
+
+    it("--force never leaves two live records of one path: chat.py's unlock by path keeps working", async () => {
+      expect((await cli("lease", "add", "dev", "src", "--as", "alice")).code).toBe(0);
+      const theirs = ref("lock", "dev", "docs", "--as", "carol");
+      expect(theirs.status, theirs.stderr).toBe(0);
+      for (const path of ["src", "src/a.ts", "docs/x.md"]) {
+        const forced = await cli("lease", "add", "dev", path, "--as", "bob", "--force");
+        expect(forced.code).toBe(3);
+        expect(forced.stderr).toMatch(/^agent-chat: PATH_LOCK_CONFLICT: .*not even with --force/);
+      }
+      // A shared lease is no record of chat.py's: forcing it over an exclusive one stays ours.
+      const shared = await cli("lease", "add", "dev", "src", "--as", "bob", "--shared", "--force");
+      expect(shared.code, shared.stderr).toBe(0);
+      const unlocked = ref("unlock", "dev", "src", "--as", "alice");
+      expect(unlocked.status, unlocked.stderr).toBe(0);
+      expect(existsSync(record("agent-chat-1"))).toBe(false);
+    });
+
+    it("lease add and lease release post chat.py's path.locked and path.lock.unlocked for the record", async () => {
+      const audits = () =>
+        readdirSync(join(root.dir, "dev"))
+          .filter((f) => /^\d+-/.test(f))
+          .sort()
+          .map((f) => readFileSync(join(root.dir, "dev", f), "utf8"))
+          .filter((text) => /\nstatus: path\./.test(text))
+          .map((text) => {
+            const body = JSON.parse(text.slice(text.indexOf("\n---\n") + 5));
+            return [/\nstatus: (.*)\n/.exec(text)?.[1], body.lock_id, body.owner, body.paths];
+          });
+      expect((await cli("lease", "add", "dev", "src/a.ts", "--as", "bob")).code).toBe(0);
+      // A shared lease is no record of chat.py's: nothing to tell it.
+      expect((await cli("lease", "add", "dev", "docs", "--as", "bob", "--shared")).code).toBe(0);
+      expect((await cli("lease", "release", "dev", "1", "--as", "bob")).code).toBe(0);
+      const path = [{ display_path: "src/a.ts", kind: "file", normalized_path: "src/a.ts" }];
+      expect(audits()).toEqual([
+        ["path.locked", "agent-chat-1", "bob", path],
+        ["path.lock.unlocked", "agent-chat-1", "bob", path],
+      ]);
+      expect(ref("state", "dev", "--strict").status).toBe(0);
     });
   },
 );

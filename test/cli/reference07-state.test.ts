@@ -246,7 +246,9 @@ describe.skipIf(skip !== undefined)(
       const missing = await cli("state", "nope");
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain("nope");
-      expect((await cli("state", "../x")).code).toBe(64);
+      const badName = await cli("state", "../x");
+      expect(badName.code).toBe(1); // chat.py's, as its STATE_INVALID_CHANNEL
+      expect(badName.stderr).toMatch(/^agent-chat: STATE_INVALID_CHANNEL: /);
       refOk("init", "dev");
       const none = await cli("state", "dev", "--saved");
       expect(none.code).toBe(1);

@@ -656,8 +656,8 @@ export function storeConformance(
         expect(Date.parse(s.expiresAt!) - clock()).toBeLessThanOrEqual(90_000);
       });
 
-      it("refuses a TTL that is zero, negative, fractional or over 7 days", async () => {
-        for (const ttlMs of [0, -1, 1.5, 7 * 24 * 60 * MINUTE + 1]) {
+      it("refuses a TTL that is zero, negative, fractional or past the year 9999", async () => {
+        for (const ttlMs of [0, -1, 1.5, 8_000 * 365 * 24 * 60 * MINUTE]) {
           await expectCode(store.claim("ch", "1", "bob", { ttlMs }), "INVALID_ARGUMENT");
         }
         expect((await store.tasks("ch"))[0]!.state).toBe("open");
@@ -834,7 +834,7 @@ export function storeConformance(
       });
 
       it("refuses TTLs and patterns that are out of bounds", async () => {
-        for (const ttlMs of [0, -1, 1.5, 7 * 24 * 60 * MINUTE + 1]) {
+        for (const ttlMs of [0, -1, 1.5, 8_000 * 365 * 24 * 60 * MINUTE]) {
           await expectCode(
             store.addPathLease("ch", "src/**", "bob", { ttlMs }),
             "INVALID_ARGUMENT",

@@ -7,13 +7,14 @@ import {
   patternsOverlap,
 } from "../../features/leases/index.js";
 import type { PathLeaseInfo, Store } from "../../store/types.js";
-import { type CliContext, parseTtl } from "../context.js";
+import { type CliContext, speaksReference07 } from "../context.js";
+import { parseReferenceLease } from "../usage.js";
 
 /**
  * chat.py 0.7's path-lock grammar (`lock|check|unlock|recover`, docs/leases.md) on our path
  * leases: each locked path is an exclusive lease of ours, which the folder store also writes as
  * chat.py's `locks/agent-chat-<token>.json`, and chat.py's own locks are honoured as leases of
- * their owners. Its error code leads each refusal; our exit codes stay ours.
+ * their owners. Its error code leads each refusal, and each exits as chat.py's (1).
  */
 export function registerPathLockCommands(program: Command, ctx: CliContext): void {
   registerLock(program, ctx);
@@ -64,7 +65,7 @@ interface LockCommand {
 }
 
 /** `<channel> <subject>`, the owner flags, a ttl when it has one, and its help: the shared part. */
-function lockCommand(program: Command, spec: LockCommand): Command {
+function lockCommand(program: Command, ctx: CliContext, spec: LockCommand): Command {
   let command = program
     .command(spec.name)
     .description(spec.description)
@@ -73,6 +74,7 @@ function lockCommand(program: Command, spec: LockCommand): Command {
   if (spec.reason !== undefined) command = command.requiredOption("--reason <text>", spec.reason);
   command = withOwner(command, spec.owner);
   if (spec.ttl) command = withTtl(command);
+  speaksReference07(command, ctx);
   return command.addHelpText("after", spec.help);
 }
 
@@ -81,10 +83,11 @@ function ownerOf(ctx: CliContext, o: OwnerFlags): string {
   return ctx.agent(o.as ?? o.from ?? o.owner);
 }
 
+/** The lock's length, refused as chat.py refuses it (`PATH_LOCK_INVALID_DURATION`, exit 1). */
 function ttlMs(o: OwnerFlags): number {
   const value = o.ttl ?? o.leaseSeconds ?? o.lease ?? "300";
-  if (/^\d*\.\d+$/.test(value)) return Math.max(1, Math.round(Number(value) * 1000));
-  return parseTtl(value);
+  const flag = o.ttl !== undefined ? "--ttl" : "--lease-seconds";
+  return parseReferenceLease({ value, flag, code: "PATH_LOCK_INVALID_DURATION", noun: "lock" });
 }
 
 /** chat.py's spelling of a path (`./src//a` is `src/a`; `.` the whole channel) as a lease pattern. */
@@ -119,14 +122,14 @@ async function asPathLock<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 function registerLock(program: Command, ctx: CliContext): void {
-  lockCommand(program, {
+  lockCommand(program, ctx, {
     name: "lock",
     description: "lock paths as chat.py 0.7 does: exclusive leases both CLIs honour",
     subject: ["<paths...>", "workspace-relative paths (a folder covers what is under it)"],
     owner: "who locks",
     ttl: true,
     help:
-      "\nAll paths or none: refused (exit 3, PATH_LOCK_CONFLICT) over another's lock or lease.\n" +
+      "\nAll paths or none: refused (exit 1, PATH_LOCK_CONFLICT) over another's lock or lease.\n" +
       "\nExample:\n  agent-chat lock review src/store docs/leases.md --as bob --lease-seconds 600",
   }).action(async (channel: string, paths: string[], opts: OwnerFlags) => {
     const owner = ownerOf(ctx, opts);
@@ -162,7 +165,7 @@ async function lockAll(
 }
 
 function registerCheck(program: Command, ctx: CliContext): void {
-  lockCommand(program, {
+  lockCommand(program, ctx, {
     name: "check",
     description: "list the locks and leases over paths, as chat.py's check (exit 0 either way)",
     subject: ["<paths...>", "workspace-relative paths"],
@@ -251,7 +254,7 @@ const LOCK_TARGET: [string, string] = [
 ];
 
 function registerUnlock(program: Command, ctx: CliContext): void {
-  lockCommand(program, {
+  lockCommand(program, ctx, {
     name: "unlock",
     description: "release your lock (its id, its token or its exact path)",
     subject: LOCK_TARGET,
@@ -277,7 +280,7 @@ function registerUnlock(program: Command, ctx: CliContext): void {
 }
 
 function registerRecover(program: Command, ctx: CliContext): void {
-  lockCommand(program, {
+  lockCommand(program, ctx, {
     name: "recover",
     description: "take over an expired lock, saying why (refused while it is live)",
     subject: LOCK_TARGET,
@@ -347,7 +350,7 @@ async function recoverLock(
  * of ours. Posted once the change is made (chat.py journals the two together; a lease is its
  * own record, and `leases` lists it whether or not this message got out).
  */
-async function audit(
+export async function audit(
   store: Store,
   event: string,
   lease: PathLeaseInfo,

@@ -1,6 +1,6 @@
 import { type Command, Option } from "commander";
 import type { PendingRecovery, RecoverPendingOptions } from "../../store/types.js";
-import type { CliContext } from "../context.js";
+import { type CliContext, speaksReference07 } from "../context.js";
 
 interface Flags {
   as?: string;
@@ -22,8 +22,9 @@ export function recoverPendingCommand(
   ctx: CliContext,
   kind: RecoverPendingOptions["kind"],
 ): Command {
-  return parent
-    .command("recover-pending")
+  const command = parent.command("recover-pending");
+  speaksReference07(command, ctx);
+  return command
     .argument("<channel>")
     .option("--as <name>", "who recovers it (default: $AGENT_CHAT_NAME)")
     .option("--from <name>", "chat.py's name for --as")

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
+import { validateName } from "../../core/names.js";
 import type { ChannelSummary, ChannelSummaryOptions } from "../../store/types.js";
-import type { CliContext } from "../context.js";
+import { type CliContext, speaksReference07 } from "../context.js";
 
 interface StateFlags {
   as?: string;
@@ -19,7 +20,7 @@ interface StateFlags {
  * writes it, posting its `state.compacted` message.
  */
 export function registerStateCommands(program: Command, ctx: CliContext): void {
-  withFlags(
+  const stateCommand = withFlags(
     program
       .command("state")
       .description("print the channel's summary as chat.py 0.7 renders it (--write: save state.md)")
@@ -44,6 +45,8 @@ export function registerStateCommands(program: Command, ctx: CliContext): void {
       if (ctx.json) return ctx.out(`${state.json}\n`);
       ctx.out(write ? `compacted state for ${channel} -> ${channel}/state.md\n` : state.markdown);
     });
+  speaksReference07(stateCommand, ctx);
+  stateCommand.hook("preAction", (_state, action) => stateChannel(action.args[0]));
   withFlags(
     program
       .command("compact")
@@ -117,4 +120,17 @@ async function summary(
   const state = await store.channelState(channel, options);
   for (const p of state.problems) ctx.err(`agent-chat: ${p}; left out of the summary\n`);
   return state;
+}
+
+/**
+ * chat.py refuses a channel name off the rules as a state error (`STATE_INVALID_CHANNEL`, exit 1),
+ * where ours would call it a usage error.
+ */
+function stateChannel(channel: string | undefined): void {
+  try {
+    validateName("channel", channel);
+  } catch (err) {
+    if (!(err instanceof AgentChatError)) throw err;
+    throw new AgentChatError(err.code, `STATE_INVALID_CHANNEL: ${err.message}`);
+  }
 }

@@ -2,7 +2,8 @@ import type { Command } from "commander";
 import { AgentChatError } from "../../core/errors.js";
 import { validateName } from "../../core/names.js";
 import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
-import { type CliContext, parsePositiveInt, parseTtl, speaksReference07 } from "../context.js";
+import { type CliContext, parsePositiveInt, speaksReference07 } from "../context.js";
+import { parseReferenceLease } from "../usage.js";
 import { leaseText, stateText } from "./hot.js";
 import { recoverPendingCommand } from "./recover-pending.js";
 
@@ -307,12 +308,14 @@ function withTtl(command: Command): Command {
 }
 const TOKEN = ["--token <n>", "the fencing token you hold; refused (exit 3) when stale"] as const;
 
-/** chat.py's `--lease-seconds` is a number of seconds, fractions too; ours also a duration. */
+/** chat.py's `--lease-seconds` is any positive float (`LEASE_INVALID_DURATION`); ours also a duration. */
 function ttl(o: VerbFlags): { ttlMs?: number } {
   const value = o.ttl ?? o.leaseSeconds ?? o.lease;
   if (value === undefined) return {};
-  if (/^\d*\.\d+$/.test(value)) return { ttlMs: Math.max(1, Math.round(Number(value) * 1000)) };
-  return { ttlMs: parseTtl(value) };
+  const flag = o.ttl !== undefined ? "--ttl" : "--lease-seconds";
+  return {
+    ttlMs: parseReferenceLease({ value, flag, code: "LEASE_INVALID_DURATION", noun: "lease" }),
+  };
 }
 
 function token(o: VerbFlags): { token?: number } {

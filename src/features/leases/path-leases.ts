@@ -65,6 +65,11 @@ export interface PathLeaseStorage {
    * `locks/*.json`), honoured as exclusive leases of their owners; read under `exclusive`.
    */
   foreign(channel: string): Promise<PathLease[]>;
+  /**
+   * Whether each exclusive lease is also a lock record another implementation reads (the folder
+   * store: chat.py 0.7's `locks/`), which must never hold two live records over one path.
+   */
+  recordsLocks: boolean;
   /** The channel's default lease (its `task_ttl`, else 30 minutes); validates the channel. */
   channelTtl(channel: string): Promise<number>;
   now(): number;
@@ -217,6 +222,7 @@ export class PathLeaseBook {
         exclusive,
         now,
       );
+      this.refuseTwoLiveRecords(pattern, exclusive, conflicts);
       if (conflicts.length > 0 && options.force !== true) {
         throw new AgentChatError(
           "CLAIM_LOST",
@@ -245,6 +251,22 @@ export class PathLeaseBook {
       if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
       return { doc: { token: Math.max(doc.token, token), leases: [...others, lease] }, lease };
     });
+  }
+
+  /**
+   * `--force` over another's exclusive lease is refused where both would be lock records chat.py
+   * reads: two live records of one path leave its `unlock <path>` failing ("matches multiple")
+   * and its `check` naming two holders.
+   */
+  private refuseTwoLiveRecords(pattern: string, exclusive: boolean, conflicts: PathLease[]): void {
+    const recorded = conflicts.filter((c) => c.exclusive);
+    if (!this.storage.recordsLocks || !exclusive || recorded.length === 0) return;
+    throw new AgentChatError(
+      "CLAIM_LOST",
+      `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
+        `${recorded.map(describePathLease).join("; ")}, and two live lock records of one path ` +
+        "are what chat.py's unlock refuses (wait for it, or recover it once it has ended)",
+    );
   }
 
   async renew(

@@ -1072,6 +1072,11 @@ export class FsStore extends FeatureStore<FolderFeed> {
     }
   }
 
+  /** Each exclusive path lease is written as chat.py 0.7's `locks/agent-chat-<token>.json`. */
+  protected override recordsPathLocks(): boolean {
+    return true;
+  }
+
   /** chat.py 0.7's path locks (`locks/*.json`) are honoured as its owners' exclusive leases. */
   protected override async foreignPathLeases(channel: string): Promise<PathLease[]> {
     const state = this.state(channel);

@@ -4,6 +4,7 @@ import type { ChannelMeta } from "../../core/meta.js";
 import {
   DEFAULT_TASK_TTL_MS,
   MAX_TASK_TTL_MS,
+  REFERENCE_TIME_END_MS,
   TASK_TTL_KEY,
   type TaskInfo,
   type TaskState,
@@ -237,13 +238,17 @@ export function channelTtl(meta: ChannelMeta): number {
   return ms > 0 && ms <= MAX_TASK_TTL_MS ? ms : DEFAULT_TASK_TTL_MS;
 }
 
-/** `INVALID_ARGUMENT` unless `ttlMs` is a lease length a task or path lease may be given. */
+/**
+ * `INVALID_ARGUMENT` unless `ttlMs` is a lease length a task or path lease may be given: one
+ * that ends while chat.py can still write its end. Our own flags stop at 7 days
+ * (`MAX_TASK_TTL_MS`); chat.py's `--lease-seconds` does not, and a lease both honour takes either.
+ */
 export function checkTtl(ttlMs: number | undefined): void {
   if (ttlMs === undefined) return;
-  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_TASK_TTL_MS) {
+  if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0 || Date.now() + ttlMs >= REFERENCE_TIME_END_MS) {
     throw new AgentChatError(
       "INVALID_ARGUMENT",
-      `a lease's TTL must be a whole number of ms above 0 and at most 7 days (got ${ttlMs})`,
+      `a lease's TTL must be a whole number of ms above 0 that ends before the year 10000 (got ${ttlMs})`,
     );
   }
 }
