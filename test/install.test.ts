@@ -11,6 +11,8 @@ interface Locked {
   dev?: boolean;
   engines?: { node?: string };
   hasInstallScript?: boolean;
+  os?: string[];
+  cpu?: string[];
 }
 
 const pkg = JSON.parse(readFileSync("package.json", "utf8")) as {
@@ -20,7 +22,13 @@ const pkg = JSON.parse(readFileSync("package.json", "utf8")) as {
 const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as {
   packages: Record<string, Locked>;
 };
-const installed = Object.entries(lock.packages).filter(([path]) => path !== "");
+/** What npm installs here: a package for another system or processor it leaves out (unread). */
+const installed = Object.entries(lock.packages).filter(
+  ([path, p]) =>
+    path !== "" &&
+    (p.os === undefined || p.os.includes(process.platform)) &&
+    (p.cpu === undefined || p.cpu.includes(process.arch)),
+);
 const nameOf = (path: string) => path.slice(path.lastIndexOf("node_modules/") + 13);
 
 /** The versions `.ci/run` installs and tests with (`NODE_FLOOR=…`, `NODE_LTS=…`). */
@@ -42,6 +50,7 @@ function compare(a: number[], b: number[]): number {
 
 /** One comparator of an engines range (`>=18`, `^20.19.0`, `<23`, `18.x`) against `v`. */
 function satisfies(v: number[], comparator: string): boolean {
+  if (comparator === "*" || comparator === "x") return true; // any version
   const [, op = "", ver = ""] = /^(>=|<=|>|<|\^|~|=)?\s*v?([\d.x*]+)$/.exec(comparator) ?? [];
   if (ver === "")
     throw new Error(`an engines.node comparator this test does not read: ${comparator}`);
