@@ -312,10 +312,10 @@ describe("a hostile root", () => {
       h.cli(["--json", "channels"]),
     ]);
     expect([...problems(human, [0]), ...problems(machine, [0])]).toEqual([]);
-    const listed = human.stdout
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => l.split("\t")[0]);
+    // The table (chat.py's columns): a header, then a line per channel and its indented "last:".
+    const [header, ...rows] = human.stdout.split("\n").filter((l) => l && !l.startsWith(" "));
+    expect(header).toMatch(/^CHANNEL\s+MSGS/);
+    const listed = rows.map((l) => l.split(/\s+/)[0]);
     const listedJson = json<{ channels: Array<{ name: string }> }>(machine).channels.map(
       (c) => c.name,
     );

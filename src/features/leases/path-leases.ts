@@ -170,6 +170,11 @@ export function describePathLease(lease: PathLease | PathLeaseInfo): string {
   );
 }
 
+/** Every lease of `leases` described, `; ` between them. */
+function describeAll(leases: PathLease[]): string {
+  return leases.map(describePathLease).join("; ");
+}
+
 /** The leases of `doc` worth keeping at `now`: expired ones go after a day, oldest first past the cap. */
 function pruned(doc: PathLeaseDoc, now: number): PathLease[] {
   return doc.leases.filter((l) => now - l.expiresAt < KEEP_EXPIRED_MS);
@@ -222,12 +227,20 @@ export class PathLeaseBook {
         exclusive,
         now,
       );
-      this.refuseTwoLiveRecords(pattern, exclusive, conflicts);
+      const forceRefused = this.twoLiveRecords(exclusive, conflicts);
       if (conflicts.length > 0 && options.force !== true) {
         throw new AgentChatError(
           "CLAIM_LOST",
-          `cannot lease ${pattern}: ${conflicts.map(describePathLease).join("; ")} ` +
-            "(wait for it, ask its holder, or add --force to record yours anyway)",
+          `cannot lease ${pattern}: ${describeAll(conflicts)} (wait for it, ask its holder${forceRefused ? "" : ", or add --force to record yours anyway"})`,
+        );
+      }
+      if (forceRefused) {
+        throw new AgentChatError(
+          "CLAIM_LOST",
+          `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
+            `${describeAll(conflicts.filter((c) => c.exclusive))}, and two ` +
+            "live lock records of one path are what chat.py's unlock refuses (wait for it, or " +
+            "recover it once it has ended)",
         );
       }
       const others = leases.filter((l) => l !== mine);
@@ -254,19 +267,12 @@ export class PathLeaseBook {
   }
 
   /**
-   * `--force` over another's exclusive lease is refused where both would be lock records chat.py
-   * reads: two live records of one path leave its `unlock <path>` failing ("matches multiple")
-   * and its `check` naming two holders.
+   * Whether `--force` is refused: where both leases would be lock records chat.py reads, two live
+   * records of one path leave its `unlock <path>` failing ("matches multiple") and its `check`
+   * naming two holders.
    */
-  private refuseTwoLiveRecords(pattern: string, exclusive: boolean, conflicts: PathLease[]): void {
-    const recorded = conflicts.filter((c) => c.exclusive);
-    if (!this.storage.recordsLocks || !exclusive || recorded.length === 0) return;
-    throw new AgentChatError(
-      "CLAIM_LOST",
-      `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
-        `${recorded.map(describePathLease).join("; ")}, and two live lock records of one path ` +
-        "are what chat.py's unlock refuses (wait for it, or recover it once it has ended)",
-    );
+  private twoLiveRecords(exclusive: boolean, conflicts: PathLease[]): boolean {
+    return this.storage.recordsLocks && exclusive && conflicts.some((c) => c.exclusive);
   }
 
   async renew(
