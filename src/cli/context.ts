@@ -15,7 +15,13 @@ import { writeStderr, writeStdout } from "./stdio.js";
 import { parsePositiveInt, parseTtl, UsageError } from "./usage.js";
 import { ownSocketDir, userConfigDir } from "./user-dirs.js";
 
-export { MAX_SECONDS, parsePositiveInt, parseSeconds, parseTtl } from "./usage.js";
+export {
+  MAX_SECONDS,
+  parsePositiveInt,
+  parseSeconds,
+  parseTtl,
+  WAIT_FLAG_DEFAULTS,
+} from "./usage.js";
 export { UsageError };
 
 /** What every command needs from the outside world; the only place that reads `process.env`. */

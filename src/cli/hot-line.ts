@@ -1,4 +1,5 @@
 import { isUrlRoot } from "../store/roots.js";
+import { WAIT_FLAG_DEFAULTS } from "./usage.js";
 /**
  * The commands agents run all the time, with their options as `commands/core.ts` declares them
  * to commander (test/cli/startup.test.ts checks that the two agree): a line made only of these
@@ -31,7 +32,7 @@ export const HOT_COMMANDS = {
     operands: 1,
     values: { "--as": "as", "--timeout": "timeout", "--interval": "interval" },
     flags: {},
-    defaults: { timeout: "900", interval: "2" },
+    defaults: WAIT_FLAG_DEFAULTS,
   },
   peek: {
     operands: 1,

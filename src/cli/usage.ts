@@ -1,5 +1,16 @@
 import { AgentChatError } from "../core/errors.js";
-import { MAX_TASK_TTL_MS, REFERENCE_TIME_END_MS } from "../store/types.js";
+import {
+  DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_WAIT_TIMEOUT_MS,
+  MAX_TASK_TTL_MS,
+  REFERENCE_TIME_END_MS,
+} from "../store/types.js";
+
+/** `--timeout` and `--interval` of every command that waits, in seconds as typed (the store's defaults). */
+export const WAIT_FLAG_DEFAULTS = {
+  timeout: String(DEFAULT_WAIT_TIMEOUT_MS / 1000),
+  interval: String(DEFAULT_POLL_INTERVAL_MS / 1000),
+} as const;
 
 /** A mistake in how the command was called: exit 64. */
 export class UsageError extends Error {

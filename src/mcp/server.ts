@@ -12,7 +12,13 @@ import { safeLine } from "../core/safe-text.js";
 import { NotifiedRecorder, OwedCounter, presenceLine } from "../features/delivery/mcp.js";
 import { leaseAction } from "../features/leases/mcp.js";
 import { findText } from "../features/search/mcp.js";
-import type { PostInput, ReadResult, Store, WaitResult } from "../store/types.js";
+import {
+  DEFAULT_WAIT_TIMEOUT_MS,
+  type PostInput,
+  type ReadResult,
+  type Store,
+  type WaitResult,
+} from "../store/types.js";
 import { MCP_READ_LIMIT, moreText, ReadBudget, shownWithin } from "./bounded.js";
 import {
   CHANNEL_CAPABILITY,
@@ -95,7 +101,7 @@ export const TOOL_HINTS = {
 
 /** Long enough to be useful, short enough for every client's default tool timeout (60 s). */
 export const DEFAULT_WAIT_SECONDS = 50;
-export const MAX_WAIT_SECONDS = 900;
+export const MAX_WAIT_SECONDS = DEFAULT_WAIT_TIMEOUT_MS / 1000;
 /** While a wait is pending, a client that sent a progress token hears from us this often. */
 const PROGRESS_EVERY_MS = 15_000;
 

@@ -306,7 +306,7 @@ export interface ReadResult {
 
 export interface WaitOptions {
   as: string;
-  /** Give up after this long (default 900 s); rejects with code `TIMEOUT`. */
+  /** Give up after this long (default {@link DEFAULT_WAIT_TIMEOUT_MS}); rejects with code `TIMEOUT`. */
   timeoutMs?: number;
   /** The sleep-poll safety net that catches anything the file watch missed (default 2 s). */
   intervalMs?: number;
@@ -564,7 +564,9 @@ export const SKEW_GRACE_MS = 5_000;
 /** The `_meta.json` key (ours) with the channel's default lease, in seconds. */
 export const TASK_TTL_KEY = "task_ttl";
 
+/** How long a wait parks before `TIMEOUT` unless told: every way in (CLI, MCP, library) starts here. */
 export const DEFAULT_WAIT_TIMEOUT_MS = 900_000;
+/** The safety-net poll behind a file watch. */
 export const DEFAULT_POLL_INTERVAL_MS = 2_000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /**
@@ -653,7 +655,7 @@ export interface Receipts {
 
 export interface WaitForOptions {
   state: DeliveryState;
-  /** Default 900 s; then `TIMEOUT`. */
+  /** Default {@link DEFAULT_WAIT_TIMEOUT_MS}; then `TIMEOUT`. */
   timeoutMs?: number;
   signal?: AbortSignal;
   /** How often receipts are looked at besides new messages (default 100 ms). */

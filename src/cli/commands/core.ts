@@ -19,6 +19,7 @@ import {
   splitList,
   tokenOption,
   UsageError,
+  WAIT_FLAG_DEFAULTS,
   withHolder,
 } from "../context.js";
 import { EXIT } from "../exit-codes.js";
@@ -196,8 +197,16 @@ function registerWait(program: Command, ctx: CliContext): void {
     argument: ["<channels>", "one channel, or several separated by commas"],
     options: (c) =>
       asReader(c)
-        .option("--timeout <seconds>", "give up after this long (exit 2)", "900")
-        .option("--interval <seconds>", "safety-net poll behind the file watch", "2"),
+        .option(
+          "--timeout <seconds>",
+          "give up after this long (exit 2)",
+          WAIT_FLAG_DEFAULTS.timeout,
+        )
+        .option(
+          "--interval <seconds>",
+          "safety-net poll behind the file watch",
+          WAIT_FLAG_DEFAULTS.interval,
+        ),
     help:
       "\nExits 0 with the messages, 2 on timeout, 130 on Ctrl-C.\n\nExamples:\n" +
       "  agent-chat wait review --as bob --timeout 600\n  agent-chat wait review,deploy --as bob",

@@ -8,6 +8,7 @@ import {
   parseSeconds,
   parseTtl,
   UsageError,
+  WAIT_FLAG_DEFAULTS,
 } from "../../cli/context.js";
 import { AgentChatError } from "../../core/errors.js";
 import type { ChannelMeta } from "../../core/meta.js";
@@ -181,8 +182,16 @@ function registerRequest(program: Command, ctx: CliContext): void {
     .option("--as <name>", "requester (default: $AGENT_CHAT_NAME)")
     .option("--body <text>", "details for the maintainer (markdown)")
     .option("--body-file <file>", "read the details from a file ('-' for stdin)")
-    .option("--timeout <seconds>", "how long an approval request waits for a verdict", "900")
-    .option("--interval <seconds>", "safety-net poll behind the file watch", "2")
+    .option(
+      "--timeout <seconds>",
+      "how long an approval request waits for a verdict",
+      WAIT_FLAG_DEFAULTS.timeout,
+    )
+    .option(
+      "--interval <seconds>",
+      "safety-net poll behind the file watch",
+      WAIT_FLAG_DEFAULTS.interval,
+    )
     .addHelpText(
       "after",
       "\nBands: auto → exit 0 at once; notify → posts 'status: notify', waits the veto window,\n" +

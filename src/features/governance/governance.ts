@@ -111,7 +111,7 @@ export interface RequestInput {
   title: string;
   /** Default: one line naming the action and the title. */
   body?: string;
-  /** How long an approval request waits for a verdict (default 900 s); notify waits its window. */
+  /** How long an approval request waits for a verdict (default {@link DEFAULT_WAIT_TIMEOUT_MS}); notify waits its window. */
   timeoutMs?: number;
   /** The watch's safety-net poll behind the file watch. */
   intervalMs?: number;
