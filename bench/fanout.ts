@@ -43,7 +43,7 @@ async function fanOutOnce(
   for (let i = 0; i < WAITERS; i++) {
     const child = spawn(
       process.execPath,
-      [ctx.cli, "wait", "fan", "--as", `w${i}`, "--timeout", "60"],
+      [ctx.cli, "wait", "fan", "--as", `w${i}`, "--timeout", "900"],
       { env, stdio: ["ignore", "ignore", "inherit"] },
     );
     children.push(child);

@@ -44,6 +44,14 @@ export class CliContext {
    */
   watchFolders = true;
   /**
+   * Whether the command works on a folder root itself even while a daemon serves it: a post, a
+   * read or a peek that ends once it answered gains nothing from the daemon but costs the
+   * connection (node:net, the socket's checks, a round trip). The folder is the truth either way
+   * and takes writers side by side under its locks; the daemon sees the new file through its own
+   * file watch, so the waits parked on it wake as they do for chat.py's posts.
+   */
+  folderFirst = false;
+  /**
    * Set by the commands of chat.py 0.7's own grammar (`task create`, `event post`, …): their
    * refusals exit as chat.py's do (see `asReference07`), so a script written for it works.
    */
@@ -109,7 +117,8 @@ export class CliContext {
       this.store =
         this.rootSpec.kind === "nats"
           ? await openStore(this.root, this.openOptions())
-          : ((await this.connectDaemon()) ?? (await this.openFolder()));
+          : ((this.folderFirst ? undefined : await this.connectDaemon()) ??
+            (await this.openFolder()));
     }
     return this.store;
   }

@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { resolveRoot } from "../client/open.js";
 import { runHook } from "./hook.js";
 import type { HookLine } from "./hook-line.js";
-import { writeStderr, writeStdout } from "./stdio.js";
+import { exitWhenWritten, writeStderr, writeStdout } from "./stdio.js";
 import { hookStateDir, userConfigDir } from "./user-dirs.js";
 
 /**
@@ -10,7 +10,7 @@ import { hookStateDir, userConfigDir } from "./user-dirs.js";
  * prompt of an agent tool, so it loads one file instead of the full CLI.
  */
 export async function run(line: HookLine): Promise<void> {
-  process.exitCode = await runHook(line, {
+  const code = await runHook(line, {
     root: resolveRoot({ flag: line.root, env: process.env.AGENT_CHAT_ROOT, home: homedir() }),
     env: process.env,
     stateDir: hookStateDir(process.env, homedir()),
@@ -18,4 +18,5 @@ export async function run(line: HookLine): Promise<void> {
     out: writeStdout,
     err: writeStderr,
   });
+  exitWhenWritten(code);
 }

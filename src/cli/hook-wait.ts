@@ -80,13 +80,21 @@ export async function runHookWait(
       pollMs: WAKE_POLL_MS,
       stillWanted: async () => hostAlive() && (await mine()),
     });
-  } finally {
+  } catch (err) {
     if (session !== undefined) await clearWaiter(io.stateDir, agent, session, id);
+    throw err;
   }
-  if (result.kind !== "news") return 0;
+  if (result.kind !== "news") {
+    if (session !== undefined) await clearWaiter(io.stateDir, agent, session, id);
+    return 0;
+  }
   const counter = new UnreadCounter(store, agent);
   const count = await counter.count();
+  // The notice first, the records after it: a crash in between tells the session of these
+  // messages again at its next prompt or wait (at least once, docs/guarantees.md), never not.
+  io.err(`${wakeNotice(result.message, count, agent)}\n`);
   if (session !== undefined) {
+    await clearWaiter(io.stateDir, agent, session, id);
     // Told now: the next prompt's notice and the next wait leave these messages alone.
     const seen = await loadSeen(io.stateDir, agent, session, io.root);
     const last = await lastSeqs(store, Object.keys(count.channels));
@@ -94,7 +102,6 @@ export async function runHookWait(
     last[channel] = Math.max(last[channel] ?? 0, seq);
     await saveSeen(io.stateDir, agent, session, { ...seen, context: { ...seen.context, ...last } });
   }
-  io.err(`${wakeNotice(result.message, count, agent)}\n`);
   // The wake told the session what waits: the messages' "notified" step (docs/delivery.md).
   await new NotifiedRecorder(store, agent).told(counter.upTo);
   return EXIT_WAKE;

@@ -2,6 +2,10 @@ import { HOT_ACTIONS } from "./commands/hot.js";
 import { CliContext } from "./context.js";
 import type { HotLine } from "./hot-line.js";
 import { runCommand } from "./run.js";
+import { exitWhenWritten } from "./stdio.js";
+
+/** The commands that work on a folder root directly even while a daemon serves it. */
+const ONE_OFF: ReadonlySet<string> = new Set(["read", "peek"]);
 
 /**
  * The lean entry, bundled alone into one CommonJS file, `dist/hot.cjs`: the commands agents run
@@ -12,7 +16,9 @@ export async function run(line: HotLine, argv: readonly string[]): Promise<void>
   const ctx = new CliContext(() => line.globals);
   // Only a wait, or a post that waits for its receipts, outlives its answer.
   ctx.watchFolders = line.command === "wait" || line.options.waitFor !== undefined;
-  process.exitCode = await runCommand(ctx, argv, () =>
-    HOT_ACTIONS[line.command](ctx, line.operands, line.options),
+  // A one-off post, read or peek is cheaper on the folder than through a running daemon.
+  ctx.folderFirst = !ctx.watchFolders && ONE_OFF.has(line.command);
+  exitWhenWritten(
+    await runCommand(ctx, argv, () => HOT_ACTIONS[line.command](ctx, line.operands, line.options)),
   );
 }

@@ -46,10 +46,21 @@ export function messageJson(message: Message): Record<string, unknown> {
 export async function messagesJson(
   messages: readonly Message[],
 ): Promise<Array<Record<string, unknown>>> {
-  const parser = messages.some((m) => /^\s*\//.test(m.body))
-    ? await import("../core/slash.js")
-    : undefined;
+  const now = messagesJsonNow(messages);
+  if (now) return now;
+  const parser = await import("../core/slash.js");
   return messages.map((m) => jsonOf(m, parser));
+}
+
+/**
+ * {@link messagesJson} without waiting, when no body can carry a command (none starts with
+ * `/`); undefined when one does (the slash parser is then loaded: {@link messagesJson}).
+ */
+export function messagesJsonNow(
+  messages: readonly Message[],
+): Array<Record<string, unknown>> | undefined {
+  if (messages.some((m) => /^\s*\//.test(m.body))) return undefined;
+  return messages.map((m) => jsonOf(m, undefined));
 }
 
 function jsonOf(message: Message, slash: SlashParser | undefined): Record<string, unknown> {

@@ -185,7 +185,8 @@ export class DaemonClient implements Store {
   async wait(channels: readonly string[], options: WaitOptions): Promise<WaitResult> {
     // `activity` stays here: the daemon judges it by this connection (open: active).
     // `onWarning` stays here too: the daemon sends each warning as a `warning` event of the wait.
-    const { signal, activity: _activity, onWarning, ...rest } = options;
+    // `onAnswer` hears the answer once it came: the daemon answers once the cursors are saved.
+    const { signal, activity: _activity, onWarning, onAnswer, ...rest } = options;
     if (signal?.aborted) throw new AgentChatError("ABORTED", "wait was interrupted");
     const id = this.nextId++;
     // The daemon parks the wait; aborting asks it to stop, and it answers ABORTED.
@@ -193,7 +194,9 @@ export class DaemonClient implements Store {
     signal?.addEventListener("abort", onAbort, { once: true });
     if (onWarning) this.waitWarnings.set(id, onWarning);
     try {
-      return await this.call("wait", { channels: [...channels], ...rest }, id);
+      const result: WaitResult = await this.call("wait", { channels: [...channels], ...rest }, id);
+      onAnswer?.(result);
+      return result;
     } finally {
       signal?.removeEventListener("abort", onAbort);
       this.waitWarnings.delete(id);

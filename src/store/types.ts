@@ -325,6 +325,15 @@ export interface WaitOptions {
   onWarning?: (warning: string) => void;
   /** Return no more than this, across the channels (see {@link ReadLimit}). */
   limit?: ReadLimit;
+  /**
+   * Hears the answer as soon as it may be handed over, before the wait returns: on a backend
+   * whose cursor save cannot be refused (the folder store, a plain file as chat.py writes it)
+   * before the cursors are saved, so a caller can print first; on one that checks the save
+   * (NATS, through a daemon) once it landed. A crash between the answer and the save leaves the
+   * cursors where they were: the next read or wait hands the same messages again (at least
+   * once, docs/guarantees.md). The wait still returns the same answer.
+   */
+  onAnswer?: (result: WaitResult) => void;
 }
 
 export interface WaitResult {

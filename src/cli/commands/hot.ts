@@ -13,6 +13,7 @@ import {
   SKEW_GRACE_MS,
   type Store,
   type TaskInfo,
+  type WaitResult,
 } from "../../store/types.js";
 import { readBody } from "../body.js";
 import {
@@ -26,7 +27,7 @@ import {
 } from "../context.js";
 import { exitCodeFor } from "../exit-codes.js";
 import type { HotCommand } from "../hot-line.js";
-import { formatMessageHuman, messagesJson } from "../output.js";
+import { formatMessageHuman, messagesJson, messagesJsonNow } from "../output.js";
 import { oneOf } from "../usage.js";
 
 /**
@@ -128,6 +129,9 @@ export const HOT_ACTIONS: Record<
         `agent-chat: waiting for a message for ${as} in ${list.join(", ")} (${limit}; Ctrl-C stops)\n`,
       );
     }
+    // The answer is printed as soon as the store hands it over: on a folder before the cursor
+    // is saved, the receipts and presence after it (at least once: docs/guarantees.md).
+    const answer = answerPrinter(ctx, early);
     const result = await store.wait(list, {
       as,
       timeoutMs,
@@ -137,16 +141,9 @@ export const HOT_ACTIONS: Record<
         early.push(w);
         ctx.warn(w);
       },
+      onAnswer: (found) => answer(found),
     });
-    for (const w of result.warnings) ctx.warn(w);
-    if (ctx.json) {
-      return ctx.printJson({
-        cursors: result.cursors,
-        messages: await messagesJson(result.messages),
-        warnings: [...early, ...result.warnings],
-      });
-    }
-    printMessages(ctx, result.messages, "");
+    if (!answer.printed) answer(result, await messagesJson(result.messages));
   },
 
   async peek(ctx, [channel], opts) {
@@ -196,6 +193,28 @@ export const HOT_ACTIONS: Record<
     ctx.out(`claimed ${taskName(info)} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
   },
 };
+
+/**
+ * Prints a wait's answer once, however often it is handed over (first by `onAnswer`, then as the
+ * wait's result). Under --json a body that may carry a command waits for the slash parser: it is
+ * printed from the result, with `messages` made by {@link messagesJson}.
+ */
+function answerPrinter(ctx: CliContext, early: readonly string[]) {
+  const answer = (result: WaitResult, messages = messagesJsonNow(result.messages)): void => {
+    if (answer.printed || (ctx.json && !messages)) return;
+    answer.printed = true;
+    for (const w of result.warnings) ctx.warn(w);
+    if (ctx.json) {
+      ctx.printJson({
+        cursors: result.cursors,
+        messages,
+        warnings: [...early, ...result.warnings],
+      });
+    } else printMessages(ctx, result.messages, "");
+  };
+  answer.printed = false;
+  return answer;
+}
 
 /** `--wait-for STATE [--timeout 30s]`, refused (exit 64) before anything is posted. */
 function deliveryGoal(opts: HotOptions): { state: DeliveryState; timeoutMs: number } | undefined {

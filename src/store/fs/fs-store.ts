@@ -684,6 +684,8 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return Math.max(state.index.maxSeq(), this.sequenceHighWater(state));
   }
 
+  protected override readonly checksCursorSaves = false;
+
   /** A plain file, as chat.py writes it: read back as written, so `move.from` is not checked. */
   protected async saveCursor(channel: string, agent: string, move: CursorMove): Promise<undefined> {
     const dir = join(this.state(channel).dir, CURSORS);

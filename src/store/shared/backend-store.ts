@@ -160,6 +160,9 @@ interface WaitPass<F> {
   hooks: WaitHooks[];
   /** The most it returns (see ReadLimit). */
   limit?: ReadLimit | undefined;
+  /** Hears the answer first (WaitOptions.onAnswer); `handedOver` once it did. */
+  onAnswer?: ((result: WaitResult) => void) | undefined;
+  handedOver?: boolean;
 }
 
 /**
@@ -243,6 +246,11 @@ export abstract class BackendStore<F extends Feed = Feed> {
     agent: string,
     move: CursorMove,
   ): Promise<number | undefined>;
+  /**
+   * Whether {@link saveCursor} may refuse a move (it checks `move.from`): a wait then hands its
+   * answer over only once the save landed; without the check, before it (`WaitOptions.onAnswer`).
+   */
+  protected readonly checksCursorSaves: boolean = true;
   /** Every task marker of a channel, in any order. */
   protected abstract taskRecords(channel: string): Promise<TaskRecord[]>;
   /** Creates an open task marker; false when one with that id exists. */
@@ -576,9 +584,11 @@ export abstract class BackendStore<F extends Feed = Feed> {
         onWarning: options.onWarning,
         hooks,
         limit: options.limit,
+        onAnswer: options.onAnswer,
       };
       const result = await this.waitLoop(pass, wake);
       answered = !options.activity?.aborted;
+      if (!pass.handedOver) options.onAnswer?.(result);
       return result;
     } finally {
       for (const off of unsubscribe) off();
@@ -617,6 +627,7 @@ export abstract class BackendStore<F extends Feed = Feed> {
         if (found) {
           const saving = retried;
           retried = true;
+          this.handOverFirst(pass, found);
           const result = await this.saveFound(pass, found, saving);
           if (result) return result;
           found = undefined;
@@ -631,6 +642,17 @@ export abstract class BackendStore<F extends Feed = Feed> {
       await wake.next().catch((err: unknown) => this.endedWhileSaving(pass, found, err));
       for (const feed of pass.feeds) feed.throwIfFailed?.();
     }
+  }
+
+  /**
+   * Where the cursor save cannot take any of the answer back (no check of `move.from`), the
+   * answer is handed over before it: at least once, as a crash in between leaves the cursor
+   * where it was and the next read or wait hands the same messages again.
+   */
+  private handOverFirst(pass: WaitPass<F>, found: Found): void {
+    if (this.checksCursorSaves || pass.handedOver || !pass.onAnswer) return;
+    pass.handedOver = true;
+    pass.onAnswer(found.result);
   }
 
   /**
