@@ -1,6 +1,7 @@
 import { openStore } from "../client/open.js";
 import { type UnreadCount, UnreadCounter } from "../client/unread.js";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
+import { INBOX_SOCKET_ENV, INBOX_TOKEN_ENV, inboxOf } from "../hosts/claude-inbox.js";
 import {
   contextWasReset,
   detectDialect,
@@ -16,7 +17,7 @@ import {
 import type { HookDialect } from "../hosts/host.js";
 import { WAKE_EVENT } from "../hosts/wake.js";
 import type { Store } from "../store/types.js";
-import { clearWaiter, type HookIo, loadSeen, saveSeen } from "./hook-state.js";
+import { clearWaiter, type HookIo, loadSeen, saveInbox, saveSeen } from "./hook-state.js";
 import { readAllStdin } from "./stdio.js";
 import { markTurn, TURN_MARK_ENV } from "./turn-mark.js";
 import { oneOf, UsageError } from "./usage.js";
@@ -51,6 +52,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     const input = parseHookInput(await readHookStdin());
     const agent = args.as ?? io.env.AGENT_CHAT_NAME;
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
+    if (input.session_id !== undefined) recordInbox(io, agent, input.session_id);
     if (args.event === WAKE_EVENT) {
       // A long wait: the store watches its folders, so news comes without waiting for a poll.
       const store = await openStore(io.root, {
@@ -63,7 +65,12 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
         const { runHookWait } = await import("./hook-wait.js");
         return await runHookWait(
           store,
-          { agent, sessionId: input.session_id, timeout: args.timeout },
+          {
+            agent,
+            sessionId: input.session_id,
+            timeout: args.timeout,
+            permissionMode: input.permission_mode,
+          },
           io,
         );
       } finally {
@@ -95,6 +102,22 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     io.err(`agent-chat hook: ${(err as Error).message}\n`);
   }
   return 0;
+}
+
+/**
+ * Claude Code gives its hooks the session's inbox socket and token (hosts/claude-inbox.ts):
+ * kept in the user's private state for the session, so that `hook wait` can wake the session
+ * through it. Every hook run records it: a session that was never prompted has it from its
+ * session-start hook, and a socket Claude Code bound again is found at the next prompt.
+ */
+function recordInbox(io: HookIo, agent: string, sessionId: string): void {
+  const inbox = inboxOf(io.env[INBOX_SOCKET_ENV], io.env[INBOX_TOKEN_ENV]);
+  if (!inbox) return;
+  try {
+    saveInbox(io.stateDir, agent, sessionId, inbox);
+  } catch (err) {
+    io.err(`agent-chat hook: cannot record the session's inbox: ${(err as Error).message}\n`);
+  }
 }
 
 /** Under `agent-chat run`: the turn starts at the prompt hook and ends at the stop hook. */
