@@ -1,8 +1,16 @@
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { UnreadCounter } from "../client/unread.js";
 import { memberChannels } from "../client/wait-all.js";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
-import { type ClaudeInbox, inboxNotice, inboxRefusal, postToInbox } from "../hosts/claude-inbox.js";
+import {
+  type ClaudeInbox,
+  INBOX_TURN_MS,
+  inboundNotAccepted,
+  inboxNotice,
+  inboxRefusal,
+  postToInbox,
+} from "../hosts/claude-inbox.js";
 import { DEFAULT_WAKE_TIMEOUT_S, waitForNews, wakeNotice } from "../hosts/wake.js";
 import type { Store } from "../store/types.js";
 import {
@@ -22,8 +30,7 @@ const WAKE_POLL_MS = 1000;
 /** Exit code that makes Claude Code wake the session with the hook's stderr (see below). */
 const EXIT_WAKE = 2;
 
-/** How long a notice written into the session's inbox has to start a turn (see below). */
-const INBOX_TURN_MS = 5_000;
+/** How often the wait looks for the turn a notice written into the inbox started. */
 const INBOX_POLL_MS = 20;
 
 export interface HookWaitRequest {
@@ -52,7 +59,8 @@ export interface HookWaitRequest {
  * Since Claude Code 2.1.332 a session has an inbox socket (hosts/claude-inbox.ts): when the
  * session's hooks recorded one, news is written into it first (a turn starts with our notice,
  * and a session that had no turn yet, whose wait a SessionStart hook parked, is woken too); the
- * exit 2 is the fallback when there is no usable inbox, the session bypasses permissions (it
+ * exit 2 is the fallback when there is no usable inbox, the session's settings hold or refuse
+ * other sessions' messages (`crossSessionInbound`), the session bypasses permissions (it
  * would hold the notice for review) or no turn started.
  *
  * Returns the exit code: 0 when the inbox woke the session; 2 with a notice on stderr when a
@@ -136,7 +144,25 @@ async function inboxOfSession(
   const uid = process.getuid?.();
   const inbox = loadInbox(io.stateDir, agent, session);
   if (uid === undefined || !inbox) return undefined;
+  if (inboundNotAccepted(await claudeSettings(io.env))) return undefined;
   return (await inboxRefusal(inbox.socket, uid)) === undefined ? inbox : undefined;
+}
+
+/**
+ * The texts of the Claude Code settings files that may set `crossSessionInbound`: the user's
+ * (`$CLAUDE_CONFIG_DIR`, default `~/.claude`), and the project's shared and local ones
+ * (`$CLAUDE_PROJECT_DIR`, which Claude Code gives its hooks).
+ */
+async function claudeSettings(env: NodeJS.ProcessEnv): Promise<string[]> {
+  const files: string[] = [];
+  const user = env.CLAUDE_CONFIG_DIR || (env.HOME ? join(env.HOME, ".claude") : undefined);
+  if (user) files.push(join(user, "settings.json"));
+  if (env.CLAUDE_PROJECT_DIR) {
+    files.push(join(env.CLAUDE_PROJECT_DIR, ".claude", "settings.json"));
+    files.push(join(env.CLAUDE_PROJECT_DIR, ".claude", "settings.local.json"));
+  }
+  const texts = await Promise.all(files.map((f) => readFile(f, "utf8").catch(() => "")));
+  return texts.filter((t) => t !== "");
 }
 
 /**

@@ -115,6 +115,28 @@ export function postToInbox(
 }
 
 /**
+ * Whether Claude Code settings files (their texts; unreadable or absent ones left out) set
+ * `crossSessionInbound` to anything but "accept": "hold" would put our notice before the user
+ * for review, "refuse" would drop it; an unknown value Claude Code takes as "hold". Then the
+ * rewake hook wakes the session instead, at once. Managed settings and a `--settings` file are
+ * not read here: there the notice starts no turn, and the rewake hook takes over after
+ * {@link INBOX_TURN_MS}.
+ */
+export function inboundNotAccepted(settings: readonly string[]): boolean {
+  return settings.some((text) => {
+    try {
+      const value = (JSON.parse(text) as { crossSessionInbound?: unknown }).crossSessionInbound;
+      return value !== undefined && value !== "accept";
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** How long a notice written into a session's inbox has to start a turn before the rewake. */
+export const INBOX_TURN_MS = 5_000;
+
+/**
  * What the woken session's model reads, inside Claude Code's frame ("Another Claude session
  * sent a message: …"). Fixed text of ours (docs/signatures.md, "What the model sees"): the
  * channel, the number and the sender when it is a valid name, never a title or a body; the

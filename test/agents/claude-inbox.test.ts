@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { toolResults } from "./model-stub.js";
@@ -14,7 +14,7 @@ import { requestWhere, runnable, title, wakeFixture } from "./wake-session.js";
  * --wake` (its first-run questions answered before), with the stand-in model: a session that
  * has not had a turn yet is woken through its inbox socket when a message arrives, reads it,
  * and is woken again after its turn; a session that refuses other sessions' messages
- * (`crossSessionInbound: "refuse"`) is woken by the rewake hook instead.
+ * (`crossSessionInbound: "refuse"`) takes no turn from the inbox and is woken by the rewake hook.
  */
 
 const session = wakeFixture({
@@ -38,8 +38,12 @@ const entries = (sandbox: Sandbox, suffix: string) => {
  * It connects the chat's server in the background, and a turn that starts before that has no
  * chat tools: /mcp shows when it is up (as first-run.test.ts looks), no turn taken.
  */
-async function startClaude(sandbox: Sandbox, env: Record<string, string>): Promise<Terminal> {
-  const term = startTerminal(sandbox, [toolBinary("claude")], env);
+async function startClaude(
+  sandbox: Sandbox,
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<Terminal> {
+  const term = startTerminal(sandbox, [toolBinary("claude"), ...args], env);
   await term.waitFor(/shift\+tab to cycle/, { refuse: /trust this folder|API key/ });
   await term.type("/mcp", /❯ \/mcp/);
   await term.press("Enter", /Enter to view · Esc to close/);
@@ -133,17 +137,19 @@ describe("Claude Code (real binary, in a terminal) after setup claude-code --wri
 
   it.skipIf(!runnable)(
     title(
-      'a session that refuses other sessions\' messages (crossSessionInbound: "refuse") is woken by the rewake hook',
+      'a session that refuses other sessions\' messages (--settings with crossSessionInbound "refuse") takes no turn from the inbox, and is woken by the rewake hook',
     ),
     async () => {
       const { sandbox, stub } = session;
       await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
       await sandbox.agentChat(["setup", "claude-code", "--as", "bob", "--write", "--wake"]);
-      const env = claudeStandIn(sandbox, stub.url, {
-        interactive: true,
-        settings: { crossSessionInbound: "refuse" },
-      });
-      const term = await startClaude(sandbox, env);
+      const env = claudeStandIn(sandbox, stub.url, { interactive: true });
+      // A settings file given on the command line: the wait does not read it (it reads the
+      // user's and the project's, docs/delivery.md), so it writes into the inbox, Claude Code
+      // refuses the notice, no turn starts, and the rewake hook takes over.
+      const refuse = join(sandbox.dir, "refuse.json");
+      writeFileSync(refuse, JSON.stringify({ crossSessionInbound: "refuse" }));
+      const term = await startClaude(sandbox, env, ["--settings", refuse]);
       try {
         expect(entries(sandbox, ".inbox")).toHaveLength(1);
         await post(sandbox, BODY);
@@ -160,6 +166,8 @@ describe("Claude Code (real binary, in a terminal) after setup claude-code --wri
         await requestWhere(stub, (b) =>
           toolResults(b).some((result) => result.includes("Please review PR 7")),
         );
+        // Claude Code refused the notice written into its inbox: no turn ever carried it.
+        expect(stub.requests.filter((r) => r.body.includes(FRAME))).toEqual([]);
       } catch (err) {
         throw new Error(`${(err as Error).message}\nthe screen:\n${term.screen()}`, { cause: err });
       } finally {

@@ -403,11 +403,39 @@ describe("agent-chat hook wait, through Claude Code's inbox socket", () => {
     );
   }, 20_000);
 
-  const untouched = [
+  /** A Claude Code settings file with `crossSessionInbound`; the hook's environment naming it. */
+  const settingsSay = (value: string, where: "user" | "project"): Record<string, string> => {
+    const d = tempDir("agent-chat-claude-settings-");
+    cleanups.push(d.cleanup);
+    const dir = where === "user" ? d.dir : join(d.dir, ".claude");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, where === "user" ? "settings.json" : "settings.local.json");
+    writeFileSync(file, JSON.stringify({ crossSessionInbound: value }));
+    return where === "user" ? { CLAUDE_CONFIG_DIR: d.dir } : { CLAUDE_PROJECT_DIR: d.dir };
+  };
+
+  const untouched: {
+    why: string;
+    input: unknown;
+    env?: () => Record<string, string>;
+    spoil: (inbox: FakeInbox) => Promise<void>;
+  }[] = [
     {
       why: "the session bypasses permissions (it would hold the notice)",
       input: { ...stopInput(), permission_mode: "bypassPermissions" },
-      spoil: async (_inbox: FakeInbox) => {},
+      spoil: async () => {},
+    },
+    {
+      why: "the user's settings refuse other sessions' messages (crossSessionInbound \"refuse\")",
+      input: stopInput(),
+      env: () => settingsSay("refuse", "user"),
+      spoil: async () => {},
+    },
+    {
+      why: 'the project\'s local settings hold them for review (crossSessionInbound "hold")',
+      input: stopInput(),
+      env: () => settingsSay("hold", "project"),
+      spoil: async () => {},
     },
     {
       why: "the socket is gone",
@@ -447,19 +475,16 @@ describe("agent-chat hook wait, through Claude Code's inbox socket", () => {
   ];
   it.each(untouched)(
     "does not write into the inbox, and wakes by the rewake exit, when $why",
-    async ({ input, spoil }) => {
+    async ({ input, env: extra, spoil }) => {
       const inbox = await fakeInbox();
       await sessionStart(inbox.socket);
       await spoil(inbox);
-      const waiter = await parkWait([], input);
-      const started = Date.now();
+      const waiter = await parkWait([], input, extra?.() ?? {});
       await post("review", "alice", "news", "bob");
       const result = await collect(waiter);
       expect(result.code).toBe(2);
       expect(result.stderr).toContain("not an error: a new agent-chat message arrived");
       expect(inbox.received).toEqual([]);
-      // Not the 5 s wait for a turn: nothing was sent.
-      expect(Date.now() - started).toBeLessThan(4_000);
     },
   );
 
