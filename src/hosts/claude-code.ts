@@ -53,12 +53,13 @@ function plan(o: SetupOptions) {
     command,
     timeout: HOOK_TIMEOUT_SECONDS,
   }));
-  // Also at session start (a new session, a resumed one, after /clear): parked from the start,
-  // the wait wakes a session that had no turn yet, through its inbox socket (claude-inbox.ts).
+  // Also at session start (a new session, a resumed one): parked from the start, the wait wakes
+  // a session that had no turn yet, through its inbox socket (claude-inbox.ts). Not after
+  // /clear or a compaction: the wait the last Stop parked is still there.
   const wake = {
     hook: wakeHook(o),
     on: o.wake,
-    also: [{ event: "SessionStart", matcher: "startup|resume|clear" }],
+    also: [{ event: "SessionStart", matcher: "startup|resume" }],
   };
   return {
     files: [

@@ -269,7 +269,7 @@ describe("agent-chat setup", () => {
     // At session start too: a session that had no turn yet is woken (through its inbox socket).
     expect(start).toHaveLength(2);
     expect(start[0].hooks[0].command).toContain("hook session-start --as alice");
-    expect(start[1]).toEqual({ matcher: "startup|resume|clear", hooks: [waitHook] });
+    expect(start[1]).toEqual({ matcher: "startup|resume", hooks: [waitHook] });
     const written = readFileSync(local, "utf8");
     // Again with --wake: the same file; again without: the wake hook is left as it is.
     const again = await setup([
