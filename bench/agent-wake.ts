@@ -141,6 +141,38 @@ const claudeRewake = claudeHarness(
   { CLAUDE_CODE_HARBOR_KITE: "0" },
 );
 
+/**
+ * Claude Code interactive in tmux, as a user starts it after `setup claude-code --wake` (its
+ * first-run questions answered before): woken through its inbox socket, the first (warm-up)
+ * time before it has had any turn.
+ */
+const claudeInteractive: Harness = {
+  name: "Claude Code, interactive",
+  path: "native: `hook wait` (setup claude-code --wake, parked at session start and at Stop) writes into the session's inbox socket; interactive in tmux",
+  async start(sandbox, stub) {
+    const setup = await sandbox.agentChat([
+      "setup",
+      "claude-code",
+      "--as",
+      "bob",
+      "--write",
+      "--wake",
+    ]);
+    if (setup.code !== 0) throw new Error(setup.stderr);
+    const env = claudeStandIn(sandbox, stub.url, { interactive: true });
+    const term = startTerminal(sandbox, [toolBinary("claude")], env);
+    await until("Claude Code's prompt", () => /shift\+tab to cycle/.test(term.screen()), 90_000);
+    return {
+      async idle() {
+        await quiet(stub);
+        await until("the parked hook wait", () => waitParked(sandbox));
+      },
+      screen: () => term.screen(),
+      close: () => term.close(),
+    };
+  },
+};
+
 /** Codex, Gemini CLI, Qwen Code or Copilot CLI interactive in tmux, under `agent-chat run --as bob`. */
 function underRun(
   name: string,
@@ -296,12 +328,13 @@ async function wakes(harness: Harness, n: number): Promise<number[]> {
 }
 
 /**
- * Every harness, or those whose name contains one of the comma-separated names in
- * AGENT_WAKE_ONLY (e.g. `AGENT_WAKE_ONLY="Claude Code" npm run bench -- --only=agent`).
+ * Every harness, or those whose name contains one of the names in
+ * AGENT_WAKE_ONLY, separated by `;` (names hold commas): e.g. `AGENT_WAKE_ONLY="Claude Code" npm
+ * run bench -- --only=agent`.
  */
 function harnesses(): Harness[] {
-  const all = [claude, claudeRewake, codex, gemini, qwen, pi, copilot, opencode];
-  const only = process.env.AGENT_WAKE_ONLY?.split(",").filter((n) => n !== "");
+  const all = [claude, claudeRewake, claudeInteractive, codex, gemini, qwen, pi, copilot, opencode];
+  const only = process.env.AGENT_WAKE_ONLY?.split(";").filter((n) => n !== "");
   return only ? all.filter((h) => only.some((n) => h.name.includes(n))) : all;
 }
 
