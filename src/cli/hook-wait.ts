@@ -142,8 +142,10 @@ async function inboxOfSession(
   session: string,
 ): Promise<ClaudeInbox | undefined> {
   const uid = process.getuid?.();
+  // A wait of our pi extension or OpenCode plugin (they name their host) wakes its own host.
+  if (uid === undefined || io.env.AGENT_CHAT_HOST_PID !== undefined) return undefined;
   const inbox = loadInbox(io.stateDir, agent, session);
-  if (uid === undefined || !inbox) return undefined;
+  if (!inbox) return undefined;
   if (inboundNotAccepted(await claudeSettings(io.env))) return undefined;
   return (await inboxRefusal(inbox.socket, uid)) === undefined ? inbox : undefined;
 }

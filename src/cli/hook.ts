@@ -52,8 +52,9 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     const input = parseHookInput(await readHookStdin());
     const agent = args.as ?? io.env.AGENT_CHAT_NAME;
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
-    if (input.session_id !== undefined) recordInbox(io, agent, input.session_id);
     if (args.event === WAKE_EVENT) {
+      // Claude Code's wait; ours under pi or OpenCode names its host (AGENT_CHAT_HOST_PID).
+      if (io.env.AGENT_CHAT_HOST_PID === undefined) recordInbox(io, agent, input);
       // A long wait: the store watches its folders, so news comes without waiting for a poll.
       const store = await openStore(io.root, {
         harness: "claude-code",
@@ -81,6 +82,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
       ? dialectOf(oneOf(args.format, HOOK_FORMATS, "--format"))
       : detectDialect(input);
     const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
+    if (dialect.harness === "claude-code") recordInbox(io, agent, input);
     markRunTurn(io, event);
     // The session started a turn: a parked `hook wait` must no longer wake it.
     if (event === "prompt" && input.session_id !== undefined) {
@@ -108,15 +110,18 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
  * Claude Code gives its hooks the session's inbox socket and token (hosts/claude-inbox.ts):
  * kept in the user's private state for the session, so that `hook wait` can wake the session
  * through it. Every hook run records it: a session that was never prompted has it from its
- * session-start hook, and a socket Claude Code bound again is found at the next prompt.
+ * session-start hook, and a socket Claude Code bound again is found at the next prompt. Only
+ * Claude Code's hooks do: another tool started from a Claude Code shell inherits the variables
+ * and must not take that session's socket for its own. Silent when it cannot (the wait's
+ * stderr is the notice the model reads): the rewake hook still wakes the session.
  */
-function recordInbox(io: HookIo, agent: string, sessionId: string): void {
+function recordInbox(io: HookIo, agent: string, input: HookInput): void {
   const inbox = inboxOf(io.env[INBOX_SOCKET_ENV], io.env[INBOX_TOKEN_ENV]);
-  if (!inbox) return;
+  if (!inbox || input.session_id === undefined) return;
   try {
-    saveInbox(io.stateDir, agent, sessionId, inbox);
-  } catch (err) {
-    io.err(`agent-chat hook: cannot record the session's inbox: ${(err as Error).message}\n`);
+    saveInbox(io.stateDir, agent, input.session_id, inbox);
+  } catch {
+    // The state folder is not writable: no inbox, the rewake hook wakes the session.
   }
 }
 

@@ -368,6 +368,16 @@ describe("agent-chat hook wait, through Claude Code's inbox socket", () => {
         CLAUDE_CODE_MESSAGING_TOKEN: "not a token",
       },
     });
+    // Nor by another tool's hooks, which inherit the variables when started from Claude Code.
+    await runCli(["hook", "prompt", "--as", "bob", "--format", "codex"], {
+      root,
+      input: JSON.stringify({ session_id: "s3", hook_event_name: "UserPromptSubmit" }),
+      env: {
+        XDG_STATE_HOME: other.dir,
+        CLAUDE_CODE_MESSAGING_SOCKET: inbox.socket,
+        CLAUDE_CODE_MESSAGING_TOKEN: TOKEN,
+      },
+    });
     const kept = join(other.dir, "agent-chat", "hook-sessions");
     expect(existsSync(kept) ? readdirSync(kept).filter((n) => n.endsWith(".inbox")) : []).toEqual(
       [],
@@ -435,6 +445,12 @@ describe("agent-chat hook wait, through Claude Code's inbox socket", () => {
       why: 'the project\'s local settings hold them for review (crossSessionInbound "hold")',
       input: stopInput(),
       env: () => settingsSay("hold", "project"),
+      spoil: async () => {},
+    },
+    {
+      why: "the wait is our pi extension's or OpenCode plugin's (AGENT_CHAT_HOST_PID), started from a Claude Code shell",
+      input: stopInput(),
+      env: () => ({ AGENT_CHAT_HOST_PID: String(process.pid) }),
       spoil: async () => {},
     },
     {
