@@ -31,8 +31,9 @@ import { type BenchModule, type Row, stats } from "./lib.js";
 /**
  * Each real agent CLI idle against the stand-in model on 127.0.0.1, woken by a message: the
  * time from the start of a post (in this process) to the stand-in's receipt of the idle
- * session's next model request, which carries the wake notice. Claude Code by its native
- * rewake hook (`setup claude-code --wake`, a stream-json session); Codex, Gemini CLI, Qwen
+ * session's next model request, which carries the wake notice. Claude Code natively after
+ * `setup claude-code --wake` (a stream-json session), through its inbox socket and, the messaging
+ * gate off, by its rewake hook; Codex, Gemini CLI, Qwen
  * Code and GitHub Copilot CLI interactive in a tmux terminal under `agent-chat run`, their stop
  * hooks marking turn ends; pi and OpenCode interactive in tmux, woken natively by our extension
  * (`setup pi --wake`) and plugin (`session.promptAsync`).
@@ -72,9 +73,82 @@ interface Harness {
   start(sandbox: Sandbox, stub: ModelStub): Promise<Session>;
 }
 
-const claude: Harness = {
-  name: "Claude Code",
-  path: "native: async Stop hook `hook wait` (setup claude-code --wake), claude -p --input-format stream-json",
+/**
+ * Claude Code as a `claude -p --input-format stream-json` session after `setup claude-code
+ * --wake`: `hook wait` writes into the session's inbox socket (Claude Code's default), or,
+ * with `extra` turning its messaging gate off (no inbox), wakes it by the rewake hook's exit.
+ */
+function claudeHarness(name: string, path: string, extra: Record<string, string>): Harness {
+  return {
+    name,
+    path,
+    async start(sandbox, stub) {
+      const setup = await sandbox.agentChat([
+        "setup",
+        "claude-code",
+        "--as",
+        "bob",
+        "--write",
+        "--wake",
+      ]);
+      if (setup.code !== 0) throw new Error(setup.stderr);
+      const env = { ...claudeStandIn(sandbox, stub.url), ...extra };
+      const args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+      ];
+      const child = startTool(sandbox, toolBinary("claude"), args, env);
+      let turns = 0;
+      createInterface({ input: child.stdout! }).on("line", (line) => {
+        if (line.includes('"type":"result"')) turns++;
+      });
+      const user = { type: "user", message: { role: "user", content: "Say hi." } };
+      child.stdin!.write(`${JSON.stringify(user)}\n`);
+      const sessions = join(sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
+      const parked = () =>
+        existsSync(sessions) && readdirSync(sessions).some((name) => name.endsWith(".waiter"));
+      let woken = 0;
+      return {
+        async idle() {
+          // Each turn ends in a result event; then its Stop hook parks a `hook wait`.
+          await until("Claude Code's turn to end", () => turns > woken);
+          woken = turns;
+          await until("the parked hook wait", parked);
+        },
+        screen: () => `${turns} turns`,
+        async close() {
+          const exited = new Promise((resolve) => child.on("close", resolve));
+          child.kill("SIGTERM");
+          await exited;
+        },
+      };
+    },
+  };
+}
+
+const claude = claudeHarness(
+  "Claude Code",
+  "native: `hook wait` (setup claude-code --wake) writes into the session's inbox socket; claude -p --input-format stream-json",
+  {},
+);
+const claudeRewake = claudeHarness(
+  "Claude Code, rewake hook",
+  "native: async Stop hook `hook wait` exits 2 (asyncRewake), no inbox socket (CLAUDE_CODE_HARBOR_KITE=0); claude -p --input-format stream-json",
+  { CLAUDE_CODE_HARBOR_KITE: "0" },
+);
+
+/**
+ * Claude Code interactive in tmux, as a user starts it after `setup claude-code --wake` (its
+ * first-run questions answered before): woken through its inbox socket, the first (warm-up)
+ * time before it has had any turn.
+ */
+const claudeInteractive: Harness = {
+  name: "Claude Code, interactive",
+  path: "native: `hook wait` (setup claude-code --wake, parked at session start and at Stop) writes into the session's inbox socket; interactive in tmux",
   async start(sandbox, stub) {
     const setup = await sandbox.agentChat([
       "setup",
@@ -85,39 +159,16 @@ const claude: Harness = {
       "--wake",
     ]);
     if (setup.code !== 0) throw new Error(setup.stderr);
-    const env = claudeStandIn(sandbox, stub.url);
-    const args = [
-      "-p",
-      "--input-format",
-      "stream-json",
-      "--output-format",
-      "stream-json",
-      "--verbose",
-    ];
-    const child = startTool(sandbox, toolBinary("claude"), args, env);
-    let turns = 0;
-    createInterface({ input: child.stdout! }).on("line", (line) => {
-      if (line.includes('"type":"result"')) turns++;
-    });
-    const user = { type: "user", message: { role: "user", content: "Say hi." } };
-    child.stdin!.write(`${JSON.stringify(user)}\n`);
-    const sessions = join(sandbox.env.XDG_STATE_HOME!, "agent-chat", "hook-sessions");
-    const parked = () =>
-      existsSync(sessions) && readdirSync(sessions).some((name) => name.endsWith(".waiter"));
-    let woken = 0;
+    const env = claudeStandIn(sandbox, stub.url, { interactive: true });
+    const term = startTerminal(sandbox, [toolBinary("claude")], env);
+    await until("Claude Code's prompt", () => /shift\+tab to cycle/.test(term.screen()), 90_000);
     return {
       async idle() {
-        // Each turn ends in a result event; then its Stop hook parks a `hook wait`.
-        await until("Claude Code's turn to end", () => turns > woken);
-        woken = turns;
-        await until("the parked hook wait", parked);
+        await quiet(stub);
+        await until("the parked hook wait", () => waitParked(sandbox));
       },
-      screen: () => `${turns} turns`,
-      async close() {
-        const exited = new Promise((resolve) => child.on("close", resolve));
-        child.kill("SIGTERM");
-        await exited;
-      },
+      screen: () => term.screen(),
+      close: () => term.close(),
     };
   },
 };
@@ -276,13 +327,24 @@ async function wakes(harness: Harness, n: number): Promise<number[]> {
   }
 }
 
+/**
+ * Every harness, or those whose name contains one of the names in
+ * AGENT_WAKE_ONLY, separated by `;` (names hold commas): e.g. `AGENT_WAKE_ONLY="Claude Code" npm
+ * run bench -- --only=agent`.
+ */
+function harnesses(): Harness[] {
+  const all = [claude, claudeRewake, claudeInteractive, codex, gemini, qwen, pi, copilot, opencode];
+  const only = process.env.AGENT_WAKE_ONLY?.split(";").filter((n) => n !== "");
+  return only ? all.filter((h) => only.some((n) => h.name.includes(n))) : all;
+}
+
 export const agentWakeBench: BenchModule = {
   name: "agent wake",
   async run(ctx) {
     const n = ctx.quick ? 5 : 10;
     const rows: Row[] = [];
     // One harness at a time: each is a heavy process tree on a shared machine.
-    for (const harness of [claude, codex, gemini, qwen, pi, copilot, opencode]) {
+    for (const harness of harnesses()) {
       // A harness that fails is a row that says so; the others are still measured.
       const measured = await wakes(harness, n).then(
         (samples) => ({ samples, error: undefined }),

@@ -9,6 +9,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { shortHash } from "../core/hash.js";
+import { type ClaudeInbox, inboxOf } from "../hosts/claude-inbox.js";
 import { canonicalRoot, type NatsConnectionOptions } from "../store/roots.js";
 
 /** What a hook needs from its process: the root, the environment and the two outputs. */
@@ -178,4 +179,44 @@ export async function clearWaiter(
 ): Promise<void> {
   if (id !== undefined && (await currentWaiter(dir, agent, sessionId)) !== id) return;
   unlinkQuietly(waiterFile(dir, agent, sessionId));
+}
+
+/**
+ * Where the session's Claude Code inbox (its socket and token, hosts/claude-inbox.ts) is kept,
+ * beside its marks: in the user's private state, never in the root, which anyone of the team
+ * can write and which must never hold a token.
+ */
+function inboxFile(dir: string, agent: string, sessionId: string): string {
+  return `${sessionFile(dir, agent, sessionId)}.inbox`;
+}
+
+/** Records the inbox the session's hook found in its environment (mode 0600). */
+export function saveInbox(dir: string, agent: string, sessionId: string, inbox: ClaudeInbox): void {
+  const file = inboxFile(dir, agent, sessionId);
+  const text = JSON.stringify({ socket: inbox.socket, token: inbox.token });
+  try {
+    if (readFileSync(file, "utf8") === text) return; // every prompt: most find it recorded
+  } catch {
+    // Not recorded yet.
+  }
+  writePrivately(dir, file, text);
+}
+
+/**
+ * The session's recorded inbox; undefined when there is none, or when the file is not the
+ * user's own private file (another user's, a link, readable or writable by others): a token
+ * is only ever taken from a file this user wrote for this session.
+ */
+export function loadInbox(dir: string, agent: string, sessionId: string): ClaudeInbox | undefined {
+  const file = inboxFile(dir, agent, sessionId);
+  try {
+    const entry = lstatSync(file);
+    const uid = process.getuid?.();
+    if (!entry.isFile() || (uid !== undefined && entry.uid !== uid)) return undefined;
+    if ((entry.mode & 0o077) !== 0 || entry.size > 1024) return undefined;
+    const value = JSON.parse(readFileSync(file, "utf8")) as { socket?: unknown; token?: unknown };
+    return inboxOf(value.socket, value.token);
+  } catch {
+    return undefined;
+  }
 }

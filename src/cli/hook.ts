@@ -1,6 +1,7 @@
 import { openStore } from "../client/open.js";
 import { type UnreadCount, UnreadCounter } from "../client/unread.js";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
+import { INBOX_SOCKET_ENV, INBOX_TOKEN_ENV, inboxOf } from "../hosts/claude-inbox.js";
 import {
   contextWasReset,
   detectDialect,
@@ -16,7 +17,7 @@ import {
 import type { HookDialect } from "../hosts/host.js";
 import { WAKE_EVENT } from "../hosts/wake.js";
 import type { Store } from "../store/types.js";
-import { clearWaiter, type HookIo, loadSeen, saveSeen } from "./hook-state.js";
+import { clearWaiter, type HookIo, loadSeen, saveInbox, saveSeen } from "./hook-state.js";
 import { readAllStdin } from "./stdio.js";
 import { markTurn, TURN_MARK_ENV } from "./turn-mark.js";
 import { oneOf, UsageError } from "./usage.js";
@@ -52,6 +53,8 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     const agent = args.as ?? io.env.AGENT_CHAT_NAME;
     if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
     if (args.event === WAKE_EVENT) {
+      // Claude Code's wait; ours under pi or OpenCode names its host (AGENT_CHAT_HOST_PID).
+      if (io.env.AGENT_CHAT_HOST_PID === undefined) recordInbox(io, agent, input);
       // A long wait: the store watches its folders, so news comes without waiting for a poll.
       const store = await openStore(io.root, {
         harness: "claude-code",
@@ -63,7 +66,12 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
         const { runHookWait } = await import("./hook-wait.js");
         return await runHookWait(
           store,
-          { agent, sessionId: input.session_id, timeout: args.timeout },
+          {
+            agent,
+            sessionId: input.session_id,
+            timeout: args.timeout,
+            permissionMode: input.permission_mode,
+          },
           io,
         );
       } finally {
@@ -74,6 +82,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
       ? dialectOf(oneOf(args.format, HOOK_FORMATS, "--format"))
       : detectDialect(input);
     const event = oneOf(args.event, HOOK_EVENTS, "event") as HookEvent;
+    if (dialect.harness === "claude-code") recordInbox(io, agent, input);
     markRunTurn(io, event);
     // The session started a turn: a parked `hook wait` must no longer wake it.
     if (event === "prompt" && input.session_id !== undefined) {
@@ -95,6 +104,25 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
     io.err(`agent-chat hook: ${(err as Error).message}\n`);
   }
   return 0;
+}
+
+/**
+ * Claude Code gives its hooks the session's inbox socket and token (hosts/claude-inbox.ts):
+ * kept in the user's private state for the session, so that `hook wait` can wake the session
+ * through it. Every hook run records it: a session that was never prompted has it from its
+ * session-start hook, and a socket Claude Code bound again is found at the next prompt. Only
+ * Claude Code's hooks do: another tool started from a Claude Code shell inherits the variables
+ * and must not take that session's socket for its own. Silent when it cannot (the wait's
+ * stderr is the notice the model reads): the rewake hook still wakes the session.
+ */
+function recordInbox(io: HookIo, agent: string, input: HookInput): void {
+  const inbox = inboxOf(io.env[INBOX_SOCKET_ENV], io.env[INBOX_TOKEN_ENV]);
+  if (!inbox || input.session_id === undefined) return;
+  try {
+    saveInbox(io.stateDir, agent, input.session_id, inbox);
+  } catch {
+    // The state folder is not writable: no inbox, the rewake hook wakes the session.
+  }
 }
 
 /** Under `agent-chat run`: the turn starts at the prompt hook and ends at the stop hook. */

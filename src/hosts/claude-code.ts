@@ -53,7 +53,14 @@ function plan(o: SetupOptions) {
     command,
     timeout: HOOK_TIMEOUT_SECONDS,
   }));
-  const wake = { hook: wakeHook(o), on: o.wake };
+  // Also at session start (a new session, a resumed one): parked from the start, the wait wakes
+  // a session that had no turn yet, through its inbox socket (claude-inbox.ts). Not after
+  // /clear or a compaction: the wait the last Stop parked is still there.
+  const wake = {
+    hook: wakeHook(o),
+    on: o.wake,
+    also: [{ event: "SessionStart", matcher: "startup|resume" }],
+  };
   return {
     files: [
       jsonFile(join(o.projectDir, ".mcp.json"), { server: { key: "mcpServers", entry } }),
@@ -88,7 +95,7 @@ function notes(o: SetupOptions): string[] {
     `Permissions: the agent calls ${UNASKED_TOOLS.join(", ")} without asking; chat_workspace (it can delete files of a channel's workspace) still asks. The one command writes no rule: then Claude Code asks for every call.`,
     "Hooks: SessionStart and UserPromptSubmit add the unread notice to the model's context; Stop tells you (add --block to the stop hook to make the agent read instead).",
     o.wake
-      ? `Wake: a second Stop hook (hook wait, "async": true, "asyncRewake": true) parks after each turn and, when a message for ${o.agent} arrives that the session has neither read nor been told of, wakes the idle session with a new turn that carries a short notice; it moves no cursor and gives up after ${DEFAULT_WAKE_TIMEOUT_S / 60} minutes idle.`
+      ? `Wake: a second Stop hook (hook wait, "async": true, "asyncRewake": true), also run at session start, parks while the session is idle and, when a message for ${o.agent} arrives that the session has neither read nor been told of, wakes it with a new turn that carries a short notice: through the session's inbox socket (its hooks keep the socket and token in your private state), else by the rewake hook's exit; it moves no cursor and gives up after ${DEFAULT_WAKE_TIMEOUT_S / 60} minutes idle.`
       : "--wake also wakes an idle session when a message arrives (an async Stop hook that parks until one does); --no-wake takes it out.",
   ];
 }
@@ -168,6 +175,6 @@ export const claudeCode: Host = {
   inspect,
   wakePath: (found) =>
     hasWakeHook(found)
-      ? "native: the rewake Stop hook (hook wait) wakes the idle session"
+      ? "native: hook wait writes into the session's inbox socket (a fresh session too), else the rewake Stop hook wakes the idle session"
       : "none: setup claude-code --wake adds the rewake hook (or start it under agent-chat run)",
 };

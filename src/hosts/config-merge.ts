@@ -107,7 +107,26 @@ interface SettingsEdit {
   /** Claude Code's `permissions.allow` rules to add (the user's own rules stay). */
   allow?: string[];
   /** Our wake hook, and whether to write it (unset: if the file has one already). */
-  wake?: { hook: Json; on: boolean | undefined };
+  wake?: WakeEdit;
+}
+
+/**
+ * The wake hook goes among the Stop hooks (it parks after each turn), and in the groups of
+ * `also` (Claude Code: at session start, so that a session that had no turn yet is woken too).
+ */
+interface WakeEdit {
+  hook: Json;
+  on: boolean | undefined;
+  also?: { event: string; matcher: string }[];
+}
+
+/** The hook groups the wake hook adds to `groups`. */
+function withWake(groups: HookGroups, wake: WakeEdit): HookGroups {
+  const out: HookGroups = { ...groups, Stop: [...(groups.Stop ?? []), { hooks: [wake.hook] }] };
+  for (const { event, matcher } of wake.also ?? []) {
+    out[event] = [...(out[event] ?? []), { matcher, hooks: [wake.hook] }];
+  }
+  return out;
 }
 
 function mergeSettings(path: string, existing: string | undefined, edit: SettingsEdit): string {
@@ -134,10 +153,7 @@ function mergeSettings(path: string, existing: string | undefined, edit: Setting
 /** The file's hooks with ours replaced by `hooks` (ours go after everyone else's). */
 function mergeHooks(current: Json, hooks: HookGroups, wake: SettingsEdit["wake"]): Json {
   const next = withoutOurHooks(current, wake !== undefined);
-  const ours = { ...hooks };
-  if (wake && (wake.on ?? hasWakeHook(current))) {
-    ours.Stop = [...(ours.Stop ?? []), { hooks: [wake.hook] }];
-  }
+  const ours = wake && (wake.on ?? hasWakeHook(current)) ? withWake(hooks, wake) : hooks;
   for (const [event, groups] of Object.entries(ours)) {
     const kept = Array.isArray(next[event]) ? (next[event] as Json[]) : [];
     next[event] = [...kept, ...groups];
@@ -153,9 +169,7 @@ export function jsonFile(path: string, edit: SettingsEdit): SetupFile {
   if (edit.enableMcpjsonServer) snippet.enabledMcpjsonServers = [SERVER_NAME];
   if (edit.allow) snippet.permissions = { allow: edit.allow };
   if (edit.hooks) {
-    snippet.hooks = edit.wake?.on
-      ? { ...edit.hooks, Stop: [...(edit.hooks.Stop ?? []), { hooks: [edit.wake.hook] }] }
-      : edit.hooks;
+    snippet.hooks = edit.wake?.on ? withWake(edit.hooks, edit.wake) : edit.hooks;
   }
   return {
     path,

@@ -16,6 +16,8 @@ export interface HookInput {
   session_id?: string;
   /** Claude Code's SessionStart: `startup`, `resume`, `clear` or `compact`. */
   source?: string;
+  /** Claude Code's permission mode (`default`, `auto`, `bypassPermissions`, …). */
+  permission_mode?: string;
 }
 
 /** Tolerates no input, invalid JSON and non-objects: a hook must never fail its host. */
@@ -30,6 +32,7 @@ export function parseHookInput(text: string): HookInput {
     if (v.stop_hook_active === true) input.stop_hook_active = true;
     if (typeof v.session_id === "string" && v.session_id !== "") input.session_id = v.session_id;
     if (typeof v.source === "string") input.source = v.source;
+    if (typeof v.permission_mode === "string") input.permission_mode = v.permission_mode;
     return input;
   } catch {
     return {};

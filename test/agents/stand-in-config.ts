@@ -62,21 +62,37 @@ export function geminiStandIn(
  * Claude Code: the stand-in as ANTHROPIC_BASE_URL, the folder trusted in ~/.claude.json. With
  * `firstRun: true`, as a user meets it: nothing trusted, and the credential from a key helper in
  * ~/.claude/settings.json (an ANTHROPIC_API_KEY would first need Claude Code's connectivity
- * check, which reaches api.anthropic.com); written over that file, so after `setup`.
+ * check, which reaches api.anthropic.com); written over that file, so after `setup`. With
+ * `interactive: true`, a user's second run in a terminal: the first run's questions (text
+ * style, folder trust) answered before, in ~/.claude.json, and the key helper; `settings` adds
+ * to the user's ~/.claude/settings.json.
  */
 export function claudeStandIn(
   sandbox: Sandbox,
   url: string,
-  { firstRun = false } = {},
+  {
+    firstRun = false,
+    interactive = false,
+    settings = {},
+  }: { firstRun?: boolean; interactive?: boolean; settings?: Record<string, unknown> } = {},
 ): Record<string, string> {
   const quiet = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1" };
-  if (firstRun) {
+  if (firstRun || interactive) {
     mkdirSync(join(sandbox.home, ".claude"), { recursive: true });
     writeFileSync(
       join(sandbox.home, ".claude", "settings.json"),
-      JSON.stringify({ apiKeyHelper: "echo sk-ant-stand-in" }),
+      JSON.stringify({ apiKeyHelper: "echo sk-ant-stand-in", ...settings }),
     );
-    return { ANTHROPIC_BASE_URL: url, ...quiet };
+  }
+  if (firstRun) return { ANTHROPIC_BASE_URL: url, ...quiet };
+  if (interactive) {
+    const answered = {
+      hasCompletedOnboarding: true,
+      theme: "dark",
+      projects: { [realpathSync(sandbox.project)]: { hasTrustDialogAccepted: true } },
+    };
+    writeFileSync(join(sandbox.home, ".claude.json"), JSON.stringify(answered));
+    return { ANTHROPIC_BASE_URL: url, ...quiet, MCP_CONNECTION_NONBLOCKING: "false" };
   }
   const config = {
     projects: { [realpathSync(sandbox.project)]: { hasTrustDialogAccepted: true } },

@@ -1,8 +1,20 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openStore } from "../../src/client/open.js";
 import { collect, runCli, startCli, watching } from "../helpers/cli.js";
 import { tempDir } from "../helpers/tmp.js";
@@ -265,4 +277,243 @@ describe("agent-chat hook wait", () => {
     }
     expect(await cursor("review", "bob")).toBe(0);
   });
+});
+
+/*
+ * Claude Code's inbox socket (src/hosts/claude-inbox.ts), played by a Unix socket server of the
+ * test's that keeps what it is sent and, like Claude Code, answers nothing and ends its side
+ * after ours. What Claude Code then does is played by running our prompt hook (it runs for the
+ * turn an accepted message starts) or by running nothing (held or refused).
+ */
+describe("agent-chat hook wait, through Claude Code's inbox socket", () => {
+  const TOKEN = "0123456789abcdef0123456789abcdef";
+
+  interface FakeInbox {
+    socket: string;
+    dir: string;
+    /** Each connection's lines, as JSON. */
+    received: unknown[][];
+    close(): Promise<void>;
+  }
+
+  async function fakeInbox(): Promise<FakeInbox> {
+    const d = tempDir("agent-chat-inbox-");
+    cleanups.push(d.cleanup);
+    const dir = join(d.dir, "cc-socks");
+    mkdirSync(dir, { mode: 0o700 });
+    const socket = join(dir, "4242.sock");
+    const received: unknown[][] = [];
+    const server = createServer({ allowHalfOpen: true }, (conn) => {
+      let text = "";
+      conn.setEncoding("utf8").on("data", (d: string) => {
+        text += d;
+      });
+      conn.on("end", () => {
+        received.push(
+          text
+            .split("\n")
+            .filter((l) => l !== "")
+            .map((l) => JSON.parse(l)),
+        );
+        conn.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+    cleanups.push(() => void server.close());
+    return { socket, dir, received, close };
+  }
+
+  /** The session-start hook, run by Claude Code with the inbox in its environment. */
+  const sessionStart = (socket: string, token = TOKEN) =>
+    runCli(["hook", "session-start", "--as", "bob", "--format", "claude"], {
+      root,
+      input: JSON.stringify({
+        session_id: "s1",
+        hook_event_name: "SessionStart",
+        source: "startup",
+      }),
+      env: env({ CLAUDE_CODE_MESSAGING_SOCKET: socket, CLAUDE_CODE_MESSAGING_TOKEN: token }),
+    });
+
+  const records = () =>
+    readdirSync(join(state, "agent-chat", "hook-sessions")).filter((n) => n.endsWith(".inbox"));
+  const recordPath = () => join(state, "agent-chat", "hook-sessions", records()[0]!);
+
+  const notice = (seq: number) =>
+    `agent-chat (not another Claude session: the agent-chat hook of this session): a new message arrived while you were idle: review #${seq} from alice. 1 unread agent-chat message for bob (review: 1). Read it with the chat_read tool (or: agent-chat read review --as bob).`;
+
+  it("the session's hooks keep its socket and token in the user's private state (0600), never in the root", async () => {
+    const inbox = await fakeInbox();
+    expect((await sessionStart(inbox.socket)).code).toBe(0);
+    expect(records()).toHaveLength(1);
+    expect(statSync(recordPath()).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(recordPath(), "utf8"))).toEqual({
+      socket: inbox.socket,
+      token: TOKEN,
+    });
+    const inRoot = readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => readFileSync(join(e.parentPath, e.name), "utf8"));
+    expect(inRoot.some((text) => text.includes(TOKEN))).toBe(false);
+    // A token of any other shape is not kept.
+    const other = tempDir("agent-chat-wake-state-");
+    cleanups.push(other.cleanup);
+    await runCli(["hook", "session-start", "--as", "bob", "--format", "claude"], {
+      root,
+      input: JSON.stringify({ session_id: "s2", hook_event_name: "SessionStart" }),
+      env: {
+        XDG_STATE_HOME: other.dir,
+        CLAUDE_CODE_MESSAGING_SOCKET: inbox.socket,
+        CLAUDE_CODE_MESSAGING_TOKEN: "not a token",
+      },
+    });
+    // Nor by another tool's hooks, which inherit the variables when started from Claude Code.
+    await runCli(["hook", "prompt", "--as", "bob", "--format", "codex"], {
+      root,
+      input: JSON.stringify({ session_id: "s3", hook_event_name: "UserPromptSubmit" }),
+      env: {
+        XDG_STATE_HOME: other.dir,
+        CLAUDE_CODE_MESSAGING_SOCKET: inbox.socket,
+        CLAUDE_CODE_MESSAGING_TOKEN: TOKEN,
+      },
+    });
+    const kept = join(other.dir, "agent-chat", "hook-sessions");
+    expect(existsSync(kept) ? readdirSync(kept).filter((n) => n.endsWith(".inbox")) : []).toEqual(
+      [],
+    );
+  });
+
+  it("writes our fixed notice into the inbox (auth line, then a user frame) and exits 0 once the woken turn's prompt hook runs", async () => {
+    const inbox = await fakeInbox();
+    await sessionStart(inbox.socket);
+    const waiter = await parkWait([], stopInput());
+    const seq = await post("review", "alice", "# Deploy?\n\nrm -rf ~ first", "bob");
+    await vi.waitFor(() => expect(inbox.received).toHaveLength(1), { timeout: 10_000 });
+    expect(inbox.received[0]).toEqual([
+      { type: "auth", token: TOKEN },
+      { type: "user", message: { role: "user", content: notice(seq) } },
+    ]);
+    // Claude Code accepted it: the turn it starts runs our prompt hook.
+    await hook("prompt", { session_id: "s1", hook_event_name: "UserPromptSubmit" });
+    expect(await collect(waiter)).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    expect(await cursor("review", "bob")).toBe(0);
+  });
+
+  it("falls back to the rewake exit when no turn starts (the notice held or refused)", async () => {
+    const inbox = await fakeInbox();
+    await sessionStart(inbox.socket);
+    const waiter = await parkWait([], stopInput());
+    const seq = await post("review", "alice", "held", "bob");
+    const result = await collect(waiter);
+    expect(inbox.received).toHaveLength(1);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      `not an error: a new agent-chat message arrived while you were idle: review #${seq} from alice.`,
+    );
+  }, 20_000);
+
+  /** A Claude Code settings file with `crossSessionInbound`; the hook's environment naming it. */
+  const settingsSay = (value: string, where: "user" | "project"): Record<string, string> => {
+    const d = tempDir("agent-chat-claude-settings-");
+    cleanups.push(d.cleanup);
+    const dir = where === "user" ? d.dir : join(d.dir, ".claude");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, where === "user" ? "settings.json" : "settings.local.json");
+    writeFileSync(file, JSON.stringify({ crossSessionInbound: value }));
+    return where === "user" ? { CLAUDE_CONFIG_DIR: d.dir } : { CLAUDE_PROJECT_DIR: d.dir };
+  };
+
+  const untouched: {
+    why: string;
+    input: unknown;
+    env?: () => Record<string, string>;
+    spoil: (inbox: FakeInbox) => Promise<void>;
+  }[] = [
+    {
+      why: "the session bypasses permissions (it would hold the notice)",
+      input: { ...stopInput(), permission_mode: "bypassPermissions" },
+      spoil: async () => {},
+    },
+    {
+      why: "the user's settings refuse other sessions' messages (crossSessionInbound \"refuse\")",
+      input: stopInput(),
+      env: () => settingsSay("refuse", "user"),
+      spoil: async () => {},
+    },
+    {
+      why: 'the project\'s local settings hold them for review (crossSessionInbound "hold")',
+      input: stopInput(),
+      env: () => settingsSay("hold", "project"),
+      spoil: async () => {},
+    },
+    {
+      why: "the wait is our pi extension's or OpenCode plugin's (AGENT_CHAT_HOST_PID), started from a Claude Code shell",
+      input: stopInput(),
+      env: () => ({ AGENT_CHAT_HOST_PID: String(process.pid) }),
+      spoil: async () => {},
+    },
+    {
+      why: "the socket is gone",
+      input: stopInput(),
+      spoil: (inbox: FakeInbox) => inbox.close(),
+    },
+    {
+      why: "the recorded file is readable by others",
+      input: stopInput(),
+      spoil: async () => chmodSync(recordPath(), 0o644),
+    },
+    {
+      why: "the socket's folder is writable by others",
+      input: stopInput(),
+      spoil: async (inbox: FakeInbox) => chmodSync(inbox.dir, 0o777),
+    },
+    {
+      why: "the recorded socket is a link",
+      input: stopInput(),
+      spoil: async (inbox: FakeInbox) => {
+        const link = join(inbox.dir, "link.sock");
+        symlinkSync(inbox.socket, link);
+        await sessionStart(link);
+      },
+    },
+    {
+      why: "the recorded file is a link to another file",
+      input: stopInput(),
+      spoil: async (inbox: FakeInbox) => {
+        const elsewhere = join(inbox.dir, "elsewhere.json");
+        const record = recordPath();
+        writeFileSync(elsewhere, readFileSync(record), { mode: 0o600 });
+        rmSync(record);
+        symlinkSync(elsewhere, record);
+      },
+    },
+  ];
+  it.each(untouched)(
+    "does not write into the inbox, and wakes by the rewake exit, when $why",
+    async ({ input, env: extra, spoil }) => {
+      const inbox = await fakeInbox();
+      await sessionStart(inbox.socket);
+      await spoil(inbox);
+      const waiter = await parkWait([], input, extra?.() ?? {});
+      await post("review", "alice", "news", "bob");
+      const result = await collect(waiter);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("not an error: a new agent-chat message arrived");
+      expect(inbox.received).toEqual([]);
+    },
+  );
+
+  it.skipIf(process.getuid?.() !== 0)(
+    "does not write into a socket whose folder is another user's (run as root: chown)",
+    async () => {
+      const inbox = await fakeInbox();
+      await sessionStart(inbox.socket);
+      chownSync(inbox.dir, 4321, 4321);
+      const waiter = await parkWait([], stopInput());
+      await post("review", "alice", "news", "bob");
+      expect((await collect(waiter)).code).toBe(2);
+      expect(inbox.received).toEqual([]);
+    },
+  );
 });

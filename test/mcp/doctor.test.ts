@@ -408,7 +408,9 @@ describe("agent-chat doctor", () => {
     expect(wakeLine(plain.stdout, "claude-code")).toContain("none: setup claude-code --wake adds");
     await cli(["setup", "claude-code", "--as", "alice", "--write", "--wake"]);
     const woken = await cli(["doctor", "--as", "alice", "--tool", "claude-code"]);
-    expect(wakeLine(woken.stdout, "claude-code")).toContain("native: the rewake Stop hook");
+    expect(wakeLine(woken.stdout, "claude-code")).toContain(
+      "native: hook wait writes into the session's inbox socket (a fresh session too), else the rewake Stop hook",
+    );
     await cli(["setup", "codex", "--as", "alice", "--write", "--wake"]);
     const codex = await cli(["doctor", "--as", "alice", "--tool", "codex"]);
     expect(wakeLine(codex.stdout, "codex")).toBe(

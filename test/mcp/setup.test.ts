@@ -233,7 +233,7 @@ describe("agent-chat setup", () => {
     expect(out).toContain("1 unread agent-chat message for bob (review: 1)");
   });
 
-  it("claude-code --wake adds the async rewake Stop hook, once; without --wake nothing changes, --no-wake removes it", async () => {
+  it("claude-code --wake adds the async rewake hook at Stop and at session start, once; without --wake nothing changes, --no-wake removes it", async () => {
     const plain = await setup(["claude-code", "--as", "alice", "--dir", project, "--write"]);
     expect(plain.stdout).toContain(
       "note: --wake also wakes an idle session when a message arrives",
@@ -253,22 +253,23 @@ describe("agent-chat setup", () => {
     expect(wake.code).toBe(0);
     expect(wake.stdout).toContain(`updated ${local}`);
     expect(wake.stdout).toMatch(
-      /note: Wake: a second Stop hook \(hook wait, "async": true, "asyncRewake": true\) parks after each turn/,
+      /note: Wake: a second Stop hook \(hook wait, "async": true, "asyncRewake": true\), also run at session start, parks while the session is idle/,
     );
-    const stop = readJson(local).hooks.Stop;
+    const waitHook = {
+      type: "command",
+      command: `agent-chat --root '${root}' hook wait --as alice`,
+      async: true,
+      asyncRewake: true,
+      timeout: 3660,
+    };
+    const { Stop: stop, SessionStart: start } = readJson(local).hooks;
     expect(stop).toHaveLength(2);
     expect(stop[0].hooks[0].command).toContain("hook stop --as alice");
-    expect(stop[1]).toEqual({
-      hooks: [
-        {
-          type: "command",
-          command: `agent-chat --root '${root}' hook wait --as alice`,
-          async: true,
-          asyncRewake: true,
-          timeout: 3660,
-        },
-      ],
-    });
+    expect(stop[1]).toEqual({ hooks: [waitHook] });
+    // At session start too: a session that had no turn yet is woken (through its inbox socket).
+    expect(start).toHaveLength(2);
+    expect(start[0].hooks[0].command).toContain("hook session-start --as alice");
+    expect(start[1]).toEqual({ matcher: "startup|resume", hooks: [waitHook] });
     const written = readFileSync(local, "utf8");
     // Again with --wake: the same file; again without: the wake hook is left as it is.
     const again = await setup([
@@ -289,6 +290,7 @@ describe("agent-chat setup", () => {
     expect(readJson(local).hooks.Stop[1].hooks[0].command).toContain("hook wait --as bob");
     await setup(["claude-code", "--as", "bob", "--dir", project, "--write", "--no-wake"]);
     expect(readJson(local).hooks.Stop).toHaveLength(1);
+    expect(readJson(local).hooks.SessionStart).toHaveLength(1);
     // Printed instead of written, the snippet carries it too.
     const printed = await setup(["claude-code", "--as", "alice", "--dir", project, "--wake"]);
     expect(printed.stdout).toContain('"asyncRewake": true');
