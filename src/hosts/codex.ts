@@ -9,7 +9,6 @@ import {
   homeOf,
   hookGroups,
   type RunWake,
-  runWakePath,
   SERVER_NAME,
   type SetupFileReader,
   type SetupLocations,
@@ -124,5 +123,4 @@ export const codex: Host = {
   plan,
   inspect,
   runWake,
-  wakePath: (_hooks, missing) => runWakePath(runWake, missing),
 };

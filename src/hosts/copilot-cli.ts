@@ -10,7 +10,6 @@ import {
   hookGroups,
   type Json,
   type RunWake,
-  runWakePath,
   SERVER_NAME,
   type SetupFile,
   type SetupFileReader,
@@ -174,5 +173,4 @@ export const copilotCli: Host = {
   plan,
   inspect,
   runWake,
-  wakePath: (_hooks, missing) => runWakePath(runWake, missing),
 };

@@ -10,7 +10,6 @@ import {
   hookGroups,
   type Json,
   type RunWake,
-  runWakePath,
   SERVER_NAME,
   type SetupFile,
   type SetupFileReader,
@@ -20,6 +19,7 @@ import {
   shellQuote,
   TOOL_TIMEOUT_SECONDS,
   UNASKED_TOOLS,
+  userScopeMcpAdd,
 } from "./host.js";
 
 /**
@@ -71,14 +71,7 @@ function plan(o: SetupOptions): HostPlan {
   if (o.trust) files.push(trustedFolderFile(homeOf(o, TRUSTED), o.projectDir));
   return {
     files,
-    oneCommand: [
-      "gemini mcp add --scope user",
-      `-e ${shellQuote(`AGENT_CHAT_NAME=${o.agent}`)}`,
-      `-e ${shellQuote(`AGENT_CHAT_ROOT=${o.root}`)}`,
-      SERVER_NAME,
-      shellQuote(o.command),
-      "mcp",
-    ].join(" "),
+    oneCommand: userScopeMcpAdd("gemini", o),
     notes: [
       "The server and hooks are in your user settings (they name you); a project's .gemini/settings.json is left to the team.",
       "The one command adds the server only; hooks (SessionStart, BeforeAgent, AfterAgent) come with --write or by pasting the JSON.",
@@ -181,6 +174,5 @@ export const geminiCli: Host = {
   plan,
   inspect,
   runWake,
-  wakePath: (_hooks, missing) => runWakePath(runWake, missing),
   answerPending: (setupCommand) => `${setupCommand} --trust, or answer Gemini's trust question`,
 };

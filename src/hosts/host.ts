@@ -23,8 +23,11 @@ export interface Host {
   plan(o: SetupOptions): HostPlan;
   /** What an earlier setup left in its files, read the way {@link plan} writes them. */
   inspect(files: SetupFileReader, at: SetupLocations): Promise<HostFiles>;
-  /** How its idle session is woken, given the hooks its files hold (doctor says it). */
-  wakePath(hooks: Json, missingHooks: readonly string[]): string;
+  /**
+   * How its idle session is woken, given the hooks its files hold (doctor says it). Unset: under
+   * `agent-chat run`, as {@link runWake} says ({@link wakePathOf}).
+   */
+  wakePath?(hooks: Json, missingHooks: readonly string[]): string;
   /**
    * How its idle session is woken when it starts a turn only on input: typed into under
    * `agent-chat run` (setup `--wake` then says how to start it). Unset: setup's own plan says.
@@ -228,6 +231,21 @@ export function hookGroups(
   return groups;
 }
 
+/**
+ * `<tool> mcp add --scope user -e … agent-chat <command> mcp`: the one command of Gemini CLI and
+ * of Qwen Code, its fork, which read the same flags.
+ */
+export function userScopeMcpAdd(tool: string, o: SetupOptions): string {
+  return [
+    `${tool} mcp add --scope user`,
+    `-e ${shellQuote(`AGENT_CHAT_NAME=${o.agent}`)}`,
+    `-e ${shellQuote(`AGENT_CHAT_ROOT=${o.root}`)}`,
+    SERVER_NAME,
+    shellQuote(o.command),
+    "mcp",
+  ].join(" ");
+}
+
 /** The command line that starts `tool` under `agent-chat run` as the agent, for the user to use. */
 export function runWakeCommand(
   o: Pick<SetupOptions, "command" | "root" | "agent">,
@@ -247,4 +265,11 @@ export function runWakePath(wake: RunWake, missingHooks: readonly string[]): str
     ? `idle after a quiet screen (no ${wake.stop} hook)`
     : `idle when its ${wake.stop} hook ends a turn`;
   return `the agent-chat run wrapper, when started as \`agent-chat run --as NAME -- ${wake.command}\` (${idle})`;
+}
+
+/** How `host`'s idle session is woken, as doctor says it: its own path, else under `run`. */
+export function wakePathOf(host: Host, hooks: Json, missingHooks: readonly string[]): string {
+  if (host.wakePath) return host.wakePath(hooks, missingHooks);
+  if (host.runWake) return runWakePath(host.runWake, missingHooks);
+  throw new Error(`${host.tool} declares no wake path: give it wakePath or runWake`);
 }

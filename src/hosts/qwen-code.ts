@@ -10,7 +10,6 @@ import {
   hookGroups,
   type Json,
   type RunWake,
-  runWakePath,
   SERVER_NAME,
   type SetupFileReader,
   type SetupLocations,
@@ -19,6 +18,7 @@ import {
   shellQuote,
   TOOL_TIMEOUT_SECONDS,
   UNASKED_TOOLS,
+  userScopeMcpAdd,
 } from "./host.js";
 
 /**
@@ -72,14 +72,7 @@ function plan(o: SetupOptions): HostPlan {
       }),
       sharedFileCleanup(join(o.projectDir, ".qwen", "settings.json"), "mcpServers"),
     ],
-    oneCommand: [
-      "qwen mcp add --scope user",
-      `-e ${shellQuote(`AGENT_CHAT_NAME=${o.agent}`)}`,
-      `-e ${shellQuote(`AGENT_CHAT_ROOT=${o.root}`)}`,
-      SERVER_NAME,
-      shellQuote(o.command),
-      "mcp",
-    ].join(" "),
+    oneCommand: userScopeMcpAdd("qwen", o),
     notes: [
       "The server, the permission rules and the hooks are in your user settings (they name you); a project's .qwen/settings.json is left to the team.",
       `Permissions: the agent calls ${UNASKED_TOOLS.join(", ")} without asking; chat_workspace (it can delete files of a channel's workspace) still asks. The one command writes no rule: then Qwen Code asks for every call.`,
@@ -121,5 +114,4 @@ export const qwenCode: Host = {
   plan,
   inspect,
   runWake,
-  wakePath: (_hooks, missing) => runWakePath(runWake, missing),
 };

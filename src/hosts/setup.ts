@@ -18,6 +18,7 @@ import {
   type SetupLocations,
   type SetupOptions,
   type SetupPlan,
+  wakePathOf,
 } from "./host.js";
 import { HOSTS } from "./index.js";
 
@@ -235,7 +236,7 @@ export async function inspectSetup(tool: string, at: SetupLocations): Promise<Se
     server: entry != null,
     hooksFile: found.hooksFile,
     missingHooks,
-    wake: host.wakePath(hooks, missingHooks),
+    wake: wakePathOf(host, hooks, missingHooks),
     ...(agent !== undefined && { agent }),
     ...(root !== undefined && { root }),
     identityFile: found.identityFile ?? found.serverFile,

@@ -227,22 +227,7 @@ export class PathLeaseBook {
         exclusive,
         now,
       );
-      const forceRefused = this.twoLiveRecords(exclusive, conflicts);
-      if (conflicts.length > 0 && options.force !== true) {
-        throw new AgentChatError(
-          "CLAIM_LOST",
-          `cannot lease ${pattern}: ${describeAll(conflicts)} (wait for it, ask its holder${forceRefused ? "" : ", or add --force to record yours anyway"})`,
-        );
-      }
-      if (forceRefused) {
-        throw new AgentChatError(
-          "CLAIM_LOST",
-          `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
-            `${describeAll(conflicts.filter((c) => c.exclusive))}, and two ` +
-            "live lock records of one path are what chat.py's unlock refuses (wait for it, or " +
-            "recover it once it has ended)",
-        );
-      }
+      this.refuseConflicts(pattern, conflicts, exclusive, options.force === true);
       const others = leases.filter((l) => l !== mine);
       if (others.length >= MAX_PATH_LEASES) {
         throw new AgentChatError(
@@ -267,12 +252,34 @@ export class PathLeaseBook {
   }
 
   /**
-   * Whether `--force` is refused: where both leases would be lock records chat.py reads, two live
-   * records of one path leave its `unlock <path>` failing ("matches multiple") and its `check`
-   * naming two holders.
+   * Refuses a lease over `conflicts` unless forced; and forced too where both would be lock
+   * records chat.py reads: two live records of one path leave its `unlock <path>` failing
+   * ("matches multiple") and its `check` naming two holders.
    */
-  private twoLiveRecords(exclusive: boolean, conflicts: PathLease[]): boolean {
-    return this.storage.recordsLocks && exclusive && conflicts.some((c) => c.exclusive);
+  private refuseConflicts(
+    pattern: string,
+    conflicts: PathLease[],
+    exclusive: boolean,
+    force: boolean,
+  ): void {
+    if (conflicts.length === 0) return;
+    const recorded = conflicts.filter((c) => c.exclusive);
+    const forceRefused = this.storage.recordsLocks && exclusive && recorded.length > 0;
+    if (!force) {
+      const orForce = forceRefused ? "" : ", or add --force to record yours anyway";
+      throw new AgentChatError(
+        "CLAIM_LOST",
+        `cannot lease ${pattern}: ${describeAll(conflicts)} (wait for it, ask its holder${orForce})`,
+      );
+    }
+    if (forceRefused) {
+      throw new AgentChatError(
+        "CLAIM_LOST",
+        `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
+          `${describeAll(recorded)}, and two live lock records of one path are what chat.py's ` +
+          "unlock refuses (wait for it, or recover it once it has ended)",
+      );
+    }
   }
 
   async renew(
