@@ -16,7 +16,6 @@ import {
   type SetupLocations,
   type SetupOptions,
   serverArgs,
-  shellQuote,
   TOOL_TIMEOUT_SECONDS,
   UNASKED_TOOLS,
   userScopeMcpAdd,

@@ -15,7 +15,6 @@ import {
   type SetupLocations,
   type SetupOptions,
   serverArgs,
-  shellQuote,
   TOOL_TIMEOUT_SECONDS,
   UNASKED_TOOLS,
   userScopeMcpAdd,
