@@ -540,6 +540,8 @@ export interface PathLeaseInfo {
    * honoured as an exclusive lease of its owner; `token` is 0, and only chat.py changes it.
    */
   lock?: string;
+  /** Granted in one lock with others (chat.py's `lock CH a b`): the first one's token. */
+  group?: number;
 }
 
 export interface PathLeaseOptions extends ClaimOptions {
@@ -548,6 +550,11 @@ export interface PathLeaseOptions extends ClaimOptions {
   reason?: string;
   /** Grant it despite overlapping leases of others, and record them. */
   force?: boolean;
+  /**
+   * More patterns granted with it, all or none, as one lock (chat.py's `lock CH a b`): one lock
+   * record covers them all, and releasing any of them releases them all.
+   */
+  also?: string[];
 }
 
 /** The lease a claim gets when neither the caller nor the channel says otherwise. */

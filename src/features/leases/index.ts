@@ -26,4 +26,5 @@ export {
   type PathLeaseStorage,
   parsePathLeases,
   pathLeaseLive,
+  recordId,
 } from "./path-leases.js";

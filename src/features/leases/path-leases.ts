@@ -40,6 +40,16 @@ export interface PathLease {
   lock?: string;
   /** In a folder root, its chat.py lock record was written: from then on that record rules. */
   recorded?: true;
+  /**
+   * Granted together with others in one lock (chat.py's `lock CH a b`): the token of the first,
+   * whose one lock record (`agent-chat-<group>`) covers them all; they end together.
+   */
+  group?: number;
+}
+
+/** The id of the chat.py lock record a lease of ours is written as: its group's, else its own. */
+export function recordId(lease: { token: number; group?: number }): string {
+  return `agent-chat-${lease.group ?? lease.token}`;
 }
 
 /** A channel's path leases. `token` is the last one granted: the next grant gets one more. */
@@ -80,6 +90,8 @@ export const MAX_PATH_LEASES = 1_000;
 /** An expired lease is still listed (who held what, until when) for a day. */
 const KEEP_EXPIRED_MS = 24 * 3_600_000;
 const MAX_REASON = 500;
+/** The most paths one lock (one `lease add` with `also`) covers. */
+const MAX_GROUP = 100;
 /** How often activity looks for leases to renew when none of the holder's is due sooner. */
 const LOOK_MS = 30_000;
 
@@ -129,6 +141,8 @@ function parseOne(value: unknown): PathLease | undefined {
   };
   if (typeof r.reason === "string") lease.reason = oneLine(r.reason).slice(0, MAX_REASON);
   if (r.recorded === true) lease.recorded = true;
+  const group = storedCount(r.group);
+  if (group !== undefined && group > 0 && group <= token) lease.group = group;
   if (Array.isArray(r.forced)) {
     lease.forced = r.forced.filter((f): f is string => typeof f === "string").slice(0, 20);
   }
@@ -154,6 +168,7 @@ export function pathLeaseInfo(channel: string, lease: PathLease, now: number): P
   if (lease.reason !== undefined) info.reason = lease.reason;
   if (lease.forced !== undefined) info.forced = lease.forced;
   if (lease.lock !== undefined) info.lock = lease.lock;
+  if (lease.group !== undefined) info.group = lease.group;
   return info;
 }
 
@@ -204,66 +219,95 @@ export class PathLeaseBook {
     options: PathLeaseOptions = {},
   ): Promise<PathLeaseInfo> {
     validateName("agent", agent);
-    const pattern = await normalizePattern(given);
+    const patterns: string[] = [];
+    for (const p of [given, ...(options.also ?? [])]) {
+      const pattern = await normalizePattern(p);
+      if (!patterns.includes(pattern)) patterns.push(pattern);
+    }
+    if (patterns.length > MAX_GROUP) {
+      throw new AgentChatError("INVALID_ARGUMENT", `one lock covers at most ${MAX_GROUP} paths`);
+    }
     const channelTtl = await this.storage.channelTtl(channel);
     const ttlMs = options.ttlMs ?? channelTtl;
     const holder = identity(agent);
     const exclusive = options.shared !== true;
     this.nextLook.delete(`${channel}\n${holder}`);
-    const overlaps = overlapsOf(pattern);
+    const overlaps = patterns.map(overlapsOf);
     // Matched before the channel lock, against the leases there now: under it, only a lease
     // granted in between is matched, so the channel's writers never wait on our matching.
-    await this.conflicts(await this.contenders(channel), overlaps, holder, exclusive);
+    const before = await this.contenders(channel);
+    for (const o of overlaps) await this.conflicts(before, o, holder, exclusive);
     return this.changeOne(channel, async (doc, now) => {
-      const leases = pruned(doc, now);
-      const mine = leases.find(
-        (l) => l.holder === holder && l.pattern === pattern && pathLeaseLive(l, now),
-      );
+      let leases = pruned(doc, now);
       const theirs = await this.storage.foreign(channel);
-      const conflicts = await this.conflicts(
-        [...leases, ...theirs],
-        overlaps,
-        holder,
-        exclusive,
-        now,
-      );
-      const forceRefused = this.twoLiveRecords(exclusive, conflicts);
-      if (conflicts.length > 0 && options.force !== true) {
-        throw new AgentChatError(
-          "CLAIM_LOST",
-          `cannot lease ${pattern}: ${describeAll(conflicts)} (wait for it, ask its holder${forceRefused ? "" : ", or add --force to record yours anyway"})`,
+      let token = doc.token;
+      let group: number | undefined;
+      const granted: PathLease[] = [];
+      for (const [i, pattern] of patterns.entries()) {
+        const mine = leases.find(
+          (l) => l.holder === holder && l.pattern === pattern && pathLeaseLive(l, now),
         );
-      }
-      if (forceRefused) {
-        throw new AgentChatError(
-          "CLAIM_LOST",
-          `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
-            `${describeAll(conflicts.filter((c) => c.exclusive))}, and two ` +
-            "live lock records of one path are what chat.py's unlock refuses (wait for it, or " +
-            "recover it once it has ended)",
+        const conflicts = await this.conflicts(
+          [...leases, ...theirs],
+          overlaps[i] as (other: string) => Promise<boolean>,
+          holder,
+          exclusive,
+          now,
         );
+        this.refuseConflicts(pattern, exclusive, conflicts, options.force === true);
+        const others = leases.filter((l) => l !== mine);
+        if (others.length >= MAX_PATH_LEASES) {
+          throw new AgentChatError(
+            "INVALID_ARGUMENT",
+            `${channel} holds ${MAX_PATH_LEASES} path leases already; release some first`,
+          );
+        }
+        const next = mine?.token ?? ++token;
+        if (patterns.length > 1) group ??= next;
+        const lease: PathLease = {
+          token: next,
+          pattern,
+          holder,
+          exclusive,
+          at: mine?.at ?? now,
+          expiresAt: now + ttlMs,
+          ttlMs,
+        };
+        if (group !== undefined) lease.group = group;
+        if (options.reason !== undefined) {
+          lease.reason = oneLine(options.reason).slice(0, MAX_REASON);
+        }
+        if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
+        leases = [...others, lease];
+        granted.push(lease);
       }
-      const others = leases.filter((l) => l !== mine);
-      if (others.length >= MAX_PATH_LEASES) {
-        throw new AgentChatError(
-          "INVALID_ARGUMENT",
-          `${channel} holds ${MAX_PATH_LEASES} path leases already; release some first`,
-        );
-      }
-      const token = mine?.token ?? doc.token + 1;
-      const lease: PathLease = {
-        token,
-        pattern,
-        holder,
-        exclusive,
-        at: mine?.at ?? now,
-        expiresAt: now + ttlMs,
-        ttlMs,
-      };
-      if (options.reason !== undefined) lease.reason = oneLine(options.reason).slice(0, MAX_REASON);
-      if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
-      return { doc: { token: Math.max(doc.token, token), leases: [...others, lease] }, lease };
+      return { doc: { token: Math.max(doc.token, token), leases }, lease: granted[0] };
     });
+  }
+
+  /** Refuses a lease of `pattern` over `conflicts`, unless forced where forcing is allowed. */
+  private refuseConflicts(
+    pattern: string,
+    exclusive: boolean,
+    conflicts: PathLease[],
+    force: boolean,
+  ): void {
+    const forceRefused = this.twoLiveRecords(exclusive, conflicts);
+    if (conflicts.length > 0 && !force) {
+      throw new AgentChatError(
+        "CLAIM_LOST",
+        `cannot lease ${pattern}: ${describeAll(conflicts)} (wait for it, ask its holder${forceRefused ? "" : ", or add --force to record yours anyway"})`,
+      );
+    }
+    if (forceRefused) {
+      throw new AgentChatError(
+        "CLAIM_LOST",
+        `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
+          `${describeAll(conflicts.filter((c) => c.exclusive))}, and two ` +
+          "live lock records of one path are what chat.py's unlock refuses (wait for it, or " +
+          "recover it once it has ended)",
+      );
+    }
   }
 
   /**
@@ -305,7 +349,18 @@ export class PathLeaseBook {
       agent,
       "release",
       options.token,
-      (doc, lease) => ({ doc: { ...doc, leases: doc.leases.filter((l) => l !== lease) }, lease }),
+      // A lease granted in one lock with others ends with them: their one record goes at once.
+      (doc, lease) => ({
+        doc: {
+          ...doc,
+          leases: doc.leases.filter(
+            (l) =>
+              l !== lease &&
+              !(lease.group !== undefined && l.group === lease.group && l.holder === lease.holder),
+          ),
+        },
+        lease,
+      }),
       "released",
     );
   }
