@@ -542,6 +542,8 @@ export interface PathLeaseInfo {
   lock?: string;
   /** Granted in one lock with others (chat.py's `lock CH a b`): the first one's token. */
   group?: number;
+  /** The holder's name exactly as given (`holder` is its key); chat.py's records name it. */
+  owner?: string;
 }
 
 export interface PathLeaseOptions extends ClaimOptions {

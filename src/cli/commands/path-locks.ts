@@ -206,7 +206,9 @@ function registerCheck(program: Command, ctx: CliContext): void {
     if (ctx.json) return ctx.printJson({ channel, available: locks.length === 0, locks });
     if (locks.length === 0) return ctx.out("available\n");
     for (const l of locks) {
-      ctx.out(`locked ${lockId(l)} owner=${l.holder} expires=${referenceTime(l.expiresAt)}\n`);
+      ctx.out(
+        `locked ${lockId(l)} owner=${l.owner ?? l.holder} expires=${referenceTime(l.expiresAt)}\n`,
+      );
     }
   });
 }
@@ -319,7 +321,7 @@ function registerRecover(program: Command, ctx: CliContext): void {
     );
     if (ctx.json) return ctx.printJson({ ...taken, previous });
     ctx.out(
-      `recovered ${lockId(taken)} for ${owner} previous_owner=${previous.holder} reason=${reason}\n`,
+      `recovered ${lockId(taken)} for ${owner} previous_owner=${previous.owner ?? previous.holder} reason=${reason}\n`,
     );
   });
 }
@@ -349,10 +351,10 @@ async function recoverLock(
   if (previous.state === "live") {
     throw new AgentChatError(
       "CLAIM_LOST",
-      `PATH_LOCK_NOT_STALE: lock ${lockId(previous)} of ${previous.holder} is live until ${previous.expiresAt}`,
+      `PATH_LOCK_NOT_STALE: lock ${lockId(previous)} of ${previous.owner ?? previous.holder} is live until ${previous.expiresAt}`,
     );
   }
-  const why = `recovered from ${previous.holder} (lease ended ${previous.expiresAt}): ${reason}`;
+  const why = `recovered from ${previous.owner ?? previous.holder} (lease ended ${previous.expiresAt}): ${reason}`;
   const taken = await store.addPathLease(channel, previous.pattern, owner, {
     ttlMs: ms,
     reason: why,
@@ -383,14 +385,14 @@ export async function audit(
     expires_at: expires,
     lease_expires_at: expires,
     lock_id: lockId(lease),
-    owner: lease.holder,
+    owner: lease.owner ?? lease.holder,
     paths: await Promise.all(group.map((l) => lockedPath(l.pattern))),
   };
   if (recovery) {
     const previousEnd = referenceTime(recovery.previous.expiresAt);
     body.previous_expires_at = previousEnd;
     body.previous_lease_expires_at = previousEnd;
-    body.previous_owner = recovery.previous.holder;
+    body.previous_owner = recovery.previous.owner ?? recovery.previous.holder;
     body.recovery_reason = recovery.reason;
   }
   body.updated_at = referenceTime(new Date().toISOString());

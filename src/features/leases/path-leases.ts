@@ -45,7 +45,24 @@ export interface PathLease {
    * whose one lock record (`agent-chat-<group>`) covers them all; they end together.
    */
   group?: number;
+  /**
+   * Its holder's name exactly as given (`Bob.Smith`; `holder` is its key, `bob-smith`): written
+   * as the lock record's owner, and compared as chat.py compares owners, exactly.
+   */
+  owner?: string;
 }
+
+/**
+ * Whether a lease is the agent's (`holder` its key, `owner` its name as given): chat.py compares
+ * owners exactly (`Bob` is not `bob`), so a lease that knows its owner's name is matched so; one
+ * written before names were kept, by key.
+ */
+export function ownedBy(lease: PathLease, holder: string, owner: string): boolean {
+  return lease.owner !== undefined ? lease.owner === owner : lease.holder === holder;
+}
+
+/** An owner's name as stored: chat.py's identity rule, and the key of the lease's holder. */
+const OWNER = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 /** The id of the chat.py lock record a lease of ours is written as: its group's, else its own. */
 export function recordId(lease: { token: number; group?: number }): string {
@@ -141,6 +158,10 @@ function parseOne(value: unknown): PathLease | undefined {
   };
   if (typeof r.reason === "string") lease.reason = oneLine(r.reason).slice(0, MAX_REASON);
   if (r.recorded === true) lease.recorded = true;
+  // Untrusted: an owner whose key is not the holder's would let one agent pass for another.
+  if (typeof r.owner === "string" && OWNER.test(r.owner) && identity(r.owner) === r.holder) {
+    lease.owner = r.owner;
+  }
   const group = storedCount(r.group);
   if (group !== undefined && group > 0 && group <= token) lease.group = group;
   if (Array.isArray(r.forced)) {
@@ -169,6 +190,7 @@ export function pathLeaseInfo(channel: string, lease: PathLease, now: number): P
   if (lease.forced !== undefined) info.forced = lease.forced;
   if (lease.lock !== undefined) info.lock = lease.lock;
   if (lease.group !== undefined) info.group = lease.group;
+  if (lease.owner !== undefined) info.owner = lease.owner;
   return info;
 }
 
@@ -230,13 +252,14 @@ export class PathLeaseBook {
     const channelTtl = await this.storage.channelTtl(channel);
     const ttlMs = options.ttlMs ?? channelTtl;
     const holder = identity(agent);
+    const owner = agent.trim();
     const exclusive = options.shared !== true;
     this.nextLook.delete(`${channel}\n${holder}`);
     const overlaps = patterns.map(overlapsOf);
     // Matched before the channel lock, against the leases there now: under it, only a lease
     // granted in between is matched, so the channel's writers never wait on our matching.
     const before = await this.contenders(channel);
-    for (const o of overlaps) await this.conflicts(before, o, holder, exclusive);
+    for (const o of overlaps) await this.conflicts(before, o, holder, owner, exclusive);
     return this.changeOne(channel, async (doc, now) => {
       let leases = pruned(doc, now);
       const theirs = await this.storage.foreign(channel);
@@ -245,12 +268,13 @@ export class PathLeaseBook {
       const granted: PathLease[] = [];
       for (const [i, pattern] of patterns.entries()) {
         const mine = leases.find(
-          (l) => l.holder === holder && l.pattern === pattern && pathLeaseLive(l, now),
+          (l) => ownedBy(l, holder, owner) && l.pattern === pattern && pathLeaseLive(l, now),
         );
         const conflicts = await this.conflicts(
           [...leases, ...theirs],
           overlaps[i] as (other: string) => Promise<boolean>,
           holder,
+          owner,
           exclusive,
           now,
         );
@@ -268,6 +292,7 @@ export class PathLeaseBook {
           token: next,
           pattern,
           holder,
+          owner,
           exclusive,
           at: mine?.at ?? now,
           expiresAt: now + ttlMs,
@@ -374,16 +399,17 @@ export class PathLeaseBook {
   async keepAlive(channel: string, agent: string): Promise<void> {
     try {
       const holder = identity(agent);
+      const owner = agent.trim();
       const key = `${channel}\n${holder}`;
       const now = this.storage.now();
       if (now < (this.nextLook.get(key) ?? Number.NEGATIVE_INFINITY)) return;
       const { doc } = await this.storage.read(channel);
-      const mine = doc.leases.filter((l) => l.holder === holder && pathLeaseLive(l, now));
+      const mine = doc.leases.filter((l) => ownedBy(l, holder, owner) && pathLeaseLive(l, now));
       this.nextLook.set(key, Math.min(now + LOOK_MS, ...mine.map(dueAt)));
       if (!mine.some((l) => now >= dueAt(l))) return;
       await this.change(channel, async (current, at) => {
         const leases = current.leases.map((l) =>
-          l.holder === holder && pathLeaseLive(l, at) && at >= dueAt(l)
+          ownedBy(l, holder, owner) && pathLeaseLive(l, at) && at >= dueAt(l)
             ? { ...l, expiresAt: at + l.ttlMs }
             : l,
         );
@@ -400,12 +426,13 @@ export class PathLeaseBook {
     leases: PathLease[],
     overlaps: (pattern: string) => Promise<boolean>,
     holder: string,
+    owner: string,
     exclusive: boolean,
     now = this.storage.now(),
   ): Promise<PathLease[]> {
     const out: PathLease[] = [];
     for (const l of leases) {
-      if (l.holder === holder || !pathLeaseLive(l, now)) continue;
+      if (ownedBy(l, holder, owner) || !pathLeaseLive(l, now)) continue;
       if (!exclusive && !l.exclusive) continue;
       if (await overlaps(l.pattern)) out.push(l);
     }
@@ -435,7 +462,7 @@ export class PathLeaseBook {
     if (token !== undefined && (!Number.isSafeInteger(token) || token <= 0)) {
       throw new AgentChatError("INVALID_ARGUMENT", `a token is a positive integer (got ${token})`);
     }
-    const me = identity(agent);
+    const me = { holder: identity(agent), owner: agent.trim() };
     const pattern = /^\d+$/.test(target) ? undefined : await normalizePattern(target);
     return this.changeOne(
       channel,
@@ -509,16 +536,15 @@ function findLease(
   doc: PathLeaseDoc,
   target: string,
   pattern: string | undefined,
-  me: string,
+  me: Me,
   now: number,
 ): PathLease {
+  const mine = (l: PathLease) => ownedBy(l, me.holder, me.owner);
   const found =
     pattern === undefined
       ? doc.leases.find((l) => l.token === Number(target))
-      : (doc.leases.find(
-          (l) => l.pattern === pattern && l.holder === me && pathLeaseLive(l, now),
-        ) ??
-        doc.leases.find((l) => l.pattern === pattern && l.holder === me) ??
+      : (doc.leases.find((l) => l.pattern === pattern && mine(l) && pathLeaseLive(l, now)) ??
+        doc.leases.find((l) => l.pattern === pattern && mine(l)) ??
         doc.leases.find((l) => l.pattern === pattern && pathLeaseLive(l, now)));
   if (!found) {
     throw new AgentChatError(
@@ -529,15 +555,21 @@ function findLease(
   return found;
 }
 
+/** The acting agent: its key, and its name as given. */
+interface Me {
+  holder: string;
+  owner: string;
+}
+
 function refuseUnlessHolder(
   lease: PathLease,
-  me: string,
+  me: Me,
   verb: string,
   token: number | undefined,
   now: number,
 ): void {
   refuseNotHolder(`path lease ${lease.token} on ${lease.pattern}`, [
-    lease.holder !== me &&
+    !ownedBy(lease, me.holder, me.owner) &&
       `is not yours: ${describePathLease(lease)}; only its holder can ${verb} it`,
     !pathLeaseLive(lease, now) &&
       `expired at ${new Date(lease.expiresAt).toISOString()}; lease the paths again`,
