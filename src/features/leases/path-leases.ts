@@ -212,9 +212,13 @@ function describeAll(leases: PathLease[]): string {
   return leases.map(describePathLease).join("; ");
 }
 
-/** The leases of `doc` worth keeping at `now`: expired ones go after a day, oldest first past the cap. */
+/**
+ * The leases of `doc` worth keeping at `now`: expired ones go after a day, but one with a lock
+ * record chat.py reads stays, as its record does, until it is released or recovered (a record
+ * that vanished with no message would be a silent change of chat.py's locks).
+ */
 function pruned(doc: PathLeaseDoc, now: number): PathLease[] {
-  return doc.leases.filter((l) => now - l.expiresAt < KEEP_EXPIRED_MS);
+  return doc.leases.filter((l) => l.recorded === true || now - l.expiresAt < KEEP_EXPIRED_MS);
 }
 
 /** The rules of path leases over a backend's {@link PathLeaseStorage}. */
