@@ -421,6 +421,7 @@ const tableRows = {
         reason: z.string().max(4096).optional(),
         force: z.boolean().optional(),
         also: z.array(z.string().max(4096)).max(100).optional(),
+        alone: z.boolean().optional(),
       }),
     send: (channel, pattern, agent, options = {}) => ({ channel, pattern, as: agent, ...options }),
     run: (store, { channel, pattern, as, ...options }) =>

@@ -557,6 +557,11 @@ export interface PathLeaseOptions extends ClaimOptions {
    * record covers them all, and releasing any of them releases them all.
    */
   also?: string[];
+  /**
+   * Refused over any live lease, the agent's own included, as chat.py's `lock` is (a lease of
+   * one's own is otherwise renewed, or overlapped, at will).
+   */
+  alone?: boolean;
 }
 
 /** The lease a claim gets when neither the caller nor the channel says otherwise. */

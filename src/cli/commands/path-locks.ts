@@ -142,6 +142,7 @@ function registerLock(program: Command, ctx: CliContext): void {
       return store.addPathLease(channel, first as string, owner, {
         ttlMs: ttlMs(opts),
         also: rest,
+        alone: true,
       });
     });
     const locks = await members(store, channel, lock);

@@ -260,10 +260,14 @@ export class PathLeaseBook {
     const exclusive = options.shared !== true;
     this.nextLook.delete(`${channel}\n${holder}`);
     const overlaps = patterns.map(overlapsOf);
+    // chat.py's `lock`: refused over any live lock, its owner's own too (never two records).
+    const against = options.alone === true ? { holder: "", owner: "" } : { holder, owner };
     // Matched before the channel lock, against the leases there now: under it, only a lease
     // granted in between is matched, so the channel's writers never wait on our matching.
     const before = await this.contenders(channel);
-    for (const o of overlaps) await this.conflicts(before, o, holder, owner, exclusive);
+    for (const o of overlaps) {
+      await this.conflicts(before, o, against.holder, against.owner, exclusive);
+    }
     return this.changeOne(channel, async (doc, now) => {
       let leases = pruned(doc, now);
       const theirs = await this.storage.foreign(channel);
@@ -272,13 +276,17 @@ export class PathLeaseBook {
       const granted: PathLease[] = [];
       for (const [i, pattern] of patterns.entries()) {
         const mine = leases.find(
-          (l) => ownedBy(l, holder, owner) && l.pattern === pattern && pathLeaseLive(l, now),
+          (l) =>
+            options.alone !== true &&
+            ownedBy(l, holder, owner) &&
+            l.pattern === pattern &&
+            pathLeaseLive(l, now),
         );
         const conflicts = await this.conflicts(
           [...leases, ...theirs],
           overlaps[i] as (other: string) => Promise<boolean>,
-          holder,
-          owner,
+          against.holder,
+          against.owner,
           exclusive,
           now,
         );
