@@ -104,6 +104,19 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     expect(oursWithin.code).toBe(within.status);
   });
 
+  it("a lock over its owner's own live lock is refused, as chat.py's: never two records of one path", async () => {
+    expect(ref("lock", "dev", "lib", "--as", "alice").status).toBe(0);
+    const theirs = ref("lock", "dev", "lib/x", "--as", "alice");
+    expect(theirs.stderr).toContain("PATH_LOCK_CONFLICT");
+    expect((await cli("lock", "dev", "src", "--as", "alice")).code).toBe(0);
+    for (const path of ["src/a", "src", "lib/y"]) {
+      const ours = await cli("lock", "dev", path, "--as", "alice");
+      expect(ours.stderr, path).toMatch(/^agent-chat: PATH_LOCK_CONFLICT: /);
+      expect(ours.code).toBe(theirs.status);
+    }
+    expect(locks()).toHaveLength(2);
+  });
+
   it("chat.py's lock: our check lists it as chat.py's does, our lock refuses it (all or none)", async () => {
     const theirs = ref("lock", "dev", "lib", "--as", "alice");
     expect(theirs.status, theirs.stderr).toBe(0);
