@@ -69,6 +69,10 @@ describe.skipIf(skip !== undefined)(
   },
 );
 
+function count(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
+}
+
 /** 1–2 distinct paths that do not overlap one another (one lock request may not). */
 function somePaths(): string[] {
   const first = PATHS[Math.floor(Math.random() * PATHS.length)] as string;
@@ -79,6 +83,14 @@ function somePaths(): string[] {
 
 function seconds(): string {
   return String(1 + Math.floor(Math.random() * 3));
+}
+
+/** Half the time, unlocks the lock just taken. */
+async function maybeUnlock(
+  unlock: () => Promise<{ code: number | null }>,
+  stats: Record<string, number>,
+): Promise<void> {
+  if (Math.random() < 0.5 && (await unlock()).code === 0) stats.unlocked!++;
 }
 
 /** One of ours: locks, sometimes unlocks, recovers what it finds expired, sometimes dies. */
@@ -92,12 +104,9 @@ async function ourWorker(root: string, name: string, until: number, stats: Recor
     const id = /^locked (\S+) /.exec(result.stdout)?.[1];
     if (result.code === 0 && id) {
       stats.ours!++;
-      if (Math.random() < 0.5) {
-        const unlock = await runCli(["unlock", "dev", id, "--as", name], { root });
-        if (unlock.code === 0) stats.unlocked!++;
-      }
+      await maybeUnlock(() => runCli(["unlock", "dev", id, "--as", name], { root }), stats);
     } else if (result.code !== null) {
-      refusals.set(result.stderr.slice(0, 40), (refusals.get(result.stderr.slice(0, 40)) ?? 0) + 1);
+      count(refusals, result.stderr.slice(0, 40));
       await recoverExpired(root, name, args.slice(2, -4), stats, false);
     }
   }
@@ -124,10 +133,7 @@ async function referenceWorker(
     const id = /^locked (\S+) /.exec(result.stdout)?.[1];
     if (result.code === 0 && id) {
       stats.theirs!++;
-      if (Math.random() < 0.5) {
-        const unlock = await reference(root, ["unlock", "dev", id, "--as", name]);
-        if (unlock.code === 0) stats.unlocked!++;
-      }
+      await maybeUnlock(() => reference(root, ["unlock", "dev", id, "--as", name]), stats);
     } else if (result.stderr.includes("PATH_LOCK_RECOVERY_REQUIRED")) {
       await recoverExpired(root, name, paths, stats, true);
     } else if (result.stderr.includes("PATH_LOCK_TRANSACTION_PENDING")) {
@@ -244,31 +250,14 @@ function watchLocks(
       const mine = r.lock_id.startsWith("agent-chat-") && r.recovery_reason === null;
       return !mine || (leases.get(r.lock_id) ?? 0) > now;
     });
-    // Two live locks whose paths overlap (`src` and `src/a`; `src/a` and `src/b` do not).
-    for (const [i, a] of live.entries()) {
-      for (const b of live.slice(i + 1)) {
-        const shared = a.paths.find((x) =>
-          b.paths.some((y) => overlap(x.normalized_path, y.normalized_path)),
-        );
-        if (shared) {
-          doubles.push(
-            `${shared.normalized_path}: ${a.lock_id}(${a.owner}), ${b.lock_id}(${b.owner})`,
-          );
-        }
-      }
-    }
+    doubles.push(...doubleHolders(live));
     const now2 = new Map(
       recs.map((r) => [
         r.lock_id,
         { owner: r.owner, paths: r.paths.map((x) => x.normalized_path) } as Seen,
       ]),
     );
-    for (const [id, seen] of now2) {
-      const before = last.get(id);
-      if (!before) transitions.push(`locked ${id} ${seen.owner}`);
-      else if (before.owner !== seen.owner) transitions.push(`recovered ${id} ${seen.owner}`);
-    }
-    for (const id of last.keys()) if (!now2.has(id)) transitions.push(`unlocked ${id}`);
+    transitions.push(...changes(last, now2));
     last.clear();
     for (const [id, seen] of now2) last.set(id, seen);
   }, 10);
@@ -278,6 +267,34 @@ function watchLocks(
       return { doubles, transitions };
     },
   };
+}
+
+/** Each pair of live locks whose paths overlap (`src` and `src/a`; `src/a` and `src/b` do not). */
+function doubleHolders(live: Record07[]): string[] {
+  const out: string[] = [];
+  for (const [i, a] of live.entries()) {
+    for (const b of live.slice(i + 1)) {
+      const shared = a.paths.find((x) =>
+        b.paths.some((y) => overlap(x.normalized_path, y.normalized_path)),
+      );
+      if (shared) {
+        out.push(`${shared.normalized_path}: ${a.lock_id}(${a.owner}), ${b.lock_id}(${b.owner})`);
+      }
+    }
+  }
+  return out;
+}
+
+/** What changed from one snapshot of the records to the next: made, handed over, removed. */
+function changes(last: Map<string, Seen>, now: Map<string, Seen>): string[] {
+  const out: string[] = [];
+  for (const [id, seen] of now) {
+    const before = last.get(id);
+    if (!before) out.push(`locked ${id} ${seen.owner}`);
+    else if (before.owner !== seen.owner) out.push(`recovered ${id} ${seen.owner}`);
+  }
+  for (const id of last.keys()) if (!now.has(id)) out.push(`unlocked ${id}`);
+  return out;
 }
 
 /** The record changes seen that have no audit message of chat.py's kind in the channel. */
