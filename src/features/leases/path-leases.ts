@@ -300,21 +300,13 @@ export class PathLeaseBook {
         }
         const next = mine?.token ?? ++token;
         if (patterns.length > 1) group ??= next;
-        const lease: PathLease = {
-          token: next,
-          pattern,
-          holder,
-          owner,
-          exclusive,
-          at: mine?.at ?? now,
-          expiresAt: now + ttlMs,
-          ttlMs,
-        };
-        if (group !== undefined) lease.group = group;
-        if (options.reason !== undefined) {
-          lease.reason = oneLine(options.reason).slice(0, MAX_REASON);
-        }
-        if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
+        const lease = grant(
+          { token: next, pattern, holder, owner, exclusive, at: mine?.at ?? now, ttlMs },
+          now,
+          group,
+          options.reason,
+          conflicts,
+        );
         leases = [...others, lease];
         granted.push(lease);
       }
@@ -515,6 +507,21 @@ export class PathLeaseBook {
     if (state !== undefined) info.state = state;
     return info;
   }
+}
+
+/** A new grant: the lease from `now` for its length, with its group, reason and forced ones. */
+function grant(
+  base: Omit<PathLease, "expiresAt">,
+  now: number,
+  group: number | undefined,
+  reason: string | undefined,
+  conflicts: PathLease[],
+): PathLease {
+  const lease: PathLease = { ...base, expiresAt: now + base.ttlMs };
+  if (group !== undefined) lease.group = group;
+  if (reason !== undefined) lease.reason = oneLine(reason).slice(0, MAX_REASON);
+  if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
+  return lease;
 }
 
 /** Whether `pattern` overlaps another, each other pattern worked out once. */
