@@ -420,6 +420,8 @@ const tableRows = {
         shared: z.boolean().optional(),
         reason: z.string().max(4096).optional(),
         force: z.boolean().optional(),
+        also: z.array(z.string().max(4096)).max(100).optional(),
+        alone: z.boolean().optional(),
       }),
     send: (channel, pattern, agent, options = {}) => ({ channel, pattern, as: agent, ...options }),
     run: (store, { channel, pattern, as, ...options }) =>

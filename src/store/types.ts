@@ -549,6 +549,10 @@ export interface PathLeaseInfo {
    * honoured as an exclusive lease of its owner; `token` is 0, and only chat.py changes it.
    */
   lock?: string;
+  /** Granted in one lock with others (chat.py's `lock CH a b`): the first one's token. */
+  group?: number;
+  /** The holder's name exactly as given (`holder` is its key); chat.py's records name it. */
+  owner?: string;
 }
 
 export interface PathLeaseOptions extends ClaimOptions {
@@ -557,6 +561,16 @@ export interface PathLeaseOptions extends ClaimOptions {
   reason?: string;
   /** Grant it despite overlapping leases of others, and record them. */
   force?: boolean;
+  /**
+   * More patterns granted with it, all or none, as one lock (chat.py's `lock CH a b`): one lock
+   * record covers them all, and releasing any of them releases them all.
+   */
+  also?: string[];
+  /**
+   * Refused over any live lease, the agent's own included, as chat.py's `lock` is (a lease of
+   * one's own is otherwise renewed, or overlapped, at will).
+   */
+  alone?: boolean;
 }
 
 /** The lease a claim gets when neither the caller nor the channel says otherwise. */

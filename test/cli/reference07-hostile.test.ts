@@ -221,11 +221,13 @@ describe("chat.py's path lock of a capitalised name", () => {
   });
   afterEach(() => root.cleanup());
 
-  it("is unlocked by its owner only, not by a name that shares its key", async () => {
-    const other = await cli("unlock", "dev", "L1", "--as", "Bob.");
-    expect(other.code).not.toBe(0);
-    expect(other.stderr).toContain("PATH_LOCK_OWNER_MISMATCH");
-    const owner = await cli("unlock", "dev", "L1", "--as", "bob");
+  it("is unlocked by its owner only, its name exactly as chat.py compares it, not by one that shares its key", async () => {
+    for (const name of ["Bob.", "bob", "BOB"]) {
+      const other = await cli("unlock", "dev", "L1", "--as", name);
+      expect(other.code).not.toBe(0);
+      expect(other.stderr).toContain("PATH_LOCK_OWNER_MISMATCH");
+    }
+    const owner = await cli("unlock", "dev", "L1", "--as", "Bob");
     expect(owner.code, owner.stderr).toBe(0);
     expect(readdirSync(join(root.dir, "dev", "locks"))).toEqual([]);
   });

@@ -37,7 +37,7 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
   it("our lock is chat.py's: its check lists it and its lock refuses, until we unlock", async () => {
     const locked = await cli("lock", "dev", "./src/a.ts", "docs/", "--from", "bob");
     expect(locked.code, locked.stderr).toBe(0);
-    expect(locked.stdout).toBe("locked agent-chat-1, agent-chat-2 -> dev/src/a.ts, docs\n");
+    expect(locked.stdout).toBe("locked agent-chat-1 -> dev/src/a.ts, docs\n");
 
     const check = ref("check", "dev", "src", "--as", "carol");
     expect(check.status).toBe(0);
@@ -54,6 +54,67 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     expect(unlocked.stdout).toBe("unlocked agent-chat-1 from dev\n");
     expect(ref("check", "dev", "src").stdout).toBe("available\n");
     expect(ref("lock", "dev", "src/a.ts", "--as", "carol").status).toBe(0);
+  });
+
+  it("`lock CH a b` is one lock, as chat.py's: one record, one line, and unlock by its id frees all", async () => {
+    const theirs = ref("lock", "dev", "lib/x.ts", "./tools//", "--as", "alice");
+    expect(theirs.status, theirs.stderr).toBe(0);
+    const ours = await cli("lock", "dev", "src/a.ts", "./docs//", "--as", "bob");
+    expect(ours.code, ours.stderr).toBe(0);
+    const shape = (line: string, id: string) => line.replace(id, "ID").replace(/dev\/.*/, "");
+    const theirId = /locked (\w+)/.exec(theirs.stdout)?.[1] as string;
+    expect(shape(ours.stdout, "agent-chat-1")).toBe(shape(theirs.stdout, theirId));
+    expect(theirs.stdout).toBe(`locked ${theirId} -> dev/lib/x.ts, tools\n`);
+    expect(ours.stdout).toBe("locked agent-chat-1 -> dev/src/a.ts, docs\n");
+    expect(locks().sort()).toEqual([`${theirId}.json`, "agent-chat-1.json"].sort());
+    const record = JSON.parse(
+      readFileSync(join(root.dir, "dev", "locks", "agent-chat-1.json"), "utf8"),
+    );
+    expect(Object.keys(record)).toEqual(
+      Object.keys(
+        JSON.parse(readFileSync(join(root.dir, "dev", "locks", `${theirId}.json`), "utf8")),
+      ).sort(),
+    );
+    expect(record.owner).toBe("bob");
+    expect(record.paths.map((p: { normalized_path: string }) => p.normalized_path)).toEqual([
+      "src/a.ts",
+      "docs",
+    ]);
+    // chat.py's check names the one lock for either path; its unlock by the id frees both.
+    expect(ref("check", "dev", "docs/y").stdout).toMatch(/^locked agent-chat-1 owner=bob /);
+    const freed = ref("unlock", "dev", "agent-chat-1", "--as", "bob");
+    expect(freed.status, freed.stderr).toBe(0);
+    expect(ref("check", "dev", "src/a.ts", "docs").stdout).toBe("available\n");
+    expect((await cli("check", "dev", "src/a.ts", "docs")).stdout).toBe("available\n");
+
+    // Ours unlocks its own by id, every path at once, as chat.py unlocks its own.
+    expect((await cli("lock", "dev", "src/a.ts", "docs", "--as", "bob")).code).toBe(0);
+    const id = /locked (\S+)/.exec((await cli("check", "dev", "docs")).stdout)?.[1] as string;
+    expect((await cli("unlock", "dev", id, "--as", "bob")).stdout).toBe(
+      `unlocked ${id} from dev\n`,
+    );
+    expect(ref("check", "dev", "src/a.ts", "docs").stdout).toBe("available\n");
+    expect(locks()).toEqual([`${theirId}.json`]);
+
+    // Paths that overlap one another are one request chat.py refuses; ours too, exit 1.
+    const within = ref("lock", "dev", "zz", "zz/x", "--as", "bob");
+    const oursWithin = await cli("lock", "dev", "zz", "zz/x", "--as", "bob");
+    expect(within.stderr).toContain("requested paths overlap within one lock request");
+    expect(oursWithin.stderr).toMatch(/^agent-chat: PATH_LOCK_CONFLICT: requested paths overlap/);
+    expect(oursWithin.code).toBe(within.status);
+  });
+
+  it("a lock over its owner's own live lock is refused, as chat.py's: never two records of one path", async () => {
+    expect(ref("lock", "dev", "lib", "--as", "alice").status).toBe(0);
+    const theirs = ref("lock", "dev", "lib/x", "--as", "alice");
+    expect(theirs.stderr).toContain("PATH_LOCK_CONFLICT");
+    expect((await cli("lock", "dev", "src", "--as", "alice")).code).toBe(0);
+    for (const path of ["src/a", "src", "lib/y"]) {
+      const ours = await cli("lock", "dev", path, "--as", "alice");
+      expect(ours.stderr, path).toMatch(/^agent-chat: PATH_LOCK_CONFLICT: /);
+      expect(ours.code).toBe(theirs.status);
+    }
+    expect(locks()).toHaveLength(2);
   });
 
   it("chat.py's lock: our check lists it as chat.py's does, our lock refuses it (all or none)", async () => {
@@ -94,14 +155,16 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
     const ours = audits().slice(1);
     expect(ours.map((a) => [a.status, a.from, a.body.lock_id])).toEqual([
       ["path.locked", "bob", "agent-chat-1"],
-      ["path.locked", "bob", "agent-chat-2"],
       ["path.lock.unlocked", "bob", "agent-chat-1"],
     ]);
     const keys = Object.keys(theirs).filter((k) => k !== "transaction_id");
     for (const a of ours) expect(Object.keys(a.body)).toEqual(keys);
-    expect(ours[1]?.body.paths).toEqual([
-      { display_path: "docs/**", kind: "directory", normalized_path: "docs" },
-    ]);
+    for (const a of ours) {
+      expect(a.body.paths).toEqual([
+        { display_path: "src/a.ts", kind: "file", normalized_path: "src/a.ts" },
+        { display_path: "docs/**", kind: "directory", normalized_path: "docs" },
+      ]);
+    }
   });
 
   it("chat.py's own lock: its owner unlocks it with ours, journaled and audited as chat.py does", async () => {

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runCli } from "../helpers/cli.js";
@@ -27,6 +27,51 @@ describe.skipIf(skip !== undefined)(
       expect((await cli("init", "dev")).code).toBe(0);
     });
     afterEach(() => root.cleanup());
+
+    it("our lock's record is its truth: edited to expire, it ends ours; planted, it grants nothing", async () => {
+      const edit = (id: string, change: Record<string, unknown>) => {
+        const r = JSON.parse(readFileSync(record(id), "utf8"));
+        writeFileSync(record(id), `${JSON.stringify({ ...r, ...change }, null, 2)}\n`);
+      };
+      const json = async () =>
+        JSON.parse((await cli("--json", "leases", "dev")).stdout).leases as Array<{
+          holder: string;
+          owner?: string;
+          state: string;
+          expiresAt: string;
+          lock?: string;
+        }>;
+      expect((await cli("lock", "dev", "src/a.ts", "--as", "alice", "--ttl", "60")).code).toBe(0);
+      const [granted] = await json();
+      // A record moved later, or naming another owner, gives no one anything: ours keeps alice's
+      // lease as it was, and mallory may not unlock it through either CLI.
+      edit("agent-chat-1", { owner: "mallory", expires_at: "2999-01-01T00:00:00+00:00" });
+      expect(await json()).toEqual([granted]);
+      const theirs = await cli("unlock", "dev", "src/a.ts", "--as", "mallory");
+      expect(theirs.stderr).toMatch(/PATH_LOCK_OWNER_MISMATCH/);
+      expect((await cli("lease", "add", "dev", "src/**", "--as", "mallory")).code).not.toBe(0);
+      edit("agent-chat-1", { owner: "alice", expires_at: granted?.expiresAt });
+
+      // Moved earlier, as chat.py's own tests end a lock: ours' lease ends with it, and the
+      // record stays (an expired lock stays until recovered) for chat.py or ours to recover.
+      edit("agent-chat-1", { expires_at: "2000-01-01T00:00:00+00:00" });
+      expect((await json()).map((l) => [l.holder, l.state])).toEqual([["alice", "expired"]]);
+      expect((await cli("lease", "renew", "dev", "src/a.ts", "--as", "alice")).code).not.toBe(0);
+      expect(readRecord("agent-chat-1").owner).toBe("alice");
+      const recovered = await cli(
+        "recover",
+        "dev",
+        "agent-chat-1",
+        "--as",
+        "bob",
+        "--reason",
+        "gone",
+      );
+      expect(recovered.stdout).toBe(
+        "recovered agent-chat-1 for bob previous_owner=alice reason=gone\n",
+      );
+      expect(ref("check", "dev", "src/a.ts").stdout).toMatch(/^locked agent-chat-1 owner=bob /);
+    });
 
     it("`a//b` and `a/./b` are written as chat.py spells them, `a/b`, and its commands keep working", async () => {
       const leased = await cli("lease", "add", "dev", "src//a.ts", "--as", "bob");

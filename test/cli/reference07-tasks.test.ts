@@ -55,19 +55,22 @@ describe.skipIf(skip !== undefined)(
     });
     afterEach(() => root.cleanup());
 
-    it("a lease chat.py granted to a capitalised name is its holder's through ours, no one else's", async () => {
+    it("a lease chat.py granted to a capitalised name is its holder's through ours, no one else's (names compared exactly, as chat.py does)", async () => {
       expect(ref("task", "create", "dev", "T1", "--from", "alice", "--title", "one").status).toBe(
         0,
       );
       expect(ref("task", "claim", "dev", "T1", "--as", "Bob").status).toBe(0);
-      for (const other of ["mallory", "bob-x", "Bob."]) {
+      for (const other of ["mallory", "bob-x", "Bob.", "bob", "BOB"]) {
         const refused = await cli("task", "renew", "dev", "T1", "--as", other);
         expect(refused.code, other).toBe(2);
         expect(refused.stderr).toContain("LEASE_OWNER_MISMATCH");
+        expect(ref("task", "renew", "dev", "T1", "--as", other).stderr).toContain(
+          "LEASE_OWNER_MISMATCH",
+        );
       }
       const updated = await cli("task", "update", "dev", "T1", "--title", "mine", "--as", "Bob");
       expect(updated.code, updated.stderr).toBe(0);
-      const renewed = await cli("task", "renew", "dev", "T1", "--as", "bob");
+      const renewed = await cli("task", "renew", "dev", "T1", "--as", "Bob");
       expect(renewed.code, renewed.stderr).toBe(0);
       // The claim stays chat.py's file of Bob, so chat.py's Bob still holds it.
       expect(readdirSync(join(channel(), "claims"))).toEqual(["T1.Bob.json"]);

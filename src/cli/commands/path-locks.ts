@@ -5,6 +5,7 @@ import {
   lockedPath,
   normalizePattern,
   patternsOverlap,
+  recordId,
 } from "../../features/leases/index.js";
 import type { PathLeaseInfo, Store } from "../../store/types.js";
 import { type CliContext, speaksReference07 } from "../context.js";
@@ -97,7 +98,7 @@ function pattern(path: string): string {
 
 /** The id chat.py knows a lease by: its lock id, or the record we keep for it. */
 export function lockId(l: PathLeaseInfo): string {
-  return l.lock ?? `agent-chat-${l.token}`;
+  return l.lock ?? recordId(l);
 }
 
 /** chat.py's code for each refusal of ours a path-lock command can meet. */
@@ -134,34 +135,50 @@ function registerLock(program: Command, ctx: CliContext): void {
   }).action(async (channel: string, paths: string[], opts: OwnerFlags) => {
     const owner = ownerOf(ctx, opts);
     const store = await ctx.open();
-    const locks = await asPathLock(() => lockAll(store, channel, paths, owner, ttlMs(opts)));
-    for (const l of locks) await audit(store, "path.locked", l, owner);
+    // One lock, as chat.py's: every path or none, one record, one id `unlock` frees all by.
+    const [first, ...rest] = paths.map(pattern);
+    const lock = await asPathLock(async () => {
+      await refuseOverlapWithin([first as string, ...rest]);
+      return store.addPathLease(channel, first as string, owner, {
+        ttlMs: ttlMs(opts),
+        also: rest,
+        alone: true,
+      });
+    });
+    const locks = await members(store, channel, lock);
+    await audit(store, "path.locked", lock, owner, undefined, locks);
     if (ctx.json) return ctx.printJson({ channel, owner, locks });
-    const ids = locks.map(lockId).join(", ");
-    ctx.out(`locked ${ids} -> ${channel}/${locks.map((l) => l.pattern).join(", ")}\n`);
+    const normalized = await Promise.all(
+      locks.map(async (l) => (await lockedPath(l.pattern)).normalized_path),
+    );
+    ctx.out(`locked ${lockId(lock)} -> ${channel}/${normalized.join(", ")}\n`);
   });
 }
 
-/** One lease per path; when one is refused, those granted before it are given back. */
-async function lockAll(
+/** chat.py refuses one lock request whose paths overlap one another (`src` and `src/a`). */
+async function refuseOverlapWithin(patterns: string[]): Promise<void> {
+  for (const [i, a] of patterns.entries()) {
+    for (const b of patterns.slice(i + 1)) {
+      if (await patternsOverlap(await normalizePattern(a), await normalizePattern(b))) {
+        throw new AgentChatError(
+          "CLAIM_LOST",
+          "PATH_LOCK_CONFLICT: requested paths overlap within one lock request",
+        );
+      }
+    }
+  }
+}
+
+/** The leases of one lock of ours (its group, else itself), in the order they were granted. */
+async function members(
   store: Store,
   channel: string,
-  paths: string[],
-  owner: string,
-  ms: number,
+  lease: PathLeaseInfo,
 ): Promise<PathLeaseInfo[]> {
-  const granted: PathLeaseInfo[] = [];
-  try {
-    for (const path of paths) {
-      granted.push(await store.addPathLease(channel, pattern(path), owner, { ttlMs: ms }));
-    }
-    return granted;
-  } catch (err) {
-    for (const l of granted) {
-      await store.releasePathLease(channel, String(l.token), owner, { token: l.token });
-    }
-    throw err;
-  }
+  if (lease.lock !== undefined) return [lease];
+  const id = lockId(lease);
+  const all = (await store.pathLeases(channel)).filter((l) => !l.lock && lockId(l) === id);
+  return all.length > 0 ? all.sort((a, b) => a.token - b.token) : [lease];
 }
 
 function registerCheck(program: Command, ctx: CliContext): void {
@@ -190,7 +207,9 @@ function registerCheck(program: Command, ctx: CliContext): void {
     if (ctx.json) return ctx.printJson({ channel, available: locks.length === 0, locks });
     if (locks.length === 0) return ctx.out("available\n");
     for (const l of locks) {
-      ctx.out(`locked ${lockId(l)} owner=${l.holder} expires=${referenceTime(l.expiresAt)}\n`);
+      ctx.out(
+        `locked ${lockId(l)} owner=${l.owner ?? l.holder} expires=${referenceTime(l.expiresAt)}\n`,
+      );
     }
   });
 }
@@ -268,10 +287,11 @@ function registerUnlock(program: Command, ctx: CliContext): void {
       // A lock chat.py made is changed as chat.py changes it, its journal and audit message too.
       if (l.lock)
         return (await store.changePathLock(channel, l.lock, { op: "unlock", agent: owner })).after;
+      const all = await members(store, channel, l);
       const lease = await store.releasePathLease(channel, String(l.token), owner, {
         token: l.token,
       });
-      await audit(store, "path.lock.unlocked", lease, owner);
+      await audit(store, "path.lock.unlocked", lease, owner, undefined, all);
       return lease;
     });
     if (ctx.json) return ctx.printJson(released);
@@ -302,7 +322,7 @@ function registerRecover(program: Command, ctx: CliContext): void {
     );
     if (ctx.json) return ctx.printJson({ ...taken, previous });
     ctx.out(
-      `recovered ${lockId(taken)} for ${owner} previous_owner=${previous.holder} reason=${reason}\n`,
+      `recovered ${lockId(taken)} for ${owner} previous_owner=${previous.owner ?? previous.holder} reason=${reason}\n`,
     );
   });
 }
@@ -332,10 +352,10 @@ async function recoverLock(
   if (previous.state === "live") {
     throw new AgentChatError(
       "CLAIM_LOST",
-      `PATH_LOCK_NOT_STALE: lock ${lockId(previous)} of ${previous.holder} is live until ${previous.expiresAt}`,
+      `PATH_LOCK_NOT_STALE: lock ${lockId(previous)} of ${previous.owner ?? previous.holder} is live until ${previous.expiresAt}`,
     );
   }
-  const why = `recovered from ${previous.holder} (lease ended ${previous.expiresAt}): ${reason}`;
+  const why = `recovered from ${previous.owner ?? previous.holder} (lease ended ${previous.expiresAt}): ${reason}`;
   const taken = await store.addPathLease(channel, previous.pattern, owner, {
     ttlMs: ms,
     reason: why,
@@ -356,6 +376,8 @@ export async function audit(
   lease: PathLeaseInfo,
   actor: string,
   recovery?: { previous: PathLeaseInfo; reason: string },
+  /** Every lease of the lock (chat.py's `lock CH a b`); else the lease alone. */
+  group: PathLeaseInfo[] = [lease],
 ): Promise<void> {
   const expires = referenceTime(lease.expiresAt);
   const body: Record<string, unknown> = {
@@ -364,14 +386,14 @@ export async function audit(
     expires_at: expires,
     lease_expires_at: expires,
     lock_id: lockId(lease),
-    owner: lease.holder,
-    paths: [await lockedPath(lease.pattern)],
+    owner: lease.owner ?? lease.holder,
+    paths: await Promise.all(group.map((l) => lockedPath(l.pattern))),
   };
   if (recovery) {
     const previousEnd = referenceTime(recovery.previous.expiresAt);
     body.previous_expires_at = previousEnd;
     body.previous_lease_expires_at = previousEnd;
-    body.previous_owner = recovery.previous.holder;
+    body.previous_owner = recovery.previous.owner ?? recovery.previous.holder;
     body.recovery_reason = recovery.reason;
   }
   body.updated_at = referenceTime(new Date().toISOString());

@@ -18,6 +18,7 @@ export {
 } from "./path-globs.js";
 export {
   formatPathLeases,
+  ownedBy,
   PATH_LEASES_FILE,
   type PathLease,
   PathLeaseBook,
@@ -26,4 +27,5 @@ export {
   type PathLeaseStorage,
   parsePathLeases,
   pathLeaseLive,
+  recordId,
 } from "./path-leases.js";

@@ -40,6 +40,33 @@ export interface PathLease {
   lock?: string;
   /** In a folder root, its chat.py lock record was written: from then on that record rules. */
   recorded?: true;
+  /**
+   * Granted together with others in one lock (chat.py's `lock CH a b`): the token of the first,
+   * whose one lock record (`agent-chat-<group>`) covers them all; they end together.
+   */
+  group?: number;
+  /**
+   * Its holder's name exactly as given (`Bob.Smith`; `holder` is its key, `bob-smith`): written
+   * as the lock record's owner, and compared as chat.py compares owners, exactly.
+   */
+  owner?: string;
+}
+
+/**
+ * Whether a lease is the agent's (`holder` its key, `owner` its name as given): chat.py compares
+ * owners exactly (`Bob` is not `bob`), so a lease that knows its owner's name is matched so; one
+ * written before names were kept, by key.
+ */
+export function ownedBy(lease: PathLease, holder: string, owner: string): boolean {
+  return lease.owner !== undefined ? lease.owner === owner : lease.holder === holder;
+}
+
+/** An owner's name as stored: chat.py's identity rule, and the key of the lease's holder. */
+const OWNER = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+
+/** The id of the chat.py lock record a lease of ours is written as: its group's, else its own. */
+export function recordId(lease: { token: number; group?: number }): string {
+  return `agent-chat-${lease.group ?? lease.token}`;
 }
 
 /** A channel's path leases. `token` is the last one granted: the next grant gets one more. */
@@ -80,6 +107,8 @@ export const MAX_PATH_LEASES = 1_000;
 /** An expired lease is still listed (who held what, until when) for a day. */
 const KEEP_EXPIRED_MS = 24 * 3_600_000;
 const MAX_REASON = 500;
+/** The most paths one lock (one `lease add` with `also`) covers. */
+const MAX_GROUP = 100;
 /** How often activity looks for leases to renew when none of the holder's is due sooner. */
 const LOOK_MS = 30_000;
 
@@ -129,6 +158,12 @@ function parseOne(value: unknown): PathLease | undefined {
   };
   if (typeof r.reason === "string") lease.reason = oneLine(r.reason).slice(0, MAX_REASON);
   if (r.recorded === true) lease.recorded = true;
+  // Untrusted: an owner whose key is not the holder's would let one agent pass for another.
+  if (typeof r.owner === "string" && OWNER.test(r.owner) && identity(r.owner) === r.holder) {
+    lease.owner = r.owner;
+  }
+  const group = storedCount(r.group);
+  if (group !== undefined && group > 0 && group <= token) lease.group = group;
   if (Array.isArray(r.forced)) {
     lease.forced = r.forced.filter((f): f is string => typeof f === "string").slice(0, 20);
   }
@@ -154,6 +189,8 @@ export function pathLeaseInfo(channel: string, lease: PathLease, now: number): P
   if (lease.reason !== undefined) info.reason = lease.reason;
   if (lease.forced !== undefined) info.forced = lease.forced;
   if (lease.lock !== undefined) info.lock = lease.lock;
+  if (lease.group !== undefined) info.group = lease.group;
+  if (lease.owner !== undefined) info.owner = lease.owner;
   return info;
 }
 
@@ -175,9 +212,13 @@ function describeAll(leases: PathLease[]): string {
   return leases.map(describePathLease).join("; ");
 }
 
-/** The leases of `doc` worth keeping at `now`: expired ones go after a day, oldest first past the cap. */
+/**
+ * The leases of `doc` worth keeping at `now`: expired ones go after a day, but one with a lock
+ * record chat.py reads stays, as its record does, until it is released or recovered (a record
+ * that vanished with no message would be a silent change of chat.py's locks).
+ */
 function pruned(doc: PathLeaseDoc, now: number): PathLease[] {
-  return doc.leases.filter((l) => now - l.expiresAt < KEEP_EXPIRED_MS);
+  return doc.leases.filter((l) => l.recorded === true || now - l.expiresAt < KEEP_EXPIRED_MS);
 }
 
 /** The rules of path leases over a backend's {@link PathLeaseStorage}. */
@@ -204,62 +245,84 @@ export class PathLeaseBook {
     options: PathLeaseOptions = {},
   ): Promise<PathLeaseInfo> {
     validateName("agent", agent);
-    const pattern = await normalizePattern(given);
+    const patterns: string[] = [];
+    for (const p of [given, ...(options.also ?? [])]) {
+      const pattern = await normalizePattern(p);
+      if (!patterns.includes(pattern)) patterns.push(pattern);
+    }
+    if (patterns.length > MAX_GROUP) {
+      throw new AgentChatError("INVALID_ARGUMENT", `one lock covers at most ${MAX_GROUP} paths`);
+    }
     const channelTtl = await this.storage.channelTtl(channel);
     const ttlMs = options.ttlMs ?? channelTtl;
     const holder = identity(agent);
+    const owner = agent.trim();
     const exclusive = options.shared !== true;
     this.nextLook.delete(`${channel}\n${holder}`);
-    const overlaps = overlapsOf(pattern);
+    const overlaps = patterns.map(overlapsOf);
+    // chat.py's `lock`: refused over any live lock, its owner's own too (never two records).
+    const against = options.alone === true ? { holder: "", owner: "" } : { holder, owner };
     // Matched before the channel lock, against the leases there now: under it, only a lease
     // granted in between is matched, so the channel's writers never wait on our matching.
-    await this.conflicts(await this.contenders(channel), overlaps, holder, exclusive);
+    const before = await this.contenders(channel);
+    for (const o of overlaps) {
+      await this.conflicts(before, o, against.holder, against.owner, exclusive);
+    }
     return this.changeOne(channel, async (doc, now) => {
-      const leases = pruned(doc, now);
-      const mine = leases.find(
-        (l) => l.holder === holder && l.pattern === pattern && pathLeaseLive(l, now),
-      );
+      let leases = pruned(doc, now);
       const theirs = await this.storage.foreign(channel);
-      const conflicts = await this.conflicts(
-        [...leases, ...theirs],
-        overlaps,
-        holder,
-        exclusive,
-        now,
-      );
-      this.refuseConflicts(pattern, conflicts, exclusive, options.force === true);
-      const others = leases.filter((l) => l !== mine);
-      if (others.length >= MAX_PATH_LEASES) {
-        throw new AgentChatError(
-          "INVALID_ARGUMENT",
-          `${channel} holds ${MAX_PATH_LEASES} path leases already; release some first`,
+      let token = doc.token;
+      let group: number | undefined;
+      const granted: PathLease[] = [];
+      for (const [i, pattern] of patterns.entries()) {
+        const mine = leases.find(
+          (l) =>
+            options.alone !== true &&
+            ownedBy(l, holder, owner) &&
+            l.pattern === pattern &&
+            pathLeaseLive(l, now),
         );
+        const conflicts = await this.conflicts(
+          [...leases, ...theirs],
+          overlaps[i] as (other: string) => Promise<boolean>,
+          against.holder,
+          against.owner,
+          exclusive,
+          now,
+        );
+        this.refuseConflicts(pattern, exclusive, conflicts, options.force === true);
+        const others = leases.filter((l) => l !== mine);
+        if (others.length >= MAX_PATH_LEASES) {
+          throw new AgentChatError(
+            "INVALID_ARGUMENT",
+            `${channel} holds ${MAX_PATH_LEASES} path leases already; release some first`,
+          );
+        }
+        const next = mine?.token ?? ++token;
+        if (patterns.length > 1) group ??= next;
+        const lease = grant(
+          { token: next, pattern, holder, owner, exclusive, at: mine?.at ?? now, ttlMs },
+          now,
+          group,
+          options.reason,
+          conflicts,
+        );
+        leases = [...others, lease];
+        granted.push(lease);
       }
-      const token = mine?.token ?? doc.token + 1;
-      const lease: PathLease = {
-        token,
-        pattern,
-        holder,
-        exclusive,
-        at: mine?.at ?? now,
-        expiresAt: now + ttlMs,
-        ttlMs,
-      };
-      if (options.reason !== undefined) lease.reason = oneLine(options.reason).slice(0, MAX_REASON);
-      if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
-      return { doc: { token: Math.max(doc.token, token), leases: [...others, lease] }, lease };
+      return { doc: { token: Math.max(doc.token, token), leases }, lease: granted[0] };
     });
   }
 
   /**
-   * Refuses a lease over `conflicts` unless forced; and forced too where both would be lock
-   * records chat.py reads: two live records of one path leave its `unlock <path>` failing
-   * ("matches multiple") and its `check` naming two holders.
+   * Refuses a lease of `pattern` over `conflicts` unless forced; and forced too where both would
+   * be lock records chat.py reads: two live records of one path leave its `unlock <path>`
+   * failing ("matches multiple") and its `check` naming two holders.
    */
   private refuseConflicts(
     pattern: string,
-    conflicts: PathLease[],
     exclusive: boolean,
+    conflicts: PathLease[],
     force: boolean,
   ): void {
     if (conflicts.length === 0) return;
@@ -312,7 +375,18 @@ export class PathLeaseBook {
       agent,
       "release",
       options.token,
-      (doc, lease) => ({ doc: { ...doc, leases: doc.leases.filter((l) => l !== lease) }, lease }),
+      // A lease granted in one lock with others ends with them: their one record goes at once.
+      (doc, lease) => ({
+        doc: {
+          ...doc,
+          leases: doc.leases.filter(
+            (l) =>
+              l !== lease &&
+              !(lease.group !== undefined && l.group === lease.group && l.holder === lease.holder),
+          ),
+        },
+        lease,
+      }),
       "released",
     );
   }
@@ -326,16 +400,17 @@ export class PathLeaseBook {
   async keepAlive(channel: string, agent: string): Promise<void> {
     try {
       const holder = identity(agent);
+      const owner = agent.trim();
       const key = `${channel}\n${holder}`;
       const now = this.storage.now();
       if (now < (this.nextLook.get(key) ?? Number.NEGATIVE_INFINITY)) return;
       const { doc } = await this.storage.read(channel);
-      const mine = doc.leases.filter((l) => l.holder === holder && pathLeaseLive(l, now));
+      const mine = doc.leases.filter((l) => ownedBy(l, holder, owner) && pathLeaseLive(l, now));
       this.nextLook.set(key, Math.min(now + LOOK_MS, ...mine.map(dueAt)));
       if (!mine.some((l) => now >= dueAt(l))) return;
       await this.change(channel, async (current, at) => {
         const leases = current.leases.map((l) =>
-          l.holder === holder && pathLeaseLive(l, at) && at >= dueAt(l)
+          ownedBy(l, holder, owner) && pathLeaseLive(l, at) && at >= dueAt(l)
             ? { ...l, expiresAt: at + l.ttlMs }
             : l,
         );
@@ -352,12 +427,13 @@ export class PathLeaseBook {
     leases: PathLease[],
     overlaps: (pattern: string) => Promise<boolean>,
     holder: string,
+    owner: string,
     exclusive: boolean,
     now = this.storage.now(),
   ): Promise<PathLease[]> {
     const out: PathLease[] = [];
     for (const l of leases) {
-      if (l.holder === holder || !pathLeaseLive(l, now)) continue;
+      if (ownedBy(l, holder, owner) || !pathLeaseLive(l, now)) continue;
       if (!exclusive && !l.exclusive) continue;
       if (await overlaps(l.pattern)) out.push(l);
     }
@@ -387,7 +463,7 @@ export class PathLeaseBook {
     if (token !== undefined && (!Number.isSafeInteger(token) || token <= 0)) {
       throw new AgentChatError("INVALID_ARGUMENT", `a token is a positive integer (got ${token})`);
     }
-    const me = identity(agent);
+    const me = { holder: identity(agent), owner: agent.trim() };
     const pattern = /^\d+$/.test(target) ? undefined : await normalizePattern(target);
     return this.changeOne(
       channel,
@@ -430,6 +506,21 @@ export class PathLeaseBook {
   }
 }
 
+/** A new grant: the lease from `now` for its length, with its group, reason and forced ones. */
+function grant(
+  base: Omit<PathLease, "expiresAt">,
+  now: number,
+  group: number | undefined,
+  reason: string | undefined,
+  conflicts: PathLease[],
+): PathLease {
+  const lease: PathLease = { ...base, expiresAt: now + base.ttlMs };
+  if (group !== undefined) lease.group = group;
+  if (reason !== undefined) lease.reason = oneLine(reason).slice(0, MAX_REASON);
+  if (conflicts.length > 0) lease.forced = conflicts.map(describePathLease);
+  return lease;
+}
+
 /** Whether `pattern` overlaps another, each other pattern worked out once. */
 function overlapsOf(pattern: string): (other: string) => Promise<boolean> {
   const known = new Map<string, Promise<boolean>>();
@@ -461,16 +552,15 @@ function findLease(
   doc: PathLeaseDoc,
   target: string,
   pattern: string | undefined,
-  me: string,
+  me: Me,
   now: number,
 ): PathLease {
+  const mine = (l: PathLease) => ownedBy(l, me.holder, me.owner);
   const found =
     pattern === undefined
       ? doc.leases.find((l) => l.token === Number(target))
-      : (doc.leases.find(
-          (l) => l.pattern === pattern && l.holder === me && pathLeaseLive(l, now),
-        ) ??
-        doc.leases.find((l) => l.pattern === pattern && l.holder === me) ??
+      : (doc.leases.find((l) => l.pattern === pattern && mine(l) && pathLeaseLive(l, now)) ??
+        doc.leases.find((l) => l.pattern === pattern && mine(l)) ??
         doc.leases.find((l) => l.pattern === pattern && pathLeaseLive(l, now)));
   if (!found) {
     throw new AgentChatError(
@@ -481,15 +571,21 @@ function findLease(
   return found;
 }
 
+/** The acting agent: its key, and its name as given. */
+interface Me {
+  holder: string;
+  owner: string;
+}
+
 function refuseUnlessHolder(
   lease: PathLease,
-  me: string,
+  me: Me,
   verb: string,
   token: number | undefined,
   now: number,
 ): void {
   refuseNotHolder(`path lease ${lease.token} on ${lease.pattern}`, [
-    lease.holder !== me &&
+    !ownedBy(lease, me.holder, me.owner) &&
       `is not yours: ${describePathLease(lease)}; only its holder can ${verb} it`,
     !pathLeaseLive(lease, now) &&
       `expired at ${new Date(lease.expiresAt).toISOString()}; lease the paths again`,

@@ -1115,7 +1115,9 @@ export class FsStore extends FeatureStore<FolderFeed> {
   private async lockConflicts(channel: string, record: LockRecord, owner: string) {
     const out: string[] = [];
     for (const l of await this.pathLeases(channel)) {
-      if (l.lock === record.lock_id || l.holder === owner || l.state !== "live") continue;
+      if (l.lock === record.lock_id || (l.owner ?? l.holder) === owner || l.state !== "live") {
+        continue;
+      }
       for (const p of record.paths) {
         if (!(await patternsOverlap(leasePattern(p.normalized_path), l.pattern))) continue;
         out.push(

@@ -235,6 +235,7 @@ export function lockInfo(
     channel,
     pattern: leasePattern(path),
     holder: identity(record.owner),
+    owner: record.owner,
     exclusive: true,
     state,
     grantedAt: new Date(Date.parse(record.locked_at)).toISOString(),

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { identity } from "../../../core/names.js";
-import { lockedPath, type PathLease } from "../../../features/leases/index.js";
+import { lockedPath, type PathLease, recordId } from "../../../features/leases/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -84,6 +84,7 @@ export function referenceLocks(dir: string): PathLease[] {
         token: 0,
         pattern: leasePattern(path.normalized_path),
         holder: identity(record.owner),
+        owner: record.owner,
         exclusive: true,
         at: Number.isNaN(at) ? expiresAt : at,
         expiresAt,
@@ -99,16 +100,28 @@ export function referenceLocks(dir: string): PathLease[] {
 /**
  * Our leases less those whose record chat.py removed (`unlock`) or took over (`recover`): its
  * `locks/` is the one truth for a lock it can see, so such a lease has ended (chat.py posted the
- * message that says so), and is never written back to its old holder.
+ * message that says so), and is never written back to its old holder. A record whose expiry was
+ * moved earlier (edited, as chat.py's own tests end a lock) ends the lease then too; a record is
+ * untrusted input, so it may only end a lease sooner, never lengthen it or name another holder.
  */
 export function withoutEndedByReference(dir: string, leases: PathLease[]): PathLease[] {
   if (!leases.some((l) => l.recorded)) return leases;
-  const mirrors = new Set(
+  const mirrors = new Map(
     readRecords(dir)
       .filter(isMirror)
-      .map((r) => r.lock_id),
+      .map((r) => [r.lock_id, Date.parse(r.expires_at)]),
   );
-  return leases.filter((l) => !l.recorded || mirrors.has(`${MIRROR_PREFIX}${l.token}`));
+  const out: PathLease[] = [];
+  for (const l of leases) {
+    if (!l.recorded) {
+      out.push(l);
+      continue;
+    }
+    const ends = mirrors.get(recordId(l));
+    if (ends === undefined) continue;
+    out.push(ends < l.expiresAt ? { ...l, expiresAt: Math.max(0, ends) } : l);
+  }
+  return out;
 }
 
 /** The leases as stored beside their records: each exclusive one says it has its record. */
@@ -127,8 +140,12 @@ export async function syncReferenceLocks(
   leases: readonly PathLease[],
   now: number,
 ): Promise<void> {
-  const wanted = new Map<string, PathLease>();
-  for (const l of leases) if (l.exclusive) wanted.set(`${MIRROR_PREFIX}${l.token}`, l);
+  const wanted = new Map<string, PathLease[]>();
+  for (const l of leases) {
+    if (!l.exclusive) continue;
+    const id = recordId(l);
+    wanted.set(id, [...(wanted.get(id) ?? []), l]);
+  }
   const present = new Map(
     readRecords(dir)
       .filter(isMirror)
@@ -140,28 +157,40 @@ export async function syncReferenceLocks(
   for (const id of present.keys()) {
     if (!wanted.has(id)) removeFileEntry(join(locks, `${id}.json`));
   }
-  for (const [id, lease] of wanted) {
+  for (const [id, group] of wanted) {
     const old = present.get(id);
-    const next = await mirrorRecord(id, channel, lease, old, now);
-    if (old && old.expires_at === next.expires_at && old.owner === next.owner) continue;
+    const next = await mirrorRecord(id, channel, group, old, now);
+    if (
+      old &&
+      Date.parse(old.expires_at) === Date.parse(next.expires_at) &&
+      old.owner === next.owner &&
+      JSON.stringify(old.paths) === JSON.stringify(next.paths)
+    ) {
+      continue;
+    }
     await replaceFile(locks, `${id}.json`, formatRecord(next));
   }
 }
 
+/** The one record of a lock of ours: its leases' paths, holder, and the latest end among them. */
 async function mirrorRecord(
   id: string,
   channel: string,
-  lease: PathLease,
+  group: PathLease[],
   old: LockRecord | undefined,
   now: number,
 ): Promise<LockRecord> {
+  const first = group.reduce((a, b) => (b.token < a.token ? b : a));
+  const paths = [];
+  for (const l of [...group].sort((a, b) => a.token - b.token))
+    paths.push(await lockedPath(l.pattern));
   return {
     channel,
-    expires_at: iso(lease.expiresAt),
+    expires_at: iso(Math.max(...group.map((l) => l.expiresAt))),
     lock_id: id,
-    locked_at: old?.locked_at ?? iso(lease.at),
-    owner: lease.holder,
-    paths: [await lockedPath(lease.pattern)],
+    locked_at: old?.locked_at ?? iso(first.at),
+    owner: first.owner ?? first.holder,
+    paths,
     previous_expires_at: null,
     previous_owner: null,
     recovery_reason: null,

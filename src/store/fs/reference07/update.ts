@@ -1,5 +1,4 @@
 import { AgentChatError } from "../../../core/errors.js";
-import { identity, sameAgent } from "../../../core/names.js";
 import { pastGrace } from "../../shared/index.js";
 import type { StructuredTaskUpdate } from "../../types.js";
 import type { Read } from "./files.js";
@@ -13,10 +12,6 @@ import { type ReferenceClaim, type ReferenceTask, validateTask } from "./records
  */
 
 /**
- * Whether `agent` is the lease's `owner`: the name we write for it (its key), or the very name
- * chat.py wrote, but for case (`Bob` is `bob`). Punctuation counts: `Bob.` is not `Bob`.
- */
-/**
  * The owner or actor written in chat.py's records and messages: the name exactly as given (our
  * name rule is a part of chat.py's), never our key (`Bob.Smith`, not `bob-smith`), which chat.py
  * would hold for another agent and refuse the same agent its own lease.
@@ -25,8 +20,13 @@ export function ownerName(agent: string): string {
   return agent.trim();
 }
 
+/**
+ * Whether `agent` is the lease's or lock's `owner`, compared as chat.py compares them: exactly
+ * (`Bob` is not `bob`, `bob.smith` not `bob-smith`), so that ours never accepts an owner chat.py
+ * refuses, nor refuses one it accepts.
+ */
 export function isLeaseOwner(owner: string, agent: string): boolean {
-  return owner === identity(agent) || sameAgent(owner, agent);
+  return owner === ownerName(agent);
 }
 
 /** Which fields the update names, for chat.py's check of the lease's own fields. */
