@@ -1,0 +1,191 @@
+import { mkdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { MAX_SEQ, MESSAGE_FILE } from "../../core/message.js";
+import { readOwnTextSync, replaceFileSync } from "../../fsutil/root-files.js";
+import { TASK_FILE } from "../shared/index.js";
+
+/**
+ * The tail of a channel folder as a full listing found it, kept for the next fresh process
+ * (a CLI command, a hook) so that it need not list a folder of 100,000 files to learn its last
+ * few messages: the names of the newest {@link TAIL} message numbers and the claimed task
+ * markers, stamped with the folder's identity and change time (`dev`, `ino`, `ctime`, `mtime`
+ * in nanoseconds).
+ *
+ * It is a hint, never the truth: it is believed only while the folder's change time is exactly
+ * the one it was stamped with. A file created, renamed or removed in the folder since (a post
+ * by anyone, chat.py's included: it never writes anything of ours) changes the folder's ctime,
+ * which no one can set back; then the caller lists the folder as before. The stamp is taken
+ * only from a listing that no change can have escaped: the folder's stat was the same before
+ * and after the listing, and its ctime lay more than {@link SETTLED_MS} before the listing
+ * began (a change in the same clock tick as the stamp would carry the same time). Each name is
+ * checked as a listed name is (a message file's shape, no separator), and the newest file must
+ * still be there; anything else wrong (a torn, truncated, edited or foreign file) and it is
+ * ignored.
+ *
+ * It is kept in the user's own folder, never in the root (which others write): `<dir>/tail-
+ * <dev>-<ino>.json`, holding the channel folder's path, so that no one else can plant one.
+ */
+export const TAIL = 256;
+/** How long before a listing the folder must have last changed for its stamp to be kept. */
+export const SETTLED_MS = 1_000;
+/** A channel smaller than this is listed in less time than reading a hint would save. */
+export const HINT_MIN_NAMES = 512;
+const VERSION = 1;
+const MAX_HINT_BYTES = 256 * 1024;
+
+/** The folder's identity and change times, exactly (nanoseconds). */
+export interface Stamp {
+  dev: string;
+  ino: string;
+  ctimeNs: string;
+  mtimeNs: string;
+}
+
+export interface Hint {
+  /** The message files of the newest numbers, ascending by number. */
+  names: string[];
+  /** Whether {@link names} is every message file of the folder (a small one). */
+  complete: boolean;
+  /** Claimed task markers (`task-<id>.CLAIMED-<holder>.md`). */
+  claimed: string[];
+  /** How many message files the folder held (the tail's and all before it). */
+  count: number;
+  stamp: Stamp;
+}
+
+/** The folder's stamp now; undefined when it cannot be had. */
+export function stampOf(dir: string): Stamp | undefined {
+  try {
+    const st = statSync(dir, { bigint: true });
+    if (!st.isDirectory()) return undefined;
+    return {
+      dev: String(st.dev),
+      ino: String(st.ino),
+      ctimeNs: String(st.ctimeNs),
+      mtimeNs: String(st.mtimeNs),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
+  return (
+    a !== undefined &&
+    b !== undefined &&
+    a.dev === b.dev &&
+    a.ino === b.ino &&
+    a.ctimeNs === b.ctimeNs &&
+    a.mtimeNs === b.mtimeNs
+  );
+}
+
+/** Whether a stamp taken just before a listing begun at `startedAt` may be kept (see above). */
+export function settled(stamp: Stamp, startedAt: number): boolean {
+  const changedAt = Number(BigInt(stamp.ctimeNs) / 1_000_000n);
+  const modifiedAt = Number(BigInt(stamp.mtimeNs) / 1_000_000n);
+  return Math.max(changedAt, modifiedAt) < startedAt - SETTLED_MS;
+}
+
+function hintName(stamp: Stamp): string {
+  return `tail-${stamp.dev}-${stamp.ino}.json`;
+}
+
+/**
+ * The hint for the folder `dir` whose stamp is `now`, if one was kept under exactly that stamp
+ * and passes every check; undefined otherwise.
+ */
+export function loadHint(hintDir: string, dir: string, now: Stamp): Hint | undefined {
+  let raw: string;
+  try {
+    raw = readOwnTextSync(join(hintDir, hintName(now)), MAX_HINT_BYTES);
+  } catch {
+    return undefined;
+  }
+  const cut = raw.indexOf("\n");
+  if (cut < 0) return undefined;
+  const text = raw.slice(cut + 1);
+  if (raw.slice(0, cut) !== checksum(text)) return undefined; // torn or edited
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof data !== "object" || data === null) return undefined;
+  const d = data as Record<string, unknown>;
+  if (d.v !== VERSION || d.dir !== dir || typeof d.complete !== "boolean") return undefined;
+  const stamp = d.stamp as Record<string, unknown> | undefined;
+  if (
+    typeof stamp !== "object" ||
+    stamp === null ||
+    !sameStamp(now, {
+      dev: String(stamp.dev),
+      ino: String(stamp.ino),
+      ctimeNs: String(stamp.ctimeNs),
+      mtimeNs: String(stamp.mtimeNs),
+    })
+  ) {
+    return undefined;
+  }
+  if (!Array.isArray(d.names) || !Array.isArray(d.claimed)) return undefined;
+  const names = d.names as unknown[];
+  const count = d.count;
+  if (typeof count !== "number" || !Number.isSafeInteger(count) || count < names.length) return;
+  if (d.complete && count !== names.length) return undefined;
+  const claimed = d.claimed as unknown[];
+  if (names.length > TAIL * 4 || claimed.length > 10_000) return undefined;
+  let last = 0;
+  for (const name of names) {
+    const seq = hintedSeq(name);
+    // Ascending, each a message file name as a listing gives it.
+    if (seq === undefined || seq < last) return undefined;
+    last = seq;
+  }
+  for (const name of claimed) {
+    if (typeof name !== "string" || TASK_FILE.exec(name)?.[2] === undefined) return undefined;
+  }
+  return {
+    names: names as string[],
+    complete: d.complete,
+    claimed: claimed as string[],
+    count,
+    stamp: now,
+  };
+}
+
+/** The number of a name from a hint when it is a message file's name, as a listing checks it. */
+function hintedSeq(name: unknown): number | undefined {
+  if (typeof name !== "string" || name.includes("\0") || !MESSAGE_FILE.test(name)) return;
+  const seq = Number.parseInt(name, 10);
+  return Number.isSafeInteger(seq) && seq <= MAX_SEQ ? seq : undefined;
+}
+
+/** Keeps the hint (replacing the file whole: a reader never sees it torn); best effort. */
+export function saveHint(hintDir: string, dir: string, hint: Hint): void {
+  try {
+    mkdirSync(hintDir, { recursive: true, mode: 0o700 });
+    const text = JSON.stringify({
+      v: VERSION,
+      dir,
+      stamp: hint.stamp,
+      complete: hint.complete,
+      names: hint.names,
+      claimed: hint.claimed,
+      count: hint.count,
+    });
+    replaceFileSync(hintDir, hintName(hint.stamp), `${checksum(text)}\n${text}`, 0o600);
+  } catch {
+    // A read-only home, a full disk: the next process lists the folder, as without a hint.
+  }
+}
+
+/** FNV-1a (32 bits) of the text: catches a torn or truncated file, not an adversary's edit. */
+function checksum(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, "0");
+}
