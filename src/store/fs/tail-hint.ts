@@ -1,6 +1,6 @@
-import { mkdirSync, statSync } from "node:fs";
+import { lstatSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { MAX_SEQ, MESSAGE_FILE } from "../../core/message.js";
+import { MAX_SEQ, MESSAGE_FILE, parseSeqText } from "../../core/message.js";
 import { readOwnTextSync, replaceFileSync } from "../../fsutil/root-files.js";
 import { TASK_FILE } from "../shared/index.js";
 
@@ -96,6 +96,7 @@ function hintName(stamp: Stamp): string {
  * and passes every check; undefined otherwise.
  */
 export function loadHint(hintDir: string, dir: string, now: Stamp): Hint | undefined {
+  if (!ownFolder(hintDir)) return undefined;
   let raw: string;
   try {
     raw = readOwnTextSync(join(hintDir, hintName(now)), MAX_HINT_BYTES);
@@ -142,6 +143,9 @@ export function loadHint(hintDir: string, dir: string, now: Stamp): Hint | undef
     if (seq === undefined || seq < last) return undefined;
     last = seq;
   }
+  // Our posts record their number in `.seq` under the lock: a hint that ends before it is not
+  // the folder's (a deleted newest message aside, which then costs a listing each time).
+  if (highWater(dir) > last) return undefined;
   for (const name of claimed) {
     if (typeof name !== "string" || TASK_FILE.exec(name)?.[2] === undefined) return undefined;
   }
@@ -152,6 +156,22 @@ export function loadHint(hintDir: string, dir: string, now: Stamp): Hint | undef
     count,
     stamp: now,
   };
+}
+
+/** The channel's `.seq`; 0 when missing or not a number (anyone can write it). */
+function highWater(dir: string): number {
+  try {
+    return parseSeqText(readOwnTextSync(join(dir, ".seq"), 32));
+  } catch {
+    return 0;
+  }
+}
+
+/** A real folder of this user's that no one else may write: the only place a hint is read from. */
+function ownFolder(path: string): boolean {
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (!st?.isDirectory() || (st.mode & 0o022) !== 0) return false;
+  return typeof process.getuid !== "function" || st.uid === process.getuid();
 }
 
 /** The number of a name from a hint when it is a message file's name, as a listing checks it. */
@@ -181,7 +201,7 @@ export function saveHint(hintDir: string, dir: string, hint: Hint): void {
 }
 
 /** FNV-1a (32 bits) of the text: catches a torn or truncated file, not an adversary's edit. */
-function checksum(text: string): string {
+export function checksum(text: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
