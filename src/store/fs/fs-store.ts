@@ -755,21 +755,26 @@ export class FsStore extends FeatureStore<FolderFeed> {
     count: number,
     before = Number.POSITIVE_INFINITY,
   ): Promise<Message[]> {
-    // The newest messages first, from a hint when one holds; the whole folder only when the
-    // tail it holds does not go back far enough.
-    for (let from = Number.POSITIVE_INFINITY; ; from = 0) {
-      await state.index.sync(false, from);
-      const out: Message[] = [];
-      for (const [seq, names] of state.index.descending(0)) {
-        if (seq >= before) continue;
-        for (const name of names) {
-          const message = await this.parseFile(state, name, seq);
-          if (message) out.push(message);
-        }
-        if (out.length >= count) break;
+    // From a hint when one holds; the whole folder only when the tail it holds is too short.
+    await state.index.sync(false, Number.POSITIVE_INFINITY);
+    const out = await this.newestKnown(state, count, before);
+    if (out.length >= count || state.index.knowsAll()) return out;
+    await state.index.sync();
+    return this.newestKnown(state, count, before);
+  }
+
+  /** The last `count` messages before `before` that the channel's index knows, in seq order. */
+  private async newestKnown(state: ChannelState, count: number, before: number) {
+    const out: Message[] = [];
+    for (const [seq, names] of state.index.descending(0)) {
+      if (seq >= before) continue;
+      for (const name of names) {
+        const message = await this.parseFile(state, name, seq);
+        if (message) out.push(message);
       }
-      if (out.length >= count || state.index.knowsAll()) return out.slice(0, count).reverse();
+      if (out.length >= count) break;
     }
+    return out.slice(0, count).reverse();
   }
 
   /**

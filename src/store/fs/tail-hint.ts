@@ -96,66 +96,58 @@ function hintName(stamp: Stamp): string {
  * and passes every check; undefined otherwise.
  */
 export function loadHint(hintDir: string, dir: string, now: Stamp): Hint | undefined {
-  if (!ownFolder(hintDir)) return undefined;
-  let raw: string;
-  try {
-    raw = readOwnTextSync(join(hintDir, hintName(now)), MAX_HINT_BYTES);
-  } catch {
-    return undefined;
-  }
-  const cut = raw.indexOf("\n");
-  if (cut < 0) return undefined;
-  const text = raw.slice(cut + 1);
-  if (raw.slice(0, cut) !== checksum(text)) return undefined; // torn or edited
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof data !== "object" || data === null) return undefined;
-  const d = data as Record<string, unknown>;
-  if (d.v !== VERSION || d.dir !== dir || typeof d.complete !== "boolean") return undefined;
-  const stamp = d.stamp as Record<string, unknown> | undefined;
-  if (
-    typeof stamp !== "object" ||
-    stamp === null ||
-    !sameStamp(now, {
-      dev: String(stamp.dev),
-      ino: String(stamp.ino),
-      ctimeNs: String(stamp.ctimeNs),
-      mtimeNs: String(stamp.mtimeNs),
-    })
-  ) {
-    return undefined;
-  }
-  if (!Array.isArray(d.names) || !Array.isArray(d.claimed)) return undefined;
-  const names = d.names as unknown[];
+  const d = ownFolder(hintDir) ? readHint(join(hintDir, hintName(now))) : undefined;
+  if (d?.v !== VERSION || d.dir !== dir || !sameStamp(now, stampIn(d.stamp))) return undefined;
+  const names = d.names;
+  const claimed = d.claimed;
   const count = d.count;
+  if (!Array.isArray(names) || !Array.isArray(claimed) || typeof d.complete !== "boolean") return;
   if (typeof count !== "number" || !Number.isSafeInteger(count) || count < names.length) return;
   if (d.complete && count !== names.length) return undefined;
-  const claimed = d.claimed as unknown[];
   if (names.length > TAIL * 4 || claimed.length > 10_000) return undefined;
+  const last = lastOfAscending(names);
+  // Our posts record their number in `.seq` under the lock: a hint that ends before it is not
+  // the folder's (a deleted newest message aside, which then costs a listing each time).
+  if (last === undefined || highWater(dir) > last) return undefined;
+  if (!claimed.every((n) => typeof n === "string" && TASK_FILE.exec(n)?.[2] !== undefined)) return;
+  return { names, complete: d.complete, claimed, count, stamp: now };
+}
+
+/** The hint file's fields when its checksum holds (not torn, not edited by accident). */
+function readHint(path: string): Record<string, unknown> | undefined {
+  try {
+    const raw = readOwnTextSync(path, MAX_HINT_BYTES);
+    const cut = raw.indexOf("\n");
+    const text = raw.slice(cut + 1);
+    if (cut < 0 || raw.slice(0, cut) !== checksum(text)) return undefined;
+    const data: unknown = JSON.parse(text);
+    return typeof data === "object" && data !== null
+      ? (data as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined; // none, not ours to read, or not JSON
+  }
+}
+
+function stampIn(value: unknown): Stamp | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const s = value as Record<string, unknown>;
+  const [dev, ino, ctimeNs, mtimeNs] = [s.dev, s.ino, s.ctimeNs, s.mtimeNs].map(String);
+  return { dev: dev!, ino: ino!, ctimeNs: ctimeNs!, mtimeNs: mtimeNs! };
+}
+
+/**
+ * The number of the last of `names` when each is a message file's name as a listing gives it,
+ * ascending by number; undefined otherwise (0 for none).
+ */
+function lastOfAscending(names: unknown[]): number | undefined {
   let last = 0;
   for (const name of names) {
     const seq = hintedSeq(name);
-    // Ascending, each a message file name as a listing gives it.
     if (seq === undefined || seq < last) return undefined;
     last = seq;
   }
-  // Our posts record their number in `.seq` under the lock: a hint that ends before it is not
-  // the folder's (a deleted newest message aside, which then costs a listing each time).
-  if (highWater(dir) > last) return undefined;
-  for (const name of claimed) {
-    if (typeof name !== "string" || TASK_FILE.exec(name)?.[2] === undefined) return undefined;
-  }
-  return {
-    names: names as string[],
-    complete: d.complete,
-    claimed: claimed as string[],
-    count,
-    stamp: now,
-  };
+  return last;
 }
 
 /** The channel's `.seq`; 0 when missing or not a number (anyone can write it). */
