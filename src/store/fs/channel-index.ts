@@ -136,12 +136,7 @@ export class ChannelIndex {
   /** Takes the index from a hint whose newest file is still there. */
   private adopt(hint: Hint): boolean {
     const newest = hint.names.at(-1);
-    if (
-      newest !== undefined &&
-      !lstatSync(join(this.dir, newest), { throwIfNoEntry: false })?.isFile()
-    ) {
-      return false;
-    }
+    if (newest !== undefined && !isFile(join(this.dir, newest))) return false;
     this.bySeq.clear();
     this.claimed.clear();
     this.leftovers = [];
@@ -482,6 +477,15 @@ export class ChannelIndex {
  */
 export function listFolder(dir: string, sync: boolean): Promise<string[]> {
   return sync ? Promise.resolve().then(() => readdirSync(dir)) : fsp.readdir(dir);
+}
+
+/** Whether `path` is a plain file (not a link to one); false when it cannot be looked at. */
+function isFile(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false })?.isFile() === true;
+  } catch {
+    return false;
+  }
 }
 
 /** The shortest time between two poll-driven looks at one folder. */

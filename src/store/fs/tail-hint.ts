@@ -161,9 +161,13 @@ function highWater(dir: string): number {
 
 /** A real folder of this user's that no one else may write: the only place a hint is read from. */
 function ownFolder(path: string): boolean {
-  const st = lstatSync(path, { throwIfNoEntry: false });
-  if (!st?.isDirectory() || (st.mode & 0o022) !== 0) return false;
-  return typeof process.getuid !== "function" || st.uid === process.getuid();
+  try {
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (!st?.isDirectory() || (st.mode & 0o022) !== 0) return false;
+    return typeof process.getuid !== "function" || st.uid === process.getuid();
+  } catch {
+    return false; // a file where a folder on the way should be (ENOTDIR), one we cannot enter
+  }
 }
 
 /** The number of a name from a hint when it is a message file's name, as a listing checks it. */
