@@ -41,6 +41,15 @@ export async function openStore(root: string, options: OpenOptions = {}): Promis
     folderOptions.searchIndexSecret = async () =>
       (await import("./index-secret.js")).searchIndexSecret(configDir);
   }
+  if (
+    configDir !== undefined &&
+    options.watch === false &&
+    folderOptions.tailHintDir === undefined
+  ) {
+    // A process without file watches (a CLI command, a hook) keeps large channels' tails in the
+    // user's own folder for the next one, never in the root (tail-hint.ts).
+    folderOptions.tailHintDir = join(configDir, "channel-tails");
+  }
   const store = guardIdentities(new FsStore(root, folderOptions));
   return signedStore(store, {
     ...options.signatures,

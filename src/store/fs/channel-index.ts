@@ -1,4 +1,12 @@
-import { existsSync, type FSWatcher, promises as fsp, readdirSync, statSync, watch } from "node:fs";
+import {
+  existsSync,
+  type FSWatcher,
+  promises as fsp,
+  lstatSync,
+  readdirSync,
+  statSync,
+  watch,
+} from "node:fs";
 import { join } from "node:path";
 import {
   hasOversizedSeq,
@@ -9,6 +17,17 @@ import {
 } from "../../core/message.js";
 import { LOCK_LEFTOVER_PREFIX } from "../../fsutil/dir-lock.js";
 import { TASK_FILE } from "../shared/index.js";
+import {
+  HINT_MIN_NAMES,
+  type Hint,
+  loadHint,
+  type Stamp,
+  sameStamp,
+  saveHint,
+  settled,
+  stampOf,
+  TAIL,
+} from "./tail-hint.js";
 
 /**
  * Which message files a channel folder holds, by seq, without re-reading the folder on every
@@ -29,6 +48,16 @@ export class ChannelIndex {
    * only for what changed: appends, the usual case, are checked one by one.
    */
   private inSequence = { of: this.seqs, checked: 0, count: 0 };
+  /**
+   * The lowest number this index knows every file of: 0 after a full listing; the first number
+   * of the tail when the index was taken from a hint ({@link fromHint}), whose earlier numbers
+   * it does not know.
+   */
+  private partialFrom = 0;
+  /** The stamp of the hint the index was taken from, while it holds; undefined after a listing. */
+  private hinted: Stamp | undefined;
+  /** How many message files lie before the tail taken from a hint (0 after a listing). */
+  private before = 0;
   /** A poll-driven rescan under way, shared by every waiter that polls meanwhile. */
   private polling: Promise<void> | undefined;
   private lastPollAt = 0;
@@ -55,20 +84,25 @@ export class ChannelIndex {
   constructor(
     private readonly dir: string,
     private readonly useWatch: boolean,
+    /** The user's folder of tail hints (tail-hint.ts), for a store without file watches. */
+    private readonly hintDir?: string,
   ) {}
 
   /**
    * Brings the index up to date with every change made before this call. Without a watch,
    * `exact` lists the folder whatever its mtime says (see {@link unchangedSinceScan}): a post's
-   * number is allocated so, under the lock.
+   * number is allocated so, under the lock. `from` is the lowest number the caller will ask
+   * about: a fresh process that needs only the newest messages may then take them from a hint
+   * (the folder unchanged since a full listing, see tail-hint.ts) instead of listing the folder.
    */
-  async sync(exact = false): Promise<void> {
+  async sync(exact = false, from = 0): Promise<void> {
     if (this.useWatch && !this.watching) this.startWatch();
     if (this.watching && this.fresh) {
       await drainEvents();
       if (this.fresh) return;
     }
     if (!this.watching) {
+      if (!exact && this.fromHint(from)) return;
       if (!exact && !this.useWatch && this.unchangedSinceScan()) return;
       return this.rescan();
     }
@@ -78,6 +112,70 @@ export class ChannelIndex {
       this.rescanning = undefined;
     });
     await this.rescanning;
+  }
+
+  /**
+   * Whether the index holds every file from number `from` up, taken from the hint kept for this
+   * folder (or already taken from it, the folder unchanged since). False sends the caller to a
+   * full listing: no hint here, one kept under another stamp (anything created, renamed or
+   * removed in the folder since), one that fails a check, or one whose tail begins after `from`.
+   */
+  private fromHint(from: number): boolean {
+    if (this.hintDir === undefined || this.useWatch || this.fresh) return false;
+    const now = stampOf(this.dir);
+    if (now === undefined) return false;
+    if (this.hinted === undefined) {
+      const hint = loadHint(this.hintDir, this.dir, now);
+      if (!hint || !this.adopt(hint)) return false;
+    } else if (!sameStamp(this.hinted, now)) {
+      return false;
+    }
+    return from >= this.partialFrom;
+  }
+
+  /** Takes the index from a hint whose newest file is still there. */
+  private adopt(hint: Hint): boolean {
+    const newest = hint.names.at(-1);
+    if (newest !== undefined && !isFile(join(this.dir, newest))) return false;
+    this.bySeq.clear();
+    this.claimed.clear();
+    this.leftovers = [];
+    for (const name of hint.names) {
+      const seq = Number.parseInt(name, 10);
+      const same = this.bySeq.get(seq);
+      if (!same) this.bySeq.set(seq, [name]);
+      else if (!same.includes(name)) same.push(name);
+    }
+    for (const name of hint.claimed) this.claimed.add(name);
+    this.seqs = [...this.bySeq.keys()].sort((a, b) => a - b);
+    this.partialFrom = hint.complete ? 0 : (this.seqs[0] ?? 0);
+    this.before = hint.count - hint.names.length;
+    this.hinted = hint.stamp;
+    this.version++;
+    return true;
+  }
+
+  /**
+   * After a full listing that no change can have escaped (the folder's stamp the same before and
+   * after it, and settled before it began), keeps its tail as the hint for the next process: only
+   * for a folder large enough to be worth it, and one the listing found nothing odd in.
+   */
+  private keepHint(before: Stamp, startedAt: number): void {
+    if (this.hintDir === undefined || this.seqs.length < HINT_MIN_NAMES) return;
+    if (!settled(before, startedAt) || !sameStamp(before, stampOf(this.dir))) return;
+    const end = this.sequenceLength();
+    if (end !== this.seqs.length || this.leftovers.length > 0 || this.outOfRange.size > 0) return;
+    const start = Math.max(0, end - TAIL);
+    const names = this.seqs.slice(start, end).flatMap((seq) => this.bySeq.get(seq) ?? []);
+    const claimed = [...this.claimed];
+    const count = this.count();
+    saveHint(this.hintDir, this.dir, {
+      names,
+      complete: start === 0,
+      claimed,
+      count,
+      stamp: before,
+    });
   }
 
   /**
@@ -121,6 +219,9 @@ export class ChannelIndex {
 
   async rescan(): Promise<void> {
     const startedAt = Date.now();
+    const keep = this.hintDir !== undefined && !this.useWatch;
+    const before = keep ? stampOf(this.dir) : undefined;
+    const hadHint = this.hinted;
     const seenDuringScan: string[] = [];
     this.seenDuringScans.add(seenDuringScan);
     let names: string[];
@@ -135,14 +236,19 @@ export class ChannelIndex {
       this.seenDuringScans.delete(seenDuringScan);
     }
     names.push(...seenDuringScan);
-    const before = this.bySeq.size;
+    const size = this.bySeq.size;
     const known = new Set([...this.bySeq.values()].flat());
     if (names.some((n) => !known.has(n) && seqOfFileName(n) !== undefined)) this.version++;
     this.rebuild(names);
     this.seqs = [...this.bySeq.keys()].sort((a, b) => a - b);
-    if (this.bySeq.size !== before) this.version++;
+    if (this.bySeq.size !== size) this.version++;
     this.lastScanStartedAt = startedAt;
     this.fresh = true;
+    this.partialFrom = 0;
+    this.before = 0;
+    this.hinted = undefined;
+    // A hint kept under this very stamp only lacked what the caller asked for: it stays.
+    if (before && !sameStamp(before, hadHint)) this.keepHint(before, startedAt);
   }
 
   /** The index made anew from a full listing of the folder. */
@@ -182,6 +288,16 @@ export class ChannelIndex {
     return this.after(after).reverse();
   }
 
+  /** How many message files the folder holds (numbers planted far past the sequence aside). */
+  count(): number {
+    return this.after(0).reduce((n, [, names]) => n + names.length, this.before);
+  }
+
+  /** Whether the index knows every file of the folder (not only a tail taken from a hint). */
+  knowsAll(): boolean {
+    return this.partialFrom <= 1;
+  }
+
   /** The files that carry the number `seq` (normally one; none when there is none). */
   names(seq: number): readonly string[] {
     return this.bySeq.get(seq) ?? [];
@@ -209,7 +325,8 @@ export class ChannelIndex {
       [of, checked, count] = [this.seqs, 0, 0];
     }
     for (; checked < this.seqs.length && count === checked; checked++) {
-      const previous = checked === 0 ? 0 : this.seqs[checked - 1]!;
+      // A tail taken from a hint begins where it begins: its first number is in sequence.
+      const previous = checked === 0 ? this.partialFrom : this.seqs[checked - 1]!;
       if (this.seqs[checked]! - previous <= MAX_SEQ_GAP) count++;
     }
     this.inSequence = { of, checked, count };
@@ -360,6 +477,15 @@ export class ChannelIndex {
  */
 export function listFolder(dir: string, sync: boolean): Promise<string[]> {
   return sync ? Promise.resolve().then(() => readdirSync(dir)) : fsp.readdir(dir);
+}
+
+/** Whether `path` is a plain file (not a link to one); false when it cannot be looked at. */
+function isFile(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false })?.isFile() === true;
+  } catch {
+    return false;
+  }
 }
 
 /** The shortest time between two poll-driven looks at one folder. */

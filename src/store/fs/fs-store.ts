@@ -131,6 +131,12 @@ export interface FsStoreOptions extends LockOptions, PresenceOptions {
    * Without one, every search scans the messages (docs/search.md).
    */
   searchIndexSecret?: () => Promise<string | undefined>;
+  /**
+   * A folder of the user's own, never in the root, where a store without file watches keeps
+   * each large channel's tail for the next process (tail-hint.ts): a fresh `read`, `peek` or
+   * hook then need not list a folder of 100,000 files. Without it every such call lists.
+   */
+  tailHintDir?: string;
 }
 
 const META = "_meta.json";
@@ -297,14 +303,14 @@ export class FsStore extends FeatureStore<FolderFeed> {
 
   protected async lastSeq(channel: string): Promise<number> {
     const state = this.state(channel);
-    await state.index.sync();
+    await state.index.sync(false, Number.POSITIVE_INFINITY);
     return state.index.maxSeq();
   }
 
   protected override async messageCount(channel: string): Promise<number> {
     const state = this.state(channel);
-    await state.index.sync();
-    return state.index.after(0).reduce((n, [, names]) => n + names.length, 0);
+    await state.index.sync(false, Number.POSITIVE_INFINITY);
+    return state.index.count();
   }
 
   protected async readMeta(channel: string): Promise<ChannelMeta> {
@@ -621,7 +627,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
    */
   private async scan(state: ChannelState, after: number): Promise<Scan> {
     this.assertChannelDir(state); // it may have become a link since the wait or watch began
-    await state.index.sync();
+    await state.index.sync(false, after + 1);
     if (state.index.leftovers.length > 0) this.removeAbandoned(state);
     const messages: Message[] = [];
     const warnings: string[] = [];
@@ -680,7 +686,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
   /** The last message file's number, or the high-water mark when a post went past it. */
   protected override async seqCeiling(channel: string): Promise<number> {
     const state = this.state(channel);
-    await state.index.sync();
+    await state.index.sync(false, Number.POSITIVE_INFINITY);
     return Math.max(state.index.maxSeq(), this.sequenceHighWater(state));
   }
 
@@ -704,13 +710,13 @@ export class FsStore extends FeatureStore<FolderFeed> {
       state,
       scan: (after) => this.scan(state, after),
       maxSeq: async () => {
-        await state.index.sync();
+        await state.index.sync(false, Number.POSITIVE_INFINITY);
         return state.index.maxSeq();
       },
       last: (count, before) => this.lastMessages(state, count, before),
       onChange: (listener) => state.index.onMessageChange(listener),
       message: async (seq) => {
-        await state.index.sync();
+        await state.index.sync(false, seq);
         for (const name of state.index.names(seq)) {
           const message = await this.parseFile(state, name, seq);
           if (message) return message;
@@ -751,7 +757,16 @@ export class FsStore extends FeatureStore<FolderFeed> {
     count: number,
     before = Number.POSITIVE_INFINITY,
   ): Promise<Message[]> {
+    // From a hint when one holds; the whole folder only when the tail it holds is too short.
+    await state.index.sync(false, Number.POSITIVE_INFINITY);
+    const out = await this.newestKnown(state, count, before);
+    if (out.length >= count || state.index.knowsAll()) return out;
     await state.index.sync();
+    return this.newestKnown(state, count, before);
+  }
+
+  /** The last `count` messages before `before` that the channel's index knows, in seq order. */
+  private async newestKnown(state: ChannelState, count: number, before: number) {
     const out: Message[] = [];
     for (const [seq, names] of state.index.descending(0)) {
       if (seq >= before) continue;
@@ -1284,7 +1299,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
       state = {
         name: channel,
         dir,
-        index: new ChannelIndex(dir, this.options.watch ?? true),
+        index: new ChannelIndex(dir, this.options.watch ?? true, this.options.tailHintDir),
         lastSeq: 0,
         cleanedAt: 0,
         parsed: new Map(),
