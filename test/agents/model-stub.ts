@@ -27,6 +27,14 @@ export interface StubCall {
   args: Record<string, unknown>;
   /** Made only in a conversation whose request holds this text (e.g. a notice typed into it). */
   onlyIf?: string;
+  /** How many times the request must hold `onlyIf` (default 1): e.g. the second wake's call. */
+  times?: number;
+}
+
+/** Whether a request's body meets the call's condition. */
+function meets(call: StubCall, body: string): boolean {
+  if (call.onlyIf === undefined) return true;
+  return body.split(call.onlyIf).length - 1 >= (call.times ?? 1);
 }
 
 export interface StubScript {
@@ -52,7 +60,7 @@ export async function startModelStub(script: StubScript): Promise<ModelStub> {
     req.on("end", () => {
       requests.push({ path: req.url ?? "", body, at: performance.now() });
       try {
-        const calls = script.calls.filter((c) => c.onlyIf === undefined || body.includes(c.onlyIf));
+        const calls = script.calls.filter((c) => meets(c, body));
         route(req, res, body, { ...script, calls });
       } catch (err) {
         res.writeHead(500, { "content-type": "application/json" });
