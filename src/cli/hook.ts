@@ -51,7 +51,7 @@ export async function runHook(args: HookArgs, io: HookIo): Promise<number> {
   try {
     const input = parseHookInput(await readHookStdin());
     const agent = args.as ?? io.env.AGENT_CHAT_NAME;
-    if (!agent) throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
+    if (!agent) return await withoutIdentity(args.event, io);
     if (args.event === WAKE_EVENT) {
       // Claude Code's wait; ours under pi or OpenCode names its host (AGENT_CHAT_HOST_PID).
       if (io.env.AGENT_CHAT_HOST_PID === undefined) recordInbox(io, agent, input);
@@ -148,7 +148,7 @@ async function printNotice(
   }: { agent: string; event: HookEvent; dialect: HookDialect; input: HookInput; args: HookArgs },
   io: HookIo,
 ): Promise<void> {
-  const counter = new UnreadCounter(store, agent);
+  const counter = new UnreadCounter(store, agent, channelsOf(io.env.AGENT_CHAT_CHANNELS));
   const count = await counter.count();
   // Every hook run is the agent's activity; counting unread messages records it (a peek), but
   // with nothing after the cursors there was nothing to count, so it is recorded on its own.
@@ -188,6 +188,43 @@ async function firstTelling(
   seen[audience] = { ...seen[audience], ...lastSeqs };
   await saveSeen(io.stateDir, agent, sessionId, seen);
   return true;
+}
+
+/**
+ * chat.py's AGENT_CHAT_CHANNELS: the comma-separated channels a hook counts; blank, all of them.
+ * A name that is no channel (malformed, or absent) counts nothing and hides no other.
+ */
+function channelsOf(list: string | undefined): ReadonlySet<string> | undefined {
+  const names = (list ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  return names.length > 0 ? new Set(names) : undefined;
+}
+
+/**
+ * A hook run with no identity: as chat.py's hooks, no one to tell, so quiet; but `hook wait`,
+ * and a session start on a root with channels, say it on stderr (the context gets nothing).
+ */
+async function withoutIdentity(event: string, io: HookIo): Promise<number> {
+  if (event === WAKE_EVENT || (event === "session-start" && (await hasChannels(io)))) {
+    throw new UsageError("--as NAME is required (or set AGENT_CHAT_NAME)");
+  }
+  return 0;
+}
+
+/** Whether the root holds any channel (false when it does not exist). */
+async function hasChannels(io: HookIo): Promise<boolean> {
+  const store = await openStore(io.root, {
+    watch: false,
+    signatures: pins(io),
+    ...(io.nats && { nats: io.nats }),
+  });
+  try {
+    return (await store.channels()).length > 0;
+  } finally {
+    await store.close();
+  }
 }
 
 /** The host's JSON; nothing from a terminal, or when stdin cannot be read. */

@@ -42,15 +42,18 @@ export class UnreadCounter {
   /** The last seq of each channel with something unread, as of the last count. */
   readonly upTo = new Map<string, number>();
 
+  /** `only`: the channels to count (chat.py's AGENT_CHAT_CHANNELS for its hooks); all if absent. */
   constructor(
     private readonly store: Store,
     private readonly agent: string,
+    private readonly only?: ReadonlySet<string>,
   ) {}
 
   async count(): Promise<UnreadCount> {
     const count: UnreadCount = { msgs: 0, channels: {} };
     this.upTo.clear();
     for (const info of await this.store.channels()) {
+      if (this.only && !this.only.has(info.name)) continue;
       if (!isMember({ ...info, channel: info.name }, this.agent)) continue;
       const n = await this.channel(info.name, info.lastSeq);
       if (n === 0) continue;
@@ -93,11 +96,30 @@ export function formatFooter(count: UnreadCount, style: FooterStyle): string {
   return `<agent-chat>${JSON.stringify({ chat: count })}</agent-chat>`;
 }
 
-/** One line for people and models: "3 unread messages for bob (review: 2, deploy: 1)". */
+/**
+ * How many characters of channel counts a notice lists before it ends the list with "…": a
+ * notice goes into a model's context on every prompt, so many channels must not make it long
+ * (chat.py's hooks bound theirs to 300 characters of stdout).
+ */
+export const UNREAD_LIST_BUDGET = 60;
+
+/**
+ * One line for people and models: "3 unread messages for bob (review: 2, deploy: 1)". Past
+ * {@link UNREAD_LIST_BUDGET} characters of the list (always at least one channel), the rest are
+ * counted: "(c-00: 1, c-01: 1, … 18 more channels)".
+ */
 export function describeUnread(count: UnreadCount, agent: string): string {
-  const where = Object.entries(count.channels)
-    .map(([name, n]) => `${name}: ${n}`)
-    .join(", ");
+  const entries = Object.entries(count.channels).map(([name, n]) => `${name}: ${n}`);
+  let shown = 0;
+  let length = 0;
+  for (const entry of entries) {
+    length += (shown > 0 ? 2 : 0) + entry.length;
+    if (shown > 0 && length > UNREAD_LIST_BUDGET) break;
+    shown += 1;
+  }
+  const rest = entries.length - shown;
+  const more = rest > 0 ? `, … ${rest} more channel${rest === 1 ? "" : "s"}` : "";
+  const where = entries.slice(0, shown).join(", ") + more;
   const noun = count.msgs === 1 ? "message" : "messages";
   return `${count.msgs} unread agent-chat ${noun} for ${agent} (${where})`;
 }

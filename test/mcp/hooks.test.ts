@@ -229,12 +229,56 @@ describe("agent-chat hook", () => {
       input: "{}",
     });
     expect(noRoot).toMatchObject({ code: 0, stdout: "" });
-    const nameless = await hook(["prompt"], "{}");
+    const nameless = await hook(["session-start"], "{}");
     expect(nameless).toMatchObject({ code: 0, stdout: "" });
     expect(nameless.stderr).toContain("--as NAME is required");
     const badEvent = await hook(["finish", "--as", "bob"], "{}");
     expect(badEvent).toMatchObject({ code: 0, stdout: "" });
     expect(badEvent.stderr).toContain("session-start, prompt, stop");
+  });
+
+  it("without an identity, as chat.py's hooks: quiet, but for a session start on a root with channels", async () => {
+    await post("review", "alice", "hello", "bob");
+    for (const event of ["prompt", "stop"]) {
+      const r = await hook([event], claudeSession);
+      expect(r, event).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    }
+    const start = await hook(["session-start"], claudeSession);
+    expect(start).toMatchObject({ code: 0, stdout: "" });
+    expect(start.stderr).toContain("--as NAME is required");
+    const noRoot = await runCli(["hook", "session-start"], {
+      root: join(root, "does-not-exist"),
+      input: "{}",
+      env: { XDG_STATE_HOME: state },
+    });
+    expect(noRoot).toMatchObject({ code: 0, stdout: "", stderr: "" });
+  });
+
+  it("counts only the channels in AGENT_CHAT_CHANNELS; a name that is no channel hides none", async () => {
+    await post("review", "alice", "hello", "bob");
+    const run = (channels: string) =>
+      runCli(["hook", "prompt", "--as", "bob"], {
+        root,
+        input: "{}",
+        env: { XDG_STATE_HOME: state, AGENT_CHAT_CHANNELS: channels },
+      });
+    expect(await run("ops")).toMatchObject({ code: 0, stdout: "", stderr: "" });
+    const listed = await run(`../invalid,${"a".repeat(256)}, review`);
+    expect(listed).toMatchObject({ code: 0, stderr: "" });
+    expect(listed.stdout).toContain("(review: 1)");
+    expect((await run("")).stdout).toBe(listed.stdout);
+  });
+
+  it("lists a few channels and counts the rest, so that many channels keep a notice short", async () => {
+    const names = Array.from({ length: 20 }, (_, i) => `channel-${String(i).padStart(2, "0")}`);
+    await initChannels(root, Object.fromEntries(names.map((name) => [name, []])));
+    for (const name of names) await post(name, "alice", "hello", "bob");
+    const r = await hook(["stop", "--as", "bob", "--format", "claude"], "{}");
+    const { systemMessage } = JSON.parse(r.stdout) as { systemMessage: string };
+    expect(systemMessage).toContain(
+      "20 unread agent-chat messages for bob (channel-00: 1, channel-01: 1, channel-02: 1, channel-03: 1, … 16 more channels)",
+    );
+    expect(r.stdout.length).toBeLessThanOrEqual(300);
   });
 
   it("never moves a cursor", async () => {
