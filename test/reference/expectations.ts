@@ -1,14 +1,16 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
  * chat.py 0.7.5's own test files, run unmodified by pytest with `chat.main` and its commands
  * (`chat.cmd_init`, `cmd_post`, `cmd_channels`, `cmd_read`, `cmd_peek`, `cmd_claim`) routed to
- * our CLI (`ours_as_chat.py`), and what we expect of each of their tests
- * (`expected-0.7.5.json`): `pass`, or `{ "fail": why }`, or `{ "n/a": why }` for a test that
- * cannot say anything about our CLI (it patches the reference's internals, or its own platform).
+ * our CLI (`ours_as_chat.py`) and its hook scripts to our `agent-chat hook` ({@link HOOK_SHIMS}),
+ * and what we expect of each of their tests (`expected-0.7.5.json`): `pass`, or `{ "fail": why }`,
+ * or `{ "n/a": why }` for a test that cannot say anything about our CLI (it patches the
+ * reference's internals, tests its own platform or plugin packaging, or reads a file the sdist
+ * lacks).
  */
 export const REFERENCE_TEST_FILES = [
   "test_tasks.py",
@@ -18,7 +20,16 @@ export const REFERENCE_TEST_FILES = [
   "test_state_json_output.py",
   "test_capabilities.py",
   "test_chat.py",
+  "test_hooks.py",
+  "test_context_budget.py",
+  "test_plugin_manifest.py",
 ] as const;
+
+/**
+ * chat.py's Claude Code hook scripts as test_hooks.py runs them (`hooks/*.py` beside its
+ * `tests/`, which the sdist does not ship): shims that run our `agent-chat hook EVENT`.
+ */
+export const HOOK_SHIMS = ["prompt_inbox.py", "stop_inbox.py", "session_inbox.py"] as const;
 
 export type Expectation = "pass" | { fail: string } | { "n/a": string };
 export type Verdict = "pass" | "fail" | "n/a";
@@ -88,14 +99,20 @@ export function compare(
 
 /**
  * Runs the reference's test files against our built CLI; resolves with each test's outcome and
- * pytest's output (for a failure's message). Our CLI runs with the environment of the test run,
- * minus the name and root a user may have set.
+ * pytest's output (for a failure's message). The test files run from a copy of `tests/` in
+ * `work` (a fresh folder), beside a `hooks/` folder holding {@link HOOK_SHIMS}. Our CLI runs with
+ * the environment of the test run, minus the name, root and channels a user may have set.
  */
 export function runReferenceTests(
   reference: { tests: string; python: string },
   cli: string,
-  report: string,
+  work: string,
 ): Promise<{ outcomes: Record<string, Outcome>; output: string; status: number | null }> {
+  const tests = join(work, "tests");
+  cpSync(reference.tests, tests, { recursive: true });
+  mkdirSync(join(work, "hooks"));
+  for (const shim of HOOK_SHIMS) copyFileSync(join(HERE, "hooks", shim), join(work, "hooks", shim));
+  const report = join(work, "report.json");
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     AGENT_CHAT_OURS_CLI: cli,
@@ -106,10 +123,17 @@ export function runReferenceTests(
   };
   delete env.AGENT_CHAT_NAME;
   delete env.AGENT_CHAT_ROOT;
+  delete env.AGENT_CHAT_CHANNELS;
+  delete env.CLAUDE_PLUGIN_ROOT;
   const args = ["-m", "pytest", "-p", "no:cacheprovider", "-p", "ours_as_chat", "-q"];
-  args.push("--rootdir", reference.tests, ...REFERENCE_TEST_FILES);
+  args.push("--rootdir", tests, ...REFERENCE_TEST_FILES);
   return new Promise((resolve, reject) => {
-    const child = spawn(reference.python, args, { cwd: reference.tests, env, stdio: "pipe" });
+    // No stdin: a hook reads its host's JSON from it, and must see its end at once.
+    const child = spawn(reference.python, args, {
+      cwd: tests,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let output = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
       output += d;

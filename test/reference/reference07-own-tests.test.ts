@@ -14,9 +14,11 @@ import {
 } from "./expectations.js";
 
 // chat.py 0.7.5's own tests (tests/test_tasks.py, test_leases.py, test_path_locks.py,
-// test_state.py, test_state_json_output.py, test_capabilities.py from its sdist), unmodified,
-// with its CLI replaced by ours: its CLI-level tests run our implementation, the others read
-// and write with its library a root that ours created. A test expected to pass that no longer
+// test_state.py, test_state_json_output.py, test_capabilities.py, test_chat.py, test_hooks.py,
+// test_context_budget.py, test_plugin_manifest.py from its sdist), unmodified, with its CLI
+// replaced by ours: its CLI-level tests run our implementation, its hook tests our
+// `agent-chat hook` (test/reference/hooks/), the others read and write with its library a root
+// that ours created. A test expected to pass that no longer
 // does fails this; one expected to fail that now passes is printed, to be moved to `pass`.
 const skip = referenceTestsSkipReason();
 const REPO = join(import.meta.dirname, "..", "..");
@@ -30,7 +32,7 @@ describe.skipIf(skip !== undefined)(
         throw new Error("chat.py 0.7.5's own tests are missing, and CI requires them");
       const dir = tempDir("agent-chat-reftests-");
       try {
-        const run = await runReferenceTests(reference, CLI, join(dir.dir, "report.json"));
+        const run = await runReferenceTests(reference, CLI, dir.dir);
         const result = compare(loadExpectations(), run.outcomes);
         if (result.newlyPassing.length > 0) {
           console.log(
