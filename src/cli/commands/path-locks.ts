@@ -146,7 +146,9 @@ function registerLock(program: Command, ctx: CliContext): void {
       });
     });
     const locks = await members(store, channel, lock);
-    await audit(store, "path.locked", lock, owner, undefined, locks);
+    // A folder store posts `path.locked` itself, journaled with the record it writes.
+    if (ctx.rootSpec.kind !== "folder")
+      await audit(store, "path.locked", lock, owner, undefined, locks);
     if (ctx.json) return ctx.printJson({ channel, owner, locks });
     const normalized = await Promise.all(
       locks.map(async (l) => (await lockedPath(l.pattern)).normalized_path),
@@ -291,7 +293,10 @@ function registerUnlock(program: Command, ctx: CliContext): void {
       const lease = await store.releasePathLease(channel, String(l.token), owner, {
         token: l.token,
       });
-      await audit(store, "path.lock.unlocked", lease, owner, undefined, all);
+      // A folder store posts `path.lock.unlocked` itself, journaled with the record it removes.
+      if (ctx.rootSpec.kind !== "folder") {
+        await audit(store, "path.lock.unlocked", lease, owner, undefined, all);
+      }
       return lease;
     });
     if (ctx.json) return ctx.printJson(released);
