@@ -139,6 +139,56 @@ describe.skipIf(skip !== undefined)(
           /^locked agent-chat-1 owner=bob /,
         );
       });
+
+      it(`a release killed before its path.lock.unlocked leaves the journal; ${settler === "ours" ? "our" : "chat.py's"} recover-pending puts the record back, a lock both honour`, async () => {
+        expect((await cli(root.dir, "lock", "dev", "src/a.ts", "--as", "bob")).code).toBe(0);
+        const held = records(root.dir);
+        const died = await dyingChange(root.dir, "release", "no");
+        expect(died).toEqual({ signal: "SIGKILL", out: "" });
+        expect(existsSync(journal(root.dir))).toBe(true);
+        expect(records(root.dir)).toEqual({});
+        expect(audits(root.dir).map((a) => a.status)).toEqual(["path.locked"]);
+        const settled =
+          settler === "chat.py"
+            ? ref(root.dir, "recover-pending", "dev", "--as", "fixer").status
+            : (await cli(root.dir, "recover-pending", "dev", "--as", "fixer")).code;
+        expect(settled).toBe(0);
+        // The record is back as it was: bob's lock, for chat.py and for ours alike.
+        expect(records(root.dir)).toEqual(held);
+        expect(ref(root.dir, "check", "dev", "src/a.ts").stdout).toMatch(
+          /^locked agent-chat-1 owner=bob /,
+        );
+        const theirs = await cli(root.dir, "lock", "dev", "src", "--as", "carol");
+        expect(theirs.stderr).toMatch(/PATH_LOCK_CONFLICT/);
+        // A change of ours to another lock never removes it silently; bob unlocks it, announced.
+        expect((await cli(root.dir, "lock", "dev", "lib", "--as", "carol")).code).toBe(0);
+        expect(Object.keys(records(root.dir))).toContain("agent-chat-1.json");
+        expect((await cli(root.dir, "unlock", "dev", "agent-chat-1", "--as", "bob")).code).toBe(0);
+        expect(ref(root.dir, "check", "dev", "src/a.ts").stdout).toBe("available\n");
+        expect(audits(root.dir).map((a) => [a.status, a.body.lock_id])).toEqual([
+          ["path.locked", "agent-chat-1"],
+          ["path.locked", "agent-chat-2"],
+          ["path.lock.unlocked", "agent-chat-1"],
+        ]);
+      });
+
+      it(`a release killed after its path.lock.unlocked leaves the journal; ${settler === "ours" ? "our" : "chat.py's"} recover-pending keeps it released`, async () => {
+        expect((await cli(root.dir, "lock", "dev", "src/a.ts", "--as", "bob")).code).toBe(0);
+        const died = await dyingChange(root.dir, "release", "posted");
+        expect(died).toEqual({ signal: "SIGKILL", out: "" });
+        expect(existsSync(journal(root.dir))).toBe(true);
+        const settled =
+          settler === "chat.py"
+            ? ref(root.dir, "recover-pending", "dev", "--as", "fixer").status
+            : (await cli(root.dir, "recover-pending", "dev", "--as", "fixer")).code;
+        expect(settled).toBe(0);
+        expect(records(root.dir)).toEqual({});
+        expect(await leases(root.dir)).toEqual([]);
+        expect(audits(root.dir).map((a) => [a.status, a.from, a.body.lock_id])).toEqual([
+          ["path.locked", "bob", "agent-chat-1"],
+          ["path.lock.unlocked", "bob", "agent-chat-1"],
+        ]);
+      });
     }
   },
 );

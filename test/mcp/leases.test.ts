@@ -77,6 +77,10 @@ describe("chat_tasks: renew and path leases", () => {
       paths: "1",
     });
     expect(released.text).toBe("Released src/store/** in review (token 1).");
+    expect(audits("review")).toEqual([
+      ["path.locked", "bob", "agent-chat-1"],
+      ["path.lock.unlocked", "bob", "agent-chat-1"],
+    ]);
     const none = await alice.call("chat_tasks", { action: "leases", channel: "review" });
     expect(none.text).toBe("No path leases in review.");
   });
