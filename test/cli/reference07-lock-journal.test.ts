@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runCli } from "../helpers/cli.js";
+import { runCli, until } from "../helpers/cli.js";
 import { referenceSkipReason, runReference } from "../helpers/reference.js";
 import { tempDir } from "../helpers/tmp.js";
 
@@ -90,6 +90,42 @@ describe.skipIf(skip !== undefined)(
       // chat.py's view: both locks, no pending change.
       expect(ref(root.dir, "check", "dev", "src/a.ts", "lib/x").stdout).toMatch(
         /^locked agent-chat-1 owner=bob .*\nlocked agent-chat-3 owner=carol /,
+      );
+    });
+
+    it("recover of a shared lease chat.py never saw posts path.locked for the new record, once", async () => {
+      const shared = await cli(
+        root.dir,
+        "lease",
+        "add",
+        "dev",
+        "src/a.ts",
+        "--shared",
+        "--as",
+        "bob",
+        "--ttl",
+        "1s",
+      );
+      expect(shared.code).toBe(0);
+      let taken = shared;
+      await until(async () => {
+        taken = await cli(
+          root.dir,
+          "recover",
+          "dev",
+          "src/a.ts",
+          "--as",
+          "carol",
+          "--reason",
+          "gone",
+        );
+        return taken.code === 0;
+      });
+      expect(audits(root.dir).map((a) => [a.status, a.from, a.body.lock_id])).toEqual([
+        ["path.locked", "carol", "agent-chat-2"],
+      ]);
+      expect(ref(root.dir, "check", "dev", "src/a.ts").stdout).toMatch(
+        /^locked agent-chat-2 owner=carol /,
       );
     });
 

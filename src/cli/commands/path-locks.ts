@@ -323,7 +323,15 @@ function registerRecover(program: Command, ctx: CliContext): void {
     }
     const store = await ctx.open();
     const { previous, taken } = await asPathLock(() =>
-      recoverLock(store, channel, target, owner, reason, ttlMs(opts)),
+      recoverLock(
+        store,
+        channel,
+        target,
+        owner,
+        reason,
+        ttlMs(opts),
+        ctx.rootSpec.kind === "folder",
+      ),
     );
     if (ctx.json) return ctx.printJson({ ...taken, previous });
     ctx.out(
@@ -339,6 +347,7 @@ async function recoverLock(
   owner: string,
   reason: string,
   ms: number,
+  folder: boolean,
 ): Promise<{ previous: PathLeaseInfo; taken: PathLeaseInfo }> {
   const previous = await find(store, channel, target);
   const change = { op: "recover" as const, agent: owner, reason, ttlMs: ms };
@@ -365,15 +374,16 @@ async function recoverLock(
     ttlMs: ms,
     reason: why,
   });
-  await audit(store, "path.lock.recovered", taken, owner, { previous, reason });
+  // A folder store posted `path.locked` for the new record: chat.py never saw the lease it ends.
+  if (!folder) await audit(store, "path.lock.recovered", taken, owner, { previous, reason });
   return { previous, taken };
 }
 
 /**
  * The `status: <event>` message chat.py posts for a change of a lock (`path.locked`,
  * `path.lock.unlocked`, `path.lock.recovered`), with its JSON body, for a lock that is a lease
- * of ours. Posted once the change is made (chat.py journals the two together; a lease is its
- * own record, and `leases` lists it whether or not this message got out).
+ * of ours in a store that keeps no lock records (NATS). Posted once the change is made; a folder
+ * store posts it itself, journaled with the record (reference07/lock-changes.ts).
  */
 export async function audit(
   store: Store,
