@@ -157,7 +157,8 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
       ["path.locked", "bob", "agent-chat-1"],
       ["path.lock.unlocked", "bob", "agent-chat-1"],
     ]);
-    const keys = Object.keys(theirs).filter((k) => k !== "transaction_id");
+    // The store journals ours as chat.py journals its own: the same keys, transaction_id too.
+    const keys = Object.keys(theirs);
     for (const a of ours) expect(Object.keys(a.body)).toEqual(keys);
     for (const a of ours) {
       expect(a.body.paths).toEqual([
@@ -245,6 +246,13 @@ describe.skipIf(skip !== undefined)(`chat.py's lock grammar${skip ? ` (${skip})`
       "recovered agent-chat-1 for carol previous_owner=bob reason=bob left\n",
     );
     expect(ref("check", "dev", "src/a.ts").stdout).toMatch(/^locked agent-chat-1 owner=carol /);
+    // One message per change of the record, each naming its journal's transaction.
+    expect(
+      audits().map((a) => [a.status, a.from, a.body.lock_id, typeof a.body.transaction_id]),
+    ).toEqual([
+      ["path.locked", "bob", "agent-chat-1", "string"],
+      ["path.lock.recovered", "carol", "agent-chat-1", "string"],
+    ]);
     expect(ref("lock", "dev", "src/a.ts", "--as", "bob").stderr).toContain("PATH_LOCK_CONFLICT");
     const leases = JSON.parse((await cli("--json", "leases", "dev")).stdout).leases;
     expect(leases).toContainEqual(

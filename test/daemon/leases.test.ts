@@ -60,3 +60,34 @@ it("a wait through the daemon client accepts the activity option (the daemon jud
     tmp.cleanup();
   }
 });
+
+it("a path lease added and released through the daemon posts chat.py's path.locked and path.lock.unlocked once each", async () => {
+  const tmp = tempDir();
+  const store = await openStore(join(tmp.dir, "root"));
+  const daemon = new DaemonServer({ store, root: store.location, version: "test" });
+  const socket = join(tmp.dir, "run", "d.sock");
+  await daemon.listen(socket);
+  const client = await DaemonClient.connect(socket);
+  try {
+    await store.init("ch");
+    const lease = await client.addPathLease("ch", "src/**", "bob");
+    await client.releasePathLease("ch", String(lease.token), "bob");
+    const audits = (await store.read("ch", { as: "carol", all: true, everyone: true })).messages
+      .filter((m) => m.status.startsWith("path."))
+      .map((m) => [
+        m.status,
+        m.from,
+        JSON.parse(m.body).lock_id,
+        typeof JSON.parse(m.body).transaction_id,
+      ]);
+    expect(audits).toEqual([
+      ["path.locked", "bob", "agent-chat-1", "string"],
+      ["path.lock.unlocked", "bob", "agent-chat-1", "string"],
+    ]);
+  } finally {
+    await client.close();
+    await daemon.close();
+    await store.close();
+    tmp.cleanup();
+  }
+});

@@ -1,8 +1,25 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { agentFixture } from "./client.js";
 
 const fixture = agentFixture();
 const agent = fixture.agent;
+
+/** The `status: path.…` audit messages of a channel of the folder root: status, sender, lock. */
+function audits(channel: string): string[][] {
+  const dir = join(fixture.root(), channel);
+  return readdirSync(dir)
+    .filter((f) => /^\d+-/.test(f))
+    .sort()
+    .map((f) => readFileSync(join(dir, f), "utf8"))
+    .filter((text) => /\nstatus: path\./.test(text))
+    .map((text) => [
+      /\nstatus: (.*)\n/.exec(text)?.[1] ?? "",
+      /\nfrom: (.*)\n/.exec(text)?.[1] ?? "",
+      /"lock_id": "([^"]*)"/.exec(text)?.[1] ?? "",
+    ]);
+}
 
 describe("chat_tasks: renew and path leases", () => {
   it("tools/list stays within 8 tools and 2,500 tokens", async () => {
@@ -34,6 +51,8 @@ describe("chat_tasks: renew and path leases", () => {
     expect(leased.text).toMatch(
       /^Leased src\/store\/\*\* in review \(exclusive, token 1, 30m left\)/,
     );
+    // Its chat.py lock record is announced as chat.py announces one, once, by the store.
+    expect(audits("review")).toEqual([["path.locked", "bob", "agent-chat-1"]]);
     const clash = await alice.call("chat_tasks", {
       action: "lease",
       channel: "review",
@@ -58,6 +77,10 @@ describe("chat_tasks: renew and path leases", () => {
       paths: "1",
     });
     expect(released.text).toBe("Released src/store/** in review (token 1).");
+    expect(audits("review")).toEqual([
+      ["path.locked", "bob", "agent-chat-1"],
+      ["path.lock.unlocked", "bob", "agent-chat-1"],
+    ]);
     const none = await alice.call("chat_tasks", { action: "leases", channel: "review" });
     expect(none.text).toBe("No path leases in review.");
   });

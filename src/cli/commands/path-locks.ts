@@ -146,7 +146,9 @@ function registerLock(program: Command, ctx: CliContext): void {
       });
     });
     const locks = await members(store, channel, lock);
-    await audit(store, "path.locked", lock, owner, undefined, locks);
+    // A folder store posts `path.locked` itself, journaled with the record it writes.
+    if (ctx.rootSpec.kind !== "folder")
+      await audit(store, "path.locked", lock, owner, undefined, locks);
     if (ctx.json) return ctx.printJson({ channel, owner, locks });
     const normalized = await Promise.all(
       locks.map(async (l) => (await lockedPath(l.pattern)).normalized_path),
@@ -291,7 +293,10 @@ function registerUnlock(program: Command, ctx: CliContext): void {
       const lease = await store.releasePathLease(channel, String(l.token), owner, {
         token: l.token,
       });
-      await audit(store, "path.lock.unlocked", lease, owner, undefined, all);
+      // A folder store posts `path.lock.unlocked` itself, journaled with the record it removes.
+      if (ctx.rootSpec.kind !== "folder") {
+        await audit(store, "path.lock.unlocked", lease, owner, undefined, all);
+      }
       return lease;
     });
     if (ctx.json) return ctx.printJson(released);
@@ -318,7 +323,15 @@ function registerRecover(program: Command, ctx: CliContext): void {
     }
     const store = await ctx.open();
     const { previous, taken } = await asPathLock(() =>
-      recoverLock(store, channel, target, owner, reason, ttlMs(opts)),
+      recoverLock(
+        store,
+        channel,
+        target,
+        owner,
+        reason,
+        ttlMs(opts),
+        ctx.rootSpec.kind === "folder",
+      ),
     );
     if (ctx.json) return ctx.printJson({ ...taken, previous });
     ctx.out(
@@ -334,6 +347,7 @@ async function recoverLock(
   owner: string,
   reason: string,
   ms: number,
+  folder: boolean,
 ): Promise<{ previous: PathLeaseInfo; taken: PathLeaseInfo }> {
   const previous = await find(store, channel, target);
   const change = { op: "recover" as const, agent: owner, reason, ttlMs: ms };
@@ -360,15 +374,16 @@ async function recoverLock(
     ttlMs: ms,
     reason: why,
   });
-  await audit(store, "path.lock.recovered", taken, owner, { previous, reason });
+  // A folder store posted `path.locked` for the new record: chat.py never saw the lease it ends.
+  if (!folder) await audit(store, "path.lock.recovered", taken, owner, { previous, reason });
   return { previous, taken };
 }
 
 /**
  * The `status: <event>` message chat.py posts for a change of a lock (`path.locked`,
  * `path.lock.unlocked`, `path.lock.recovered`), with its JSON body, for a lock that is a lease
- * of ours. Posted once the change is made (chat.py journals the two together; a lease is its
- * own record, and `leases` lists it whether or not this message got out).
+ * of ours in a store that keeps no lock records (NATS). Posted once the change is made; a folder
+ * store posts it itself, journaled with the record (reference07/lock-changes.ts).
  */
 export async function audit(
   store: Store,

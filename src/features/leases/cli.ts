@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { audit } from "../../cli/commands/path-locks.js";
 import {
   type CliContext,
   channelCommand,
@@ -10,7 +9,7 @@ import {
   tokenOption,
   withHolder,
 } from "../../cli/context.js";
-import type { PathLeaseInfo, Store } from "../../store/types.js";
+import type { PathLeaseInfo } from "../../store/types.js";
 import { registerGuardCommand } from "./cli-guard.js";
 
 /** `lease add|renew|release`, `leases` and the git `guard`: path reservations (docs/leases.md). */
@@ -56,8 +55,8 @@ function registerLease(program: Command, ctx: CliContext): void {
         ...(opts.force ? { force: true } : {}),
       };
       const store = await ctx.open();
+      // Its lock record, on a folder root, is posted `path.locked` by the store, journaled.
       const info = await store.addPathLease(channel, pattern, as, options);
-      await auditRecord(ctx, store, "path.locked", info, as);
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`leased ${info.pattern} in ${channel} (${pathLeaseText(info)})\n`);
       for (const over of info.forced ?? []) ctx.warn(`forced over: ${over}`);
@@ -88,8 +87,8 @@ function registerLease(program: Command, ctx: CliContext): void {
     .action(async (channel: string, target: string, opts: HolderFlags) => {
       const as = ctx.agent(opts.as);
       const store = await ctx.open();
+      // Its lock record, on a folder root, is posted `path.lock.unlocked` by the store.
       const info = await store.releasePathLease(channel, target, as, tokenOption(opts.token));
-      await auditRecord(ctx, store, "path.lock.unlocked", info, as);
       if (ctx.json) return ctx.printJson(info);
       ctx.out(`released ${info.pattern} in ${channel} (token ${info.token})\n`);
     });
@@ -132,20 +131,4 @@ export function pathLeaseText(l: PathLeaseInfo): string {
   return left >= 0 && l.state === "live"
     ? `${kind}, ${formatDuration(left)} left`
     : `${kind}, expired ${formatDuration(Math.max(0, -left))} ago`;
-}
-
-/**
- * On a folder root an exclusive lease of ours is also chat.py's lock record: its change is
- * posted as chat.py posts one (`path.locked`, `path.lock.unlocked`), so that a chat.py agent
- * reading the channel learns of it as of its own. A lock chat.py made posts through its own path.
- */
-async function auditRecord(
-  ctx: CliContext,
-  store: Store,
-  event: string,
-  info: PathLeaseInfo,
-  as: string,
-): Promise<void> {
-  if (ctx.rootSpec.kind !== "folder" || !info.exclusive || info.lock) return;
-  await audit(store, event, info, as);
 }

@@ -22,6 +22,7 @@ import {
   type PathLeaseRecord,
   parsePathLeases,
   patternsOverlap,
+  recordId,
 } from "../../features/leases/index.js";
 import { agentsToKeep, checkPruneOptions } from "../../features/search/index.js";
 import {
@@ -97,16 +98,21 @@ import { ChannelIndex, listFolder } from "./channel-index.js";
 import { folderNotes } from "./notes.js";
 import { presenceFiles, prunePresence } from "./prune-presence.js";
 import {
+  type AppliedChange,
+  applyChange,
   type Board,
   changeReferenceLock,
   hasClaims,
   hasStructuredTask,
   hasTaskRecords,
+  LOCKS_DIR,
   type LockHost,
   type LockRecord,
   leasePattern,
   lockInfo,
   markRecorded,
+  publishChange,
+  type RecordChange,
   recoverPendingPathLock,
   referenceLocks,
   refuseWhilePending,
@@ -251,6 +257,11 @@ export class FsStore extends FeatureStore<FolderFeed> {
   readonly capabilities: Capabilities = { multiHost: false, specFolder: true };
   protected readonly notes: NoteStore;
   private readonly states = new Map<string, ChannelState>();
+  /**
+   * A lock record of ours created under the channel lock, journaled, whose audit message is
+   * posted once that lock is let go (a post takes it), still under chat.py's mutex.
+   */
+  private readonly unpublished = new Map<string, AppliedChange>();
   /** How many structured-task audit posts are under way (they hold chat.py's task mutex). */
   private boardPosts = 0;
   /** Each channel's `_meta.json` as last read, with the lstat it was read under. */
@@ -1082,11 +1093,29 @@ export class FsStore extends FeatureStore<FolderFeed> {
     try {
       const leases = markRecorded(doc.leases);
       await replaceFile(dir, PATH_LEASES_FILE, formatPathLeases({ ...doc, leases }));
-      await syncReferenceLocks(dir, channel, leases, this.now());
+      await syncReferenceLocks(dir, channel, current.doc.leases, leases, this.now(), (c) =>
+        this.changeRecord(channel, dir, c),
+      );
       return true;
     } catch (err) {
       throw wrapIoError(err, `cannot write the path leases of ${channel}`);
     }
+  }
+
+  /**
+   * A record of ours created or removed, journaled as chat.py journals its own, its audit message
+   * left for {@link pathLeaseExclusive} to post once the channel lock is let go (a post takes it).
+   * One journal at a time: a second record changed in one swap (a lease written before records
+   * were kept) is written as it was before journals.
+   */
+  private async changeRecord(channel: string, dir: string, c: RecordChange): Promise<void> {
+    if (this.unpublished.has(channel)) {
+      const file = `${c.record.lock_id}.json`;
+      if (c.after === undefined) removeFileEntry(join(dir, LOCKS_DIR, file));
+      else await replaceFile(join(dir, LOCKS_DIR), file, c.after);
+      return;
+    }
+    this.unpublished.set(channel, await applyChange(dir, c));
   }
 
   /** Each exclusive path lease is written as chat.py 0.7's `locks/agent-chat-<token>.json`. */
@@ -1098,20 +1127,15 @@ export class FsStore extends FeatureStore<FolderFeed> {
   protected override async foreignPathLeases(channel: string): Promise<PathLease[]> {
     const state = this.state(channel);
     this.assertChannelDir(state);
-    return referenceLocks(state.dir);
+    const doc = parsePathLeases(this.readPathLeaseText(state.dir));
+    return referenceLocks(state.dir, new Set(doc.leases.filter((l) => l.exclusive).map(recordId)));
   }
 
   /** chat.py 0.7's own locks, unlocked or recovered as it does, under its mutex and journal. */
   override async changePathLock(channel: string, lock: string, change: PathLockChange) {
     const state = this.state(channel);
     this.assertChannelDir(state);
-    const host: LockHost = {
-      dir: state.dir,
-      channel,
-      now: () => this.now(),
-      post: (input) => this.postQuietly(channel, input),
-      conflicts: (record, owner) => this.lockConflicts(channel, record, owner),
-    };
+    const host = this.lockHost(channel, state.dir);
     const op =
       change.op === "recover"
         ? { ...change, ttlMs: change.ttlMs ?? REFERENCE_LOCK_TTL_MS }
@@ -1123,6 +1147,17 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return {
       before: lockInfo(channel, before, "expired"),
       after: lockInfo(channel, after, outcome),
+    };
+  }
+
+  /** What a change of a lock record needs of this store. */
+  private lockHost(channel: string, dir: string): LockHost {
+    return {
+      dir,
+      channel,
+      now: () => this.now(),
+      post: (input) => this.postQuietly(channel, input),
+      conflicts: (record, owner) => this.lockConflicts(channel, record, owner),
     };
   }
 
@@ -1150,9 +1185,16 @@ export class FsStore extends FeatureStore<FolderFeed> {
    */
   protected override pathLeaseExclusive<T>(channel: string, fn: () => Promise<T>): Promise<T> {
     const dir = this.state(channel).dir;
-    return withPathLocksMutex(dir, () => {
+    return withPathLocksMutex(dir, async () => {
       refuseWhilePending(dir, channel);
-      return this.exclusive(channel, fn);
+      try {
+        return await this.exclusive(channel, fn);
+      } finally {
+        // A record created in there is published, or put back, before chat.py's mutex goes.
+        const change = this.unpublished.get(channel);
+        this.unpublished.delete(channel);
+        if (change) await publishChange(this.lockHost(channel, dir), change);
+      }
     });
   }
 

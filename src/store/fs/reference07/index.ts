@@ -4,9 +4,12 @@
 // chat.py's task files never loads it (the lean CLI files bundle the looks, not the board).
 export { Board, type BoardHost } from "./board.js";
 export {
+  type AppliedChange,
+  applyChange,
   changeReferenceLock,
   type LockHost,
   lockInfo,
+  publishChange,
   refuseWhilePending,
 } from "./lock-changes.js";
 export { leasePattern } from "./lock-records.js";
@@ -17,6 +20,7 @@ export {
   LOCKS_DIR,
   type LockRecord,
   markRecorded,
+  type RecordChange,
   referenceLocks,
   syncReferenceLocks,
   withoutEndedByReference,

@@ -12,14 +12,7 @@ import type { PathLeaseInfo, PostInput } from "../../types.js";
 import { recordFolder } from "./files.js";
 import { encodeBytes } from "./journals.js";
 import { leasePattern } from "./lock-records.js";
-import {
-  formatRecord,
-  isMirror,
-  iso,
-  LOCKS_DIR,
-  type LockRecord,
-  parseRecord,
-} from "./path-locks.js";
+import { formatRecord, iso, LOCKS_DIR, type LockRecord, parseRecord } from "./path-locks.js";
 import { sortedJson } from "./records.js";
 import { isLeaseOwner, ownerName } from "./update.js";
 
@@ -70,7 +63,7 @@ export async function changeReferenceLock(
   change: LockChange,
 ): Promise<{ before: LockRecord; after: LockRecord }> {
   refuseWhilePending(host.dir, host.channel);
-  const { text, record } = readLock(host.dir, lockId, change.op === "recover");
+  const { text, record } = readLock(host.dir, lockId);
   if (change.op === "unlock") {
     if (!isLeaseOwner(record.owner, change.agent)) {
       throw new AgentChatError(
@@ -99,18 +92,16 @@ export async function changeReferenceLock(
 }
 
 /**
- * The record chat.py made; or, to recover, the one we keep for a lease of ours, which is then
- * taken over as chat.py takes over any record (id kept), so that chat.py sees one lock change
- * hands, and the expired lease ends with it. One of ours is released as a lease, never here.
+ * The record chat.py made; or one we keep for a lease of ours, which is then taken over (or
+ * removed) as chat.py takes over any record (id kept), so that chat.py sees one lock change
+ * hands, and the lease ends with it (the record is its truth). The CLI releases one of ours with
+ * a lease as a lease; it comes here for a record whose lease is gone (a release that
+ * `recover-pending` put back), which is then a lock as chat.py's are.
  */
-function readLock(
-  dir: string,
-  lockId: string,
-  ofOursToo: boolean,
-): { text: string; record: LockRecord } {
+function readLock(dir: string, lockId: string): { text: string; record: LockRecord } {
   const path = join(dir, LOCKS_DIR, `${lockId}.json`);
   const record = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(lockId) ? parseRecord(path) : undefined;
-  if (!record || record.lock_id !== lockId || (isMirror(record) && !ofOursToo)) {
+  if (!record || record.lock_id !== lockId) {
     throw new AgentChatError(
       "NOT_FOUND",
       `PATH_LOCK_NOT_FOUND: lock record does not exist: ${lockId}`,
@@ -153,11 +144,14 @@ async function recovered(
   };
 }
 
-interface Journaled {
+export interface Journaled {
   event: string;
+  /** The journal's `operation` (`lock`, `unlock`, `recover`); else told by the event. */
+  operation?: string;
   /** The record the audit message describes: the one removed, or the one written. */
   record: LockRecord;
-  before: string;
+  /** The record's text before; undefined when the change creates it. */
+  before: string | undefined;
   /** The record's next text; undefined when the change removes it. */
   after?: string;
   actor: string;
@@ -165,32 +159,68 @@ interface Journaled {
 }
 
 async function journaled(host: LockHost, j: Journaled): Promise<void> {
-  const locks = join(host.dir, LOCKS_DIR);
+  await publishChange(host, await applyChange(host.dir, j));
+}
+
+/** A change of a lock record made and journaled (phase `applied`), its audit message not yet posted. */
+export interface AppliedChange {
+  j: Journaled;
+  transactionId: string;
+  write: (phase: string) => Promise<void>;
+}
+
+/**
+ * The first half of a journaled change: the journal (phase `prepared`), the record changed, the
+ * journal at `applied`. A failure in between puts the record back and removes the journal. The
+ * caller holds chat.py's mutex, and {@link publishChange} must follow under it.
+ */
+export async function applyChange(dir: string, j: Journaled): Promise<AppliedChange> {
+  const locks = join(dir, LOCKS_DIR);
   const name = `${j.record.lock_id}.json`;
   const transaction = {
     version: 1,
     transaction_id: globalThis.crypto.randomUUID().replaceAll("-", ""),
-    operation: j.event === "path.lock.unlocked" ? "unlock" : "recover",
+    operation: j.operation ?? (j.event === "path.lock.unlocked" ? "unlock" : "recover"),
     event: j.event,
     target: name,
     before: encodeBytes(j.before),
     after: encodeBytes(j.after),
     actor: j.actor,
   };
-  const phase = (p: string) =>
+  const write = (p: string) =>
     replaceFile(locks, PATH_LOCK_JOURNAL, `${sortedJson({ ...transaction, phase: p })}\n`);
-  await phase("prepared");
+  await write("prepared");
   try {
     if (j.after === undefined) removeFileEntry(join(locks, name));
     else await replaceFile(locks, name, j.after);
-    await phase("applied");
-    await host.post(auditPost(host.channel, j, transaction.transaction_id));
+    await write("applied");
   } catch (err) {
-    await replaceFile(locks, name, j.before);
-    removeFileEntry(join(locks, PATH_LOCK_JOURNAL));
+    await putBack(locks, name, j.before);
     throw err;
   }
-  await phase("published");
+  return { j, transactionId: transaction.transaction_id, write };
+}
+
+/**
+ * The second half: the audit message naming the transaction, phase `published`, the journal
+ * removed. Should the message not get out, the record is put back (as chat.py does).
+ */
+export async function publishChange(host: LockHost, change: AppliedChange): Promise<void> {
+  const locks = join(host.dir, LOCKS_DIR);
+  try {
+    await host.post(auditPost(host.channel, change.j, change.transactionId));
+  } catch (err) {
+    await putBack(locks, `${change.j.record.lock_id}.json`, change.j.before);
+    throw err;
+  }
+  await change.write("published");
+  removeFileEntry(join(locks, PATH_LOCK_JOURNAL));
+}
+
+/** The record as it was before a change that did not get through, and the journal gone. */
+async function putBack(locks: string, name: string, before: string | undefined): Promise<void> {
+  if (before === undefined) removeFileEntry(join(locks, name));
+  else await replaceFile(locks, name, before);
   removeFileEntry(join(locks, PATH_LOCK_JOURNAL));
 }
 

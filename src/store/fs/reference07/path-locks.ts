@@ -71,12 +71,14 @@ export function isMirror(record: LockRecord): boolean {
 /**
  * chat.py's locks of the channel folder `dir`, as exclusive leases of their owners (token 0,
  * `lock` their id): each path a literal pattern, `.` every path (`**`). Expired ones are kept:
- * the lease rules let them go after the skew grace, as our own.
+ * the lease rules let them go after the skew grace, as our own. A record of ours counts as
+ * chat.py's unless one of our leases, by its id in `leased`, is written as it: one whose lease
+ * is gone (a release that `recover-pending` put back) is a lock chat.py sees, so ours honours it.
  */
-export function referenceLocks(dir: string): PathLease[] {
+export function referenceLocks(dir: string, leased: ReadonlySet<string> = new Set()): PathLease[] {
   const out: PathLease[] = [];
   for (const record of readRecords(dir)) {
-    if (isMirror(record)) continue;
+    if (isMirror(record) && leased.has(record.lock_id)) continue;
     const at = Date.parse(record.locked_at);
     const expiresAt = Date.parse(record.expires_at);
     for (const path of record.paths) {
@@ -129,23 +131,36 @@ export function markRecorded(leases: PathLease[]): PathLease[] {
   return leases.map((l) => (l.exclusive ? { ...l, recorded: true } : l));
 }
 
+/** A change of one record of ours, as {@link syncReferenceLocks} asks the store to make it. */
+export interface RecordChange {
+  event: "path.locked" | "path.lock.unlocked";
+  operation: "lock" | "unlock";
+  /** The record the audit message describes: the one written, or the one removed. */
+  record: LockRecord;
+  before: string | undefined;
+  after: string | undefined;
+  actor: string;
+}
+
 /**
  * Makes `locks/` hold one record per exclusive lease of `leases`, live or expired (an expired
- * lock stays, as chat.py's do, until it is released or recovered), and none for a lease that was
- * released; chat.py's own records are left alone. Runs under chat.py's path-lock mutex.
+ * lock stays, as chat.py's do, until it is released or recovered), and none for a lease of
+ * `previous` that was released; chat.py's own records, and a record of ours whose lease is not in
+ * `previous` (one put back by `recover-pending`, which is then the lock's truth), are left alone.
+ * Runs under chat.py's path-lock mutex. A record it creates or removes is changed by `change`
+ * when given (the store's journaled change, whose audit message it posts once the channel lock
+ * is let go); one whose end moved is rewritten, as chat.py has no message for that.
  */
 export async function syncReferenceLocks(
   dir: string,
   channel: string,
+  previous: readonly PathLease[],
   leases: readonly PathLease[],
   now: number,
+  change?: (c: RecordChange) => Promise<void>,
 ): Promise<void> {
-  const wanted = new Map<string, PathLease[]>();
-  for (const l of leases) {
-    if (!l.exclusive) continue;
-    const id = recordId(l);
-    wanted.set(id, [...(wanted.get(id) ?? []), l]);
-  }
+  const wanted = byRecord(leases);
+  const had = byRecord(previous);
   const present = new Map(
     readRecords(dir)
       .filter(isMirror)
@@ -154,22 +169,49 @@ export async function syncReferenceLocks(
   if (wanted.size === 0 && present.size === 0) return;
   const locks = join(dir, LOCKS_DIR);
   ensureRealDir(locks);
-  for (const id of present.keys()) {
-    if (!wanted.has(id)) removeFileEntry(join(locks, `${id}.json`));
+  const write = async (c: RecordChange) => {
+    if (change) return change(c);
+    const file = `${c.record.lock_id}.json`;
+    if (c.after === undefined) removeFileEntry(join(locks, file));
+    else await replaceFile(locks, file, c.after);
+  };
+  for (const [id, record] of present) {
+    if (wanted.has(id) || !had.has(id)) continue;
+    const before = readRootTextSync(join(locks, `${id}.json`), MAX_RECORD_BYTES);
+    const c = { record, before, after: undefined, actor: record.owner };
+    await write({ ...c, event: "path.lock.unlocked", operation: "unlock" });
   }
   for (const [id, group] of wanted) {
     const old = present.get(id);
     const next = await mirrorRecord(id, channel, group, old, now);
-    if (
-      old &&
-      Date.parse(old.expires_at) === Date.parse(next.expires_at) &&
-      old.owner === next.owner &&
-      JSON.stringify(old.paths) === JSON.stringify(next.paths)
-    ) {
-      continue;
+    if (old && sameLock(old, next)) continue;
+    const after = formatRecord(next);
+    if (old) await replaceFile(locks, `${id}.json`, after);
+    else {
+      const c = { record: next, before: undefined, after, actor: next.owner };
+      await write({ ...c, event: "path.locked", operation: "lock" });
     }
-    await replaceFile(locks, `${id}.json`, formatRecord(next));
   }
+}
+
+/** The exclusive leases by the id of the record each is written as. */
+function byRecord(leases: readonly PathLease[]): Map<string, PathLease[]> {
+  const wanted = new Map<string, PathLease[]>();
+  for (const l of leases) {
+    if (!l.exclusive) continue;
+    const id = recordId(l);
+    wanted.set(id, [...(wanted.get(id) ?? []), l]);
+  }
+  return wanted;
+}
+
+/** Whether a record already says what `next` would (its owner, paths and end). */
+function sameLock(old: LockRecord, next: LockRecord): boolean {
+  return (
+    Date.parse(old.expires_at) === Date.parse(next.expires_at) &&
+    old.owner === next.owner &&
+    JSON.stringify(old.paths) === JSON.stringify(next.paths)
+  );
 }
 
 /** The one record of a lock of ours: its leases' paths, holder, and the latest end among them. */
