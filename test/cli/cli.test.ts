@@ -40,8 +40,8 @@ describe("the reference's commands, output and exit codes", () => {
     const file = readFileSync(join(tmp.dir, "review", "0001-alice-hi.md"), "utf8");
     expect(read.stdout).toBe(`${RULE}\n${file}\n`);
     const again = await cli(["read", "review", "--as", "bob"]);
-    expect(again.stdout).toBe("");
-    expect(again.stderr).toBe("(no new messages)\n");
+    // chat.py's line, on stdout as its own.
+    expect(again.stdout).toBe("(no new messages for bob in 'review'; cursor at #1)\n");
   });
 
   it("takes the root from --root before AGENT_CHAT_ROOT", async () => {
@@ -272,9 +272,9 @@ describe("the reference's commands, output and exit codes", () => {
     ).toBe("added task-1 in review: Review schema\n");
     const claim = await cli(["claim", "review", "task-1.md", "--as", "bob"]);
     expect(claim.code).toBe(0);
-    expect(claim.stdout).toMatch(
-      /^claimed task-1 in review as bob \(token 1, (29m \d+s|30m) left\)\n$/,
-    );
+    // chat.py's line on stdout, our lease on stderr.
+    expect(claim.stdout).toBe("claimed task-1.md -> task-1.CLAIMED-bob.md\n");
+    expect(claim.stderr).toMatch(/^task-1 in review: bob's, token 1, (29m \d+s|30m) left\n$/);
     const lost = await cli(["claim", "review", "1", "--as", "carol"]);
     expect(lost.code).toBe(3);
     expect(lost.stderr).toBe("agent-chat: task 1 is already claimed by bob\n");
@@ -406,7 +406,8 @@ describe("leases: claim --ttl, renew, done, fence, release --token", () => {
       /^task-1\texpired, held by bob\tShip\ttoken 1, expired 5m( \d+s)? ago\n$/,
     );
     const taken = await cli(["claim", "review", "1", "--as", "carol"]);
-    expect(taken.stdout).toMatch(/^claimed task-1 in review as carol \(token 2, /);
+    expect(taken.stdout).toBe("claimed 1 -> task-1.CLAIMED-carol.md\n");
+    expect(taken.stderr).toMatch(/^task-1 in review: carol's, token 2, /);
     for (const late of [
       ["done", "review", "1", "--as", "bob", "--token", "1"],
       ["renew", "review", "1", "--as", "bob", "--token", "1"],

@@ -55,7 +55,7 @@ describe("the profile in _meta.json (init, govern)", () => {
     });
     // The reference's commands still read the channel.
     const roster = await cli(["roster", "review"]);
-    expect(roster.stdout).toContain("members: alice, bob");
+    expect(roster.stdout).toContain("members : alice, bob");
   });
 
   it.skipIf(pythonSkipReason !== undefined)(

@@ -110,7 +110,7 @@ describe("agent-chat slash (built CLI)", () => {
       "--exec",
     ]);
     expect(ran.code).toBe(0);
-    expect(ran.stdout).toContain("claimed task-1 in review as bob");
+    expect(ran.stdout).toContain("claimed 1 -> task-1.CLAIMED-bob.md");
     const tasks = JSON.parse((await cli(["--json", "tasks", "review"])).stdout);
     expect(tasks.tasks[0]).toMatchObject({ state: "claimed", holder: "bob" });
     // The second claim loses: the child's exit code 3 is ours.

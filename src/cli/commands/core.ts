@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { isRelevant } from "../../core/message.js";
+import { safeLine } from "../../core/safe-text.js";
 import {
   addGovernanceOptions,
   type GovernanceFlags,
@@ -103,14 +104,19 @@ function registerChannels(program: Command, ctx: CliContext): void {
 function registerRoster(program: Command, ctx: CliContext): void {
   channelCommand(program, ctx, {
     name: "roster",
-    description: "show a channel's members, topic and creation time",
+    description: "show a channel's members, topic and message count (--json: all of _meta.json)",
     examples: ["agent-chat roster review"],
     run: async (store, channel) => {
       const meta = await store.roster(channel);
       if (ctx.json) return ctx.printJson(meta);
-      const members = meta.members.length > 0 ? meta.members.join(", ") : "(open to everyone)";
+      const info = (await store.channels()).find((c) => c.name === channel);
+      // chat.py's four lines, which scripts written for it parse; the topic and names come from
+      // a file anyone can write, so each is shown on one line of plain text.
       ctx.out(
-        `channel: ${meta.channel}\ntopic: ${meta.topic}\nmembers: ${members}\ncreated: ${meta.created}\n`,
+        `channel : ${channel}\n` +
+          `topic   : ${safeLine(meta.topic) || "(none)"}\n` +
+          `members : ${safeLine(meta.members.join(", ")) || "(open)"}\n` +
+          `messages: ${info?.messages ?? info?.lastSeq ?? 0}\n`,
       );
     },
   });

@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import { type Message, parseTo } from "../../core/message.js";
 import { isMember } from "../../core/meta.js";
@@ -61,11 +61,14 @@ export const HOT_ACTIONS: Record<
     const result = await store.post(channel!, input);
     if (opts.to !== undefined) await warnNonMembers(ctx, store, channel!, text(opts.to)!);
     const path = locate(store.location, channel!, result.file);
+    // chat.py's line (`posted #3 -> review/0003-….md`, relative to the root), which scripts
+    // written for it parse; a NATS root has no folder, so its message's URL.
+    const line = `posted #${result.seq} -> ${isUrlRoot(store.location) ? path : `${channel}/${result.file}`}\n`;
     if (!waitFor) {
       if (ctx.json) return ctx.printJson({ ...result, path });
-      return ctx.out(`posted #${result.seq} ${path}\n`);
+      return ctx.out(line);
     }
-    if (!ctx.json) ctx.out(`posted #${result.seq} ${path}\n`);
+    if (!ctx.json) ctx.out(line);
     let receipts: Receipts;
     try {
       receipts = await store.waitFor(channel!, result.seq, {
@@ -111,7 +114,11 @@ export const HOT_ACTIONS: Record<
         warnings: result.warnings,
       });
     }
-    printMessages(ctx, result.messages, "(no new messages)");
+    // chat.py's line, on stdout as its own, which scripts written for it look for.
+    if (result.messages.length === 0) {
+      return ctx.out(`(no new messages for ${as} in '${channel}'; cursor at #${result.cursor})\n`);
+    }
+    printMessages(ctx, result.messages, "");
   },
 
   async wait(ctx, [channels], opts) {
@@ -190,7 +197,9 @@ export const HOT_ACTIONS: Record<
     const options = ttl === undefined ? {} : { ttlMs: parseTtl(ttl) };
     const info = await (await ctx.open()).claim(channel!, task!, as, options);
     if (ctx.json) return ctx.printJson(info);
-    ctx.out(`claimed ${taskName(info)} in ${channel} as ${info.holder} (${leaseText(info)})\n`);
+    // chat.py's line on stdout (scripts written for it parse it), our lease beside it on stderr.
+    ctx.out(`claimed ${task} -> ${basename(info.file)}\n`);
+    ctx.err(`${taskName(info)} in ${channel}: ${info.holder}'s, ${leaseText(info)}\n`);
   },
 };
 
