@@ -197,6 +197,12 @@ export const HOT_ACTIONS: Record<
     const options = ttl === undefined ? {} : { ttlMs: parseTtl(ttl) };
     const info = await (await ctx.open()).claim(channel!, task!, as, options);
     if (ctx.json) return ctx.printJson(info);
+    // A chat.py 0.7 task record has no line in chat.py's `claim` (its `task claim` has one).
+    if (info.structured) {
+      return ctx.out(
+        `claimed ${taskName(info)} in ${channel} as ${info.holder} (${leaseText(info)})\n`,
+      );
+    }
     // chat.py's line on stdout (scripts written for it parse it), our lease beside it on stderr.
     ctx.out(`claimed ${task} -> ${basename(info.file)}\n`);
     ctx.err(`${taskName(info)} in ${channel}: ${info.holder}'s, ${leaseText(info)}\n`);
