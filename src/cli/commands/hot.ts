@@ -61,9 +61,9 @@ export const HOT_ACTIONS: Record<
     const result = await store.post(channel!, input);
     if (opts.to !== undefined) await warnNonMembers(ctx, store, channel!, text(opts.to)!);
     const path = locate(store.location, channel!, result.file);
-    // chat.py's line (`posted #3 -> review/0003-….md`, relative to the root), which scripts
-    // written for it parse; a NATS root has no folder, so its message's URL.
-    const line = `posted #${result.seq} -> ${isUrlRoot(store.location) ? path : `${channel}/${result.file}`}\n`;
+    // chat.py's line (`posted #3 -> review/0003-….md`, relative to the root, a NATS root's too),
+    // which scripts written for it parse; `--json` has the whole path.
+    const line = `posted #${result.seq} -> ${channel}/${result.file}\n`;
     if (!waitFor) {
       if (ctx.json) return ctx.printJson({ ...result, path });
       return ctx.out(line);
