@@ -5,7 +5,7 @@ import { runCommand } from "./run.js";
 import { exitWhenWritten } from "./stdio.js";
 
 /** The commands that work on a folder root directly even while a daemon serves it. */
-const ONE_OFF: ReadonlySet<string> = new Set(["read", "peek"]);
+const ONE_OFF: ReadonlySet<string> = new Set(["post", "read", "peek"]);
 
 /**
  * The lean entry, bundled alone into one CommonJS file, `dist/hot.cjs`: the commands agents run

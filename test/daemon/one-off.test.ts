@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { makeWorld, type World } from "./harness.js";
 
 /*
- * A one-off read or peek works on the folder root itself even while a daemon serves it: it
+ * A one-off post, read or peek works on the folder root itself even while a daemon serves it: it
  * gains nothing from the daemon and would pay for the connection. Seen from the socket: a
  * listener there (standing in for the daemon) is never connected to by them, and is by a wait.
  */
@@ -34,11 +34,9 @@ afterEach(async () => {
 });
 
 describe("one-off calls with a daemon socket in place", () => {
-  it("read --peek, read and peek never connect to it, and answer from the folder", async () => {
+  it("post, read --peek, read and peek never connect to it, and answer from the folder", async () => {
     const env = { AGENT_CHAT_SOCKET: socket, AGENT_CHAT_DAEMON: "" };
-    const posted = await world.cli(["post", "review", "--from", "alice", "--body", "hi"], {
-      AGENT_CHAT_DAEMON: "off",
-    });
+    const posted = await world.cli(["post", "review", "--from", "alice", "--body", "hi"], env);
     expect(posted.code).toBe(0);
     const peekRead = await world.cli(["read", "review", "--as", "bob", "--peek"], env);
     expect(peekRead).toMatchObject({ code: 0 });

@@ -67,8 +67,11 @@ describe("whose socket a client uses (the folder and the socket must be the user
     chmodSync(dirname(d.socket), 0o777);
     const posted = await w.cli(["post", "general", "--from", "alice", "--body", "hi"]);
     expect(posted.code, posted.stderr).toBe(0);
-    expect(posted.stderr).toContain(`not using the daemon socket ${d.socket}`);
-    expect(posted.stderr).toContain("may be written by others (mode 0777)");
+    // A one-off post works on the folder without looking for a daemon; a listing asks for it.
+    const listed = await w.cli(["channels"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stderr).toContain(`not using the daemon socket ${d.socket}`);
+    expect(listed.stderr).toContain("may be written by others (mode 0777)");
     const direct = await w.cli(["--json", "peek", "general"], { AGENT_CHAT_DAEMON: "off" });
     expect(JSON.parse(direct.stdout).messages.map((m: { body: string }) => m.body)).toEqual(["hi"]);
     const info = await w.cli(["info"]);
@@ -154,9 +157,11 @@ describe.skipIf(otherUserSkipReason !== undefined)(
         "secret plan",
       ]);
       // Named outright, the squatter's socket is still not used.
-      const named = await w.cli(["post", "deploy", "--from", "alice", "--body", "again"], {
+      const namedPost = await w.cli(["post", "deploy", "--from", "alice", "--body", "again"], {
         AGENT_CHAT_SOCKET: victim,
       });
+      expect(namedPost.code, namedPost.stderr).toBe(0);
+      const named = await w.cli(["channels"], { AGENT_CHAT_SOCKET: victim });
       expect(named.code, named.stderr).toBe(0);
       expect(named.stderr).toContain(`not using the daemon socket ${victim}`);
       expect(named.stderr).toContain("belongs to user 65534, not to you (0)");
