@@ -242,6 +242,11 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       await term.waitFor(/Qwen Code \(v\d[\s\S]*Type your message/, {
         refuse: /trust|Trust|Select Authentication|How would you like to authenticate/,
       });
+      // Qwen Code takes the prompt before it has connected its MCP servers (the first request
+      // may then lack our tools): a user who wants them waits until /mcp lists them, as here.
+      await term.type("/mcp", /\/mcp/);
+      await term.press("Enter", /agent-chat\s+·\s+✓ connected/);
+      await term.press("Escape", /Type your message/);
       await term.type(PROMPT, new RegExp(`>\\s+${PROMPT}`));
       const done = await term.press("Enter", new RegExp(`◆\\S*\\s+${DONE}`), {
         refuse:
