@@ -9,6 +9,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { shortHash } from "../core/hash.js";
+import { readPrivateTextSync } from "../fsutil/root-files.js";
 import { type ClaudeInbox, inboxOf } from "../hosts/claude-inbox.js";
 import { canonicalRoot, type NatsConnectionOptions } from "../store/roots.js";
 
@@ -190,14 +191,18 @@ function inboxFile(dir: string, agent: string, sessionId: string): string {
   return `${sessionFile(dir, agent, sessionId)}.inbox`;
 }
 
+/** A socket path and a token: far less than this. */
+const MAX_INBOX_BYTES = 1024;
+
 /** Records the inbox the session's hook found in its environment (mode 0600). */
 export function saveInbox(dir: string, agent: string, sessionId: string, inbox: ClaudeInbox): void {
   const file = inboxFile(dir, agent, sessionId);
   const text = JSON.stringify({ socket: inbox.socket, token: inbox.token });
   try {
-    if (readFileSync(file, "utf8") === text) return; // every prompt: most find it recorded
+    // Every prompt: most find it recorded.
+    if (readPrivateTextSync(file, MAX_INBOX_BYTES) === text) return;
   } catch {
-    // Not recorded yet.
+    // Not recorded yet, or not a file of ours: replaced.
   }
   writePrivately(dir, file, text);
 }
@@ -210,11 +215,8 @@ export function saveInbox(dir: string, agent: string, sessionId: string, inbox: 
 export function loadInbox(dir: string, agent: string, sessionId: string): ClaudeInbox | undefined {
   const file = inboxFile(dir, agent, sessionId);
   try {
-    const entry = lstatSync(file);
-    const uid = process.getuid?.();
-    if (!entry.isFile() || (uid !== undefined && entry.uid !== uid)) return undefined;
-    if ((entry.mode & 0o077) !== 0 || entry.size > 1024) return undefined;
-    const value = JSON.parse(readFileSync(file, "utf8")) as { socket?: unknown; token?: unknown };
+    const text = readPrivateTextSync(file, MAX_INBOX_BYTES);
+    const value = JSON.parse(text) as { socket?: unknown; token?: unknown };
     return inboxOf(value.socket, value.token);
   } catch {
     return undefined;

@@ -121,6 +121,9 @@ export interface RootFile {
   size: number;
   /** How many names the file has (more than one: it is hard-linked somewhere). */
   nlink: number;
+  /** Its owner and permission bits, as the open file had them. */
+  uid: number;
+  mode: number;
 }
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
@@ -147,7 +150,8 @@ export function readRootFileSync(path: string, maxBytes: number): RootFile {
       length += n;
       if (length === data.length) tooLarge(path, length, maxBytes);
     }
-    return { data: data.subarray(0, length), mtimeMs: st.mtimeMs, size: length, nlink: st.nlink };
+    const { mtimeMs, nlink, uid, mode } = st;
+    return { data: data.subarray(0, length), mtimeMs, size: length, nlink, uid, mode };
   } finally {
     closeSync(fd);
   }
@@ -166,6 +170,19 @@ export function readRootTextSync(path: string, maxBytes: number): string {
 export function readOwnTextSync(path: string, maxBytes: number): string {
   const file = readRootFileSync(path, maxBytes);
   if (file.nlink > 1) throw unsafeEntry(path, "has another name (a hard link)");
+  return file.data.toString("utf8");
+}
+
+/**
+ * {@link readOwnTextSync} of a file that holds a secret (a token): it must also be this user's
+ * and private (no one else may read or write it), else it was not written by us for us.
+ */
+export function readPrivateTextSync(path: string, maxBytes: number): string {
+  const file = readRootFileSync(path, maxBytes);
+  const uid = process.getuid?.();
+  if (file.nlink > 1 || (uid !== undefined && file.uid !== uid) || (file.mode & 0o077) !== 0) {
+    throw unsafeEntry(path, "is not this user's private file");
+  }
   return file.data.toString("utf8");
 }
 
