@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { UnreadCounter } from "../client/unread.js";
 import { memberChannels } from "../client/wait-all.js";
 import { NotifiedRecorder } from "../features/delivery/mcp.js";
+import { readRootTextSync } from "../fsutil/root-files.js";
 import {
   type ClaudeInbox,
   INBOX_TURN_MS,
@@ -187,15 +188,34 @@ async function inboxOfSession(
  * (`$CLAUDE_PROJECT_DIR`, which Claude Code gives its hooks).
  */
 async function claudeSettings(env: NodeJS.ProcessEnv): Promise<string[]> {
-  const files: string[] = [];
+  const texts: string[] = [];
   const user = env.CLAUDE_CONFIG_DIR || (env.HOME ? join(env.HOME, ".claude") : undefined);
-  if (user) files.push(join(user, "settings.json"));
+  // The user's own file, which may well be a link into their dotfiles.
+  if (user) texts.push(await readFile(join(user, "settings.json"), "utf8").catch(() => ""));
   if (env.CLAUDE_PROJECT_DIR) {
-    files.push(join(env.CLAUDE_PROJECT_DIR, ".claude", "settings.json"));
-    files.push(join(env.CLAUDE_PROJECT_DIR, ".claude", "settings.local.json"));
+    const dir = join(env.CLAUDE_PROJECT_DIR, ".claude");
+    texts.push(projectSettings(join(dir, "settings.json")));
+    texts.push(projectSettings(join(dir, "settings.local.json")));
   }
-  const texts = await Promise.all(files.map((f) => readFile(f, "utf8").catch(() => "")));
   return texts.filter((t) => t !== "");
+}
+
+/** Larger than any settings file a user writes. */
+const MAX_SETTINGS_BYTES = 1 << 20;
+/** What a project settings file that is there but cannot be read safely counts as. */
+const UNREADABLE_SETTINGS = JSON.stringify({ crossSessionInbound: "hold" });
+
+/**
+ * A project's settings file, which anyone of the team may write: read without following a link,
+ * never waiting on a FIFO, capped. One that is there but is no such file counts as holding
+ * other sessions' messages, which sends the wake to the rewake hook (the safe side).
+ */
+function projectSettings(path: string): string {
+  try {
+    return readRootTextSync(path, MAX_SETTINGS_BYTES);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT" ? "" : UNREADABLE_SETTINGS;
+  }
 }
 
 /**

@@ -448,6 +448,18 @@ describe("agent-chat hook wait, through Claude Code's inbox socket", () => {
       spoil: async () => {},
     },
     {
+      why: "the project's settings file is a FIFO (a plain read would block the wake for ever)",
+      input: stopInput(),
+      env: () => {
+        const d = tempDir("agent-chat-claude-settings-");
+        cleanups.push(d.cleanup);
+        mkdirSync(join(d.dir, ".claude"));
+        spawnSync("mkfifo", [join(d.dir, ".claude", "settings.json")]);
+        return { CLAUDE_PROJECT_DIR: d.dir };
+      },
+      spoil: async () => {},
+    },
+    {
       why: "the wait is our pi extension's or OpenCode plugin's (AGENT_CHAT_HOST_PID), started from a Claude Code shell",
       input: stopInput(),
       env: () => ({ AGENT_CHAT_HOST_PID: String(process.pid) }),
