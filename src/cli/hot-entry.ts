@@ -4,9 +4,6 @@ import type { HotLine } from "./hot-line.js";
 import { runCommand } from "./run.js";
 import { exitWhenWritten } from "./stdio.js";
 
-/** The commands that work on a folder root directly even while a daemon serves it. */
-const ONE_OFF: ReadonlySet<string> = new Set(["post", "read", "peek"]);
-
 /**
  * The lean entry, bundled alone into one CommonJS file, `dist/hot.cjs`: the commands agents run
  * all the time (hot-line.ts), run by the very actions and context the full CLI uses, without
@@ -17,7 +14,7 @@ export async function run(line: HotLine, argv: readonly string[]): Promise<void>
   // Only a wait, or a post that waits for its receipts, outlives its answer.
   ctx.watchFolders = line.command === "wait" || line.options.waitFor !== undefined;
   // A one-off post, read or peek is cheaper on the folder than through a running daemon.
-  ctx.folderFirst = !ctx.watchFolders && ONE_OFF.has(line.command);
+  ctx.folderFirst = !ctx.watchFolders && line.oneOff;
   exitWhenWritten(
     await runCommand(ctx, argv, () => HOT_ACTIONS[line.command](ctx, line.operands, line.options)),
   );

@@ -8,6 +8,7 @@ import { WAIT_FLAG_DEFAULTS } from "./usage.js";
 export const HOT_COMMANDS = {
   post: {
     operands: 1,
+    oneOff: true,
     values: {
       "--from": "from",
       "--title": "title",
@@ -24,6 +25,7 @@ export const HOT_COMMANDS = {
   },
   read: {
     operands: 1,
+    oneOff: true,
     values: { "--as": "as", "--thread": "thread" },
     flags: { "--all": "all", "--peek": "peek" },
     defaults: {},
@@ -36,6 +38,7 @@ export const HOT_COMMANDS = {
   },
   peek: {
     operands: 1,
+    oneOff: true,
     values: { "-n": "count", "--count": "count" },
     flags: { "--archived": "archived" },
     defaults: { count: "3" },
@@ -53,6 +56,11 @@ export interface HotSpec {
   /** Options without a value. */
   flags: Readonly<Record<string, string>>;
   defaults: Readonly<Record<string, string>>;
+  /**
+   * Run once (not a wait) it works on a folder root directly even while a daemon serves it:
+   * connecting costs more than it saves (bench/README.md, issue 45).
+   */
+  oneOff?: true;
 }
 
 export type HotCommand = keyof typeof HOT_COMMANDS;
@@ -69,6 +77,8 @@ export interface HotLine {
   /** The command's options, defaults filled in, keyed as commander keys them. */
   options: Record<string, string | true>;
   globals: { root?: string; json?: boolean; maxBody?: string };
+  /** Its spec's {@link HotSpec.oneOff}. */
+  oneOff: boolean;
 }
 
 /**
@@ -163,5 +173,5 @@ function finish(line: Parsing, envRoot: string | undefined): HotLine | undefined
   for (const [key, value] of Object.entries(spec.defaults)) {
     if (!Object.hasOwn(options, key)) options[key] = value;
   }
-  return { command, operands, options, globals };
+  return { command, operands, options, globals, oneOff: spec.oneOff === true };
 }

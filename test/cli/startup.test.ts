@@ -232,7 +232,9 @@ describe("the lean entry's command lines", () => {
       operands: ["review"],
       options: { peek: true },
       globals: { root: "/r", json: true },
+      oneOff: true,
     });
+    expect(parseHotLine(["wait", "review", "--as", "bob"])?.oneOff).toBe(false);
   });
 
   it("prints, exits and reports errors exactly as the full CLI does", async () => {
