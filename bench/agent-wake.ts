@@ -26,6 +26,7 @@ import {
   stopCodexDaemon,
   stopCopilot,
 } from "../test/agents/wake-command.js";
+import { loadNow, recordWakes, type WakeRecords } from "./agent-wake-record.js";
 import { type BenchModule, type Row, stats } from "./lib.js";
 
 /**
@@ -69,6 +70,8 @@ interface Session {
 
 interface Harness {
   name: string;
+  /** The host it is (`setup TOOL`), for bench/results/agent-wake.json and the docs' tables. */
+  tool: string;
   path: string;
   start(sandbox: Sandbox, stub: ModelStub): Promise<Session>;
 }
@@ -81,6 +84,7 @@ interface Harness {
 function claudeHarness(name: string, path: string, extra: Record<string, string>): Harness {
   return {
     name,
+    tool: "claude-code",
     path,
     async start(sandbox, stub) {
       const setup = await sandbox.agentChat([
@@ -148,6 +152,7 @@ const claudeRewake = claudeHarness(
  */
 const claudeInteractive: Harness = {
   name: "Claude Code, interactive",
+  tool: "claude-code",
   path: "native: `hook wait` (setup claude-code --wake, parked at session start and at Stop) writes into the session's inbox socket; interactive in tmux",
   async start(sandbox, stub) {
     const setup = await sandbox.agentChat([
@@ -183,6 +188,7 @@ function underRun(
 ): Harness {
   return {
     name,
+    tool: setupTool,
     path: "`agent-chat run` (setup --wake), idleness marked by the stop hook; interactive in tmux",
     async start(sandbox, stub) {
       const env = standIn(sandbox, stub.url);
@@ -247,6 +253,7 @@ const copilot = underRun(
 /** pi interactive in tmux, woken natively: its extension parks `hook wait` after each turn. */
 const pi: Harness = {
   name: "pi",
+  tool: "pi",
   path: "native: the extension (setup pi --wake) parks `hook wait` and starts a turn; interactive in tmux",
   async start(sandbox, stub) {
     const env = piStandIn(sandbox, stub.url);
@@ -275,6 +282,7 @@ function waitParked(sandbox: Sandbox): boolean {
 
 const opencode: Harness = {
   name: "OpenCode",
+  tool: "opencode",
   path: "native: our plugin parks `hook wait` at session.idle and prompts the session through OpenCode's server (setup opencode); interactive in tmux",
   async start(sandbox, stub) {
     const setup = await sandbox.agentChat(["setup", "opencode", "--as", "bob", "--write"]);
@@ -343,14 +351,35 @@ export const agentWakeBench: BenchModule = {
   async run(ctx) {
     const n = ctx.quick ? 5 : 10;
     const rows: Row[] = [];
+    const records: WakeRecords = {};
     // One harness at a time: each is a heavy process tree on a shared machine.
     for (const harness of harnesses()) {
+      const load = loadNow();
       // A harness that fails is a row that says so; the others are still measured.
       const measured = await wakes(harness, n).then(
         (samples) => ({ samples, error: undefined }),
         (err: Error) => ({ samples: [], error: err.message }),
       );
       const s = stats(measured.samples);
+      if (measured.samples.length > 0) {
+        const { tool, path } = harness;
+        const [p50, max] = [s.median, Math.max(...measured.samples)].map(Math.round) as [
+          number,
+          number,
+        ];
+        const date = new Date().toISOString().slice(0, 10);
+        records[harness.name] = {
+          tool,
+          path,
+          n: s.n,
+          p50,
+          max,
+          date,
+          node: process.version,
+          load,
+          quick: ctx.quick,
+        };
+      }
       rows.push({
         group: "agent wake",
         figure: `post → idle agent's next model turn, ${harness.name}`,
@@ -361,6 +390,7 @@ export const agentWakeBench: BenchModule = {
         note: measured.error ? `${harness.path}; failed: ${measured.error}` : harness.path,
       });
     }
+    recordWakes(records);
     return rows;
   },
 };

@@ -177,4 +177,9 @@ export const claudeCode: Host = {
     hasWakeHook(found)
       ? "native: hook wait writes into the session's inbox socket (a fresh session too), else the rewake Stop hook wakes the idle session"
       : "none: setup claude-code --wake adds the rewake hook (or start it under agent-chat run)",
+  profile: {
+    npm: "@anthropic-ai/claude-code",
+    asks: ["theme", "security notes", "trust this folder"],
+    unaskedBy: "`permissions.allow` rules in `.claude/settings.local.json`",
+  },
 };

@@ -123,4 +123,9 @@ export const codex: Host = {
   plan,
   inspect,
   runWake,
+  profile: {
+    npm: "@openai/codex",
+    asks: ["trust this folder", "review hooks"],
+    unaskedBy: "the tools' annotations (`--tools-approval approve` for `codex exec`)",
+  },
 };

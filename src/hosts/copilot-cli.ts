@@ -173,4 +173,9 @@ export const copilotCli: Host = {
   plan,
   inspect,
   runWake,
+  profile: {
+    npm: "@github/copilot",
+    asks: ["trust this folder"],
+    unaskedBy: "saved approvals for the repository in `permissions-config.json`",
+  },
 };

@@ -174,4 +174,9 @@ export const geminiCli: Host = {
   inspect,
   runWake,
   answerPending: (setupCommand) => `${setupCommand} --trust, or answer Gemini's trust question`,
+  profile: {
+    npm: "@google/gemini-cli",
+    asks: ["trust this folder (it restarts)"],
+    unaskedBy: "the policy file `policies/agent-chat.toml`",
+  },
 };

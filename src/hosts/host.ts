@@ -35,6 +35,27 @@ export interface Host {
   runWake?: RunWake;
   /** Doctor's fix for what the tool still waits for ({@link HostFiles.pending}). */
   answerPending?(setupCommand: string): string;
+  /** What its user meets, as the docs' per-harness tables give it. */
+  profile: HostProfile;
+}
+
+/**
+ * What a user of a host meets, for the per-harness tables in docs/first-run.md and
+ * docs/delivery.md (scripts/harness-tables.ts writes them, with what setup writes, the wake
+ * path doctor reads back and the agent-wake bench's figures).
+ */
+export interface HostProfile {
+  /** Its npm package, pinned in our dev dependencies (the tables name that version). */
+  npm: string;
+  /**
+   * The questions its first interactive run asks after `setup --write`, in order; none is
+   * skipped by a flag. test/agents/first-run.test.ts answers exactly these in the real binary.
+   */
+  asks: readonly string[];
+  /** What lets the chat tools run without an approval prompt. */
+  unaskedBy: string;
+  /** Who runs our hooks and at which of its events, when not the host itself by its own. */
+  hooksRunBy?: string;
 }
 
 /** The three moments a host runs our hook: a session starts, a prompt is sent, a turn ends. */

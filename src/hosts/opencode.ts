@@ -178,4 +178,10 @@ export const opencode: Host = {
     hasWake(hooks)
       ? "native: the agent-chat plugin parks hook wait when a session goes idle and prompts it through OpenCode's server"
       : "none: setup opencode --wake puts the wake back in the plugin",
+  profile: {
+    npm: "opencode-ai",
+    asks: [],
+    unaskedBy: 'its default (`"*": "allow"`), and `permission` allow rules after the user\'s own',
+    hooksRunBy: "our plugin, at session.created · chat.message · session.idle",
+  },
 };

@@ -128,4 +128,10 @@ export const pi: Host = {
     hasWakeHook(hooks)
       ? "native: the extension parks hook wait after each turn and starts a turn with its notice"
       : "none: setup pi --wake adds the wake (the extension parks hook wait after each turn)",
+  profile: {
+    npm: "@mariozechner/pi-coding-agent",
+    asks: [],
+    unaskedBy: "pi asks before no tool (the extension confirms `chat_workspace`)",
+    hooksRunBy: "the extension, at session_start · before_agent_start · agent_end",
+  },
 };

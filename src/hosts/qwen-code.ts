@@ -113,4 +113,9 @@ export const qwenCode: Host = {
   plan,
   inspect,
   runWake,
+  profile: {
+    npm: "@qwen-code/qwen-code",
+    asks: [],
+    unaskedBy: "`permissions.allow` rules",
+  },
 };

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { HOSTS } from "../../src/hosts/index.js";
 import { missingReason, skipName } from "../helpers/tools.js";
 import { type ModelStub, startModelStub, toolResults } from "./model-stub.js";
 import { makeSandbox, runTool, type Sandbox, toolBinary } from "./sandbox.js";
@@ -24,7 +25,8 @@ import { stopCodexDaemon } from "./wake-command.js";
  * model then calls chat_channels, chat_post and chat_read: each must run with no approval asked
  * and hand the footer back to the model. After it, `agent-chat doctor` (no --as, no --root)
  * passes and `git status` offers no file that names alice. No step of the tool is skipped by
- * a flag or a hand-written setting; docs/first-run.md lists the same questions.
+ * a flag or a hand-written setting. The questions answered are the host's `profile.asks`, which
+ * docs/first-run.md's table lists (scripts/harness-tables.ts).
  */
 
 // Without tmux these skip, saying so; in CI (CI=true) they run and fail (startTerminal throws).
@@ -38,8 +40,11 @@ const DONE = "All done.";
 let sandbox: Sandbox;
 let stub: ModelStub;
 let terminal: Terminal | undefined;
+/** The first-run questions the tool put to the user, as they were answered. */
+let asked: string[];
 
 beforeEach(async () => {
+  asked = [];
   sandbox = makeSandbox("agent-chat-first-run-");
   execFileSync("git", ["init", "-q"], { cwd: sandbox.project });
   await sandbox.agentChat(["init", "general", "--members", "alice,bob"]);
@@ -61,7 +66,9 @@ afterEach(async () => {
 });
 
 /** What every tool's first run must end with, whatever the tool. */
-async function expectCallsRan(env: Record<string, string>): Promise<void> {
+async function expectCallsRan(tool: string, env: Record<string, string>): Promise<void> {
+  // It asked what its profile says (and the docs' table), no more and no fewer.
+  expect(asked).toEqual(HOSTS.find((h) => h.tool === tool)!.profile.asks);
   const messages = await sandbox.messages("general");
   expect(messages.map((m) => `${m.from}: ${m.body}`)).toEqual([
     "bob: hi",
@@ -115,9 +122,12 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       let term = startTerminal(sandbox, [toolBinary("claude")], env);
       terminal = term;
       await term.waitFor(/Choose the text style/);
+      asked.push("theme");
       await term.press("Enter", /Security notes:[\s\S]*Press Enter to continue/);
+      asked.push("security notes");
       // The trust question names what setup pre-approved: the six tools, nothing else.
       const trust = await term.press("Enter", /Yes, I trust this folder/);
+      asked.push("trust this folder");
       expect(trust).toMatch(/pre-approves 6 tool permissions in \.claude\/settings\.local\.json/);
       expect(trust).not.toContain("chat_workspace");
       // An answer Claude Code took as "No, exit" ends it; as it says, run claude again (the
@@ -142,7 +152,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       });
       // Listed up front: the model saw the tools without searching for them.
       expect(stub.requests[0]!.body).toContain('"name":"mcp__agent-chat__chat_channels"');
-      await expectCallsRan(env);
+      await expectCallsRan("claude-code", env);
     },
     FIRST_RUN_MS,
   );
@@ -166,14 +176,16 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
         // Codex asks its questions once the first prompt is sent, and keeps the prompt.
         await term.type(PROMPT, new RegExp(`›\\s+${PROMPT}`));
         await term.press("Enter", /Trust this folder\?[\s\S]*1\. Trust and continue/);
+        asked.push("trust this folder");
         await term.press("Enter", /Hooks need review[\s\S]*2\. Trust all and continue/);
+        asked.push("review hooks");
         await term.press("2", /› 2\. Trust all and continue/);
         await term.press("Enter", without("Hooks need review", `›\\s+${PROMPT}`));
         const done = await term.press("Enter", new RegExp(`•\\s+${DONE}`), {
           refuse: /Allow|approve|Approve|Would you like/,
         });
         expect(done).toMatch(/Called agent-chat\.chat_channels[\s\S]*Called agent-chat\.chat_post/);
-        await expectCallsRan(env);
+        await expectCallsRan("codex", env);
         // Hooks trusted in the TUI run under `codex exec` too (no --dangerously-bypass-hook-trust).
         await sandbox.agentChat([
           "post",
@@ -213,6 +225,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       // saved, but the restart it calls for is dropped when start-up ends, and the session goes
       // on untrusted (no server, no hooks). Its banner is drawn once start-up is over.
       await term.waitFor(/Gemini CLI v\d[\s\S]*Do you trust the files in this folder\?/);
+      asked.push("trust this folder (it restarts)");
       await term.press("Enter", /restarting to apply the trust changes/);
       // Its untrusted first session never starts the server.
       const ready = await term.waitFor(/1 MCP server[\s\S]*Type your message/);
@@ -224,7 +237,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       await term.press("Enter", new RegExp(`✦\\s+${DONE}`), {
         refuse: /Action Required|Allow execution/,
       });
-      await expectCallsRan(env);
+      await expectCallsRan("gemini", env);
     },
     FIRST_RUN_MS,
   );
@@ -253,7 +266,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
           /Allow execution|Do you want to proceed|Apply this change|Waiting for user confirmation/,
       });
       expect(done).toMatch(/✓ chat_channels[\s\S]*✓ chat_post[\s\S]*✓ chat_read/);
-      await expectCallsRan(env);
+      await expectCallsRan("qwen", env);
     },
     FIRST_RUN_MS,
   );
@@ -277,7 +290,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       });
       // The session's notice, shown as the message the extension added to the turn.
       expect(done).toMatch(/\[agent-chat\]\s+1 unread agent-chat message for alice/);
-      await expectCallsRan(env);
+      await expectCallsRan("pi", env);
     },
     FIRST_RUN_MS,
   );
@@ -293,13 +306,14 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
       terminal = term;
       // Its one question: trust the folder, answered "Yes, and remember this folder".
       await term.waitFor(/Do you trust the files in this folder\?[\s\S]*2\. Yes, and remember/);
+      asked.push("trust this folder");
       await term.press("2", /has been added to trusted folders/);
       await term.type(PROMPT, new RegExp(`❯ ${PROMPT}`));
       const done = await term.press("Enter", new RegExp(`● ${DONE}`), {
         refuse: /Do you want to use this tool\?|Permission denied/,
       });
       expect(done).toMatch(/● chat_channels[\s\S]*● chat_post[\s\S]*● chat_read/);
-      await expectCallsRan(env);
+      await expectCallsRan("copilot", env);
     },
     FIRST_RUN_MS,
   );
@@ -329,7 +343,7 @@ describe.skipIf(reason !== undefined)("first run in the real tools, after setup 
         },
       );
       expect(done).toMatch(/chat_channels[\s\S]*chat_post[\s\S]*chat_read/);
-      await expectCallsRan(env);
+      await expectCallsRan("opencode", env);
     },
     FIRST_RUN_MS,
   );
