@@ -18,10 +18,10 @@ const SRC = resolve(import.meta.dirname, "../src");
 const BELOW_THE_WAYS_IN = ["core", "fsutil", "store", "features", "client"];
 
 /**
- * What each layer may import besides itself. `index` is src/index.ts, the library's entry. The
- * store and the features import each other: a feature runs over the store's contract and its
- * message core, and a backend keeps a feature's records (a lease document, presence notes); the
- * message core itself imports no feature (see below).
+ * What each layer may import besides itself. `index` is src/index.ts, the library's entry. A
+ * feature runs over the store's contract and its message core; the store imports the features
+ * only in feature-store.ts, where it composes them over the core (see below): the records a
+ * backend keeps for them (a lease document, presence notes) are store/records/.
  */
 const ALLOWED: Record<string, readonly string[]> = {
   core: [],
@@ -231,6 +231,15 @@ describe("layering (docs/architecture.md)", () => {
       return !inside && !e.target.endsWith(`${sep}index.ts`);
     });
     expect(deep.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
+  });
+
+  it("the store imports the features only where it composes them, feature-store.ts (issue 41)", () => {
+    // The records a backend keeps for a feature are store/records/; a backend imports no feature.
+    const intoFeatures = all.filter(
+      (e) =>
+        e.from === "store" && e.to === "features" && e.file !== join("store", "feature-store.ts"),
+    );
+    expect(intoFeatures.map((e) => `${e.file} imports ${e.specifier}`)).toEqual([]);
   });
 
   it("nothing outside cli/ imports cli/", () => {

@@ -6,22 +6,19 @@ import {
   type DeliveryHost,
   defaultHost,
   deliveryExtension,
-  type NoteStore,
-  type PresenceOptions,
 } from "../features/delivery/index.js";
-import {
-  type PathLease,
-  PathLeaseBook,
-  type PathLeaseDoc,
-  type PathLeaseRecord,
-  pathLeaseExtension,
-} from "../features/leases/index.js";
-import {
-  type Candidate,
-  loadSearcher,
-  type Searcher,
-  type Term,
-} from "../features/search/index.js";
+import { PathLeaseBook, pathLeaseExtension } from "../features/leases/index.js";
+import { agentsToKeep, loadSearcher, type Searcher } from "../features/search/index.js";
+import type {
+  Candidate,
+  NoteStore,
+  PathLease,
+  PathLeaseDoc,
+  PathLeaseRecord,
+  PresenceEntry,
+  PresenceOptions,
+  Term,
+} from "./records/index.js";
 import { BackendStore, channelTtl, checkTtl, type Feed } from "./shared/index.js";
 import type {
   PathLeaseInfo,
@@ -134,6 +131,18 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
   /** Whether exclusive path leases are also another implementation's lock records (folder store). */
   protected recordsPathLocks(): boolean {
     return false;
+  }
+
+  /**
+   * Whose cursors and presence a backend's prune keeps however old they are: the search
+   * feature's rule, handed to the backends that keep the records.
+   */
+  protected agentsToKeep(
+    entries: readonly PresenceEntry[],
+    now: number,
+    olderThanMs: number,
+  ): Set<string> {
+    return agentsToKeep(entries, now, olderThanMs);
   }
 
   /** Path reservations of another implementation in the channel (none but on the folder store). */

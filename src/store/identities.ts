@@ -1,7 +1,6 @@
 import { AgentChatError } from "../core/errors.js";
-import type { ChannelMeta } from "../core/meta.js";
+import { type ChannelMeta, META_MAINTAINER } from "../core/meta.js";
 import { assertDistinctAgents, identity, sameAgent, validateName } from "../core/names.js";
-import { META_MAINTAINER } from "../features/governance/index.js";
 import { ForwardingStore } from "./forwarding.js";
 import { actingOf, callOperation, defineOperations, OPERATIONS } from "./operations.js";
 import type { InitOptions, Store } from "./types.js";

@@ -292,7 +292,7 @@ const COLD: Array<[string, string, string]> = [
   ["the slash parser (a --json body starting with /)", "function slashOfBody", "core-slash.cjs"],
   ["hook wait", "function runHookWait", "cli-hook-wait.cjs"],
   ["chat.py 0.7's task board", "class Board", "store-fs-reference07-index.cjs"],
-  ["path lease globs", "function compileGlob", "features-leases-glob.cjs"],
+  ["path lease globs", "function compileGlob", "store-records-glob.cjs"],
 ];
 
 function declares(text: string, declaration: string): boolean {

@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  blockedPaths,
-  leaseMatcher,
-  normalizePattern,
-  patternsOverlap,
-} from "../../src/features/leases/path-globs.js";
+import { blockedPaths } from "../../src/features/leases/blocked-paths.js";
+import { leaseMatcher, normalizePattern, patternsOverlap } from "../../src/store/records/index.js";
 
 describe("path lease patterns", () => {
   it("are put in one form, and refused when they could leave the repository", async () => {

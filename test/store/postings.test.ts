@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { intersect, Postings, union } from "../../src/features/search/postings.js";
 import { parseQuery } from "../../src/features/search/search-query.js";
+import { intersect, Postings, union } from "../../src/store/records/index.js";
 
 describe("postings (the in-memory search index)", () => {
   it("answers words, phrases' words and prefixes, including words added after a prefix query", () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Delivery } from "../../src/features/delivery/delivery.js";
-import type { DeliveryHost, Note } from "../../src/features/delivery/host.js";
+import type { DeliveryHost } from "../../src/features/delivery/host.js";
 import { parsePresence } from "../../src/features/delivery/presence.js";
+import type { Note } from "../../src/store/records/index.js";
 
 /**
  * One agent's presence record, written by revision-checked read-modify-writes that may be slow

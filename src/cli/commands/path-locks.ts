@@ -6,7 +6,7 @@ import {
   normalizePattern,
   patternsOverlap,
   recordId,
-} from "../../features/leases/index.js";
+} from "../../store/records/index.js";
 import type { PathLeaseInfo, Store } from "../../store/types.js";
 import { type CliContext, speaksReference07 } from "../context.js";
 import { parseReferenceLease } from "../usage.js";

@@ -29,17 +29,6 @@ import {
   type ReceiptNote,
 } from "./receipts.js";
 
-/** Who the process recording presence is, beyond the agent's name (defaults: cli, this host). */
-export interface PresenceOptions {
-  harness?: Actor["harness"];
-  host?: string;
-  pid?: number;
-  /** Hears, once, that a presence or receipt record could not be written. */
-  onWarning?: (warning: string) => void;
-  /** False: record no presence (a bench's baseline, or a user who wants none shared). */
-  recordPresence?: boolean;
-}
-
 export function defaultHost(): string {
   try {
     return hostname();

@@ -8,9 +8,9 @@
  * (mcp.ts). A backend only stores the notes.
  */
 export { actingFor, currentActor } from "./acting.js";
-export { Delivery, defaultHost, type PresenceOptions } from "./delivery.js";
+export { Delivery, defaultHost } from "./delivery.js";
 export { pollReceipts } from "./delivery-queries.js";
 export { deliveryExtension } from "./extension.js";
-export type { DeliveryHost, Note, NoteKind, NoteStore } from "./host.js";
+export type { DeliveryHost } from "./host.js";
 export { type Actor, PARKED_SILENT_MS, parsePresence } from "./presence.js";
 export { owedBy } from "./receipts.js";

@@ -1,6 +1,6 @@
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
-import type { ChannelMeta } from "../../core/meta.js";
+import { type ChannelMeta, META_MAINTAINER } from "../../core/meta.js";
 import { sameAgent, validateName } from "../../core/names.js";
 
 /**
@@ -18,8 +18,8 @@ export const DEFAULT_VETO_WINDOW_SECONDS = 300;
 const MAX_ACTION_LENGTH = 40;
 const ACTION_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
 
-/** Our keys in `_meta.json`, written after the reference's four. */
-export const META_MAINTAINER = "maintainer";
+/** Our keys in `_meta.json`, written after the reference's four (the maintainer's: core/meta.ts). */
+export { META_MAINTAINER };
 export const META_BANDS = "bands";
 export const META_VETO_WINDOW = "veto_window_seconds";
 

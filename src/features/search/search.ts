@@ -2,27 +2,15 @@ import { AgentChatError, isAgentChatError } from "../../core/errors.js";
 import { type Message, parseTo } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
 import type { SearchHit, SearchOptions, SearchResult } from "../../store/find-types.js";
-import { Postings } from "./postings.js";
 import {
+  type Candidate,
   type MatchedText,
-  markedTitle,
+  type MessageMeta,
   matchMessage,
-  parseQuery,
-  parseWhen,
-  snippet,
+  Postings,
   type Term,
-} from "./search-query.js";
-
-/** What the filters and the order need of a message, before its file is read. */
-export type MessageMeta = Pick<Message, "seq" | "channel" | "ts" | "from" | "to" | "status">;
-
-/** A hot message a backend's stored index proposes: what it says of it, and the real thing. */
-export interface Candidate {
-  /** The index's word for it (untrusted: the message is checked again once loaded). */
-  meta: MessageMeta;
-  /** The message as its file holds it now; undefined when it is gone. */
-  load(): Promise<Message | undefined>;
-}
+} from "../../store/records/index.js";
+import { markedTitle, parseQuery, parseWhen, snippet } from "./search-query.js";
 
 /** What the search needs from a backend: its channels and their messages, hot and archived. */
 export interface SearchSource {

@@ -2,7 +2,6 @@ import { lstatSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { type Message, parseMessage, seqOfFileName } from "../../core/message.js";
 import { identity } from "../../core/names.js";
-import { checkArchiveOptions } from "../../features/search/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -11,6 +10,7 @@ import {
   removeFileEntry,
 } from "../../fsutil/root-files.js";
 import type { ArchiveOptions, ArchiveResult, PrunedAgent, PruneOptions } from "../find-types.js";
+import { checkArchiveOptions } from "../records/index.js";
 
 /**
  * Retention for the folder store (docs/search.md). Old messages move to

@@ -13,18 +13,6 @@ import {
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta, withOurKeys } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import type { NoteStore, PresenceOptions } from "../../features/delivery/index.js";
-import {
-  formatPathLeases,
-  PATH_LEASES_FILE,
-  type PathLease,
-  type PathLeaseDoc,
-  type PathLeaseRecord,
-  parsePathLeases,
-  patternsOverlap,
-  recordId,
-} from "../../features/leases/index.js";
-import { agentsToKeep, checkPruneOptions } from "../../features/search/index.js";
 import {
   abandonedLockLeftover,
   acquireDirLock,
@@ -52,6 +40,19 @@ import {
   tempName,
 } from "../../fsutil/root-files.js";
 import { FeatureStore, type IndexedFeed } from "../feature-store.js";
+import {
+  checkPruneOptions,
+  formatPathLeases,
+  type NoteStore,
+  PATH_LEASES_FILE,
+  type PathLease,
+  type PathLeaseDoc,
+  type PathLeaseRecord,
+  type PresenceOptions,
+  parsePathLeases,
+  patternsOverlap,
+  recordId,
+} from "../records/index.js";
 import {
   type CursorMove,
   corruptCursor,
@@ -1280,7 +1281,7 @@ export class FsStore extends FeatureStore<FolderFeed> {
     const removed = [];
     const now = this.now();
     const records = presenceFiles(this.location);
-    const keep = agentsToKeep(records, now, options.olderThanMs);
+    const keep = this.agentsToKeep(records, now, options.olderThanMs);
     for (const channel of await this.channelNames()) {
       const dir = join(this.location, channel);
       // A folder whose name is off our rule is listed with a warning, never changed.

@@ -1,5 +1,4 @@
 import { join } from "node:path";
-import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -7,6 +6,7 @@ import {
   readOwnTextSync,
   replaceFileSync,
 } from "../../fsutil/root-files.js";
+import type { Note, NoteKind, NoteStore } from "../records/index.js";
 
 /** Presence and receipt records: a few hundred bytes each. */
 const MAX_NOTE_BYTES = 16 * 1024;

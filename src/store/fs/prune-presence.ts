@@ -1,6 +1,5 @@
 import { lstatSync } from "node:fs";
 import { join } from "node:path";
-import type { PresenceEntry } from "../../features/search/index.js";
 import {
   entryKind,
   listRealDir,
@@ -8,6 +7,7 @@ import {
   removeFileEntry,
 } from "../../fsutil/root-files.js";
 import type { PrunedPresence, PruneOptions } from "../find-types.js";
+import type { PresenceEntry } from "../records/index.js";
 
 const SUFFIX = ".json";
 /** A presence record is a few hundred bytes; a bigger file is not one of ours. */

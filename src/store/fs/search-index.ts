@@ -3,19 +3,19 @@ import { lstatSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Message } from "../../core/message.js";
 import {
+  ensureRealDir,
+  entryKind,
+  readOwnTextSync,
+  replaceFileSync,
+} from "../../fsutil/root-files.js";
+import {
   type Candidate,
   intersect,
   matchMessage,
   type Term,
   union,
   words,
-} from "../../features/search/index.js";
-import {
-  ensureRealDir,
-  entryKind,
-  readOwnTextSync,
-  replaceFileSync,
-} from "../../fsutil/root-files.js";
+} from "../records/index.js";
 
 /**
  * The folder store's stored search index (docs/search.md): `CH/.search/index-<id>.json`, a list

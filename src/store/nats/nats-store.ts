@@ -19,15 +19,15 @@ import {
 } from "../../core/message.js";
 import { type ChannelMeta, parseMeta, serializeMeta, withOurKeys } from "../../core/meta.js";
 import { identity, validateName } from "../../core/names.js";
-import type { Note, NoteKind, NoteStore } from "../../features/delivery/index.js";
+import { FeatureStore } from "../feature-store.js";
+import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
+import type { Note, NoteKind, NoteStore } from "../records/index.js";
 import {
   formatPathLeases,
   type PathLeaseDoc,
   type PathLeaseRecord,
   parsePathLeases,
-} from "../../features/leases/index.js";
-import { FeatureStore } from "../feature-store.js";
-import type { ArchiveOptions, ArchiveResult, PruneOptions, PruneResult } from "../find-types.js";
+} from "../records/index.js";
 import { type NatsTarget, parseNatsUrl } from "../roots.js";
 import {
   type CursorMove,
@@ -860,6 +860,7 @@ export class NatsStore extends FeatureStore {
           return m ? { channel: untoken(m[1]!), agent: m[2]! } : undefined;
         },
         presencePrefix: PRESENCE_PREFIX,
+        keep: (entries, now, olderThanMs) => this.agentsToKeep(entries, now, olderThanMs),
         now: this.now(),
       },
       options,

@@ -1,4 +1,4 @@
-import type { PresenceOptions } from "../../features/delivery/index.js";
+import type { PresenceOptions } from "../records/index.js";
 import type { NatsConnectionOptions } from "../roots.js";
 
 export interface NatsStoreOptions extends NatsConnectionOptions, PresenceOptions {

@@ -13,11 +13,6 @@ import { join } from "node:path";
 import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { identity } from "../../core/names.js";
-import {
-  agentsToKeep,
-  checkArchiveOptions,
-  checkPruneOptions,
-} from "../../features/search/index.js";
 import { ensureRealDir } from "../../fsutil/root-files.js";
 import type {
   ArchiveOptions,
@@ -27,6 +22,7 @@ import type {
   PruneOptions,
   PruneResult,
 } from "../find-types.js";
+import { checkArchiveOptions, checkPruneOptions, type PresenceEntry } from "../records/index.js";
 
 /**
  * Retention on NATS (docs/search.md): the channel's old messages are exported into a SPEC folder
@@ -162,11 +158,13 @@ export interface NatsPruneHost {
   cursorOf(key: string): { channel: string; agent: string } | undefined;
   presencePrefix: string;
   now: number;
+  /** The agents whose cursors and presence stay however old (the search feature's rule). */
+  keep(entries: readonly PresenceEntry[], now: number, olderThanMs: number): Set<string>;
 }
 
 /**
  * Prune on NATS: the cursors and presence records not written for `olderThanMs`, except those
- * of agents seen lately or parked (features/search/retention.ts). A KV entry's
+ * of agents seen lately or parked ({@link NatsPruneHost.keep}). A KV entry's
  * own time is when it was last written, as a cursor file's mtime is on a folder (written at each
  * read that moved it; presence at each activity). An entry written after it was listed is kept:
  * each delete is checked against the revision listed.
@@ -176,7 +174,7 @@ export async function pruneNats(host: NatsPruneHost, options: PruneOptions): Pro
   const cutoff = host.now - options.olderThanMs;
   const records = await host.entries(`${host.presencePrefix}*`);
   const agentOf = (entry: AgedEntry) => entry.key.slice(host.presencePrefix.length);
-  const keep = agentsToKeep(
+  const keep = host.keep(
     records.map((e) => ({ key: agentOf(e), text: e.text, writtenMs: e.written.getTime() })),
     host.now,
     options.olderThanMs,

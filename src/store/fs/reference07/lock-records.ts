@@ -1,4 +1,4 @@
-import type { LockedPath } from "../../../features/leases/index.js";
+import type { LockedPath } from "../../records/index.js";
 import { parseTime, REFERENCE_ID } from "./records.js";
 
 /**

@@ -1,6 +1,5 @@
 import { join } from "node:path";
 import { identity } from "../../../core/names.js";
-import { lockedPath, type PathLease, recordId } from "../../../features/leases/index.js";
 import {
   ensureRealDir,
   entryKind,
@@ -9,6 +8,7 @@ import {
   removeFileEntry,
   replaceFile,
 } from "../../../fsutil/root-files.js";
+import { lockedPath, type PathLease, recordId } from "../../records/index.js";
 import { type LockRecord, leasePattern } from "./lock-records.js";
 import { sortedJson } from "./records.js";
 

@@ -3,7 +3,9 @@ import type { Glob } from "./glob.js";
 
 /**
  * Path lease patterns: repository-relative globs, in the grammar of glob.ts, which matches in
- * linear time. Loaded lazily: the hot commands (post, read, wait) never read it.
+ * linear time. Loaded lazily: the hot commands (post, read, wait) never read it. Here, below the
+ * features, because a backend reads them in stored records (the folder store: chat.py 0.7's
+ * lock records overlap ours); the leases feature's rules are in features/leases/.
  */
 type Matcher = (path: string) => boolean;
 type Globs = typeof import("./glob.js");
@@ -65,7 +67,7 @@ export function canonicalPath(path: string): string {
  * extglob planted to stall the guard, a chat.py path such as `docs/a (1).md`, one over the
  * length bound) is never refused here: it is the literal path it spells, matched in linear time.
  */
-async function coverage(pattern: string): Promise<Glob> {
+export async function coverage(pattern: string): Promise<Glob> {
   const { compileGlob, literalPath } = await globs();
   if (pattern.length > MAX_PATTERN_LENGTH) return literalPath(pattern);
   try {
@@ -139,61 +141,10 @@ export async function patternsOverlap(a: string, b: string): Promise<boolean> {
 }
 
 /** `path` is `folder` or lies under it (`''` is the top folder, above everything). */
-function underOrAt(path: string, folder: string): boolean {
+export function underOrAt(path: string, folder: string): boolean {
   return folder === "" || path === folder || path.startsWith(`${folder}/`);
 }
 
 function onOneLine(a: string, b: string): boolean {
   return underOrAt(a, b) || underOrAt(b, a);
-}
-
-/** A live exclusive lease of another agent that covers a path, as the git guard reports it. */
-export interface Blocked {
-  path: string;
-  lease: {
-    token: number;
-    pattern: string;
-    holder: string;
-    expiresAt: string;
-    reason?: string;
-    lock?: string;
-  };
-}
-
-/** What the guard found: the blocked paths, and how many it had no time left to look at. */
-export interface GuardScan {
-  blocked: Blocked[];
-  unchecked: number;
-}
-
-/** When a check stops: once `now()` reaches `until`. */
-export interface TimeLimit {
-  until: number;
-  now: () => number;
-}
-
-/**
- * The paths that live exclusive leases of agents other than `me` cover (each with the first
- * such lease): what a commit of `paths` by `me` would step on. Shared and expired leases, and
- * `me`'s own, never block. Each match takes linear time, but a commit may stage many paths
- * and a channel hold many leases: given a `limit`, the paths left when it is reached are
- * counted, not checked.
- */
-export async function blockedPaths(
-  leases: ReadonlyArray<Blocked["lease"] & { exclusive: boolean; state: string }>,
-  paths: readonly string[],
-  me: string,
-  limit?: TimeLimit,
-): Promise<GuardScan> {
-  const others = leases.filter((l) => l.exclusive && l.state === "live" && l.holder !== me);
-  const compiled = await Promise.all(
-    others.map(async (l) => [l, await coverage(l.pattern)] as const),
-  );
-  const blocked: Blocked[] = [];
-  for (const [i, path] of paths.entries()) {
-    if (limit && limit.now() >= limit.until) return { blocked, unchecked: paths.length - i };
-    const hit = compiled.find(([, glob]) => underOrAt(path, glob.base) && glob.covers(path));
-    if (hit) blocked.push({ path, lease: hit[0] });
-  }
-  return { blocked, unchecked: 0 };
 }

@@ -1,4 +1,4 @@
-import { type Term, words } from "./search-query.js";
+import { type Term, words } from "./text-match.js";
 
 /**
  * An inverted index in memory: for each word, the ascending ids of the documents holding it.
