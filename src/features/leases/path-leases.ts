@@ -11,13 +11,7 @@ import {
   type PathLeaseRecord,
   patternsOverlap,
 } from "../../store/records/index.js";
-import {
-  HOLDER,
-  pastGrace,
-  refuseNotHolder,
-  storedCount,
-  storedRecord,
-} from "../../store/shared/index.js";
+import { pastGrace, refuseNotHolder } from "../../store/shared/index.js";
 import type {
   PathLeaseInfo,
   PathLeaseOptions,
