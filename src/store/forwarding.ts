@@ -18,9 +18,7 @@ export class ForwardingStore implements Store {
   readonly touch?: Store["touch"];
   readonly publishedKeys?: Store["publishedKeys"];
   readonly attestRead?: Store["attestRead"];
-  readonly channelState?: Store["channelState"];
-  readonly recoverPending?: Store["recoverPending"];
-  readonly refuseWhilePathLocksPending?: Store["refuseWhilePathLocksPending"];
+  readonly chatpy07?: Store["chatpy07"];
 
   constructor(protected readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
@@ -29,11 +27,7 @@ export class ForwardingStore implements Store {
     if (inner.touch) this.touch = inner.touch.bind(inner);
     if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
     if (inner.attestRead) this.attestRead = inner.attestRead.bind(inner);
-    if (inner.channelState) this.channelState = inner.channelState.bind(inner);
-    if (inner.recoverPending) this.recoverPending = inner.recoverPending.bind(inner);
-    if (inner.refuseWhilePathLocksPending) {
-      this.refuseWhilePathLocksPending = inner.refuseWhilePathLocksPending.bind(inner);
-    }
+    if (inner.chatpy07) this.chatpy07 = inner.chatpy07;
   }
 
   get capabilities(): Capabilities {

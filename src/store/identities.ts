@@ -35,28 +35,26 @@ export function guardIdentities(store: Store): Store {
 
 class IdentityGuard extends ForwardingStore {
   private readonly names = new Map<string, ChannelNames>();
-  declare readonly channelState?: Store["channelState"];
-  declare readonly recoverPending?: Store["recoverPending"];
+  declare readonly chatpy07?: Store["chatpy07"];
 
   constructor(inner: Store) {
     super(inner);
-    const summarize = inner.channelState?.bind(inner);
-    // Saving the summary posts `state.compacted` as its actor: that name is admitted first.
-    if (summarize) {
-      this.channelState = async (channel, options = {}) => {
+    const chatpy = inner.chatpy07;
+    if (!chatpy) return;
+    this.chatpy07 = {
+      // Saving the summary posts `state.compacted` as its actor: that name is admitted first.
+      channelState: async (channel, options = {}) => {
         if (options.write && options.audit !== false && options.actor) {
           await this.admit(channel, options.actor);
         }
-        return summarize(channel, options);
-      };
-    }
-    const recover = inner.recoverPending?.bind(inner);
-    if (recover) {
-      this.recoverPending = async (channel, options) => {
+        return chatpy.channelState(channel, options);
+      },
+      recoverPending: async (channel, options) => {
         await this.admit(channel, options.agent);
-        return recover(channel, options);
-      };
-    }
+        return chatpy.recoverPending(channel, options);
+      },
+      refuseWhilePathLocksPending: (channel) => chatpy.refuseWhilePathLocksPending(channel),
+    };
   }
 
   override async init(channel: string, options: InitOptions = {}): Promise<ChannelMeta> {

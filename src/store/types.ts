@@ -76,28 +76,10 @@ export interface Store {
   ): Promise<TaskInfo>;
 
   /**
-   * Optional (folder roots): chat.py 0.7's derived summary of a channel (docs/state.md): its
-   * topic, decisions, open tasks, blockers, owners, path locks and verification evidence, as
-   * chat.py's `state` renders them; with `write`, its `state.md` replaced atomically and the
-   * `state.compacted` message posted; with `saved`, the `state.md` last written, as it is.
+   * Optional (folder roots, which chat.py 0.7 shares): what only its formats and journals have,
+   * beyond what every store does with them (docs/state.md, docs/leases.md).
    */
-  channelState?(channel: string, options?: ChannelSummaryOptions): Promise<ChannelSummary>;
-
-  /**
-   * Optional (folder roots): chat.py 0.7's `recover-pending`. A change of its task leases
-   * (`kind: "task"`) or path locks (`kind: "path"`) that died half-way, its journal left behind,
-   * is undone, or, if its message was posted, its journal cleaned up (docs/leases.md); until
-   * then every such change there is refused. For tasks `NOT_FOUND` when nothing is pending.
-   */
-  recoverPending?(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
-
-  /**
-   * Optional (folder roots): refuses (`TASK_INCONSISTENT`, the message led by chat.py's
-   * `PATH_LOCK_TRANSACTION_PENDING`) while a change of chat.py 0.7's path locks in the channel
-   * died half-way, as chat.py's `check` does: which locks hold is not known until
-   * `recover-pending` settles it. Every path-lease change refuses so by itself.
-   */
-  refuseWhilePathLocksPending?(channel: string): Promise<void>;
+  readonly chatpy07?: ChatPy07Interop;
 
   /**
    * Reserves the paths a repository-relative glob covers (docs/leases.md): a lease with its own
@@ -192,6 +174,35 @@ export interface Store {
   readonly publishedKeys?: PublishedKeyDirectory;
 
   close(): Promise<void>;
+}
+
+/**
+ * What a store that shares its root with chat.py 0.7 offers of chat.py's own (`Store.chatpy07`):
+ * one handle, so that the contract of every store does not carry it.
+ */
+export interface ChatPy07Interop {
+  /**
+   * chat.py 0.7's derived summary of a channel (docs/state.md): its topic, decisions, open tasks, blockers, owners, path locks and verification evidence, as
+   * chat.py's `state` renders them; with `write`, its `state.md` replaced atomically and the
+   * `state.compacted` message posted; with `saved`, the `state.md` last written, as it is.
+   */
+  channelState(channel: string, options?: ChannelSummaryOptions): Promise<ChannelSummary>;
+
+  /**
+   * chat.py 0.7's `recover-pending`. A change of its task leases
+   * (`kind: "task"`) or path locks (`kind: "path"`) that died half-way, its journal left behind,
+   * is undone, or, if its message was posted, its journal cleaned up (docs/leases.md); until
+   * then every such change there is refused. For tasks `NOT_FOUND` when nothing is pending.
+   */
+  recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
+
+  /**
+   * refuses (`TASK_INCONSISTENT`, the message led by chat.py's
+   * `PATH_LOCK_TRANSACTION_PENDING`) while a change of chat.py 0.7's path locks in the channel
+   * died half-way, as chat.py's `check` does: which locks hold is not known until
+   * `recover-pending` settles it. Every path-lease change refuses so by itself.
+   */
+  refuseWhilePathLocksPending(channel: string): Promise<void>;
 }
 
 /** Published key files by name, each written only over the revision its writer read. */

@@ -196,10 +196,10 @@ function registerCheck(program: Command, ctx: CliContext): void {
     const store = await ctx.open();
     if (ctx.rootSpec.kind === "folder") {
       const folder = await ctx.openWith(
-        "refuseWhilePathLocksPending",
+        "chatpy07",
         "check: this folder store cannot tell whether a path-lock change is pending",
       );
-      await folder.refuseWhilePathLocksPending(channel);
+      await folder.chatpy07.refuseWhilePathLocksPending(channel);
     }
     const locks = await asPathLock(async () => {
       // chat.py refuses a path outside the workspace here too, rather than call it free.

@@ -39,10 +39,10 @@ export function recoverPendingCommand(
       const options: RecoverPendingOptions = { kind, agent };
       if (opts.resolvePublication) options.resolve = opts.resolvePublication;
       const store = await ctx.openWith(
-        "recoverPending",
+        "chatpy07",
         "recover-pending mends chat.py 0.7's journals in a channel folder: it needs a folder root",
       );
-      const done = await store.recoverPending(channel, options);
+      const done = await store.chatpy07.recoverPending(channel, options);
       if (ctx.json) return ctx.printJson({ channel, ...done });
       ctx.out(`recovered pending ${WHAT[kind]} transaction in ${channel}${detail(done)}\n`);
     });

@@ -114,10 +114,10 @@ async function summary(
   options: ChannelSummaryOptions,
 ): Promise<ChannelSummary> {
   const store = await ctx.openWith(
-    "channelState",
+    "chatpy07",
     "state is chat.py 0.7's summary of a channel folder: it needs a folder root",
   );
-  const state = await store.channelState(channel, options);
+  const state = await store.chatpy07.channelState(channel, options);
   for (const p of state.problems) ctx.err(`agent-chat: ${p}; left out of the summary\n`);
   return state;
 }

@@ -76,6 +76,7 @@ import {
   type Capabilities,
   type ChannelSummary,
   type ChannelSummaryOptions,
+  type ChatPy07Interop,
   type ClaimOptions,
   type DoneOptions,
   type FenceResult,
@@ -1042,21 +1043,31 @@ export class FsStore extends FeatureStore<FolderFeed> {
     return board.recover(task.trim(), change.agent, change.reason, ttlMs);
   }
 
+  /** chat.py 0.7's own, for the root this store shares with it. */
+  readonly chatpy07: ChatPy07Interop = {
+    channelState: (channel, options) => this.channelState(channel, options),
+    recoverPending: (channel, options) => this.recoverPending(channel, options),
+    refuseWhilePathLocksPending: (channel) => this.refuseWhilePathLocksPending(channel),
+  };
+
   /** chat.py 0.7's `recover-pending` of a lease or path-lock journal (reference07/*pending.ts). */
-  async recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery> {
+  private async recoverPending(
+    channel: string,
+    options: RecoverPendingOptions,
+  ): Promise<PendingRecovery> {
     const board = (await this.boardFor(channel)) as Board;
     if (options.kind === "task") return board.recoverPending(options.agent, options.resolve);
     validateName("agent", options.agent);
     return recoverPendingPathLock(this.state(channel).dir, channel, options.resolve);
   }
 
-  async refuseWhilePathLocksPending(channel: string): Promise<void> {
+  private async refuseWhilePathLocksPending(channel: string): Promise<void> {
     await this.roster(channel);
     refuseWhilePending(this.state(channel).dir, channel);
   }
 
   /** chat.py 0.7's derived summary of the channel, and its `state.md` (reference07/state/). */
-  async channelState(
+  private async channelState(
     channel: string,
     options: ChannelSummaryOptions = {},
   ): Promise<ChannelSummary> {
