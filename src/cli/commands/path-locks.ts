@@ -111,7 +111,10 @@ const REFERENCE_CODE: Partial<Record<string, string>> = {
   UNSAFE_FILE: "PATH_LOCK_STORAGE_INVALID",
 };
 
-/** Runs `fn`, leading a refusal's message with chat.py's code for it. */
+/**
+ * Runs `fn`; a refusal that is not already one of chat.py's path-lock errors (its reference) is
+ * made one: chat.py's code for it as its reference, leading its message.
+ */
 async function asPathLock<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
