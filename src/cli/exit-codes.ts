@@ -1,4 +1,4 @@
-import type { ErrorCode } from "../core/errors.js";
+import { type ErrorCode, referenceMessage } from "../core/errors.js";
 
 /**
  * Exit codes, kept from the reference where it has one: 0 ok, 1 error, 2 wait timed out,
@@ -50,26 +50,28 @@ export function exitCodeFor(code: ErrorCode | "USAGE"): number {
 }
 
 /** chat.py 0.7's families of task, task-lease and event errors (`LEASE_CONFLICT`, …). */
-const REFERENCE_07_REFUSAL = /^(TASK|LEASE|EVENT)_[A-Z_]+\b/;
+const REFERENCE_07_REFUSAL = /^(TASK|LEASE|EVENT)_[A-Z_]+$/;
 /** chat.py 0.7's path-lock and state errors (`PATH_LOCK_CONFLICT`, …): its `AgentChatError`s. */
-const REFERENCE_07_ERROR = /^(PATH_LOCK|STATE)_[A-Z_]+\b/;
+const REFERENCE_07_ERROR = /^(PATH_LOCK|STATE)_[A-Z_]+$/;
 
 /**
  * A refusal as chat.py 0.7 gives it in its own grammar, whose `main` knows three exits: 2 for a
  * `TaskError` (every task and lease error, a lost lease race included), an `AdapterEventError`
  * and a usage error argparse refuses; 1 for any other `AgentChatError` (every path-lock and
  * state error); 130 interrupted. Where ours would say 3 or 64, a script written for chat.py
- * would misread it. The family is told by chat.py's code leading our message
- * (`LEASE_CONFLICT: …`) or by ours (`TASK_NOT_FOUND`), which then leads the message too.
+ * would misread it. The family is told by chat.py's code the error carries (`reference`:
+ * `LEASE_CONFLICT`, which leads its message too) or by ours (`TASK_NOT_FOUND`), which then
+ * leads the message. The message text is never read for it: text that merely looks like
+ * chat.py's (`LEASE_CONFLICT: …` in a message of ours) is not chat.py's refusal.
  */
 export function asReference07(
-  code: string,
-  message: string,
+  err: { code: string; message: string; reference?: string | undefined },
   exit: number,
 ): { exit: number; message: string } {
+  const { code, message, reference = "" } = err;
   if (exit === EXIT.INTERRUPTED) return { exit, message };
-  if (REFERENCE_07_ERROR.test(message)) return { exit: EXIT.ERROR, message };
-  if (REFERENCE_07_REFUSAL.test(message)) return { exit: 2, message };
-  if (REFERENCE_07_REFUSAL.test(code)) return { exit: 2, message: `${code}: ${message}` };
+  if (REFERENCE_07_ERROR.test(reference)) return { exit: EXIT.ERROR, message };
+  if (REFERENCE_07_REFUSAL.test(reference)) return { exit: 2, message };
+  if (REFERENCE_07_REFUSAL.test(code)) return { exit: 2, message: referenceMessage(code, message) };
   return { exit: exit === EXIT.USAGE ? 2 : EXIT.ERROR, message };
 }

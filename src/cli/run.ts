@@ -43,7 +43,7 @@ export function reportError(err: unknown, ctx: CliContext, argv: readonly string
   } else if (err instanceof AgentChatError) {
     kind = err.code;
     ({ exit: code, message } = ctx.speaksReference07
-      ? asReference07(err.code, err.message, exitCodeFor(err.code))
+      ? asReference07(err, exitCodeFor(err.code))
       : { exit: exitCodeFor(err.code), message: err.message });
   } else {
     code = EXIT.ERROR;

@@ -1,4 +1,4 @@
-import { AgentChatError } from "../core/errors.js";
+import { referenceError } from "../core/errors.js";
 import {
   DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_WAIT_TIMEOUT_MS,
@@ -104,12 +104,13 @@ export function parseReferenceLease({ value, flag, code, noun }: ReferenceLease)
   }
   const seconds = Number(text.replaceAll("_", "").replace(/^([+-]?)inf(inity)?$/i, "$1Infinity"));
   if (!(Number.isFinite(seconds) && seconds > 0)) {
-    throw new AgentChatError("INVALID_ARGUMENT", `${code}: ${noun} duration must be positive`);
+    throw referenceError("INVALID_ARGUMENT", code, `${noun} duration must be positive`);
   }
   if (!(Date.now() + seconds * 1000 < REFERENCE_TIME_END_MS)) {
-    throw new AgentChatError(
+    throw referenceError(
       "INVALID_ARGUMENT",
-      `${code}: ${noun} duration is outside the supported timestamp range`,
+      code,
+      `${noun} duration is outside the supported timestamp range`,
     );
   }
   return Math.max(1, Math.round(seconds * 1000));

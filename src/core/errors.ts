@@ -82,12 +82,42 @@ export class AgentChatError extends Error {
 
   override readonly name = "AgentChatError";
   readonly code: ErrorCode;
+  /**
+   * chat.py 0.7's own code for this failure (`LEASE_CONFLICT`, `PATH_LOCK_CONFLICT`,
+   * `TASK_NOT_FOUND`, ...), where the failure is one of its: what picks the exit a command of
+   * its grammar gives (src/cli/exit-codes.ts), and what the daemon's wire carries as
+   * `reference`. Built with {@link referenceError}, which also leads the message with it.
+   */
+  declare readonly reference?: string;
   readonly [BRAND] = true;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; reference?: string | undefined },
+  ) {
+    super(message, options && "cause" in options ? { cause: options.cause } : undefined);
     this.code = code;
+    if (options?.reference !== undefined) this.reference = options.reference;
   }
+}
+
+/** A failure chat.py 0.7 names `reference`, as its text reads: `LEASE_CONFLICT: task t1 …`. */
+export function referenceMessage(reference: string, text: string): string {
+  return `${reference}: ${text}`;
+}
+
+/**
+ * An error of ours (`code`) that is chat.py 0.7's `reference` too: it carries chat.py's code
+ * as data ({@link AgentChatError.reference}) and leads its message with it, as chat.py's does.
+ */
+export function referenceError(
+  code: ErrorCode,
+  reference: string,
+  text: string,
+  options?: { cause?: unknown },
+): AgentChatError {
+  return new AgentChatError(code, referenceMessage(reference, text), { ...options, reference });
 }
 
 export function isAgentChatError(err: unknown, code?: ErrorCode): err is AgentChatError {

@@ -458,7 +458,8 @@ interface WireLine {
 }
 
 function fromWire(error: WireError): AgentChatError {
-  return new AgentChatError(error.code as ErrorCode, error.message);
+  const reference = typeof error.reference === "string" ? error.reference : undefined;
+  return new AgentChatError(error.code as ErrorCode, error.message, { reference });
 }
 
 function unavailable(path: string, why: string): AgentChatError {

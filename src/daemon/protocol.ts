@@ -37,9 +37,15 @@ export type Op = DaemonOp | WireOp;
 
 export type RequestId = string | number;
 
+/** An error on the wire: an `AgentChatError`'s fields (docs/daemon.md, "Answers"). */
 export interface WireError {
   code: string;
   message: string;
+  /**
+   * chat.py 0.7's own code for the failure (`LEASE_CONFLICT`, `PATH_LOCK_CONFLICT`), when it is
+   * one of its: a client of chat.py's grammar exits by it as on the folder. Absent otherwise.
+   */
+  reference?: string;
 }
 
 export type Response =

@@ -708,7 +708,10 @@ class Connection {
 }
 
 function toWireError(err: unknown): WireError {
-  if (err instanceof AgentChatError) return { code: err.code, message: err.message };
+  if (err instanceof AgentChatError) {
+    const { code, message, reference } = err;
+    return reference === undefined ? { code, message } : { code, message, reference };
+  }
   if (err instanceof RangeError) {
     return { code: "PROTOCOL_ERROR", message: `request too complex: ${err.message}` };
   }

@@ -1,4 +1,4 @@
-import { AgentChatError } from "../core/errors.js";
+import { referenceError } from "../core/errors.js";
 import type { Message } from "../core/message.js";
 import { validateName } from "../core/names.js";
 import {
@@ -251,9 +251,10 @@ export abstract class FeatureStore<F extends IndexedFeed = IndexedFeed>
     lock: string,
     _change: PathLockChange,
   ): Promise<{ before: PathLeaseInfo; after: PathLeaseInfo }> {
-    throw new AgentChatError(
+    throw referenceError(
       "NOT_FOUND",
-      `PATH_LOCK_NOT_FOUND: no chat.py lock ${lock} in ${channel} (chat.py's locks live in folder roots)`,
+      "PATH_LOCK_NOT_FOUND",
+      `no chat.py lock ${lock} in ${channel} (chat.py's locks live in folder roots)`,
     );
   }
 }

@@ -197,7 +197,7 @@ export interface ChatPy07Interop {
   recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
 
   /**
-   * refuses (`TASK_INCONSISTENT`, the message led by chat.py's
+   * refuses (`TASK_INCONSISTENT`, whose reference is chat.py's
    * `PATH_LOCK_TRANSACTION_PENDING`) while a change of chat.py 0.7's path locks in the channel
    * died half-way, as chat.py's `check` does: which locks hold is not known until
    * `recover-pending` settles it. Every path-lease change refuses so by itself.

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { AgentChatError, isAgentChatError } from "../../core/errors.js";
+import { isAgentChatError, referenceError } from "../../core/errors.js";
 import {
   canonicalPath,
   lockedPath,
@@ -111,14 +111,20 @@ const REFERENCE_CODE: Partial<Record<string, string>> = {
   UNSAFE_FILE: "PATH_LOCK_STORAGE_INVALID",
 };
 
-/** Runs `fn`, leading a refusal's message with chat.py's code for it. */
+/**
+ * Runs `fn`; a refusal that is not already one of chat.py's path-lock errors (its reference) is
+ * made one: chat.py's code for it as its reference, leading its message.
+ */
 async function asPathLock<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {
-    if (!isAgentChatError(err) || err.message.startsWith("PATH_LOCK_")) throw err;
-    const code = REFERENCE_CODE[err.code] ?? "PATH_LOCK_STORAGE_ERROR";
-    throw new AgentChatError(err.code, `${code}: ${err.message}`);
+    if (!isAgentChatError(err) || err.reference?.startsWith("PATH_LOCK_")) throw err;
+    throw referenceError(
+      err.code,
+      REFERENCE_CODE[err.code] ?? "PATH_LOCK_STORAGE_ERROR",
+      err.message,
+    );
   }
 }
 
@@ -162,9 +168,10 @@ async function refuseOverlapWithin(patterns: string[]): Promise<void> {
   for (const [i, a] of patterns.entries()) {
     for (const b of patterns.slice(i + 1)) {
       if (await patternsOverlap(await normalizePattern(a), await normalizePattern(b))) {
-        throw new AgentChatError(
+        throw referenceError(
           "CLAIM_LOST",
-          "PATH_LOCK_CONFLICT: requested paths overlap within one lock request",
+          "PATH_LOCK_CONFLICT",
+          "requested paths overlap within one lock request",
         );
       }
     }
@@ -258,13 +265,14 @@ async function find(store: Store, channel: string, target: string): Promise<Path
   );
   const ids = new Set(hits.map(lockId));
   if (ids.size > 1) {
-    throw new AgentChatError(
+    throw referenceError(
       "INVALID_ARGUMENT",
-      `PATH_LOCK_CONFLICT: ${target} matches several locks: ${[...ids].join(", ")}`,
+      "PATH_LOCK_CONFLICT",
+      `${target} matches several locks: ${[...ids].join(", ")}`,
     );
   }
   const hit = hits[0];
-  if (!hit) throw new AgentChatError("NOT_FOUND", `PATH_LOCK_NOT_FOUND: no lock ${target}`);
+  if (!hit) throw referenceError("NOT_FOUND", "PATH_LOCK_NOT_FOUND", `no lock ${target}`);
   return hit;
 }
 
@@ -319,7 +327,7 @@ function registerRecover(program: Command, ctx: CliContext): void {
     const owner = ownerOf(ctx, opts);
     const reason = (opts.reason ?? "").trim();
     if (!reason) {
-      throw new AgentChatError("INVALID_ARGUMENT", "PATH_LOCK_INVALID_REASON: --reason is empty");
+      throw referenceError("INVALID_ARGUMENT", "PATH_LOCK_INVALID_REASON", "--reason is empty");
     }
     const store = await ctx.open();
     const { previous, taken } = await asPathLock(() =>
@@ -364,9 +372,10 @@ async function recoverLock(
     : undefined;
   if (handedOver) return { previous, taken: handedOver.after };
   if (previous.state === "live") {
-    throw new AgentChatError(
+    throw referenceError(
       "CLAIM_LOST",
-      `PATH_LOCK_NOT_STALE: lock ${lockId(previous)} of ${previous.owner ?? previous.holder} is live until ${previous.expiresAt}`,
+      "PATH_LOCK_NOT_STALE",
+      `lock ${lockId(previous)} of ${previous.owner ?? previous.holder} is live until ${previous.expiresAt}`,
     );
   }
   const why = `recovered from ${previous.owner ?? previous.holder} (lease ended ${previous.expiresAt}): ${reason}`;

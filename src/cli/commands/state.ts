@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { AgentChatError } from "../../core/errors.js";
+import { AgentChatError, referenceError } from "../../core/errors.js";
 import { validateName } from "../../core/names.js";
 import type { ChannelSummary, ChannelSummaryOptions } from "../../store/types.js";
 import { type CliContext, speaksReference07 } from "../context.js";
@@ -131,6 +131,6 @@ function stateChannel(channel: string | undefined): void {
     validateName("channel", channel);
   } catch (err) {
     if (!(err instanceof AgentChatError)) throw err;
-    throw new AgentChatError(err.code, `STATE_INVALID_CHANNEL: ${err.message}`);
+    throw referenceError(err.code, "STATE_INVALID_CHANNEL", err.message);
   }
 }

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { AgentChatError } from "../../core/errors.js";
+import { AgentChatError, referenceError } from "../../core/errors.js";
 import { validateName } from "../../core/names.js";
 import type { NewStructuredTask, StructuredTaskUpdate, TaskInfo } from "../../store/types.js";
 import { type CliContext, parsePositiveInt, speaksReference07 } from "../context.js";
@@ -60,7 +60,7 @@ function taskChannel(channel: string | undefined): void {
     validateName("channel", channel);
   } catch (err) {
     if (!(err instanceof AgentChatError)) throw err;
-    throw new AgentChatError(err.code, `TASK_INVALID_CHANNEL: ${err.message}`);
+    throw referenceError(err.code, "TASK_INVALID_CHANNEL", err.message);
   }
 }
 
@@ -75,9 +75,10 @@ function answerUnknownTaskCommands(task: Command, ctx: CliContext): void {
     .action((_opts: unknown, command: Command) => {
       if (command.args.length === 0) command.help({ error: true });
       ctx.speaksReference07 = true;
-      throw new AgentChatError(
+      throw referenceError(
         "INVALID_ARGUMENT",
-        `TASK_INVALID_COMMAND: unknown task command '${command.args[0]}' (agent-chat task --help lists them)`,
+        "TASK_INVALID_COMMAND",
+        `unknown task command '${command.args[0]}' (agent-chat task --help lists them)`,
       );
     });
 }
@@ -119,9 +120,10 @@ function registerCreate(task: Command, ctx: CliContext): void {
     )
     .action(async (channel: string, id: string, opts: CreateFlags) => {
       if (opts.title === undefined) {
-        throw new AgentChatError(
+        throw referenceError(
           "INVALID_ARGUMENT",
-          "TASK_INVALID_ARGUMENT: the following arguments are required: --title",
+          "TASK_INVALID_ARGUMENT",
+          "the following arguments are required: --title",
         );
       }
       const input: NewStructuredTask = {

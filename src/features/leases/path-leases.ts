@@ -1,4 +1,4 @@
-import { AgentChatError } from "../../core/errors.js";
+import { AgentChatError, referenceError } from "../../core/errors.js";
 import { oneLine } from "../../core/message.js";
 import { identity, validateName } from "../../core/names.js";
 import {
@@ -221,9 +221,10 @@ export class PathLeaseBook {
       );
     }
     if (forceRefused) {
-      throw new AgentChatError(
+      throw referenceError(
         "CLAIM_LOST",
-        `PATH_LOCK_CONFLICT: cannot lease ${pattern}, not even with --force: ` +
+        "PATH_LOCK_CONFLICT",
+        `cannot lease ${pattern}, not even with --force: ` +
           `${describeAll(recorded)}, and two live lock records of one path are what chat.py's ` +
           "unlock refuses (wait for it, or recover it once it has ended)",
       );

@@ -1,6 +1,11 @@
 import { promises as fsp, lstatSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AgentChatError, isAgentChatError, wrapIoError } from "../../core/errors.js";
+import {
+  AgentChatError,
+  isAgentChatError,
+  referenceError,
+  wrapIoError,
+} from "../../core/errors.js";
 import {
   cursorSeq,
   formatTimestamp,
@@ -1033,9 +1038,10 @@ export class FsStore extends FeatureStore<FolderFeed> {
   override async changeStructuredTask(channel: string, task: string, change: StructuredTaskChange) {
     const board = await this.boardFor(channel, task);
     if (!board)
-      throw new AgentChatError(
+      throw referenceError(
         "TASK_NOT_FOUND",
-        `TASK_NOT_FOUND: no structured task ${task} in ${channel}`,
+        "TASK_NOT_FOUND",
+        `no structured task ${task} in ${channel}`,
       );
     if (change.op === "block") return board.block(task.trim(), change.agent);
     if (change.op === "update") return board.update(task.trim(), change.agent, change.fields);

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { AgentChatError } from "../../../core/errors.js";
+import { AgentChatError, referenceError } from "../../../core/errors.js";
 import {
   createFileExclusive,
   ensureRealDir,
@@ -31,6 +31,7 @@ import {
   formatTask,
   localIso,
   parseTime,
+  RecordProblem,
   type ReferenceClaim,
   type ReferenceStatus,
   type ReferenceTask,
@@ -64,9 +65,12 @@ interface Found {
   grants: Grants;
 }
 
-const inconsistent = (message: string) => new AgentChatError("TASK_INCONSISTENT", message);
-const lost = (message: string) => new AgentChatError("CLAIM_LOST", message);
-const notHolder = (message: string) => new AgentChatError("NOT_HOLDER", message);
+/** chat.py's refusals (`reference`, its code) as ours. */
+const inconsistent = (reference: string, text: string) =>
+  referenceError("TASK_INCONSISTENT", reference, text);
+const lost = (reference: string, text: string) => referenceError("CLAIM_LOST", reference, text);
+const notHolder = (reference: string, text: string) =>
+  referenceError("NOT_HOLDER", reference, text);
 
 /**
  * chat.py 0.7's task board of one channel folder, read and changed in its formats, under its
@@ -101,17 +105,19 @@ export class Board {
     const task = this.newTask(input);
     return withTasksMutex(dir, async () => {
       if (readTask(dir, channel, task.id)) {
-        throw new AgentChatError(
+        throw referenceError(
           "TASK_EXISTS",
-          `TASK_ALREADY_EXISTS: task ${task.id} already exists in ${channel}`,
+          "TASK_ALREADY_EXISTS",
+          `task ${task.id} already exists in ${channel}`,
         );
       }
       const known = new Set(readTasks(dir, channel).tasks.map((t) => t.value.id));
       const unknown = task.depends_on.filter((d) => !known.has(d));
       if (unknown.length > 0) {
-        throw new AgentChatError(
+        throw referenceError(
           "INVALID_ARGUMENT",
-          `TASK_UNKNOWN_DEPENDENCY: no task ${unknown.join(", ")} in ${channel}`,
+          "TASK_UNKNOWN_DEPENDENCY",
+          `no task ${unknown.join(", ")} in ${channel}`,
         );
       }
       const folder = join(dir, TASKS_DIR);
@@ -147,6 +153,7 @@ export class Board {
         updated_at: referenceTime(this.host.now()),
       });
     } catch (err) {
+      if (err instanceof RecordProblem) throw err.as("INVALID_ARGUMENT");
       throw new AgentChatError("INVALID_ARGUMENT", (err as Error).message);
     }
   }
@@ -161,7 +168,8 @@ export class Board {
         const who = claim.value.owner === owner ? "you" : claim.value.owner;
         if (!pastGrace(end, now)) {
           throw lost(
-            `LEASE_CONFLICT: task ${id} is leased by ${who} until ${claim.value.lease_expires_at}${graceNote(end, now)}`,
+            "LEASE_CONFLICT",
+            `task ${id} is leased by ${who} until ${claim.value.lease_expires_at}${graceNote(end, now)}`,
           );
         }
         const reason = `lease of ${claim.value.owner} ended at ${claim.value.lease_expires_at}; claimed by ${owner} with agent-chat`;
@@ -169,11 +177,12 @@ export class Board {
       }
       if (task.value.lease_expires_at !== null) {
         throw inconsistent(
-          `LEASE_INCONSISTENT: task ${id} has a lease expiry without a claim record`,
+          "LEASE_INCONSISTENT",
+          `task ${id} has a lease expiry without a claim record`,
         );
       }
       if (task.value.owner !== null && task.value.owner !== owner) {
-        throw lost(`LEASE_CONFLICT: task ${id} is assigned to ${task.value.owner}`);
+        throw lost("LEASE_CONFLICT", `task ${id} is assigned to ${task.value.owner}`);
       }
       this.assertCanMove(task.value, "in_progress", `claim task ${id}`);
       const expires = referenceTime(now + ttlMs);
@@ -196,18 +205,20 @@ export class Board {
   async recover(id: string, agent: string, reason: string, ttlMs: number): Promise<TaskInfo> {
     const owner = ownerName(agent);
     if (reason.trim() === "" || /[\0\r\n]/.test(reason)) {
-      throw new AgentChatError(
+      throw referenceError(
         "INVALID_ARGUMENT",
-        "LEASE_INVALID_REASON: a recovery needs a one-line --reason",
+        "LEASE_INVALID_REASON",
+        "a recovery needs a one-line --reason",
       );
     }
     return this.change(id, async (found, now) => {
       const claim = found.claim?.value;
-      if (!claim) throw notHolder(`LEASE_NOT_FOUND: no active lease for task ${id}`);
+      if (!claim) throw notHolder("LEASE_NOT_FOUND", `no active lease for task ${id}`);
       const end = Date.parse(claim.lease_expires_at);
       if (!pastGrace(end, now)) {
         throw lost(
-          `LEASE_NOT_EXPIRED: the lease of ${claim.owner} on task ${id} is still active${graceNote(end, now)}`,
+          "LEASE_NOT_EXPIRED",
+          `the lease of ${claim.owner} on task ${id} is still active${graceNote(end, now)}`,
         );
       }
       return this.takeOver(found, owner, reason, ttlMs, now);
@@ -332,7 +343,8 @@ export class Board {
     const id = found.task.value.id;
     if (found.task.value.lease_expires_at !== null) {
       throw inconsistent(
-        `LEASE_INCONSISTENT: task ${id} has a lease expiry without a claim record`,
+        "LEASE_INCONSISTENT",
+        `task ${id} has a lease expiry without a claim record`,
       );
     }
     // As chat.py's: any move its transitions allow, the same status again included (a second
@@ -357,7 +369,8 @@ export class Board {
       const claim = found.claim?.value;
       if (claim) {
         throw lost(
-          `LEASE_MUTATION_REQUIRED: task ${id} is leased by ${claim.owner}; release it first`,
+          "LEASE_MUTATION_REQUIRED",
+          `task ${id} is leased by ${claim.owner}; release it first`,
         );
       }
       this.assertCanMove(found.task.value, "blocked", `block task ${id}`);
@@ -482,20 +495,23 @@ export class Board {
   ): Read<ReferenceClaim> {
     const id = found.task.value.id;
     const claim = found.claim;
-    if (!claim) throw notHolder(`LEASE_NOT_FOUND: no active lease for task ${id}`);
+    if (!claim) throw notHolder("LEASE_NOT_FOUND", `no active lease for task ${id}`);
     if (!isLeaseOwner(claim.value.owner, agent)) {
       throw notHolder(
-        `LEASE_OWNER_MISMATCH: task ${id} is leased by ${claim.value.owner}; only its holder can ${verb} it`,
+        "LEASE_OWNER_MISMATCH",
+        `task ${id} is leased by ${claim.value.owner}; only its holder can ${verb} it`,
       );
     }
     if (pastGrace(Date.parse(claim.value.lease_expires_at), now)) {
       throw notHolder(
-        `LEASE_RECOVERY_REQUIRED: your lease on task ${id} ended at ${claim.value.lease_expires_at}`,
+        "LEASE_RECOVERY_REQUIRED",
+        `your lease on task ${id} ended at ${claim.value.lease_expires_at}`,
       );
     }
     const live = liveToken(found.grants, claim.value);
     if (token !== undefined && token !== live) {
-      throw notHolder(
+      throw new AgentChatError(
+        "NOT_HOLDER",
         `task ${id}: token ${token} is not the live grant (${live === undefined ? "granted by chat.py, no token" : `token ${live}`})`,
       );
     }
@@ -510,7 +526,7 @@ export class Board {
     dependsOn = task.depends_on,
   ): void {
     if (!canMove(task.status, to)) {
-      throw lost(`TASK_INVALID_TRANSITION: cannot ${what}: it is ${task.status}`);
+      throw lost("TASK_INVALID_TRANSITION", `cannot ${what}: it is ${task.status}`);
     }
     if (to === "in_progress" || to === "done") {
       const { tasks } = readTasks(this.host.dir, this.host.channel);
@@ -518,7 +534,8 @@ export class Board {
       const waiting = dependsOn.filter((d) => status.get(d) !== "done");
       if (waiting.length > 0) {
         throw lost(
-          `TASK_DEPENDENCY_NOT_READY: task ${task.id} depends on unfinished tasks: ${waiting.join(", ")}`,
+          "TASK_DEPENDENCY_NOT_READY",
+          `task ${task.id} depends on unfinished tasks: ${waiting.join(", ")}`,
         );
       }
     }
@@ -532,7 +549,8 @@ export class Board {
     return withTasksMutex(this.host.dir, async () => {
       if (transactionPending(this.host.dir)) {
         throw inconsistent(
-          `LEASE_TRANSACTION_PENDING: a lease change in ${this.host.channel} died half-way; recover it first (agent-chat task recover-pending ${this.host.channel} --as NAME)`,
+          "LEASE_TRANSACTION_PENDING",
+          `a lease change in ${this.host.channel} died half-way; recover it first (agent-chat task recover-pending ${this.host.channel} --as NAME)`,
         );
       }
       return fn(this.load(id), this.host.now());
@@ -542,9 +560,10 @@ export class Board {
   private load(id: string): Found {
     const task = readTask(this.host.dir, this.host.channel, id);
     if (!task)
-      throw new AgentChatError(
+      throw referenceError(
         "TASK_NOT_FOUND",
-        `TASK_NOT_FOUND: no task ${id} in ${this.host.channel}`,
+        "TASK_NOT_FOUND",
+        `no task ${id} in ${this.host.channel}`,
       );
     return this.found(task);
   }
@@ -556,7 +575,8 @@ export class Board {
     const claims = readClaims(dir, channel, id);
     if (claims.length > 1) {
       throw inconsistent(
-        `LEASE_INCONSISTENT: task ${id} has ${claims.length} leases (${claims.map((c) => c.value.owner).join(", ")})`,
+        "LEASE_INCONSISTENT",
+        `task ${id} has ${claims.length} leases (${claims.map((c) => c.value.owner).join(", ")})`,
       );
     }
     const claim = claims[0];
@@ -565,7 +585,7 @@ export class Board {
       (claim.value.owner !== task.value.owner ||
         claim.value.lease_expires_at !== task.value.lease_expires_at)
     ) {
-      throw inconsistent(`LEASE_INCONSISTENT: task ${id} and its claim record disagree`);
+      throw inconsistent("LEASE_INCONSISTENT", `task ${id} and its claim record disagree`);
     }
     const found: Found = { task, grants: readGrants(dir, id) };
     if (claim) found.claim = claim;

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { AgentChatError } from "../../../core/errors.js";
+import { AgentChatError, referenceError } from "../../../core/errors.js";
 import {
   entryKind,
   listRealDir,
@@ -26,11 +26,21 @@ export interface Read<T> {
   text: string;
 }
 
-/** What a record's failure to read says, with chat.py's code where it has one. */
-function unreadable(path: string, err: unknown): string {
-  if (err instanceof RecordProblem || err instanceof AgentChatError) return err.message;
-  if (err instanceof SyntaxError) return `TASK_INVALID_RECORD: ${path} is not JSON`;
-  return `TASK_INVALID_RECORD: ${path} cannot be read (${(err as Error).message})`;
+/**
+ * A record's failure to read as a `TASK_INCONSISTENT`, with chat.py's code where it has one
+ * (`TASK_INVALID_RECORD` or `LEASE_INVALID_RECORD`, by `family`, when it does not parse).
+ */
+function unreadable(path: string, err: unknown, family: "TASK" | "LEASE"): AgentChatError {
+  if (err instanceof RecordProblem) return err.as("TASK_INCONSISTENT");
+  if (err instanceof AgentChatError) {
+    return new AgentChatError("TASK_INCONSISTENT", err.message, { reference: err.reference });
+  }
+  const reference = `${family}_INVALID_RECORD`;
+  if (err instanceof SyntaxError) {
+    return referenceError("TASK_INCONSISTENT", reference, `${path} is not JSON`);
+  }
+  const why = `${path} cannot be read (${(err as Error).message})`;
+  return referenceError("TASK_INCONSISTENT", reference, why);
 }
 
 /**
@@ -70,18 +80,20 @@ export function readTask(
     text = readRootTextSync(path, MAX_RECORD_BYTES);
     value = validateTask(JSON.parse(text));
   } catch (err) {
-    throw new AgentChatError("TASK_INCONSISTENT", unreadable(`${TASKS_DIR}/${id}.json`, err));
+    throw unreadable(`${TASKS_DIR}/${id}.json`, err, "TASK");
   }
   if (value.id !== id) {
-    throw new AgentChatError(
+    throw referenceError(
       "TASK_INCONSISTENT",
-      `TASK_RECORD_ID_MISMATCH: ${path} holds task ${value.id}`,
+      "TASK_RECORD_ID_MISMATCH",
+      `${path} holds task ${value.id}`,
     );
   }
   if (value.channel !== channel) {
-    throw new AgentChatError(
+    throw referenceError(
       "TASK_INCONSISTENT",
-      `TASK_CHANNEL_MISMATCH: ${path} is of channel ${value.channel}`,
+      "TASK_CHANNEL_MISMATCH",
+      `${path} is of channel ${value.channel}`,
     );
   }
   return { value, text };
@@ -120,20 +132,15 @@ export function readClaims(dir: string, channel: string, id: string): Read<Refer
       const text = readRootTextSync(join(claims, name), MAX_RECORD_BYTES);
       read = { value: validateClaim(JSON.parse(text)), text };
     } catch (err) {
-      throw new AgentChatError(
-        "TASK_INCONSISTENT",
-        unreadable(`${CLAIMS_DIR}/${name}`, err).replace(
-          "TASK_INVALID_RECORD",
-          "LEASE_INVALID_RECORD",
-        ),
-      );
+      throw unreadable(`${CLAIMS_DIR}/${name}`, err, "LEASE");
     }
     const { value } = read;
     // A record that says it is another file's is planted or torn: this task's lease is unknown.
     if (name !== `${value.task_id}.${value.owner}.json` || value.channel !== channel) {
-      throw new AgentChatError(
+      throw referenceError(
         "TASK_INCONSISTENT",
-        `LEASE_RECORD_ID_MISMATCH: ${CLAIMS_DIR}/${name} names task ${value.task_id} of ${value.owner} in ${value.channel}`,
+        "LEASE_RECORD_ID_MISMATCH",
+        `${CLAIMS_DIR}/${name} names task ${value.task_id} of ${value.owner} in ${value.channel}`,
       );
     }
     // `T1.x.bob.json` starts with `T1.` and is the claim of task `T1.x`.

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { AgentChatError } from "../../../core/errors.js";
+import { referenceError } from "../../../core/errors.js";
 import {
   createFileExclusive,
   ensureRealDir,
@@ -67,7 +67,7 @@ export interface PendingChange {
 }
 
 function invalid(message: string): never {
-  throw new AgentChatError("TASK_INCONSISTENT", `LEASE_TRANSACTION_INVALID: ${message}`);
+  throw referenceError("TASK_INCONSISTENT", "LEASE_TRANSACTION_INVALID", message);
 }
 
 /** Whether a lease change of chat.py (or ours) died half-way and awaits its recovery. */
@@ -179,16 +179,21 @@ function parsed<T>(text: string, what: string, validate: (v: unknown) => T): T {
     return validate(value);
   } catch (err) {
     if (!(err instanceof RecordProblem)) throw err;
-    throw new AgentChatError("TASK_INCONSISTENT", `${err.message} (the journal's ${what})`);
+    throw referenceError(
+      "TASK_INCONSISTENT",
+      err.reference,
+      `${err.detail} (the journal's ${what})`,
+    );
   }
 }
 
 function readJournal(dir: string): Record<string, unknown> {
   const path = join(recordFolder(dir, CLAIMS_DIR), TRANSACTION_FILE);
   if (entryKind(path) === undefined) {
-    throw new AgentChatError(
+    throw referenceError(
       "NOT_FOUND",
-      "LEASE_TRANSACTION_NOT_FOUND: no pending lease transaction exists",
+      "LEASE_TRANSACTION_NOT_FOUND",
+      "no pending lease transaction exists",
     );
   }
   let raw: unknown;
@@ -323,9 +328,10 @@ function resolutionOf(
   if (phase !== "applied") return phase === "published" ? "published" : "rollback";
   if (resolve) return resolve;
   if (transactionId === undefined) {
-    throw new AgentChatError(
+    throw referenceError(
       "TASK_INCONSISTENT",
-      "LEASE_TRANSACTION_PUBLICATION_UNKNOWN: whether this old journal's message was posted is unknown; say so with --resolve-publication rollback|published",
+      "LEASE_TRANSACTION_PUBLICATION_UNKNOWN",
+      "whether this old journal's message was posted is unknown; say so with --resolve-publication rollback|published",
     );
   }
   return published(dir, transactionId) ? "published" : "rollback";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { AgentChatError } from "../../../core/errors.js";
+import { referenceError } from "../../../core/errors.js";
 import { identity } from "../../../core/names.js";
 import {
   entryKind,
@@ -50,9 +50,10 @@ export function pathLockJournalPending(dir: string): boolean {
 
 export function refuseWhilePending(dir: string, channel: string): void {
   if (!pathLockJournalPending(dir)) return;
-  throw new AgentChatError(
+  throw referenceError(
     "TASK_INCONSISTENT",
-    `PATH_LOCK_TRANSACTION_PENDING: a path-lock change in ${channel} died half-way; recover it first (chat.py: recover-pending ${channel} --as NAME)`,
+    "PATH_LOCK_TRANSACTION_PENDING",
+    `a path-lock change in ${channel} died half-way; recover it first (chat.py: recover-pending ${channel} --as NAME)`,
   );
 }
 
@@ -66,9 +67,10 @@ export async function changeReferenceLock(
   const { text, record } = readLock(host.dir, lockId);
   if (change.op === "unlock") {
     if (!isLeaseOwner(record.owner, change.agent)) {
-      throw new AgentChatError(
+      throw referenceError(
         "NOT_HOLDER",
-        `PATH_LOCK_OWNER_MISMATCH: lock ${lockId} belongs to ${record.owner}`,
+        "PATH_LOCK_OWNER_MISMATCH",
+        `lock ${lockId} belongs to ${record.owner}`,
       );
     }
     await journaled(host, {
@@ -102,9 +104,10 @@ function readLock(dir: string, lockId: string): { text: string; record: LockReco
   const path = join(dir, LOCKS_DIR, `${lockId}.json`);
   const record = /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(lockId) ? parseRecord(path) : undefined;
   if (!record || record.lock_id !== lockId) {
-    throw new AgentChatError(
+    throw referenceError(
       "NOT_FOUND",
-      `PATH_LOCK_NOT_FOUND: lock record does not exist: ${lockId}`,
+      "PATH_LOCK_NOT_FOUND",
+      `lock record does not exist: ${lockId}`,
     );
   }
   return { text: readRootTextSync(path, MAX_RECORD_BYTES), record };
@@ -119,17 +122,19 @@ async function recovered(
   const now = host.now();
   // Ours take a lease only past the skew grace (docs/leases.md); chat.py's own at its end.
   if (!pastGrace(Date.parse(previous.expires_at), now)) {
-    throw new AgentChatError(
+    throw referenceError(
       "CLAIM_LOST",
-      `PATH_LOCK_NOT_STALE: lock ${previous.lock_id} of ${previous.owner} is live until ${previous.expires_at}`,
+      "PATH_LOCK_NOT_STALE",
+      `lock ${previous.lock_id} of ${previous.owner} is live until ${previous.expires_at}`,
     );
   }
   const owner = ownerName(change.agent);
   const conflicts = await host.conflicts(previous, owner);
   if (conflicts.length > 0) {
-    throw new AgentChatError(
+    throw referenceError(
       "CLAIM_LOST",
-      `PATH_LOCK_CONFLICT: cannot recover ${previous.lock_id}: ${conflicts.join("; ")}`,
+      "PATH_LOCK_CONFLICT",
+      `cannot recover ${previous.lock_id}: ${conflicts.join("; ")}`,
     );
   }
   return {

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { AgentChatError } from "../../../core/errors.js";
+import { referenceError } from "../../../core/errors.js";
 import {
   entryKind,
   readRootTextSync,
@@ -27,7 +27,7 @@ const JOURNAL = ".path-lock-transaction.json";
 const MAX_BYTES = 256 * 1024;
 
 function invalid(message: string): never {
-  throw new AgentChatError("TASK_INCONSISTENT", `PATH_LOCK_TRANSACTION_INVALID: ${message}`);
+  throw referenceError("TASK_INCONSISTENT", "PATH_LOCK_TRANSACTION_INVALID", message);
 }
 
 interface Journal {

@@ -4,6 +4,12 @@
  * missing or one more, and then every task of the channel with it. Every file read here comes
  * from the root, which is untrusted: a record that does not validate is reported, never used.
  */
+import {
+  type AgentChatError,
+  type ErrorCode,
+  referenceError,
+  referenceMessage,
+} from "../../../core/errors.js";
 
 export const TASKS_DIR = "tasks";
 export const CLAIMS_DIR = "claims";
@@ -92,13 +98,18 @@ const REQUIRED_CLAIM_FIELDS = 6;
 export const REFERENCE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const CONTROL = /[\0\r\n]/;
 
-/** Why a record does not validate, with chat.py's error code. */
+/** Why a record does not validate, with chat.py's error code (`reference`). */
 export class RecordProblem extends Error {
   constructor(
-    readonly code: string,
-    message: string,
+    readonly reference: string,
+    readonly detail: string,
   ) {
-    super(`${code}: ${message}`);
+    super(referenceMessage(reference, detail));
+  }
+
+  /** The problem as one of our errors, `code`, that carries chat.py's code. */
+  as(code: ErrorCode): AgentChatError {
+    return referenceError(code, this.reference, this.detail);
   }
 }
 

@@ -1,8 +1,8 @@
-import { AgentChatError } from "../../../core/errors.js";
+import { AgentChatError, referenceError } from "../../../core/errors.js";
 import { pastGrace } from "../../shared/index.js";
 import type { StructuredTaskUpdate } from "../../types.js";
 import type { Read } from "./files.js";
-import { type ReferenceClaim, type ReferenceTask, validateTask } from "./records.js";
+import { RecordProblem, type ReferenceClaim, type ReferenceTask, validateTask } from "./records.js";
 
 /**
  * chat.py 0.7's `task update`: the fields of a task record other than its lease, with its
@@ -39,9 +39,10 @@ function named(fields: StructuredTaskUpdate): string[] {
 /** Refuses the update when `fields` names nothing at all. */
 export function assertSomeField(fields: StructuredTaskUpdate): void {
   if (named(fields).length === 0) {
-    throw new AgentChatError(
+    throw referenceError(
       "INVALID_ARGUMENT",
-      "TASK_INVALID_UPDATE: task update requires at least one field (--title, --owner, --clear-owner, --depends-on, --files-hint, --acceptance, --branch, --clear-branch, --status)",
+      "TASK_INVALID_UPDATE",
+      "task update requires at least one field (--title, --owner, --clear-owner, --depends-on, --files-hint, --acceptance, --branch, --clear-branch, --status)",
     );
   }
 }
@@ -56,33 +57,37 @@ export function assertUpdateAllowed(
 ): void {
   if (!claim) {
     if (task.lease_expires_at !== null) {
-      throw new AgentChatError(
+      throw referenceError(
         "TASK_INCONSISTENT",
-        `LEASE_INCONSISTENT: task ${task.id} has a lease expiry without a claim record`,
+        "LEASE_INCONSISTENT",
+        `task ${task.id} has a lease expiry without a claim record`,
       );
     }
     return;
   }
   const lease = claim.value;
   if (pastGrace(Date.parse(lease.lease_expires_at), now)) {
-    throw new AgentChatError(
+    throw referenceError(
       "NOT_HOLDER",
-      `LEASE_RECOVERY_REQUIRED: the lease of ${lease.owner} on task ${task.id} ended at ${lease.lease_expires_at}; recover it first (task recover --reason)`,
+      "LEASE_RECOVERY_REQUIRED",
+      `the lease of ${lease.owner} on task ${task.id} ended at ${lease.lease_expires_at}; recover it first (task recover --reason)`,
     );
   }
   if (!isLeaseOwner(lease.owner, actor)) {
-    throw new AgentChatError(
+    throw referenceError(
       "NOT_HOLDER",
-      `LEASE_OWNER_MISMATCH: task ${task.id} is leased by ${lease.owner}; only its holder can update it`,
+      "LEASE_OWNER_MISMATCH",
+      `task ${task.id} is leased by ${lease.owner}; only its holder can update it`,
     );
   }
   const protectedFields = named(fields).filter(
     (f) => f === "owner" || (f === "status" && fields.status !== task.status),
   );
   if (protectedFields.length > 0) {
-    throw new AgentChatError(
+    throw referenceError(
       "CLAIM_LOST",
-      `LEASE_MUTATION_REQUIRED: task ${task.id} must be changed through its lease (${protectedFields.join(", ")}: claim, done, release)`,
+      "LEASE_MUTATION_REQUIRED",
+      `task ${task.id} must be changed through its lease (${protectedFields.join(", ")}: claim, done, release)`,
     );
   }
 }
@@ -104,6 +109,7 @@ export function updatedTask(
   try {
     return validateTask(next);
   } catch (err) {
+    if (err instanceof RecordProblem) throw err.as("INVALID_ARGUMENT");
     throw new AgentChatError("INVALID_ARGUMENT", (err as Error).message);
   }
 }
@@ -117,17 +123,19 @@ export function assertAcyclic(task: ReferenceTask, board: ReferenceTask[]): void
   byId.set(task.id, task.depends_on);
   const unknown = task.depends_on.filter((d) => !byId.has(d));
   if (unknown.length > 0) {
-    throw new AgentChatError(
+    throw referenceError(
       "INVALID_ARGUMENT",
-      `TASK_UNKNOWN_DEPENDENCY: task ${task.id} references unknown dependency ${unknown.join(", ")}`,
+      "TASK_UNKNOWN_DEPENDENCY",
+      `task ${task.id} references unknown dependency ${unknown.join(", ")}`,
     );
   }
   const done = new Set<string>();
   const visit = (id: string, path: string[]): void => {
     if (path.includes(id)) {
-      throw new AgentChatError(
+      throw referenceError(
         "INVALID_ARGUMENT",
-        `TASK_DEPENDENCY_CYCLE: dependency cycle ${[...path.slice(path.indexOf(id)), id].join(" -> ")}`,
+        "TASK_DEPENDENCY_CYCLE",
+        `dependency cycle ${[...path.slice(path.indexOf(id)), id].join(" -> ")}`,
       );
     }
     if (done.has(id)) return;

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { AgentChatError } from "../../../../core/errors.js";
+import { type AgentChatError, referenceError } from "../../../../core/errors.js";
 import { entryKind, readRootTextSync, replaceFile } from "../../../../fsutil/root-files.js";
 import type { ChannelSummary, ChannelSummaryOptions, PostInput } from "../../../types.js";
 import { localIso, sortedJson } from "../records.js";
@@ -29,7 +29,7 @@ async function writeStateFile(dir: string, text: string): Promise<void> {
   try {
     await replaceFile(dir, STATE_FILE, text, { durable: true });
   } catch (err) {
-    throw new AgentChatError("IO_ERROR", `STATE_IO_ERROR: atomic write of state.md failed: ${err}`);
+    throw referenceError("IO_ERROR", "STATE_IO_ERROR", `atomic write of state.md failed: ${err}`);
   }
 }
 
@@ -55,11 +55,9 @@ export async function channelState(
   options: ChannelSummaryOptions = {},
 ): Promise<ChannelSummary> {
   if (options.saved) return savedState(host);
-  const problems: string[] = [];
+  const problems: AgentChatError[] = [];
   const summary = summarizeState(host.dir, host.channel, localIso(host.now()), problems);
-  if (options.strict && problems.length > 0) {
-    throw new AgentChatError("TASK_INCONSISTENT", problems[0]!);
-  }
+  if (options.strict && problems.length > 0) throw problems[0]!;
   const markdown = renderState(summary);
   const state: ChannelSummary = {
     markdown,
@@ -70,7 +68,7 @@ export async function channelState(
       pathLocks: summary.path_locks.length,
       decisions: summary.decisions.length,
     },
-    problems,
+    problems: problems.map((p) => p.message),
   };
   if (!options.write) return state;
   await writeStateFile(host.dir, markdown);
@@ -98,7 +96,7 @@ const SAVED_LAST_SEQ = /^- \*\*Last Message Sequence\*\*: #(\d{1,15})$/m;
 function isCurrent(host: StateHost, markdown: string): boolean {
   const lastSeq = SAVED_LAST_SEQ.exec(markdown)?.[1];
   if (lastSeq === undefined) return false;
-  const ignored: string[] = [];
+  const ignored: AgentChatError[] = [];
   const at = localIso(host.now());
   const summary = summarizeState(host.dir, host.channel, at, ignored, Number(lastSeq));
   return renderState(summary) === markdown;
@@ -111,9 +109,10 @@ function isCurrent(host: StateHost, markdown: string): boolean {
 function savedState(host: StateHost): ChannelSummary {
   const path = join(host.dir, STATE_FILE);
   if (entryKind(path) === undefined) {
-    throw new AgentChatError(
+    throw referenceError(
       "NOT_FOUND",
-      `STATE_RECORD_NOT_FOUND: ${host.channel} has no saved state.md (agent-chat compact ${host.channel} writes one)`,
+      "STATE_RECORD_NOT_FOUND",
+      `${host.channel} has no saved state.md (agent-chat compact ${host.channel} writes one)`,
     );
   }
   const markdown = readRootTextSync(path, MAX_STATE_BYTES);

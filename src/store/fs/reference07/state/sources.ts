@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { type AgentChatError, referenceError, referenceMessage } from "../../../../core/errors.js";
 import { entryKind, listRealDir, readRootTextSync } from "../../../../fsutil/root-files.js";
 import { readTasks } from "../files.js";
 import { type LockRecord, parseLock } from "../lock-records.js";
@@ -25,6 +26,11 @@ const MAX_LOCKS = 1_000;
 const LOCKS_DIR = "locks";
 const LOCK_TRANSACTION = ".path-lock-transaction.json";
 
+/** A source left out of the summary, as the error `--strict` refuses it with. */
+function source(reference: string, text: string): AgentChatError {
+  return referenceError("TASK_INCONSISTENT", reference, text);
+}
+
 /** Python's `str()` of a JSON value, for the meta fields chat.py converts so. */
 function pyStr(value: unknown): string {
   if (typeof value === "string") return value;
@@ -34,7 +40,7 @@ function pyStr(value: unknown): string {
 }
 
 /** `_meta.json` (else `meta.json`): its topic, members and `created_at`, as chat.py reads them. */
-export function readMetaFields(dir: string, problems: string[]): MetaFields {
+export function readMetaFields(dir: string, problems: AgentChatError[]): MetaFields {
   const fields: MetaFields = { topic: "", members: [], created_at: "" };
   const name = entryKind(join(dir, "_meta.json")) ? "_meta.json" : "meta.json";
   if (!entryKind(join(dir, name))) return fields;
@@ -42,11 +48,13 @@ export function readMetaFields(dir: string, problems: string[]): MetaFields {
   try {
     raw = JSON.parse(readRootTextSync(join(dir, name), MAX_RECORD_BYTES));
   } catch (err) {
-    problems.push(`STATE_MALFORMED_SOURCE: ${name} cannot be read (${(err as Error).message})`);
+    problems.push(
+      source("STATE_MALFORMED_SOURCE", `${name} cannot be read (${(err as Error).message})`),
+    );
     return fields;
   }
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    problems.push(`STATE_INVALID_RECORD: ${name} must be a JSON object`);
+    problems.push(source("STATE_INVALID_RECORD", `${name} must be a JSON object`));
     return fields;
   }
   const meta = raw as Record<string, unknown>;
@@ -59,10 +67,14 @@ export function readMetaFields(dir: string, problems: string[]): MetaFields {
 }
 
 /** The channel's tasks that validate (chat.py's rules), each bad one named in `problems`. */
-export function readStateTasks(dir: string, channel: string, problems: string[]): ReferenceTask[] {
+export function readStateTasks(
+  dir: string,
+  channel: string,
+  problems: AgentChatError[],
+): ReferenceTask[] {
   if (entryKind(join(dir, TASKS_DIR)) === undefined) return [];
   const { tasks, problems: bad } = readTasks(dir, channel);
-  problems.push(...bad.map((p) => `STATE_MALFORMED_SOURCE: ${p}`));
+  problems.push(...bad.map((p) => source("STATE_MALFORMED_SOURCE", p)));
   return tasks.map((t) => t.value);
 }
 
@@ -70,12 +82,16 @@ export function readStateTasks(dir: string, channel: string, problems: string[])
  * The channel's path locks, expired ones too, by id. chat.py lists them all or none: one record
  * that does not validate, or a path-lock change that died half-way, and its summary has none.
  */
-export function readStateLocks(dir: string, channel: string, problems: string[]): LockRecord[] {
+export function readStateLocks(
+  dir: string,
+  channel: string,
+  problems: AgentChatError[],
+): LockRecord[] {
   const locks = join(dir, LOCKS_DIR);
   if (entryKind(locks) !== "dir") return [];
   if (entryKind(join(locks, LOCK_TRANSACTION)) !== undefined) {
     problems.push(
-      "PATH_LOCK_TRANSACTION_PENDING: a path-lock change died half-way; no locks listed",
+      source("PATH_LOCK_TRANSACTION_PENDING", "a path-lock change died half-way; no locks listed"),
     );
     return [];
   }
@@ -90,7 +106,13 @@ export function readStateLocks(dir: string, channel: string, problems: string[])
       out.push(parseLock(name, readRootTextSync(join(locks, name), MAX_RECORD_BYTES), channel));
     } catch (err) {
       problems.push(
-        `STATE_MALFORMED_SOURCE: PATH_LOCK_INVALID_RECORD: ${LOCKS_DIR}/${name}: ${(err as Error).message}; no locks listed`,
+        source(
+          "STATE_MALFORMED_SOURCE",
+          referenceMessage(
+            "PATH_LOCK_INVALID_RECORD",
+            `${LOCKS_DIR}/${name}: ${(err as Error).message}; no locks listed`,
+          ),
+        ),
       );
       return [];
     }

@@ -1,3 +1,4 @@
+import type { AgentChatError } from "../../../../core/errors.js";
 import { type ReferenceTask, sortedJson } from "../records.js";
 import {
   type BlockerRecord,
@@ -118,12 +119,15 @@ function owners(open: ReferenceTask[], locks: LockRecord[]): Record<string, Owne
   );
 }
 
-/** The summary of the channel folder `dir`; `problems` hears of each source left out. */
+/**
+ * The summary of the channel folder `dir`; `problems` hears of each source left out, as the
+ * error (`TASK_INCONSISTENT`, with chat.py's code) that `--strict` refuses the summary with.
+ */
 export function summarizeState(
   dir: string,
   channel: string,
   generatedAt: string,
-  problems: string[],
+  problems: AgentChatError[],
   upTo?: number,
 ): StateSummary {
   const meta = readMetaFields(dir, problems);
