@@ -20,6 +20,8 @@ const ROUND_MS = 3_000;
 const WORKERS = 3;
 /** Why ours' locks were refused, by the start of the message (printed with the figures). */
 const refusals = new Map<string, number>();
+/** The locks whose pending change a `recover-pending` of chat.py's settled. */
+const settledByRecovery = new Set<string>();
 
 interface Seen {
   owner: string;
@@ -55,8 +57,8 @@ describe.skipIf(skip !== undefined)(
           ),
         ]);
       }
-      const { doubles, transitions, journaled } = watch.stop();
-      const silent = silentChanges(dir(), transitions, journaled);
+      const { doubles, transitions } = watch.stop();
+      const silent = silentChanges(dir(), transitions, settledByRecovery);
       console.log(
         `mixed path locks: ${round} rounds, ${stats.ours} locks by ours, ${stats.theirs} by chat.py, ` +
           `${stats.killed} of ours SIGKILLed, ${stats.recovered} recoveries, ${stats.unlocked} unlocks, ` +
@@ -141,7 +143,11 @@ async function referenceWorker(
     } else if (result.stderr.includes("PATH_LOCK_RECOVERY_REQUIRED")) {
       await recoverExpired(root, name, paths, stats, true);
     } else if (result.stderr.includes("PATH_LOCK_TRANSACTION_PENDING")) {
-      await reference(root, ["recover-pending", "dev", "--as", name]);
+      // The change it settles: one that died before its message is rolled back, made and
+      // removed with no message of its own (silentChanges).
+      const target = journalTarget(join(root, "dev"));
+      const settled = await reference(root, ["recover-pending", "dev", "--as", name]);
+      if (settled.code === 0 && target) settledByRecovery.add(target);
     }
   }
 }
@@ -240,10 +246,9 @@ function ourLeases(channel: string): Map<string, number> {
 function watchLocks(
   channel: string,
   stats: Record<string, number>,
-): { stop: () => { doubles: string[]; transitions: string[]; journaled: Set<string> } } {
+): { stop: () => { doubles: string[]; transitions: string[] } } {
   const doubles: string[] = [];
   const transitions: string[] = [];
-  const journaled = new Set<string>();
   const last = new Map<string, Seen>();
   const timer = setInterval(() => {
     stats.snapshots!++;
@@ -263,15 +268,13 @@ function watchLocks(
       ]),
     );
     transitions.push(...changes(last, now2));
-    const target = journalTarget(channel);
-    if (target) journaled.add(target);
     last.clear();
     for (const [id, seen] of now2) last.set(id, seen);
   }, 10);
   return {
     stop: () => {
       clearInterval(timer);
-      return { doubles, transitions, journaled };
+      return { doubles, transitions };
     },
   };
 }
@@ -317,13 +320,14 @@ function journalTarget(channel: string): string | undefined {
 
 /**
  * The record changes seen that have no audit message of chat.py's kind in the channel. A lock
- * whose change died before its message (its process SIGKILLed, its journal left) and that
- * `recover-pending` rolled back was made and removed with no message, rightly: it never was.
+ * whose change died before its message (its process SIGKILLed, its journal left) and that a
+ * `recover-pending` settled (`settled`: the journal's lock) is rolled back: made and removed
+ * with no message, rightly, for it never was.
  */
 function silentChanges(
   channel: string,
   transitions: string[],
-  journaled: ReadonlySet<string>,
+  settled: ReadonlySet<string>,
 ): string[] {
   const audits = new Set<string>();
   for (const f of readdirSync(channel).filter((n) => /^\d+-/.test(n))) {
@@ -341,7 +345,7 @@ function silentChanges(
   const rolledBack = (id: string) => {
     const seen = transitions.filter((t) => t.split(" ")[1] === id);
     return (
-      journaled.has(id) &&
+      settled.has(id) &&
       !audited.has(id) &&
       seen.length === 2 &&
       seen[0]!.startsWith(`locked ${id} `) &&
