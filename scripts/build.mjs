@@ -111,6 +111,7 @@ await build({
 chmodSync("dist/cli.cjs", 0o755);
 const lean = {
   ...commonjs,
+  define: { __VERSION__: JSON.stringify(version) },
   // Neither serves a URL root (the executable sends those to the full CLI): the NATS backend
   // stays out of both, so V8 has a quarter less to read at each start.
   plugins: [withoutNats, lazyChunks("lazy/")],

@@ -14,6 +14,7 @@ import { natsOptionsFromEnv } from "./nats-env.js";
 import { writeStderr, writeStdout } from "./stdio.js";
 import { parsePositiveInt, parseTtl, UsageError } from "./usage.js";
 import { ownSocketDir, userConfigDir } from "./user-dirs.js";
+import { otherDaemonVersion } from "./version.js";
 
 export {
   MAX_SECONDS,
@@ -201,7 +202,10 @@ export class CliContext {
     }
     const { DaemonClient } = await import("../daemon/client.js");
     try {
-      return await DaemonClient.connect(path, { timeoutMs: 1000, harness: this.harness });
+      const client = await DaemonClient.connect(path, { timeoutMs: 1000, harness: this.harness });
+      const other = otherDaemonVersion(client.daemonVersion, path);
+      if (other) this.warn(other);
+      return client;
     } catch (err) {
       if (isAgentChatError(err, "BACKEND_UNAVAILABLE")) return undefined;
       throw err;

@@ -5,6 +5,7 @@ import { CliContext, type GlobalOptions } from "./context.js";
 import { EXIT } from "./exit-codes.js";
 import { exitQuietlyOnBrokenPipe } from "./pipe.js";
 import { runCommand, wantsJson } from "./run.js";
+import { VERSION } from "./version.js";
 
 type Register = (program: Command, ctx: CliContext) => void;
 
@@ -133,9 +134,6 @@ function speaksReference07(argv: readonly string[]): boolean {
   const [name, sub] = commandWords(argv);
   return REFERENCE_07_COMMANDS.has(name ?? "") && !(name === "task" && sub === "add");
 }
-
-declare const __VERSION__: string | undefined;
-const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
 export async function main(argv: string[]): Promise<number> {
   exitQuietlyOnBrokenPipe();

@@ -166,6 +166,11 @@ export class DaemonClient implements Store {
   }
 
   /** The longest request line the daemon accepts. */
+  /** The daemon's release, as it said at connection. */
+  get daemonVersion(): string {
+    return this.daemonInfo.version;
+  }
+
   get maxLineBytes(): number {
     return this.daemonInfo.maxLineBytes;
   }

@@ -20,12 +20,10 @@ import { EXIT } from "../exit-codes.js";
 import { type HookArgs, runHook } from "../hook.js";
 import { oneOf } from "../usage.js";
 import { hookStateDir } from "../user-dirs.js";
+import { VERSION } from "../version.js";
 
 /** The tools' names, as `setup TOOL` and `doctor --tool` take them. */
 const SETUP_TOOLS = HOSTS.map((host) => host.tool);
-
-declare const __VERSION__: string | undefined;
-const VERSION = typeof __VERSION__ === "string" ? __VERSION__ : "0.0.0-dev";
 
 /** `mcp` (the server), `setup` (configuration for agent tools) and `hook` (their hooks). */
 export function registerMcpCommands(program: Command, ctx: CliContext): void {
