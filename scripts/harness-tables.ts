@@ -1,13 +1,13 @@
 // `npm run docs:harnesses [-- --check]`: writes the per-harness tables of docs/first-run.md and
 // docs/delivery.md from what the code and the tests hold, so no row is written by hand: each
 // host's profile (its first run's questions, which test/agents/first-run.test.ts answers in the
-// real binary), what `setup TOOL --write --wake` writes and `doctor` reads back as its wake path,
+// real binary), the files `setup TOOL --write --wake` writes and the wake path `doctor` reads back,
 // the test files that drive it, and the agent-wake bench's last figures
 // (bench/results/agent-wake.json). With --check it changes nothing and exits 1 when a table is
 // out of date (test/harness-tables.test.ts runs the same check).
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { readWakeRecords, type WakeRecord } from "../bench/agent-wake-record.js";
 import type { Host } from "../src/hosts/host.js";
@@ -34,24 +34,27 @@ function pinned(host: Host): string {
   return version;
 }
 
-/** The files setup writes, as its help line says them (after "TOOL → "). */
-const setupWrites = (host: Host) => host.filesHelp.replace(/^\S+ → /, "").replace(/\s+/g, " ");
-
 function hookPoints(host: Host): string {
   if (host.profile.hooksRunBy) return host.profile.hooksRunBy;
   const e = host.hooks.events;
   return `${e["session-start"]} · ${e.prompt} · ${e.stop}`;
 }
 
-/** The wake path `doctor` reads back after `setup TOOL --write --wake` in an empty home. */
-async function wakeAfterSetup(host: Host): Promise<string> {
+/**
+ * What `setup TOOL --write --wake` writes in an empty home (the project's files by their path in
+ * it, the user's from `~`), and the wake path `doctor` then reads back.
+ */
+async function afterSetup(host: Host): Promise<{ files: string; wake: string }> {
   const home = mkdtempSync(join(tmpdir(), "agent-chat-tables-"));
   try {
     const homes = Object.assign({}, ...HOSTS.map((h) => h.locate({}, home)));
     const at = { projectDir: join(home, "project"), homes };
     const o = { ...at, tool: host.tool, agent: "alice", root: join(home, "chat") };
-    await applySetup(planSetup({ ...o, command: "agent-chat", wake: true }));
-    return (await inspectSetup(host.tool, at)).wake;
+    const written = await applySetup(planSetup({ ...o, command: "agent-chat", wake: true }));
+    const shown = written.map((path) =>
+      path.startsWith(at.projectDir) ? relative(at.projectDir, path) : `~/${relative(home, path)}`,
+    );
+    return { files: shown.join(", "), wake: (await inspectSetup(host.tool, at)).wake };
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
@@ -70,7 +73,7 @@ function provenIn(host: Host): string {
   return sorted.map((name) => `\`${name}\``).join(", ");
 }
 
-const ms = (r: WakeRecord) => `${r.p50} / ${r.max} ms`;
+const ms = (r: WakeRecord) => `${r.p50} / ${r.max} ms${r.quick ? " (quick)" : ""}`;
 
 /** The host's headline wake figure: the record named as the host, else its first. */
 function wakeFigure(host: Host, records: readonly [string, WakeRecord][]): string {
@@ -84,20 +87,21 @@ export async function firstRunTable(): Promise<string> {
   const rows: string[][] = [];
   for (const host of HOSTS) {
     const asks = host.profile.asks.length > 0 ? host.profile.asks.join(", ") : "nothing";
+    const setup = await afterSetup(host);
     rows.push([
       `${host.title} ${pinned(host)}`,
-      setupWrites(host),
+      setup.files,
       asks,
       host.profile.unaskedBy,
       hookPoints(host),
-      await wakeAfterSetup(host),
+      setup.wake,
       wakeFigure(host, records),
       provenIn(host),
     ]);
   }
   const header = [
     "harness",
-    "`setup` writes",
+    "`setup --write --wake` writes (in an empty home)",
     "its first run asks",
     "chat tools run unasked by",
     "hooks (session start · prompt · stop)",
@@ -116,7 +120,7 @@ export function deliveryTable(): string {
     name,
     r.path,
     ms(r),
-    `${r.n}${r.quick ? " (quick)" : ""}`,
+    String(r.n),
     `${r.date}, Node ${r.node}, load ${r.load}`,
   ]);
   return table(["harness", "woken by", "p50 / max", "wakes", "measured"], rows);

@@ -161,7 +161,8 @@ export const geminiCli: Host = {
   tool: "gemini",
   title: "Gemini CLI",
   hooks: geminiCliHooks,
-  filesHelp: "gemini → ~/.gemini/settings.json (yours), trustedFolders.json with --trust",
+  filesHelp:
+    "gemini → ~/.gemini/settings.json and policies/agent-chat.toml (yours), trustedFolders.json with --trust",
   locate: (env, userHome) => {
     const dir = resolve(env.GEMINI_CLI_HOME || userHome, ".gemini");
     return {

@@ -49,7 +49,8 @@ export interface HostProfile {
   npm: string;
   /**
    * The questions its first interactive run asks after `setup --write`, in order; none is
-   * skipped by a flag. test/agents/first-run.test.ts answers exactly these in the real binary.
+   * skipped by a flag. test/agents/first-run.test.ts waits for each on the real binary's screen,
+   * answers it and notes its name; the names noted must be these.
    */
   asks: readonly string[];
   /** What lets the chat tools run without an approval prompt. */
