@@ -1,13 +1,13 @@
 import { AgentChatError } from "./errors.js";
 import { sameAgent } from "./names.js";
 
-/** `_meta.json`: the reference's keys first, in its order; keys of ours may follow. */
 /**
  * The governance profile's key in `_meta.json` for the channel's maintainer (docs/governance.md):
  * here, below the store, because a store's `init` counts the maintainer among the members.
  */
 export const META_MAINTAINER = "maintainer";
 
+/** `_meta.json`: the reference's keys first, in its order; keys of ours may follow. */
 export interface ChannelMeta {
   channel: string;
   /** Declared members; empty means open membership. */

@@ -182,25 +182,26 @@ export interface Store {
  */
 export interface ChatPy07Interop {
   /**
-   * chat.py 0.7's derived summary of a channel (docs/state.md): its topic, decisions, open tasks, blockers, owners, path locks and verification evidence, as
-   * chat.py's `state` renders them; with `write`, its `state.md` replaced atomically and the
-   * `state.compacted` message posted; with `saved`, the `state.md` last written, as it is.
+   * chat.py 0.7's derived summary of a channel (docs/state.md): its topic, decisions, open
+   * tasks, blockers, owners, path locks and verification evidence, as chat.py's `state` renders
+   * them; with `write`, its `state.md` replaced atomically and the `state.compacted` message
+   * posted; with `saved`, the `state.md` last written, as it is.
    */
   channelState(channel: string, options?: ChannelSummaryOptions): Promise<ChannelSummary>;
 
   /**
-   * chat.py 0.7's `recover-pending`. A change of its task leases
-   * (`kind: "task"`) or path locks (`kind: "path"`) that died half-way, its journal left behind,
-   * is undone, or, if its message was posted, its journal cleaned up (docs/leases.md); until
-   * then every such change there is refused. For tasks `NOT_FOUND` when nothing is pending.
+   * chat.py 0.7's `recover-pending`. A change of its task leases (`kind: "task"`) or path locks
+   * (`kind: "path"`) that died half-way, its journal left behind, is undone, or, if its message
+   * was posted, its journal cleaned up (docs/leases.md); until then every such change there is
+   * refused. For tasks `NOT_FOUND` when nothing is pending.
    */
   recoverPending(channel: string, options: RecoverPendingOptions): Promise<PendingRecovery>;
 
   /**
-   * refuses (`TASK_INCONSISTENT`, whose reference is chat.py's
-   * `PATH_LOCK_TRANSACTION_PENDING`) while a change of chat.py 0.7's path locks in the channel
-   * died half-way, as chat.py's `check` does: which locks hold is not known until
-   * `recover-pending` settles it. Every path-lease change refuses so by itself.
+   * Refuses (`TASK_INCONSISTENT`, whose reference is chat.py's `PATH_LOCK_TRANSACTION_PENDING`)
+   * while a change of chat.py 0.7's path locks in the channel died half-way, as chat.py's
+   * `check` does: which locks hold is not known until `recover-pending` settles it. Every
+   * path-lease change refuses so by itself.
    */
   refuseWhilePathLocksPending(channel: string): Promise<void>;
 }

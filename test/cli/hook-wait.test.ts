@@ -460,6 +460,19 @@ describe("agent-chat hook wait, through Claude Code's inbox socket", () => {
       spoil: async () => {},
     },
     {
+      why: "the project's settings file is a link, even to one that accepts (a link is not followed)",
+      input: stopInput(),
+      env: () => {
+        const accepting = settingsSay("accept", "user").CLAUDE_CONFIG_DIR!;
+        const d = tempDir("agent-chat-claude-settings-");
+        cleanups.push(d.cleanup);
+        mkdirSync(join(d.dir, ".claude"));
+        symlinkSync(join(accepting, "settings.json"), join(d.dir, ".claude", "settings.json"));
+        return { CLAUDE_PROJECT_DIR: d.dir };
+      },
+      spoil: async () => {},
+    },
+    {
       why: "the wait is our pi extension's or OpenCode plugin's (AGENT_CHAT_HOST_PID), started from a Claude Code shell",
       input: stopInput(),
       env: () => ({ AGENT_CHAT_HOST_PID: String(process.pid) }),

@@ -56,7 +56,7 @@ describe("chat.py 0.7's refusals through the daemon", () => {
       ["task", "create", "dev", "T1", "--title", "t", "--as", "bob"], // TASK_ALREADY_EXISTS: 2
       ["lock", "dev", "src/a", "--as", "bob"], // PATH_LOCK_CONFLICT: 1
       ["unlock", "dev", "nolock", "--as", "bob"], // PATH_LOCK_NOT_FOUND: 1
-      ["state", "dev", "--saved"], // STATE_RECORD_NOT_FOUND: 1
+      ["state", "dev", "--saved"], // STATE_RECORD_NOT_FOUND: 1 (read from the folder, daemon or not)
     ];
     const alone = [];
     for (const args of cases) alone.push(await direct(...args));

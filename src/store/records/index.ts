@@ -10,10 +10,8 @@ export {
   type LockedPath,
   leaseMatcher,
   lockedPath,
-  MAX_PATTERN_LENGTH,
   normalizePattern,
   patternsOverlap,
-  staticBase,
   underOrAt,
 } from "./path-globs.js";
 export {

@@ -33,7 +33,10 @@ export interface Read<T> {
 function unreadable(path: string, err: unknown, family: "TASK" | "LEASE"): AgentChatError {
   if (err instanceof RecordProblem) return err.as("TASK_INCONSISTENT");
   if (err instanceof AgentChatError) {
-    return new AgentChatError("TASK_INCONSISTENT", err.message, { reference: err.reference });
+    return new AgentChatError("TASK_INCONSISTENT", err.message, {
+      reference: err.reference,
+      cause: err,
+    });
   }
   const reference = `${family}_INVALID_RECORD`;
   if (err instanceof SyntaxError) {
