@@ -13,8 +13,7 @@ export interface ForwardingStore extends Store {}
 // biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface above types the methods this class puts on its prototype.
 export class ForwardingStore implements Store {
   readonly updateMeta?: Store["updateMeta"];
-  readonly archive?: Store["archive"];
-  readonly prune?: Store["prune"];
+  readonly retention?: Store["retention"];
   readonly touch?: Store["touch"];
   readonly publishedKeys?: Store["publishedKeys"];
   readonly attestRead?: Store["attestRead"];
@@ -22,8 +21,7 @@ export class ForwardingStore implements Store {
 
   constructor(protected readonly inner: Store) {
     if (inner.updateMeta) this.updateMeta = inner.updateMeta.bind(inner);
-    if (inner.archive) this.archive = inner.archive.bind(inner);
-    if (inner.prune) this.prune = inner.prune.bind(inner);
+    if (inner.retention) this.retention = inner.retention;
     if (inner.touch) this.touch = inner.touch.bind(inner);
     if (inner.publishedKeys) this.publishedKeys = inner.publishedKeys;
     if (inner.attestRead) this.attestRead = inner.attestRead.bind(inner);

@@ -161,12 +161,10 @@ export interface Store {
   /** The thread message `seq` belongs to: its root with every reply under it, by `reply_to`. */
   thread(channel: string, seq: number, options?: ThreadOptions): Promise<ThreadNode>;
   /**
-   * Optional: moves old messages where chat.py does not look, losing none and numbering on
-   * (the folder store only; docs/search.md).
+   * Optional (the folder store and NATS, not through a daemon): archive and prune
+   * (docs/search.md).
    */
-  archive?(channel: string, options: ArchiveOptions): Promise<ArchiveResult>;
-  /** Optional: removes the cursors of agents not seen for a while (the folder store only). */
-  prune?(options: PruneOptions): Promise<PruneResult>;
+  readonly retention?: Retention;
   /**
    * Optional: where a root with no folder (NATS) publishes public keys (docs/signatures.md);
    * a folder root keeps them in `.keys/`.
@@ -174,6 +172,17 @@ export interface Store {
   readonly publishedKeys?: PublishedKeyDirectory;
 
   close(): Promise<void>;
+}
+
+/** Keeping a root small: old messages archived, gone agents' records pruned (`Store.retention`). */
+export interface Retention {
+  /**
+   * Moves old messages where chat.py does not look (on NATS: exports them to a folder, then
+   * purges them), losing none and numbering on.
+   */
+  archive(channel: string, options: ArchiveOptions): Promise<ArchiveResult>;
+  /** Removes the cursors and presence records of agents not seen for a while. */
+  prune(options: PruneOptions): Promise<PruneResult>;
 }
 
 /**

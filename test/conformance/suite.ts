@@ -15,7 +15,7 @@ import {
 import { generateKeyPair, signerFromPem } from "../../src/features/trust/ed25519.js";
 import { PAGE_SIZE, wholeChannel } from "../../src/store/paging.js";
 import { SKEW_GRACE_MS } from "../../src/store/shared/index.js";
-import type { Store } from "../../src/store/types.js";
+import type { Retention, Store } from "../../src/store/types.js";
 import { ViewerModel } from "../../src/viewer/model.js";
 import { waitParked } from "../helpers/parked.js";
 
@@ -1072,11 +1072,11 @@ export function storeConformance(
       }
 
       /** The store that archives: this one, or a daemon's folder (it archives nothing itself). */
-      async function archiver(): Promise<Store & Required<Pick<Store, "archive">>> {
-        const local = store.archive ? store : await backend.local?.();
-        if (!local?.archive) throw new Error(`${name} has no archive, on itself or its folder`);
+      async function archiver(): Promise<Retention> {
+        const local = store.retention ? store : await backend.local?.();
+        if (!local?.retention) throw new Error(`${name} has no archive, on itself or its folder`);
         if (local !== store) opened.push(local);
-        return local as Store & Required<Pick<Store, "archive">>;
+        return local.retention;
       }
 
       it("archive: old messages leave the channel, still reachable; numbering and cursors go on", async () => {

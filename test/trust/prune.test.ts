@@ -48,7 +48,7 @@ for (const backend of trustBackends()) {
           },
           { timeout: 15_000, interval: 20 },
         );
-        const pruned = await pruner.prune!({ olderThanMs: 30 * DAY });
+        const pruned = await pruner.retention!.prune({ olderThanMs: 30 * DAY });
         expect(pruned.removed.map((r) => r.agent)).toEqual(["carol"]);
         const gone = pruned.presence.map((p) => p.agent);
         expect(gone).toContain("carol");
@@ -66,7 +66,7 @@ for (const backend of trustBackends()) {
         await today.read("quiet", { as: "bob" });
         const bob = await open(root, later);
         await bob.read("quiet", { as: "bob" }); // nothing new: the cursor stays as it was
-        const pruned = await (await open(root, later)).prune!({ olderThanMs: 30 * DAY });
+        const pruned = await (await open(root, later)).retention!.prune({ olderThanMs: 30 * DAY });
         expect(pruned.removed).toEqual([]);
         expect((await bob.read("quiet", { as: "bob" })).messages).toEqual([]);
       });

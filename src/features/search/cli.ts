@@ -6,7 +6,13 @@ import { AgentChatError } from "../../core/errors.js";
 import type { Message } from "../../core/message.js";
 import { isUrlRoot } from "../../store/roots.js";
 import { flattenThread } from "../../store/shared/index.js";
-import type { SearchOptions, SearchResult, Store, ThreadNode } from "../../store/types.js";
+import type {
+  Retention,
+  SearchOptions,
+  SearchResult,
+  Store,
+  ThreadNode,
+} from "../../store/types.js";
 import { parseAge } from "./index.js";
 
 /** search, thread, archive and prune (docs/search.md). */
@@ -88,7 +94,7 @@ function registerArchive(program: Command, ctx: CliContext): void {
         "archive",
         opts.export !== undefined || opts.dryRun === true,
       );
-      const options: Parameters<NonNullable<Store["archive"]>>[1] = {
+      const options: Parameters<Retention["archive"]>[1] = {
         dryRun: opts.dryRun === true,
       };
       if (opts.export !== undefined) options.exportTo = resolve(opts.export);
@@ -96,7 +102,7 @@ function registerArchive(program: Command, ctx: CliContext): void {
       if (opts.olderThan !== undefined) {
         options.olderThanMs = parseAge(opts.olderThan, "--older-than");
       }
-      const result = await store.archive!(channel, options);
+      const result = await store.retention.archive(channel, options);
       if (ctx.json) return ctx.printJson(result);
       const verb = result.dryRun ? "would archive" : "archived";
       const range = seqRange(result.moved);
@@ -123,7 +129,7 @@ function registerPrune(program: Command, ctx: CliContext): void {
     )
     .action(async (opts: { olderThan: string; dryRun?: boolean }) => {
       const store = await retentionStore(ctx, "prune");
-      const result = await store.prune!({
+      const result = await store.retention.prune({
         olderThanMs: parseAge(opts.olderThan, "--older-than"),
         dryRun: opts.dryRun === true,
       });
@@ -178,7 +184,7 @@ async function retentionStore(
   ctx: CliContext,
   verb: "archive" | "prune",
   exporting = false,
-): Promise<Store> {
+): Promise<Store & { retention: Retention }> {
   // On NATS, archive exports what it drops into a folder, then purges it (nats/retention.ts):
   // without that folder it is refused before connecting, whether the server is up or not.
   if (isUrlRoot(ctx.root)) {
@@ -188,14 +194,19 @@ async function retentionStore(
         "on NATS, archive exports what it drops first: give the folder (--export DIR), or --dry-run",
       );
     }
-    return ctx.open();
+    return withRetention(await ctx.open(), verb);
   }
-  const store = await ctx.openFolder();
-  if (!store[verb]) {
-    await store.close();
-    throw new AgentChatError("INVALID_ARGUMENT", `${verb} is not available on ${store.location}`);
-  }
-  return store;
+  return withRetention(await ctx.openFolder(), verb);
+}
+
+/** The store, when it archives and prunes; INVALID_ARGUMENT (the store closed) otherwise. */
+async function withRetention(
+  store: Store,
+  verb: "archive" | "prune",
+): Promise<Store & { retention: Retention }> {
+  if (store.retention) return store as Store & { retention: Retention };
+  await store.close();
+  throw new AgentChatError("INVALID_ARGUMENT", `${verb} is not available on ${store.location}`);
 }
 
 /** Each hit as `channel#seq  time  from → to  [status]`, its title and its snippet. */

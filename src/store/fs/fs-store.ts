@@ -96,6 +96,7 @@ import {
   type RecoverPendingOptions,
   type ReleaseOptions,
   type RenewOptions,
+  type Retention,
   type StructuredTaskChange,
   TASK_TTL_KEY,
   type TaskInfo,
@@ -1226,6 +1227,12 @@ export class FsStore extends FeatureStore<FolderFeed> {
   }
 
   // ---- Retention (src/store/fs/archive.ts, loaded on first use) ----
+
+  /** Archive and prune (Store.retention). */
+  readonly retention: Retention = {
+    archive: (channel, options) => this.archive(channel, options),
+    prune: (options) => this.prune(options),
+  };
 
   async archive(channel: string, options: ArchiveOptions): Promise<ArchiveResult> {
     await this.roster(channel);

@@ -43,7 +43,7 @@ import {
   type TaskRecord,
   taskFileName,
 } from "../shared/index.js";
-import type { Capabilities, PostResult, PublishedKeyDirectory } from "../types.js";
+import type { Capabilities, PostResult, PublishedKeyDirectory, Retention } from "../types.js";
 import { connectNats, DEFAULT_NATS_TIMEOUT_MS } from "./connect.js";
 import { ChannelFeed, FILE_HEADER, readStored, SEQ_HEADER } from "./feed.js";
 import { CasWriter, isWrongLastSequence } from "./kv-cas.js";
@@ -827,6 +827,12 @@ export class NatsStore extends FeatureStore {
       throwIfFailed: () => feed.throwIfFailed(),
     }));
   }
+
+  /** Archive and prune (Store.retention). */
+  readonly retention: Retention = {
+    archive: (channel, options) => this.archive(channel, options),
+    prune: (options) => this.prune(options),
+  };
 
   /** Removes the cursors and presence records of agents not seen for a while (retention.ts). */
   prune(options: PruneOptions): Promise<PruneResult> {
